@@ -1,0 +1,29 @@
+//! Weft's engine: everything a host (the `weft` command, the desktop app) needs to load,
+//! validate, run and inspect LLM agent workflows.
+//!
+//! - [`flow`]: the flow file: load (with normalization of older forms), save.
+//! - [`validate()`]: every problem of a flow at once, each naming its node or edge.
+//! - [`nodes`]: the node kinds, one file each.
+//! - [`run`]: the scheduler: concurrent branches, loops, approvals, cancellation.
+//! - [`template`]: MiniJinja templates with the names of SPEC §3.
+//! - [`providers`]: LLM providers over their real HTTP wire formats.
+//! - [`event`]: the ordered events every run emits.
+//! - [`store`]: the SQLite run store (runs, events, node outputs, paused queues).
+
+pub mod event;
+pub mod flow;
+pub mod nodes;
+pub mod providers;
+pub mod run;
+pub mod store;
+pub mod template;
+pub mod validate;
+
+pub use event::{EventType, RunEvent, RunStatus};
+pub use flow::{Edge, Flow, LoadError, Node};
+pub use nodes::Decision;
+pub use run::{
+    Engine, Entry, EventListener, ResumeOptions, RunError, RunOptions, RunOutcome, Waiting,
+};
+pub use store::{Store, StoreError};
+pub use validate::{Problem, Severity, validate};

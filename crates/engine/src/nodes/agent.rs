@@ -1,0 +1,379 @@
+//! `agent`: one LLM call, with a tool loop when the agent has subagents.
+
+use std::collections::HashSet;
+
+use futures_util::future::{BoxFuture, FutureExt, join_all};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::{FieldError, NodeConfig};
+use crate::event::EventType;
+use crate::providers::{ChatMessage, ChatRequest, ProviderError, ToolCall, ToolSpec, route_model};
+use crate::run::{RunContext, Step, StepError, StepOutput};
+use crate::template::output_text;
+
+/// Calls a language model. `{{PREVIOUS_OUTPUT}}` in either prompt is the previous output; an
+/// empty user prompt sends the previous output as the user message. With `tools.subagents`,
+/// agents connected by subagent edges become tools the model may call.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentConfig {
+    /// Instructions for the model (a template).
+    #[serde(default)]
+    pub system_prompt: String,
+    /// The user message (a template); empty means the previous output.
+    #[serde(default)]
+    pub user_prompt: String,
+    /// `provider/name` or a bare name; empty uses the default model.
+    #[serde(default)]
+    pub model: String,
+    /// How hard a reasoning model thinks: `low`, `medium` or `high`.
+    #[serde(default)]
+    pub reasoning_effort: Option<ReasoningEffort>,
+    /// Sampling temperature, 0–2.
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    #[serde(default)]
+    pub tools: AgentTools,
+    /// A JSON Schema: the answer must be JSON, and the output is the parsed value.
+    #[serde(default)]
+    pub output_schema: Option<Value>,
+    /// On a revisit inside a loop, send the conversation so far again.
+    #[serde(default)]
+    pub keep_history: bool,
+    /// The tool name this agent has when it is another agent's subagent (else its label).
+    #[serde(default)]
+    pub agent_name: Option<String>,
+    /// What this agent does, told to a parent agent that may call it.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReasoningEffort {
+    Low,
+    Medium,
+    High,
+}
+
+impl ReasoningEffort {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasoningEffort::Low => "low",
+            ReasoningEffort::Medium => "medium",
+            ReasoningEffort::High => "high",
+        }
+    }
+}
+
+/// The tools an agent may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub struct AgentTools {
+    /// The provider's own web search.
+    #[serde(default)]
+    pub web_search: bool,
+    /// Agents connected by subagent edges become tools of this one.
+    #[serde(default)]
+    pub subagents: bool,
+}
+
+/// Rounds of tool calls one agent step may make before it must answer.
+const MAX_TOOL_ROUNDS: usize = 10;
+
+impl AgentConfig {
+    pub(super) fn check_ranges(&self) -> Result<(), FieldError> {
+        if let Some(temperature) = self.temperature
+            && !(0.0..=2.0).contains(&temperature)
+        {
+            return Err(FieldError::new("temperature", "must be between 0 and 2"));
+        }
+        if let Some(schema) = &self.output_schema
+            && !schema.is_object()
+        {
+            return Err(FieldError::new(
+                "outputSchema",
+                "must be a JSON Schema object",
+            ));
+        }
+        Ok(())
+    }
+}
+
+pub(super) async fn run(config: &AgentConfig, step: &Step<'_>) -> Result<StepOutput, StepError> {
+    let system = step.render("systemPrompt")?;
+    let mut user = step.render("userPrompt")?;
+    if user.trim().is_empty() {
+        user = output_text(step.input);
+    }
+    let value = run_agent(step.ctx, &step.node.id, config, system, user).await?;
+    Ok(StepOutput::new(value, "output"))
+}
+
+/// Runs agent `node_id` once: the model call, the subagent tool loop, and the answer.
+/// Used for agent steps and, nested, for subagent calls.
+pub(crate) fn run_agent<'a>(
+    ctx: &'a RunContext,
+    node_id: &'a str,
+    config: &'a AgentConfig,
+    system: String,
+    user: String,
+) -> BoxFuture<'a, Result<Value, StepError>> {
+    async move {
+        let settings = ctx.llm.settings();
+        let route = route_model(&config.model, settings).map_err(|error| llm_failure(ctx, node_id, error))?;
+        if config.tools.web_search {
+            let error = StepError::new(
+                "provider",
+                format!(
+                    "tools.web_search: web search is not available for provider {} in this version of Weft",
+                    route.provider.as_str()
+                ),
+            );
+            ctx.emit(EventType::LlmError, Some(node_id), error.message.clone());
+            return Err(error);
+        }
+        let tools = if config.tools.subagents {
+            subagent_tools(ctx, node_id)
+        } else {
+            Vec::new()
+        };
+
+        let mut messages = Vec::new();
+        if !system.trim().is_empty() {
+            messages.push(ChatMessage::System { content: system });
+        }
+        let history_start = messages.len();
+        if config.keep_history {
+            messages.extend(ctx.history(node_id));
+        }
+        messages.push(ChatMessage::User { content: user });
+
+        for _round in 0..MAX_TOOL_ROUNDS {
+            let request = ChatRequest {
+                model: route.model.clone(),
+                messages: messages.clone(),
+                tools: tools.iter().map(|(spec, _)| spec.clone()).collect(),
+                reasoning_effort: config.reasoning_effort.map(|effort| effort.as_str().to_string()),
+                temperature: config.temperature,
+            };
+            let on_delta = |piece: &str| ctx.emit(EventType::LlmDelta, Some(node_id), piece.to_string());
+            let response = ctx
+                .llm
+                .complete(&route, &request, &on_delta, &ctx.cancel)
+                .await
+                .map_err(|error| llm_failure(ctx, node_id, error))?;
+
+            if response.tool_calls.is_empty() || tools.is_empty() {
+                ctx.emit(EventType::LlmResponse, Some(node_id), response.content.clone());
+                messages.push(ChatMessage::Assistant {
+                    content: response.content.clone(),
+                    tool_calls: Vec::new(),
+                });
+                if config.keep_history {
+                    ctx.set_history(node_id, messages[history_start..].to_vec());
+                }
+                return answer_value(config, response.content);
+            }
+
+            messages.push(ChatMessage::Assistant {
+                content: response.content.clone(),
+                tool_calls: response.tool_calls.clone(),
+            });
+            let results = join_all(
+                response
+                    .tool_calls
+                    .iter()
+                    .map(|call| call_subagent(ctx, node_id, &tools, call)),
+            )
+            .await;
+            for (call, content) in response.tool_calls.iter().zip(results) {
+                messages.push(ChatMessage::Tool {
+                    tool_call_id: call.id.clone(),
+                    content,
+                });
+            }
+        }
+        let error = StepError::new(
+            "provider",
+            format!("the model was still calling tools after {MAX_TOOL_ROUNDS} rounds"),
+        );
+        ctx.emit(EventType::LlmError, Some(node_id), error.message.clone());
+        Err(error)
+    }
+    .boxed()
+}
+
+fn llm_failure(ctx: &RunContext, node_id: &str, error: ProviderError) -> StepError {
+    if error == ProviderError::Cancelled {
+        return StepError::new("cancelled", error.to_string());
+    }
+    let message = error.to_string();
+    ctx.emit(EventType::LlmError, Some(node_id), message.clone());
+    StepError::new("provider", message)
+}
+
+/// The output of an answer: the text, or parsed JSON when the agent has an output schema.
+fn answer_value(config: &AgentConfig, content: String) -> Result<Value, StepError> {
+    if config.output_schema.is_none() {
+        return Ok(Value::String(content));
+    }
+    let trimmed = content.trim();
+    let unfenced = trimmed
+        .strip_prefix("```json")
+        .or_else(|| trimmed.strip_prefix("```"))
+        .and_then(|rest| rest.strip_suffix("```"))
+        .unwrap_or(trimmed);
+    serde_json::from_str(unfenced.trim()).map_err(|error| {
+        StepError::new(
+            "output_schema",
+            format!("outputSchema is set but the model's answer is not JSON ({error})"),
+        )
+    })
+}
+
+/// The subagents of `node_id` as tools: (spec, child node id).
+fn subagent_tools(ctx: &RunContext, node_id: &str) -> Vec<(ToolSpec, String)> {
+    let mut taken = HashSet::new();
+    ctx.subagents_of(node_id)
+        .iter()
+        .filter_map(|child_id| {
+            let node = ctx.flow.node(child_id)?;
+            let Some(NodeConfig::Agent(child)) = ctx.config(child_id) else {
+                return None;
+            };
+            let name = unique_tool_name(child.agent_name.as_deref().unwrap_or(node.label()), &mut taken);
+            let description = child
+                .description
+                .clone()
+                .filter(|text| !text.trim().is_empty())
+                .unwrap_or_else(|| {
+                    let start: String = child.system_prompt.chars().take(200).collect();
+                    if start.trim().is_empty() {
+                        format!("Asks the agent `{}` to do a task.", node.label())
+                    } else {
+                        start
+                    }
+                });
+            let parameters = json!({
+                "type": "object",
+                "properties": { "task": { "type": "string", "description": "What the agent should do." } },
+                "required": ["task"],
+            });
+            Some((
+                ToolSpec {
+                    name,
+                    description,
+                    parameters,
+                },
+                child_id.clone(),
+            ))
+        })
+        .collect()
+}
+
+/// `text` as a function name providers accept (`[A-Za-z0-9_]`, at most 64), unique in `taken`.
+fn unique_tool_name(text: &str, taken: &mut HashSet<String>) -> String {
+    let mut name: String = text
+        .trim()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    while name.contains("__") {
+        name = name.replace("__", "_");
+    }
+    let mut name = name.trim_matches('_').to_string();
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        name = format!("agent_{name}");
+    }
+    name.truncate(60);
+    let mut candidate = name.clone();
+    let mut counter = 2;
+    while taken.contains(&candidate) {
+        candidate = format!("{name}_{counter}");
+        counter += 1;
+    }
+    taken.insert(candidate.clone());
+    candidate
+}
+
+/// Runs the subagent a tool call names and returns the tool result text.
+async fn call_subagent(
+    ctx: &RunContext,
+    parent: &str,
+    tools: &[(ToolSpec, String)],
+    call: &ToolCall,
+) -> String {
+    let task = serde_json::from_str::<Value>(&call.arguments)
+        .ok()
+        .and_then(|args| args.get("task").map(output_text))
+        .unwrap_or_else(|| call.arguments.clone());
+    let Some((_, child_id)) = tools.iter().find(|(spec, _)| spec.name == call.name) else {
+        let error = format!("there is no tool named `{}`", call.name);
+        let payload = json!({ "parent": parent, "child": call.name, "task": task, "error": error });
+        ctx.emit(
+            EventType::SubagentCallError,
+            Some(parent),
+            payload.to_string(),
+        );
+        return format!("error: {error}");
+    };
+    let start = json!({ "parent": parent, "child": child_id, "task": task });
+    ctx.emit(
+        EventType::SubagentCallStart,
+        Some(parent),
+        start.to_string(),
+    );
+    let result = match ctx.config(child_id) {
+        Some(NodeConfig::Agent(child)) => {
+            let system = ctx.render(child_id, "systemPrompt", &Value::String(task.clone()));
+            match system {
+                Ok(system) => run_agent(ctx, child_id, child, system, task.clone()).await,
+                Err(error) => Err(error),
+            }
+        }
+        _ => Err(StepError::new(
+            "internal",
+            format!("`{child_id}` is not an agent"),
+        )),
+    };
+    match result {
+        Ok(output) => {
+            let output = output_text(&output);
+            let end =
+                json!({ "parent": parent, "child": child_id, "task": task, "output": output });
+            ctx.emit(EventType::SubagentCallEnd, Some(parent), end.to_string());
+            output
+        }
+        Err(error) => {
+            let failed = json!({ "parent": parent, "child": child_id, "task": task, "error": error.message });
+            ctx.emit(
+                EventType::SubagentCallError,
+                Some(parent),
+                failed.to_string(),
+            );
+            format!("error: {}", error.message)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_are_identifiers_and_unique() {
+        let mut taken = HashSet::new();
+        assert_eq!(
+            unique_tool_name("Web Researcher!", &mut taken),
+            "Web_Researcher"
+        );
+        assert_eq!(
+            unique_tool_name("Web Researcher?", &mut taken),
+            "Web_Researcher_2"
+        );
+        assert_eq!(unique_tool_name("42", &mut taken), "agent_42");
+        assert_eq!(unique_tool_name("  ", &mut taken), "agent_");
+    }
+}

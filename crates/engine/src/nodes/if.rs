@@ -1,0 +1,281 @@
+//! `if`: routes by testing the previous output; the first matching condition wins.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::FieldError;
+use crate::event::EventType;
+use crate::run::{Step, StepError, StepOutput};
+use crate::template::output_text;
+
+/// Tests the previous output against each condition in turn and leaves by the handle of the
+/// first that holds (`condition-<i>`), or by `false` when none does. The output is the
+/// previous output, unchanged.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+pub struct IfConfig {
+    /// The conditions, tested in order.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}
+
+/// One test. Text is compared trimmed and lowercased on both sides.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Condition {
+    pub operator: Operator,
+    /// What to compare with (text or a number; unused by `is_empty` / `is_not_empty`).
+    #[serde(default)]
+    pub value: Value,
+    /// A dotted path (`verdict`, `scores.0`) into a JSON previous output; the whole output when absent.
+    #[serde(default)]
+    pub field: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Operator {
+    Equal,
+    Contains,
+    NotEqual,
+    NotContains,
+    StartsWith,
+    EndsWith,
+    Regex,
+    IsEmpty,
+    IsNotEmpty,
+    Gt,
+    Lt,
+}
+
+impl Operator {
+    fn name(self) -> &'static str {
+        match self {
+            Operator::Equal => "equal",
+            Operator::Contains => "contains",
+            Operator::NotEqual => "not_equal",
+            Operator::NotContains => "not_contains",
+            Operator::StartsWith => "starts_with",
+            Operator::EndsWith => "ends_with",
+            Operator::Regex => "regex",
+            Operator::IsEmpty => "is_empty",
+            Operator::IsNotEmpty => "is_not_empty",
+            Operator::Gt => "gt",
+            Operator::Lt => "lt",
+        }
+    }
+}
+
+impl IfConfig {
+    pub(super) fn handles(&self) -> Vec<String> {
+        (0..self.conditions.len())
+            .map(|index| format!("condition-{index}"))
+            .chain(std::iter::once("false".to_string()))
+            .collect()
+    }
+
+    pub(super) fn check_ranges(&self) -> Result<(), FieldError> {
+        for (index, condition) in self.conditions.iter().enumerate() {
+            if !matches!(
+                condition.value,
+                Value::String(_) | Value::Number(_) | Value::Bool(_) | Value::Null
+            ) {
+                return Err(FieldError::new(
+                    format!("conditions[{index}].value"),
+                    "must be text or a number",
+                ));
+            }
+            if condition.operator == Operator::Regex
+                && let Err(error) = case_insensitive_regex(&value_text(&condition.value))
+            {
+                return Err(FieldError::new(
+                    format!("conditions[{index}].value"),
+                    format!(
+                        "not a valid regular expression: {}",
+                        regex_error_summary(&error)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The last line of a regex error (the full message draws a caret diagram over several lines).
+fn regex_error_summary(error: &regex::Error) -> String {
+    let text = error.to_string();
+    let last = text
+        .lines()
+        .rev()
+        .find(|line| !line.trim().is_empty())
+        .unwrap_or("");
+    last.trim().trim_start_matches("error: ").to_string()
+}
+
+fn case_insensitive_regex(pattern: &str) -> Result<regex::Regex, regex::Error> {
+    regex::RegexBuilder::new(pattern)
+        .case_insensitive(true)
+        .build()
+}
+
+fn value_text(value: &Value) -> String {
+    output_text(value).trim().to_lowercase()
+}
+
+/// The value at a dotted path (`a.b.0`) of `value`.
+fn field_at<'v>(value: &'v Value, path: &str) -> Option<&'v Value> {
+    path.split('.')
+        .try_fold(value, |current, part| match current {
+            Value::Object(map) => map.get(part),
+            Value::Array(items) => part
+                .parse::<usize>()
+                .ok()
+                .and_then(|index| items.get(index)),
+            _ => None,
+        })
+}
+
+/// Whether `condition` holds for `input`.
+pub(crate) fn holds(condition: &Condition, input: &Value) -> bool {
+    let subject = match &condition.field {
+        Some(path) => {
+            // A JSON previous output may arrive as text (an agent's answer): read it as JSON.
+            let parsed;
+            let value = match input {
+                Value::String(text) => {
+                    parsed = serde_json::from_str::<Value>(text).unwrap_or(Value::Null);
+                    &parsed
+                }
+                other => other,
+            };
+            field_at(value, path).map(value_text).unwrap_or_default()
+        }
+        None => value_text(input),
+    };
+    let wanted = value_text(&condition.value);
+    let number = |text: &str| text.parse::<f64>().ok();
+    match condition.operator {
+        Operator::Equal => subject == wanted,
+        Operator::NotEqual => subject != wanted,
+        Operator::Contains => subject.contains(&wanted),
+        Operator::NotContains => !subject.contains(&wanted),
+        Operator::StartsWith => subject.starts_with(&wanted),
+        Operator::EndsWith => subject.ends_with(&wanted),
+        Operator::Regex => {
+            case_insensitive_regex(&wanted).is_ok_and(|regex| regex.is_match(&subject))
+        }
+        Operator::IsEmpty => subject.is_empty(),
+        Operator::IsNotEmpty => !subject.is_empty(),
+        Operator::Gt => matches!((number(&subject), number(&wanted)), (Some(a), Some(b)) if a > b),
+        Operator::Lt => matches!((number(&subject), number(&wanted)), (Some(a), Some(b)) if a < b),
+    }
+}
+
+pub(super) fn run(config: &IfConfig, step: &Step<'_>) -> Result<StepOutput, StepError> {
+    let matched = config
+        .conditions
+        .iter()
+        .position(|condition| holds(condition, step.input));
+    let handle = matched.map_or("false".to_string(), |index| format!("condition-{index}"));
+    let description = match matched {
+        Some(index) => {
+            let condition = &config.conditions[index];
+            let field = condition
+                .field
+                .as_deref()
+                .map(|field| format!("{field} "))
+                .unwrap_or_default();
+            format!(
+                "condition {index} ({field}{} {}) is true: taking {handle}",
+                condition.operator.name(),
+                condition.value
+            )
+        }
+        None => format!("no condition is true: taking {handle}"),
+    };
+    step.emit(EventType::LogicCheck, description);
+    Ok(StepOutput::new(step.input.clone(), handle))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn condition(operator: Operator, value: Value, field: Option<&str>) -> Condition {
+        Condition {
+            operator,
+            value,
+            field: field.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn operators_compare_trimmed_lowercased_text() {
+        let input = json!("  Refund please ");
+        assert!(holds(
+            &condition(Operator::Contains, json!("REFUND"), None),
+            &input
+        ));
+        assert!(holds(
+            &condition(Operator::Equal, json!("refund please"), None),
+            &input
+        ));
+        assert!(holds(
+            &condition(Operator::StartsWith, json!("ref"), None),
+            &input
+        ));
+        assert!(holds(
+            &condition(Operator::EndsWith, json!("please"), None),
+            &input
+        ));
+        assert!(holds(
+            &condition(Operator::NotContains, json!("cancel"), None),
+            &input
+        ));
+        assert!(holds(
+            &condition(Operator::Regex, json!("^ref.*SE$"), None),
+            &input
+        ));
+        assert!(!holds(
+            &condition(Operator::IsEmpty, Value::Null, None),
+            &input
+        ));
+        assert!(holds(
+            &condition(Operator::IsEmpty, Value::Null, None),
+            &json!("   ")
+        ));
+    }
+
+    #[test]
+    fn numbers_and_fields() {
+        let input = json!({"score": 7, "tags": ["a", "b"], "verdict": "Yes"});
+        assert!(holds(
+            &condition(Operator::Gt, json!(5), Some("score")),
+            &input
+        ));
+        assert!(!holds(
+            &condition(Operator::Lt, json!("5"), Some("score")),
+            &input
+        ));
+        assert!(holds(
+            &condition(Operator::Equal, json!("b"), Some("tags.1")),
+            &input
+        ));
+        assert!(holds(
+            &condition(Operator::Equal, json!("yes"), Some("verdict")),
+            &input
+        ));
+        // An agent's JSON answer arrives as text and is read as JSON for `field`.
+        assert!(holds(
+            &condition(Operator::Equal, json!("yes"), Some("verdict")),
+            &json!(r#"{"verdict":"yes"}"#)
+        ));
+        assert!(!holds(
+            &condition(Operator::Gt, json!(1), Some("missing")),
+            &input
+        ));
+        assert!(!holds(
+            &condition(Operator::Gt, json!(1), None),
+            &json!("not a number")
+        ));
+    }
+}

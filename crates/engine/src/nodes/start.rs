@@ -1,0 +1,25 @@
+//! `start`: the entry point of a run.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::event::EventType;
+use crate::run::{Step, StepError, StepOutput};
+use crate::template::output_text;
+
+/// The entry point; exactly one per flow. Its output is the run's input when one is given,
+/// else `initialInput`, else the empty string.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StartConfig {
+    /// The input used when a run is started without one (text, or any JSON value).
+    #[serde(default)]
+    pub initial_input: Option<Value>,
+}
+
+pub(super) fn run(_config: &StartConfig, step: &Step<'_>) -> Result<StepOutput, StepError> {
+    // The run's input was resolved when the run began (run input, else initialInput).
+    let value = step.ctx.initial.clone();
+    step.emit(EventType::StartPrompt, output_text(&value));
+    Ok(StepOutput::new(value, "output"))
+}

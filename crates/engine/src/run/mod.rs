@@ -1,0 +1,345 @@
+//! Running flows (SPEC §4): start a run, resume a paused one, cancel either.
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! use weft_engine::{Engine, Flow, RunOptions, Store, providers::{LlmClients, ProviderSettings}};
+//! let engine = Engine::new(LlmClients::new(ProviderSettings::from_env()), Store::open("runs.db".as_ref())?);
+//! let flow = Flow::load("flows/hello.json".as_ref())?;
+//! let outcome = engine.start(flow, RunOptions::default()).await?;
+//! println!("{} {:?}", outcome.status, outcome.result);
+//! # Ok(()) }
+//! ```
+
+mod context;
+mod scheduler;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+pub use context::EventListener;
+pub(crate) use context::{RunContext, Step, StepError, StepOutput};
+
+use crate::event::{EventType, RunStatus};
+use crate::flow::Flow;
+use crate::nodes::{Decision, NodeConfig};
+use crate::providers::LlmClients;
+use crate::store::{NewRun, QueuedStep, Store, StoreError};
+use crate::template::{NodeOutputs, Templates, output_text};
+use crate::validate::{Problem, validate};
+use context::{Emitter, Graph, now};
+use scheduler::{SavedState, Scheduler};
+
+/// Where a run begins.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Entry {
+    /// At the `start` node (a normal run).
+    #[default]
+    Start,
+    /// At `node_id` with `input` as its previous output, as if the nodes before it had
+    /// produced `outputs` (their latest outputs, for `nodes.<id>` in templates). This is how
+    /// "run from here" re-runs part of a flow.
+    Node {
+        node_id: String,
+        input: Value,
+        outputs: HashMap<String, Value>,
+    },
+}
+
+/// How to start a run.
+#[derive(Clone, Default)]
+pub struct RunOptions {
+    /// The run's input text (a JSON object or array is read as JSON); else the start node's `initialInput`.
+    pub input: Option<String>,
+    /// Approvals answered in advance, by node id; used every time that node is reached in this process.
+    pub decisions: HashMap<String, Decision>,
+    /// The flow file, stored with the run for history.
+    pub flow_path: Option<PathBuf>,
+    pub on_event: Option<EventListener>,
+    /// Cancelling it ends the run with status `cancelled`.
+    pub cancel: CancellationToken,
+    pub entry: Entry,
+}
+
+/// How to resume a paused run.
+#[derive(Clone, Default)]
+pub struct ResumeOptions {
+    /// Further approvals answered in advance.
+    pub decisions: HashMap<String, Decision>,
+    pub on_event: Option<EventListener>,
+    pub cancel: CancellationToken,
+}
+
+/// Where a run stands when [`Engine::start`] or [`Engine::resume`] returns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOutcome {
+    pub run_id: String,
+    pub status: RunStatus,
+    /// The run's result when it completed: the last `output` node's value, else the last finished node's.
+    pub result: Option<Value>,
+    pub error: Option<String>,
+    /// The approval a paused run waits for: node id and the rendered message.
+    pub waiting: Option<Waiting>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Waiting {
+    pub node_id: String,
+    pub message: String,
+}
+
+/// Why a run could not start or resume. Failures *during* a run are not errors here: the run
+/// ends with status `failed` and the outcome says why.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("the flow is not valid:\n{}", problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Invalid { problems: Vec<Problem> },
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    #[error("cannot start at `{0}`: there is no such node")]
+    NoSuchEntry(String),
+}
+
+/// Runs flows. One engine serves many runs; it is cheap to clone.
+#[derive(Clone)]
+pub struct Engine {
+    llm: LlmClients,
+    store: Store,
+}
+
+impl Engine {
+    pub fn new(llm: LlmClients, store: Store) -> Engine {
+        Engine { llm, store }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Validates and runs `flow` until it completes, fails, is cancelled or pauses.
+    pub async fn start(&self, flow: Flow, options: RunOptions) -> Result<RunOutcome, RunError> {
+        let problems = validate(&flow, options.flow_path.as_deref());
+        if problems.iter().any(Problem::is_error) {
+            return Err(RunError::Invalid {
+                problems: problems.into_iter().filter(Problem::is_error).collect(),
+            });
+        }
+        let run_id = uuid::Uuid::new_v4().to_string();
+        let initial = initial_value(&flow, options.input.as_deref());
+        let (queue, outputs) = match options.entry {
+            Entry::Start => {
+                let start = flow
+                    .nodes
+                    .iter()
+                    .find(|node| node.kind == "start")
+                    .map(|node| node.id.clone());
+                let queue = start.map(|node_id| QueuedStep {
+                    node_id,
+                    input: initial.clone(),
+                    source_node_id: None,
+                });
+                (queue.into_iter().collect(), HashMap::new())
+            }
+            Entry::Node {
+                node_id,
+                input,
+                outputs,
+            } => {
+                if flow.node(&node_id).is_none() {
+                    return Err(RunError::NoSuchEntry(node_id));
+                }
+                (
+                    vec![QueuedStep {
+                        node_id,
+                        input,
+                        source_node_id: None,
+                    }],
+                    outputs,
+                )
+            }
+        };
+        let flow_json = flow.to_file_string();
+        self.store.create_run(&NewRun {
+            id: run_id.clone(),
+            flow_name: flow.name.clone(),
+            flow_path: options
+                .flow_path
+                .as_ref()
+                .map(|path| path.display().to_string()),
+            flow_json,
+            input: initial.clone(),
+            started_at: now(),
+        });
+        for (node_id, value) in &outputs {
+            self.store
+                .put_node_output(&run_id, node_id, value, 0, &now());
+        }
+        let ctx = self.context(
+            run_id,
+            flow,
+            initial,
+            outputs,
+            SavedState {
+                next_seq: 1,
+                ..SavedState::default()
+            },
+            options.on_event,
+            options.cancel,
+        )?;
+        ctx.emit(EventType::RunStart, None, output_text(&ctx.initial));
+        let scheduler = Scheduler::new(
+            ctx.clone(),
+            queue,
+            &SavedState::default(),
+            options.decisions,
+        );
+        self.finish(ctx, scheduler).await
+    }
+
+    /// Resumes a paused run with a person's `decision` for the approval it waits at. The run
+    /// may be paused by another process that has since exited. A finished run, or one that is
+    /// running (being resumed elsewhere), is refused and left as it is.
+    pub async fn resume(
+        &self,
+        run_id: &str,
+        decision: Decision,
+        options: ResumeOptions,
+    ) -> Result<RunOutcome, RunError> {
+        let run_id = self.store.resolve_run_id(run_id)?;
+        let record = self.store.claim_paused(&run_id, &now())?;
+        let corrupt = |message: String| {
+            RunError::Store(StoreError::Corrupt {
+                run_id: run_id.clone(),
+                message,
+            })
+        };
+        let flow = Flow::parse(&record.flow_json, "the stored flow")
+            .map_err(|error| corrupt(error.to_string()))?;
+        let state: SavedState = serde_json::from_value(record.state.clone())
+            .map_err(|error| corrupt(format!("run state: {error}")))?;
+        let waiting = record
+            .waiting
+            .clone()
+            .ok_or_else(|| corrupt("the run is paused but waits for no approval".into()))?;
+        let outputs = self
+            .store
+            .node_outputs(&run_id)?
+            .into_iter()
+            .filter(|record| record.visits > 0 || !record.output.is_null())
+            .map(|record| (record.node_id, record.output))
+            .collect();
+        let ctx = self.context(
+            run_id.clone(),
+            flow,
+            record.input.clone(),
+            outputs,
+            state.clone(),
+            options.on_event,
+            options.cancel,
+        )?;
+        let mut scheduler =
+            Scheduler::new(ctx.clone(), record.queue.clone(), &state, options.decisions);
+        scheduler.decide(waiting, &decision);
+        self.finish(ctx, scheduler).await
+    }
+
+    #[allow(clippy::too_many_arguments)] // one private constructor with every piece of a run's context
+    fn context(
+        &self,
+        run_id: String,
+        flow: Flow,
+        initial: Value,
+        outputs: HashMap<String, Value>,
+        state: SavedState,
+        on_event: Option<EventListener>,
+        cancel: CancellationToken,
+    ) -> Result<Arc<RunContext>, RunError> {
+        let graph = Graph::build(&flow);
+        let mut templates = Templates::new();
+        let mut problems = Vec::new();
+        for node in &flow.nodes {
+            let Some(config) = graph.configs.get(&node.id) else {
+                continue;
+            };
+            for (field, source) in config.templates() {
+                if let Err(error) = templates.add(&node.id, field, source) {
+                    problems.push(Problem::node_error(
+                        &node.id,
+                        "template",
+                        format!("{field}: {error}"),
+                    ));
+                }
+            }
+        }
+        if !problems.is_empty() {
+            return Err(RunError::Invalid { problems });
+        }
+        let vars = flow.vars();
+        let events = Emitter::new(
+            run_id.clone(),
+            self.store.clone(),
+            on_event,
+            state.next_seq.max(1),
+        );
+        Ok(Arc::new(RunContext {
+            run_id,
+            flow: Arc::new(flow),
+            graph,
+            templates,
+            outputs: Arc::new(NodeOutputs::from_map(outputs)),
+            initial,
+            vars,
+            approval: RwLock::new(state.approval),
+            histories: Mutex::new(state.histories),
+            llm: self.llm.clone(),
+            events,
+            store: self.store.clone(),
+            cancel,
+        }))
+    }
+
+    async fn finish(
+        &self,
+        ctx: Arc<RunContext>,
+        scheduler: Scheduler,
+    ) -> Result<RunOutcome, RunError> {
+        let end = scheduler.run().await;
+        self.store.flush()?;
+        Ok(RunOutcome {
+            run_id: ctx.run_id.clone(),
+            status: end.status,
+            result: end.result,
+            error: end.error,
+            waiting: end
+                .waiting
+                .map(|(node_id, message)| Waiting { node_id, message }),
+        })
+    }
+}
+
+/// The run's input as a value: the given text (JSON objects and arrays parsed), else the start
+/// node's `initialInput`, else `""`.
+fn initial_value(flow: &Flow, input: Option<&str>) -> Value {
+    if let Some(text) = input {
+        let trimmed = text.trim_start();
+        if (trimmed.starts_with('{') || trimmed.starts_with('['))
+            && let Ok(value) = serde_json::from_str::<Value>(text)
+        {
+            return value;
+        }
+        return Value::String(text.to_string());
+    }
+    flow.nodes
+        .iter()
+        .find(|node| node.kind == "start")
+        .and_then(
+            |node| match NodeConfig::parse(crate::nodes::NodeKind::Start, &node.data) {
+                Ok(NodeConfig::Start(config)) => config.initial_input,
+                _ => None,
+            },
+        )
+        .unwrap_or(Value::String(String::new()))
+}

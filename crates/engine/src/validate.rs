@@ -1,0 +1,502 @@
+//! The validator (SPEC §1 "Validation", §2 subagent rules). One function, used by `weft
+//! validate`, `weft run` and the canvas, that returns every problem at once, each naming the
+//! node or edge it concerns.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::flow::{DEFAULT_TARGET_HANDLE, Flow, SUBAGENT_HANDLE};
+use crate::nodes::{CommonSettings, NodeConfig, NodeKind};
+use crate::template::check_syntax;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// The flow cannot run.
+    Error,
+    /// Shown, but does not stop a run.
+    Warning,
+}
+
+/// One problem with a flow. At most one of `node_id` and `edge_id` is set; neither means the
+/// flow as a whole.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Problem {
+    pub severity: Severity,
+    /// A stable machine-readable name of the rule (`no-start`, `unknown-handle`, ...).
+    pub code: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub edge_id: Option<String>,
+    pub message: String,
+}
+
+impl Problem {
+    pub fn node_error(node_id: &str, code: &'static str, message: impl Into<String>) -> Problem {
+        Problem {
+            severity: Severity::Error,
+            code,
+            node_id: Some(node_id.to_string()),
+            edge_id: None,
+            message: message.into(),
+        }
+    }
+
+    fn node_warning(node_id: &str, code: &'static str, message: impl Into<String>) -> Problem {
+        Problem {
+            severity: Severity::Warning,
+            ..Problem::node_error(node_id, code, message)
+        }
+    }
+
+    fn edge_error(edge_id: &str, code: &'static str, message: impl Into<String>) -> Problem {
+        Problem {
+            severity: Severity::Error,
+            code,
+            node_id: None,
+            edge_id: Some(edge_id.to_string()),
+            message: message.into(),
+        }
+    }
+
+    fn flow_error(code: &'static str, message: impl Into<String>) -> Problem {
+        Problem {
+            severity: Severity::Error,
+            code,
+            node_id: None,
+            edge_id: None,
+            message: message.into(),
+        }
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let level = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        match (&self.node_id, &self.edge_id) {
+            (Some(id), _) => write!(f, "node {id}: {level}: {}", self.message),
+            (None, Some(id)) => write!(f, "edge {id}: {level}: {}", self.message),
+            (None, None) => write!(f, "flow: {level}: {}", self.message),
+        }
+    }
+}
+
+/// Every problem of `flow`, errors and warnings, in a stable order (flow-level first, then by
+/// the order of nodes and edges in the file). `flow_path` locates files a flow refers to.
+pub fn validate(flow: &Flow, _flow_path: Option<&Path>) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    check_settings(flow, &mut problems);
+
+    // Nodes: ids, types, fields, templates.
+    let mut configs: HashMap<&str, NodeConfig> = HashMap::new();
+    let mut kinds: HashMap<&str, Option<NodeKind>> = HashMap::new();
+    let mut seen = HashSet::new();
+    for node in &flow.nodes {
+        if !seen.insert(node.id.as_str()) {
+            problems.push(Problem::node_error(
+                &node.id,
+                "duplicate-id",
+                "another node has the same id",
+            ));
+            continue;
+        }
+        if node.id.trim().is_empty() {
+            problems.push(Problem::node_error(
+                &node.id,
+                "empty-id",
+                "a node id cannot be empty",
+            ));
+        }
+        let kind = NodeKind::from_id(&node.kind);
+        kinds.insert(&node.id, kind);
+        let Some(kind) = kind else {
+            let known: Vec<&str> = NodeKind::ALL.iter().map(|kind| kind.id()).collect();
+            problems.push(Problem::node_error(
+                &node.id,
+                "unknown-type",
+                format!(
+                    "node type `{}` is unknown (known types: {})",
+                    node.kind,
+                    known.join(", ")
+                ),
+            ));
+            continue;
+        };
+        if let Err(error) = CommonSettings::parse(&node.data) {
+            problems.push(Problem::node_error(
+                &node.id,
+                "invalid-field",
+                error.to_string(),
+            ));
+        }
+        match NodeConfig::parse(kind, &node.data) {
+            Ok(config) => {
+                for (field, source) in config.templates() {
+                    if let Err(error) = check_syntax(source) {
+                        problems.push(Problem::node_error(
+                            &node.id,
+                            "template-syntax",
+                            format!("{field}: {error}"),
+                        ));
+                    }
+                }
+                configs.insert(&node.id, config);
+            }
+            Err(error) => problems.push(Problem::node_error(
+                &node.id,
+                "invalid-field",
+                error.to_string(),
+            )),
+        }
+    }
+
+    let starts: Vec<&str> = flow
+        .nodes
+        .iter()
+        .filter(|node| node.kind == NodeKind::Start.id())
+        .map(|node| node.id.as_str())
+        .collect();
+    match starts.as_slice() {
+        [] => problems.push(Problem::flow_error(
+            "no-start",
+            "the flow has no `start` node",
+        )),
+        [_] => {}
+        [_, rest @ ..] => {
+            for id in rest {
+                problems.push(Problem::node_error(
+                    id,
+                    "several-starts",
+                    "a flow has exactly one `start` node; this is another",
+                ));
+            }
+        }
+    }
+
+    check_edges(flow, &kinds, &configs, &mut problems);
+    check_subagents(flow, &kinds, &configs, &mut problems);
+    check_reachability(
+        flow,
+        starts.first().copied(),
+        &kinds,
+        &configs,
+        &mut problems,
+    );
+    problems
+}
+
+fn check_settings(flow: &Flow, problems: &mut Vec<Problem>) {
+    if let Some(value) = flow.settings.get("maxNodeVisits")
+        && !value.as_u64().is_some_and(|n| n >= 1)
+    {
+        problems.push(Problem::flow_error(
+            "invalid-setting",
+            format!("settings.maxNodeVisits must be a whole number of at least 1, found {value}"),
+        ));
+    }
+    if let Some(value) = flow.settings.get("vars")
+        && !value.is_object()
+    {
+        problems.push(Problem::flow_error(
+            "invalid-setting",
+            format!("settings.vars must be an object of names and values, found {value}"),
+        ));
+    }
+}
+
+fn check_edges(
+    flow: &Flow,
+    kinds: &HashMap<&str, Option<NodeKind>>,
+    configs: &HashMap<&str, NodeConfig>,
+    problems: &mut Vec<Problem>,
+) {
+    let mut seen = HashSet::new();
+    for edge in &flow.edges {
+        if !seen.insert(edge.id.as_str()) {
+            problems.push(Problem::edge_error(
+                &edge.id,
+                "duplicate-id",
+                "another edge has the same id",
+            ));
+            continue;
+        }
+        let source = kinds.get(edge.source.as_str());
+        let target = kinds.get(edge.target.as_str());
+        if source.is_none() {
+            problems.push(Problem::edge_error(
+                &edge.id,
+                "dangling-edge",
+                format!("its source node `{}` does not exist", edge.source),
+            ));
+        }
+        if target.is_none() {
+            problems.push(Problem::edge_error(
+                &edge.id,
+                "dangling-edge",
+                format!("its target node `{}` does not exist", edge.target),
+            ));
+        }
+        // The source handle must be one the source node has.
+        if let Some(config) = configs.get(edge.source.as_str()) {
+            let handles = config.handles();
+            if !handles.iter().any(|handle| handle == edge.source_handle()) {
+                let has = if handles.is_empty() {
+                    "it has no outgoing handles".to_string()
+                } else {
+                    format!("it has {}", handles.join(", "))
+                };
+                problems.push(Problem::edge_error(
+                    &edge.id,
+                    "unknown-handle",
+                    format!(
+                        "node `{}` ({}) has no handle `{}`; {has}",
+                        edge.source,
+                        config.kind().id(),
+                        edge.source_handle()
+                    ),
+                ));
+            }
+        }
+        // Every node that takes input has exactly one input handle.
+        if let Some(Some(kind)) = target {
+            if !kind.has_input() {
+                problems.push(Problem::edge_error(
+                    &edge.id,
+                    "unknown-handle",
+                    format!(
+                        "node `{}` ({}) takes no incoming edges",
+                        edge.target,
+                        kind.id()
+                    ),
+                ));
+            } else if edge.target_handle() != DEFAULT_TARGET_HANDLE {
+                problems.push(Problem::edge_error(
+                    &edge.id,
+                    "unknown-handle",
+                    format!(
+                        "node `{}` has no input handle `{}`; its only input handle is `input`",
+                        edge.target,
+                        edge.target_handle()
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+fn check_subagents(
+    flow: &Flow,
+    kinds: &HashMap<&str, Option<NodeKind>>,
+    configs: &HashMap<&str, NodeConfig>,
+    problems: &mut Vec<Problem>,
+) {
+    let mut parents: HashMap<&str, &str> = HashMap::new();
+    let execution_ends: HashSet<&str> = flow
+        .edges
+        .iter()
+        .filter(|edge| !edge.is_subagent())
+        .flat_map(|edge| [edge.source.as_str(), edge.target.as_str()])
+        .collect();
+    let mut reported_targets = HashSet::new();
+    for edge in flow.edges.iter().filter(|edge| edge.is_subagent()) {
+        let (Some(source_kind), Some(target_kind)) = (
+            kinds.get(edge.source.as_str()),
+            kinds.get(edge.target.as_str()),
+        ) else {
+            continue; // dangling: reported already
+        };
+        let mut broken = |message: String| {
+            problems.push(Problem::edge_error(&edge.id, "subagent-rule", message))
+        };
+        if *source_kind != Some(NodeKind::Agent) || *target_kind != Some(NodeKind::Agent) {
+            // The unknown-handle check reports non-agent sources; say it plainly for targets.
+            if *source_kind == Some(NodeKind::Agent) {
+                broken(format!(
+                    "a subagent edge must end at an agent; `{}` is a `{}`",
+                    edge.target,
+                    target_kind.map_or("unknown type", |kind| kind.id())
+                ));
+            }
+            continue;
+        }
+        if edge.source == edge.target {
+            broken(format!(
+                "agent `{}` cannot be its own subagent",
+                edge.source
+            ));
+            continue;
+        }
+        if let Some(NodeConfig::Agent(config)) = configs.get(edge.source.as_str())
+            && !config.tools.subagents
+        {
+            broken(format!(
+                "agent `{}` has tools.subagents off; turn it on to give it subagents",
+                edge.source
+            ));
+        }
+        if let Some(first) = parents.get(edge.target.as_str()) {
+            broken(format!(
+                "agent `{}` is already a subagent of `{first}`; a subagent has one parent",
+                edge.target
+            ));
+            continue;
+        }
+        parents.insert(&edge.target, &edge.source);
+        if execution_ends.contains(edge.target.as_str())
+            && reported_targets.insert(edge.target.as_str())
+        {
+            problems.push(Problem::node_error(
+                &edge.target,
+                "subagent-rule",
+                "a subagent cannot also be connected by execution edges",
+            ));
+        }
+    }
+    // A cycle: some agent reaches itself by following subagent edges (self-references are
+    // reported above, so they are left out here).
+    let mut graph: HashMap<&str, Vec<&str>> = HashMap::new();
+    for edge in flow
+        .edges
+        .iter()
+        .filter(|edge| edge.is_subagent() && edge.source != edge.target)
+    {
+        graph.entry(&edge.source).or_default().push(&edge.target);
+    }
+    let mut in_cycle: Vec<&str> = graph
+        .keys()
+        .copied()
+        .filter(|start| {
+            let mut seen = HashSet::new();
+            let mut stack: Vec<&str> = graph.get(start).cloned().unwrap_or_default();
+            while let Some(node) = stack.pop() {
+                if node == *start {
+                    return true;
+                }
+                if seen.insert(node) {
+                    stack.extend(graph.get(node).into_iter().flatten().copied());
+                }
+            }
+            false
+        })
+        .collect();
+    in_cycle.sort_unstable();
+    for node in in_cycle {
+        problems.push(Problem::node_error(
+            node,
+            "subagent-rule",
+            "subagent edges form a cycle through this agent",
+        ));
+    }
+}
+
+fn check_reachability(
+    flow: &Flow,
+    start: Option<&str>,
+    kinds: &HashMap<&str, Option<NodeKind>>,
+    configs: &HashMap<&str, NodeConfig>,
+    problems: &mut Vec<Problem>,
+) {
+    let Some(start) = start else { return };
+    let mut outgoing: HashMap<&str, Vec<(&str, &str)>> = HashMap::new();
+    let mut subagents: HashMap<&str, Vec<&str>> = HashMap::new();
+    for edge in &flow.edges {
+        if edge.source_handle() == SUBAGENT_HANDLE {
+            subagents
+                .entry(&edge.source)
+                .or_default()
+                .push(&edge.target);
+        } else {
+            outgoing
+                .entry(&edge.source)
+                .or_default()
+                .push((edge.source_handle(), &edge.target));
+        }
+    }
+    if outgoing.get(start).is_none_or(Vec::is_empty) {
+        problems.push(Problem::node_error(
+            start,
+            "start-unconnected",
+            "`start` has no outgoing edge, so nothing would run",
+        ));
+    }
+    let mut reachable: HashSet<&str> = HashSet::from([start]);
+    let mut frontier = VecDeque::from([start]);
+    while let Some(node) = frontier.pop_front() {
+        let next = outgoing
+            .get(node)
+            .into_iter()
+            .flatten()
+            .map(|(_, target)| *target)
+            .chain(subagents.get(node).into_iter().flatten().copied());
+        for target in next {
+            if kinds.contains_key(target) && reachable.insert(target) {
+                frontier.push_back(target);
+            }
+        }
+    }
+    for node in &flow.nodes {
+        let id = node.id.as_str();
+        if kinds.get(id).copied().flatten() == Some(NodeKind::Note) {
+            continue;
+        }
+        if !reachable.contains(id) {
+            problems.push(Problem::node_warning(
+                id,
+                "unreachable",
+                "not reachable from `start`; it will never run",
+            ));
+            continue;
+        }
+        let Some(config) = configs.get(id) else {
+            continue;
+        };
+        let connected: HashSet<&str> = outgoing
+            .get(id)
+            .into_iter()
+            .flatten()
+            .map(|(handle, _)| *handle)
+            .collect();
+        let branch_handles: Vec<String> = match config {
+            NodeConfig::If(_) | NodeConfig::Approval(_) => config.handles(),
+            _ => continue,
+        };
+        let missing: Vec<&str> = branch_handles
+            .iter()
+            .map(String::as_str)
+            .filter(|handle| !connected.contains(handle))
+            .collect();
+        let (code, what) = match config {
+            NodeConfig::If(_) => ("if-branches", "`if`"),
+            _ => ("approval-branches", "`approval`"),
+        };
+        if missing.len() == branch_handles.len() {
+            let message = match config {
+                NodeConfig::If(_) => {
+                    format!("{what} has no outgoing branch; connect condition-N or false")
+                }
+                _ => format!("{what} has neither an `approve` nor a `reject` edge"),
+            };
+            problems.push(Problem::node_error(id, code, message));
+        } else if !missing.is_empty() {
+            problems.push(Problem::node_warning(
+                id,
+                code,
+                format!(
+                    "branch {} is not connected; the run simply ends there",
+                    missing.join(", ")
+                ),
+            ));
+        }
+    }
+}
