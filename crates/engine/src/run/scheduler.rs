@@ -95,7 +95,7 @@ impl Scheduler {
     /// Runs until the run completes, fails, is cancelled, or pauses with nothing left running.
     pub(crate) async fn run(mut self) -> SchedulerEnd {
         loop {
-            if self.status == RunStatus::Running {
+            while self.status == RunStatus::Running && !self.queue.is_empty() {
                 // Everything queued became ready while the run was running, so it all starts,
                 // as concurrent branches do; only an approval reached after one has paused
                 // the run waits in the queue (seed 003).
