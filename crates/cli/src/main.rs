@@ -1,1 +1,267 @@
-fn main() {}
+//! `weft`: validate, run, resume and inspect Weft flows from the command line (SPEC §8).
+//!
+//! This file holds the command-line definitions, builds the tokio runtime for the commands
+//! that run flows, and is the one place that reports errors and picks the exit code:
+//! 0 completed, 1 failed or cancelled, 2 invalid flow or usage, 3 paused.
+
+mod commands;
+mod output;
+mod progress;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use weft_engine::Decision;
+
+/// Run LLM agent workflows headless: the same flows the Weft canvas edits.
+#[derive(Debug, Parser)]
+#[command(name = "weft", version, after_help = AFTER_HELP)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+const AFTER_HELP: &str = "\
+Exit codes: 0 completed (or valid), 1 failed or cancelled, 2 invalid flow or usage, 3 paused.
+
+Environment:
+  WEFT_DB              the run store (default: runs.db in the user's data directory)
+  OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OLLAMA_HOST
+                       LLM providers
+  WEFT_DEFAULT_MODEL   the model of agents that name none
+  WEFT_LOG             log filter for diagnostics on stderr (e.g. `debug`; default `warn`)
+  NO_COLOR             set to disable colors
+
+Examples:
+  weft validate flows/triage.json
+  weft run flows/triage.json --input 'My order never arrived'
+  weft run flows/triage.json --decide review=approve --events > events.ndjson
+  weft resume 3f2a --decision reject --note 'too long'
+  weft runs
+  weft show 3f2a";
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Check a flow file and list every problem, one line per problem.
+    Validate(ValidateArgs),
+    /// Run a flow until it completes, fails or pauses at an approval.
+    Run(RunArgs),
+    /// Resume a paused run with a decision for the approval it waits at.
+    Resume(ResumeArgs),
+    /// List recent runs.
+    Runs(RunsArgs),
+    /// Show one run: its status, result, node outputs and event trace.
+    Show(ShowArgs),
+}
+
+/// Where runs are stored.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct StoreArgs {
+    /// The run store (an SQLite file, created when missing) [default: runs.db in the user's data directory]
+    #[arg(long, value_name = "PATH", env = "WEFT_DB")]
+    pub db: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ValidateArgs {
+    /// The flow file (JSON).
+    #[arg(value_name = "FLOW")]
+    pub flow: PathBuf,
+    /// Print `{"valid": bool, "problems": [...]}` on stdout instead of lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// The flow file (JSON).
+    #[arg(value_name = "FLOW")]
+    pub flow: PathBuf,
+    /// The run's input (a JSON object or array is read as JSON) [default: the start node's initialInput]
+    #[arg(long, value_name = "TEXT")]
+    pub input: Option<String>,
+    /// Answer an approval in advance: NODE=approve, NODE=reject or NODE=reject:NOTE (repeatable).
+    #[arg(long = "decide", value_name = "NODE=DECISION[:NOTE]", value_parser = parse_decide)]
+    pub decisions: Vec<(String, Decision)>,
+    /// Print every event as one JSON line on stdout (NDJSON) instead of progress and result.
+    #[arg(long)]
+    pub events: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ResumeArgs {
+    /// The paused run's id (or a unique prefix of it).
+    #[arg(value_name = "RUN_ID")]
+    pub run_id: String,
+    /// The answer for the approval the run waits at: approve or reject.
+    #[arg(long, value_name = "approve|reject")]
+    pub decision: String,
+    /// A note stored with the decision (`{{ approval.note }}` in templates).
+    #[arg(
+        long,
+        value_name = "TEXT",
+        default_value = "",
+        hide_default_value = true
+    )]
+    pub note: String,
+    /// Print every event as one JSON line on stdout (NDJSON) instead of progress and result.
+    #[arg(long)]
+    pub events: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunsArgs {
+    /// Print the runs as a JSON array.
+    #[arg(long)]
+    pub json: bool,
+    /// How many runs to list, newest first.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub limit: usize,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ShowArgs {
+    /// The run's id (or a unique prefix of it).
+    #[arg(value_name = "RUN_ID")]
+    pub run_id: String,
+    /// Print `{"run", "nodeOutputs", "events"}` as JSON (with every event, deltas included).
+    #[arg(long)]
+    pub json: bool,
+    /// Also list `llm_delta` events (streamed tokens), hidden by default.
+    #[arg(long)]
+    pub deltas: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+fn parse_decide(text: &str) -> Result<(String, Decision), String> {
+    Decision::parse_for_node(text)
+}
+
+/// How a command ended; the process exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Exit {
+    /// 0: the run completed, or the flow is valid.
+    Success,
+    /// 1: the run failed or was cancelled.
+    Failure,
+    /// 2: the flow is invalid or the command was used wrongly.
+    Invalid,
+    /// 3: the run is paused, waiting for a decision.
+    Paused,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(exit: Exit) -> ExitCode {
+        ExitCode::from(match exit {
+            Exit::Success => 0,
+            Exit::Failure => 1,
+            Exit::Invalid => 2,
+            Exit::Paused => 3,
+        })
+    }
+}
+
+/// An error that exits with code 2 (invalid flow or usage) rather than 1. It may be wrapped
+/// in context; `main` finds it anywhere in the chain.
+#[derive(Debug)]
+pub(crate) struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// A usage error (exit 2) with `message`.
+pub(crate) fn usage_error(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(message.into()))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let result = match cli.command {
+        Command::Validate(args) => commands::validate::validate(&args),
+        Command::Run(args) => {
+            runtime().and_then(|runtime| runtime.block_on(commands::run::run(args)))
+        }
+        Command::Resume(args) => {
+            runtime().and_then(|runtime| runtime.block_on(commands::resume::resume(args)))
+        }
+        Command::Runs(args) => commands::runs::runs(&args),
+        Command::Show(args) => commands::show::show(&args),
+    };
+    match result {
+        Ok(exit) => exit.into(),
+        Err(error) => {
+            let style = output::Style::stderr();
+            eprintln!("{} {error:#}", style.red_bold("error:"));
+            let usage = error.chain().any(|cause| cause.is::<UsageError>());
+            if usage { Exit::Invalid } else { Exit::Failure }.into()
+        }
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    use anyhow::Context as _;
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// Diagnostics (not progress) go to stderr, filtered by `WEFT_LOG`; never to stdout.
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("WEFT_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    let color = output::Style::stderr().color;
+    // A second initialization cannot happen here; ignore the error rather than panic.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(color)
+        .with_target(false)
+        .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn decide_parses_node_and_decision() {
+        let cli = Cli::try_parse_from([
+            "weft",
+            "run",
+            "f.json",
+            "--decide",
+            "review=reject:too long",
+        ])
+        .expect("parses");
+        let Command::Run(args) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(args.decisions.len(), 1);
+        assert_eq!(args.decisions[0].0, "review");
+        assert_eq!(args.decisions[0].1.note, "too long");
+        assert!(
+            Cli::try_parse_from(["weft", "run", "f.json", "--decide", "review=maybe"]).is_err()
+        );
+    }
+}

@@ -228,7 +228,7 @@ fn missing_part(name: &str, scope: &Scope<'_>) -> Option<TemplateError> {
             }
         },
         "nodes" => {
-            let Some(id) = parts.next() else { return None };
+            let id = parts.next()?;
             match scope.nodes.get(id) {
                 Some(value) => value,
                 None => {

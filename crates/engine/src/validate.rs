@@ -198,7 +198,7 @@ pub fn validate(flow: &Flow, _flow_path: Option<&Path>) -> Vec<Problem> {
 
 fn check_settings(flow: &Flow, problems: &mut Vec<Problem>) {
     if let Some(value) = flow.settings.get("maxNodeVisits")
-        && !value.as_u64().is_some_and(|n| n >= 1)
+        && value.as_u64().is_none_or(|n| n < 1)
     {
         problems.push(Problem::flow_error(
             "invalid-setting",

@@ -57,7 +57,7 @@ fn collector() -> (Arc<Mutex<Vec<RunEvent>>>, weft_engine::EventListener) {
     (events, listener)
 }
 
-fn message<'a>(body: &'a Value, index: usize) -> (&'a str, &'a str) {
+fn message(body: &Value, index: usize) -> (&str, &str) {
     let message = &body["messages"][index];
     (
         message["role"].as_str().unwrap_or_default(),

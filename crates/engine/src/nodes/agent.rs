@@ -239,7 +239,7 @@ fn subagent_tools(ctx: &RunContext, node_id: &str) -> Vec<(ToolSpec, String)> {
     ctx.subagents_of(node_id)
         .iter()
         .filter_map(|child_id| {
-            let node = ctx.flow.node(child_id)?;
+            let node = ctx.node(child_id)?;
             let Some(NodeConfig::Agent(child)) = ctx.config(child_id) else {
                 return None;
             };

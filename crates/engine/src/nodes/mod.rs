@@ -182,20 +182,41 @@ impl NodeConfig {
         }
     }
 
+    /// Runs one step of a kind that finishes at once without I/O (`start`, `if`, `template`,
+    /// `output`); `None` for kinds that wait on something. The scheduler runs these inline,
+    /// saving a task spawn and a cross-thread wake-up per step.
+    pub(crate) fn is_instant(&self) -> bool {
+        matches!(
+            self,
+            NodeConfig::Start(_)
+                | NodeConfig::If(_)
+                | NodeConfig::Template(_)
+                | NodeConfig::Output(_)
+        )
+    }
+
+    pub(crate) fn run_instant(&self, step: &Step<'_>) -> Option<Result<StepOutput, StepError>> {
+        match self {
+            NodeConfig::Start(config) => Some(start::run(config, step)),
+            NodeConfig::If(config) => Some(if_node::run(config, step)),
+            NodeConfig::Template(config) => Some(template::run(config, step)),
+            NodeConfig::Output(_) => Some(output::run(step)),
+            NodeConfig::Agent(_) | NodeConfig::Approval(_) | NodeConfig::Note(_) => None,
+        }
+    }
+
     /// Runs one step of this node. `approval` and `note` are handled by the scheduler, which
     /// owns pausing; they never reach here.
     pub(crate) async fn run(&self, step: &Step<'_>) -> Result<StepOutput, StepError> {
-        match self {
-            NodeConfig::Start(config) => start::run(config, step),
-            NodeConfig::Agent(config) => agent::run(config, step).await,
-            NodeConfig::If(config) => if_node::run(config, step),
-            NodeConfig::Template(config) => template::run(config, step),
-            NodeConfig::Output(_) => output::run(step),
-            NodeConfig::Approval(_) | NodeConfig::Note(_) => Err(StepError::new(
+        if let NodeConfig::Agent(config) = self {
+            return agent::run(config, step).await;
+        }
+        self.run_instant(step).unwrap_or_else(|| {
+            Err(StepError::new(
                 "internal",
                 format!("`{}` nodes are run by the scheduler", self.kind().id()),
-            )),
-        }
+            ))
+        })
     }
 }
 

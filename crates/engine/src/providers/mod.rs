@@ -96,25 +96,31 @@ impl ProviderSettings {
     /// `lookup` is the environment (a function so tests and hosts can supply their own).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> ProviderSettings {
         let present = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
-        let mut settings = ProviderSettings::default();
-        settings.openai_api_key = present("OPENAI_API_KEY").map(Secret::new);
-        if let Some(url) = present("OPENAI_BASE_URL") {
-            settings.openai_base_url = url.trim_end_matches('/').to_string();
-        }
-        settings.anthropic_api_key = present("ANTHROPIC_API_KEY").map(Secret::new);
-        if let Some(url) = present("ANTHROPIC_BASE_URL") {
-            settings.anthropic_base_url = url.trim_end_matches('/').to_string();
-        }
-        if let Some(host) = present("OLLAMA_HOST") {
+        let openai_base_url = present("OPENAI_BASE_URL")
+            .map_or(DEFAULT_OPENAI_BASE_URL.to_string(), |url| {
+                url.trim_end_matches('/').to_string()
+            });
+        let anthropic_base_url = present("ANTHROPIC_BASE_URL")
+            .map_or(DEFAULT_ANTHROPIC_BASE_URL.to_string(), |url| {
+                url.trim_end_matches('/').to_string()
+            });
+        let ollama_host = present("OLLAMA_HOST").map_or(DEFAULT_OLLAMA_HOST.to_string(), |host| {
             let host = host.trim_end_matches('/');
-            settings.ollama_host = if host.contains("://") {
+            if host.contains("://") {
                 host.to_string()
             } else {
                 format!("http://{host}")
-            };
+            }
+        });
+        ProviderSettings {
+            openai_api_key: present("OPENAI_API_KEY").map(Secret::new),
+            openai_base_url,
+            anthropic_api_key: present("ANTHROPIC_API_KEY").map(Secret::new),
+            anthropic_base_url,
+            ollama_host,
+            default_model: present("WEFT_DEFAULT_MODEL"),
+            ..ProviderSettings::default()
         }
-        settings.default_model = present("WEFT_DEFAULT_MODEL");
-        settings
     }
 
     pub fn from_env() -> ProviderSettings {

@@ -183,9 +183,11 @@ impl Call<'_> {
             _ = self.cancel.cancelled() => return Err(ProviderError::Cancelled.into()),
             sent = builder.send() => sent,
         };
-        // Nothing of an answer arrived, so another attempt cannot repeat anything.
-        let response =
-            sent.map_err(|error| Failure::retry_if(self.transport_error(&error), true))?;
+        // Nothing of an answer arrived, so another attempt cannot repeat anything; only a
+        // request that could not even be built (a bad URL) is not worth another try.
+        let response = sent.map_err(|error| {
+            Failure::retry_if(self.transport_error(&error), !error.is_builder())
+        })?;
         let status = response.status();
         if !status.is_success() {
             return Err(self.http_failure(response).await);

@@ -79,6 +79,8 @@ impl Emitter {
 
 /// The parts of a flow a run looks up on every step, built once.
 pub(crate) struct Graph {
+    /// Position of each node in `flow.nodes`, so a step finds its node without a scan.
+    pub index: HashMap<String, usize>,
     pub configs: HashMap<String, NodeConfig>,
     pub settings: HashMap<String, CommonSettings>,
     /// Execution edges by source node: (source handle, target node).
@@ -93,7 +95,9 @@ impl Graph {
     pub(crate) fn build(flow: &Flow) -> Graph {
         let mut configs = HashMap::new();
         let mut settings = HashMap::new();
-        for node in &flow.nodes {
+        let mut index = HashMap::new();
+        for (position, node) in flow.nodes.iter().enumerate() {
+            index.entry(node.id.clone()).or_insert(position);
             let Some(kind) = NodeKind::from_id(&node.kind) else {
                 continue;
             };
@@ -121,6 +125,7 @@ impl Graph {
             }
         }
         Graph {
+            index,
             configs,
             settings,
             outgoing,
@@ -164,6 +169,13 @@ pub struct RunContext {
 impl RunContext {
     pub(crate) fn emit(&self, kind: EventType, node_id: Option<&str>, content: String) {
         self.events.emit(kind, node_id, content);
+    }
+
+    pub(crate) fn node(&self, node_id: &str) -> Option<&Node> {
+        self.graph
+            .index
+            .get(node_id)
+            .and_then(|position| self.flow.nodes.get(*position))
     }
 
     pub(crate) fn config(&self, node_id: &str) -> Option<&NodeConfig> {

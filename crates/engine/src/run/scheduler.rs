@@ -160,6 +160,15 @@ impl Scheduler {
             self.reach_approval(item);
             return;
         }
+        let retries = ctx
+            .graph
+            .settings
+            .get(&item.node_id)
+            .is_some_and(|settings| settings.max_attempts() > 1);
+        if !retries && let Some(outcome) = execute_instant(&ctx, &item, visits) {
+            self.settle(item, outcome);
+            return;
+        }
         let task_item = item.clone();
         let handle = self
             .tasks
@@ -213,7 +222,6 @@ impl Scheduler {
 
     fn step_label(&self, node_id: &str) -> String {
         self.ctx
-            .flow
             .node(node_id)
             .map_or(node_id, |node| node.label())
             .to_string()
@@ -258,6 +266,11 @@ impl Scheduler {
         let Some(item) = self.running.remove(&id) else {
             return;
         };
+        self.settle(item, outcome);
+    }
+
+    /// Routes a finished step's output, or its error along `error` edges, or fails the run.
+    fn settle(&mut self, item: QueuedStep, outcome: Result<StepOutput, StepError>) {
         match outcome {
             Ok(output) => {
                 self.finished_value(&item.node_id, &output.value);
@@ -388,6 +401,34 @@ fn record_output(ctx: &RunContext, node_id: &str, value: &Value, visits: u64) {
     ctx.emit(EventType::StepEnd, Some(node_id), output_text(value));
 }
 
+/// Runs a step of an instant kind (no I/O, bounded work) on the scheduler's own thread;
+/// `None` when the node's kind must run as a task.
+fn execute_instant(
+    ctx: &RunContext,
+    item: &QueuedStep,
+    visits: u64,
+) -> Option<Result<StepOutput, StepError>> {
+    let node = ctx.node(&item.node_id)?;
+    let config = ctx
+        .config(&item.node_id)
+        .filter(|config| config.is_instant())?;
+    let step = Step {
+        ctx,
+        node,
+        input: &item.input,
+    };
+    ctx.emit(
+        EventType::StepStart,
+        Some(&node.id),
+        node.label().to_string(),
+    );
+    let outcome = config.run_instant(&step)?;
+    if let Ok(output) = &outcome {
+        record_output(ctx, &node.id, &output.value, visits);
+    }
+    Some(outcome)
+}
+
 /// Runs one step with its timeout and retries, then records its output.
 async fn execute(
     ctx: &RunContext,
@@ -395,7 +436,7 @@ async fn execute(
     visits: u64,
 ) -> Result<StepOutput, StepError> {
     let node_id = item.node_id.as_str();
-    let (Some(node), Some(config)) = (ctx.flow.node(node_id), ctx.config(node_id)) else {
+    let (Some(node), Some(config)) = (ctx.node(node_id), ctx.config(node_id)) else {
         return Err(StepError::new(
             "internal",
             format!("node `{node_id}` is not in the flow"),

@@ -1,0 +1,35 @@
+//! `weft resume RUN_ID --decision approve|reject`: continues a paused run, possibly paused by
+//! another process that has since exited.
+
+use weft_engine::{Decision, ResumeOptions};
+
+use super::run::{Live, engine, report, run_error};
+use crate::output::{self, Style};
+use crate::{Exit, ResumeArgs, usage_error};
+
+pub(crate) async fn resume(args: ResumeArgs) -> anyhow::Result<Exit> {
+    // The decision is checked before the run is touched: a bad one leaves it paused.
+    let decision = Decision::parse(&args.decision, args.note.clone()).map_err(|message| {
+        usage_error(format!("--decision: {message}; the run was not changed"))
+    })?;
+    let db = super::db_path(&args.store)?;
+    let store = super::open_store(&db)?;
+    let run_id = super::resolve_run(&store, &args.run_id)?;
+    if !args.events {
+        let style = Style::stderr();
+        output::err(&format!(
+            "{}\n",
+            style.dim(&format!("resuming run {run_id}"))
+        ));
+    }
+    let engine = engine(store);
+    let live = Live::start(args.events);
+    let options = ResumeOptions {
+        on_event: Some(live.listener.clone()),
+        cancel: live.cancel.clone(),
+        ..ResumeOptions::default()
+    };
+    let outcome = engine.resume(&run_id, decision, options).await;
+    live.end();
+    report(&outcome.map_err(run_error)?, args.events, &db)
+}

@@ -1,0 +1,277 @@
+//! `weft run FLOW`: validates and runs a flow. Also what `weft resume` shares with it: the live
+//! session (event listener, Ctrl-C and SIGTERM handling) and the report of a run's outcome.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use weft_engine::providers::{LlmClients, ProviderSettings};
+use weft_engine::{
+    Engine, EventListener, Problem, RunError, RunEvent, RunOptions, RunOutcome, RunStatus, Store,
+    validate,
+};
+
+use super::validate::print_problems_to_stderr;
+use crate::output::{self, Style};
+use crate::progress::Progress;
+use crate::{Exit, RunArgs, usage_error};
+
+pub(crate) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
+    let flow = super::load_flow(&args.flow)?;
+    let problems = validate(&flow, Some(&args.flow));
+    if !problems.is_empty() {
+        print_problems_to_stderr(&problems);
+    }
+    if problems.iter().any(Problem::is_error) {
+        return Ok(Exit::Invalid);
+    }
+    let mut decisions = HashMap::new();
+    for (node_id, decision) in args.decisions {
+        let Some(node) = flow.node(&node_id) else {
+            return Err(usage_error(format!(
+                "--decide {node_id}: the flow has no node `{node_id}`"
+            )));
+        };
+        if node.kind != "approval" {
+            return Err(usage_error(format!(
+                "--decide {node_id}: node `{node_id}` is a {} node, not an approval",
+                node.kind
+            )));
+        }
+        if decisions.insert(node_id.clone(), decision).is_some() {
+            return Err(usage_error(format!(
+                "--decide {node_id}: given more than once"
+            )));
+        }
+    }
+    let db = super::db_path(&args.store)?;
+    let store = super::open_store(&db)?;
+    let engine = engine(store);
+    let flow_path = std::path::absolute(&args.flow).unwrap_or_else(|_| args.flow.clone());
+
+    let live = Live::start(args.events);
+    let options = RunOptions {
+        input: args.input,
+        decisions,
+        flow_path: Some(flow_path),
+        on_event: Some(live.listener.clone()),
+        cancel: live.cancel.clone(),
+        ..RunOptions::default()
+    };
+    let outcome = engine.start(flow, options).await;
+    live.end();
+    report(&outcome.map_err(run_error)?, args.events, &db)
+}
+
+/// An engine with providers from the environment (keys are never printed).
+pub(crate) fn engine(store: Store) -> Engine {
+    Engine::new(LlmClients::new(ProviderSettings::from_env()), store)
+}
+
+/// Why a run could not start or resume, as the CLI reports it.
+pub(crate) fn run_error(error: RunError) -> anyhow::Error {
+    match error {
+        RunError::Invalid { problems } => {
+            print_problems_to_stderr(&problems);
+            usage_error("the flow is not valid")
+        }
+        RunError::Store(error) => super::store_error(error),
+        other => anyhow::Error::new(other),
+    }
+}
+
+/// What runs alongside a run in this process: the event listener (NDJSON on stdout, or the
+/// progress printer on stderr), the status-line ticker, and the signal watcher that cancels
+/// the run on Ctrl-C or SIGTERM.
+pub(crate) struct Live {
+    pub listener: EventListener,
+    pub cancel: CancellationToken,
+    progress: Option<Arc<Progress>>,
+    ticker: Option<JoinHandle<()>>,
+    signals: JoinHandle<()>,
+}
+
+impl Live {
+    /// Starts listening; with `events`, every event is a JSON line on stdout. Must be called
+    /// within the tokio runtime.
+    pub fn start(events: bool) -> Live {
+        let cancel = CancellationToken::new();
+        let progress = (!events).then(Progress::for_stderr);
+        let listener: EventListener = match &progress {
+            Some(progress) => {
+                let progress = Arc::clone(progress);
+                Arc::new(move |event: &RunEvent| progress.handle(event))
+            }
+            None => Arc::new(print_event_line),
+        };
+        let ticker = progress.as_ref().and_then(Progress::start_ticker);
+        let signals = tokio::spawn(watch_signals(
+            Signals::register(),
+            cancel.clone(),
+            progress.clone(),
+        ));
+        Live {
+            listener,
+            cancel,
+            progress,
+            ticker,
+            signals,
+        }
+    }
+
+    /// Stops the ticker and the signal watcher and clears the status line.
+    pub fn end(self) {
+        if let Some(ticker) = self.ticker {
+            ticker.abort();
+        }
+        self.signals.abort();
+        if let Some(progress) = self.progress {
+            progress.finish();
+        }
+    }
+}
+
+/// One event as one compact JSON line on stdout, flushed at once.
+fn print_event_line(event: &RunEvent) {
+    if let Ok(line) = serde_json::to_string(event) {
+        // A closed stdout must not stop the run; the store keeps every event anyway.
+        let _ = output::out(&format!("{line}\n"));
+    }
+}
+
+/// The first Ctrl-C (or SIGTERM) cancels the run, which then ends as `cancelled`; a second
+/// one quits at once.
+async fn watch_signals(
+    mut signals: Signals,
+    cancel: CancellationToken,
+    progress: Option<Arc<Progress>>,
+) {
+    signals.recv().await;
+    let message = "cancelling the run (press Ctrl-C again to quit at once)\n";
+    match &progress {
+        Some(progress) => progress.message(message),
+        None => output::err(message),
+    }
+    cancel.cancel();
+    signals.recv().await;
+    output::err("quit before the run ended\n");
+    std::process::exit(130);
+}
+
+/// The signals that cancel a run, registered as soon as the run starts.
+struct Signals {
+    #[cfg(unix)]
+    interrupt: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    terminate: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    #[cfg(unix)]
+    fn register() -> Signals {
+        use tokio::signal::unix::{SignalKind, signal};
+        Signals {
+            interrupt: signal(SignalKind::interrupt()).ok(),
+            terminate: signal(SignalKind::terminate()).ok(),
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn register() -> Signals {
+        Signals {}
+    }
+
+    /// Waits for the next signal (forever when none could be registered).
+    #[cfg(unix)]
+    async fn recv(&mut self) {
+        async fn next(signal: &mut Option<tokio::signal::unix::Signal>) -> Option<()> {
+            match signal {
+                Some(signal) => signal.recv().await,
+                None => None,
+            }
+        }
+        tokio::select! {
+            Some(()) = next(&mut self.interrupt) => {}
+            Some(()) = next(&mut self.terminate) => {}
+            else => std::future::pending().await,
+        }
+    }
+
+    #[cfg(not(unix))]
+    async fn recv(&mut self) {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// Prints how the run ended and picks the exit code. On stdout only the result (completed) or
+/// the run id (paused), and nothing at all with `events`.
+pub(crate) fn report(outcome: &RunOutcome, events: bool, db: &Path) -> anyhow::Result<Exit> {
+    let style = Style::stderr();
+    let id = &outcome.run_id;
+    match outcome.status {
+        RunStatus::Completed => {
+            if !events {
+                let result = outcome.result.clone().unwrap_or_default();
+                output::out(&output::result_text(&result))?;
+                output::err(&format!("{}\n", style.dim(&format!("completed: run {id}"))));
+            }
+            Ok(Exit::Success)
+        }
+        RunStatus::Failed => {
+            let error = outcome.error.as_deref().unwrap_or("no reason was recorded");
+            output::err(&format!(
+                "{} run {id} failed: {error}\n",
+                style.red_bold("✗")
+            ));
+            Ok(Exit::Failure)
+        }
+        RunStatus::Cancelled => {
+            output::err(&format!("{} run {id} was cancelled\n", style.yellow("✗")));
+            Ok(Exit::Failure)
+        }
+        RunStatus::Paused => {
+            let (node, message) = outcome.waiting.as_ref().map_or(("?", ""), |waiting| {
+                (waiting.node_id.as_str(), waiting.message.as_str())
+            });
+            let mut text = format!("{} run {id} waits at {node}\n", style.yellow("paused:"));
+            if !message.trim().is_empty() {
+                text.push_str(&format!("  {}\n", message.trim().replace('\n', "\n  ")));
+            }
+            text.push_str(&format!(
+                "resume with: {}\n",
+                style.bold(&format!(
+                    "{} --decision approve|reject",
+                    resume_command(id, db)
+                ))
+            ));
+            output::err(&text);
+            if !events {
+                output::out(&format!("{id}\n"))?;
+            }
+            Ok(Exit::Paused)
+        }
+        RunStatus::Running => {
+            output::err(&format!(
+                "{} run {id} stopped while still running\n",
+                style.red_bold("✗")
+            ));
+            Ok(Exit::Failure)
+        }
+    }
+}
+
+/// `weft resume <id>`, with `--db` when the store is not the default one.
+pub(crate) fn resume_command(id: &str, db: &Path) -> String {
+    let mut command = format!("weft resume {id}");
+    if super::default_db_path().as_deref() != Some(db) {
+        command.push_str(&format!(
+            " --db {}",
+            output::shell_word(&db.display().to_string())
+        ));
+    }
+    command
+}

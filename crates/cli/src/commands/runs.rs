@@ -1,0 +1,142 @@
+//! `weft runs`: the most recent runs, newest first.
+
+use weft_engine::RunStatus;
+use weft_engine::store::RunSummary;
+
+use crate::output::{self, Style};
+use crate::{Exit, RunsArgs};
+
+pub(crate) fn runs(args: &RunsArgs) -> anyhow::Result<Exit> {
+    let db = super::db_path(&args.store)?;
+    let store = super::open_store(&db)?;
+    let runs = store.list_runs(args.limit).map_err(super::store_error)?;
+    if args.json {
+        output::out(&format!("{}\n", serde_json::to_string_pretty(&runs)?))?;
+    } else if runs.is_empty() {
+        output::err(&format!("no runs in {}\n", db.display()));
+    } else {
+        output::out(&table(&runs, Style::stdout()))?;
+    }
+    Ok(Exit::Success)
+}
+
+/// The runs as an aligned table with a header.
+fn table(runs: &[RunSummary], style: Style) -> String {
+    let rows: Vec<[String; 5]> = runs
+        .iter()
+        .map(|run| {
+            [
+                run.id.clone(),
+                run.status.as_str().to_string(),
+                output::one_line(
+                    if run.flow_name.is_empty() {
+                        "(unnamed)"
+                    } else {
+                        &run.flow_name
+                    },
+                    40,
+                ),
+                output::date_time(&run.started_at),
+                took(run),
+            ]
+        })
+        .collect();
+    let header = ["ID", "STATUS", "FLOW", "STARTED", "TOOK"];
+    let mut widths = header.map(|title| title.chars().count());
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut text = String::new();
+    let line = |cells: [String; 5], status: Option<RunStatus>| {
+        let mut line = String::new();
+        for (index, (cell, width)) in cells.iter().zip(widths).enumerate() {
+            let padded = if index + 1 == cells.len() {
+                cell.clone()
+            } else {
+                output::pad(cell, width)
+            };
+            match (index, status) {
+                (1, Some(status)) => {
+                    // Pad first, then color, so ANSI codes do not upset the alignment.
+                    let padding = " ".repeat(width.saturating_sub(cell.chars().count()));
+                    line.push_str(&format!("{}{padding}", style.status(status)));
+                }
+                _ => line.push_str(&padded),
+            }
+            if index + 1 < cells.len() {
+                line.push_str("  ");
+            }
+        }
+        format!("{}\n", line.trim_end())
+    };
+    text.push_str(&style.bold(line(header.map(str::to_string), None).trim_end()));
+    text.push('\n');
+    for (row, run) in rows.into_iter().zip(runs) {
+        text.push_str(&line(row, Some(run.status)));
+    }
+    text
+}
+
+/// How long the run took, `waiting at <node>` for a paused one, `running` for a running one.
+fn took(run: &RunSummary) -> String {
+    match (run.status, &run.ended_at) {
+        (RunStatus::Paused, _) => format!(
+            "waiting at {}",
+            run.waiting_node_id.as_deref().unwrap_or("?")
+        ),
+        (_, Some(ended)) => output::seconds_between(&run.started_at, ended)
+            .map_or_else(String::new, output::duration),
+        (_, None) => "-".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(
+        id: &str,
+        status: RunStatus,
+        ended: Option<&str>,
+        waiting: Option<&str>,
+    ) -> RunSummary {
+        RunSummary {
+            id: id.into(),
+            flow_name: "Triage".into(),
+            flow_path: None,
+            status,
+            started_at: "2024-05-01T10:00:00.000Z".into(),
+            ended_at: ended.map(str::to_string),
+            waiting_node_id: waiting.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn table_aligns_and_says_what_waits() {
+        let text = table(
+            &[
+                summary(
+                    "run-a",
+                    RunStatus::Completed,
+                    Some("2024-05-01T10:00:02.500Z"),
+                    None,
+                ),
+                summary("run-bb", RunStatus::Paused, None, Some("review")),
+            ],
+            Style { color: false },
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].starts_with("ID      STATUS     FLOW    STARTED"),
+            "{text}"
+        );
+        assert!(
+            lines[1].starts_with("run-a   completed  Triage  "),
+            "{text}"
+        );
+        assert!(lines[1].ends_with("  2.5 s"), "{text}");
+        assert!(lines[2].ends_with("  waiting at review"), "{text}");
+    }
+}

@@ -1,0 +1,228 @@
+//! `weft show RUN_ID`: one run's summary, node outputs and event trace.
+
+use std::path::Path;
+
+use serde_json::json;
+use weft_engine::store::{NodeOutputRecord, RunRecord};
+use weft_engine::{EventType, RunEvent, RunStatus};
+
+use crate::output::{self, Style};
+use crate::{Exit, ShowArgs};
+
+/// Characters of an output or event content shown per line.
+const CELL: usize = 200;
+
+pub(crate) fn show(args: &ShowArgs) -> anyhow::Result<Exit> {
+    let db = super::db_path(&args.store)?;
+    let store = super::open_store(&db)?;
+    let run_id = super::resolve_run(&store, &args.run_id)?;
+    let record = store.run(&run_id).map_err(super::store_error)?;
+    let outputs = store.node_outputs(&run_id).map_err(super::store_error)?;
+    let events = store.events(&run_id).map_err(super::store_error)?;
+    if args.json {
+        let report = json!({ "run": record, "nodeOutputs": outputs, "events": events });
+        output::out(&format!("{}\n", serde_json::to_string_pretty(&report)?))?;
+        return Ok(Exit::Success);
+    }
+    let style = Style::stdout();
+    let mut text = summary(&record, &events, &db, style);
+    text.push_str(&node_outputs(&outputs, style));
+    text.push_str(&trace(&events, args.deltas, style));
+    output::out(&text)?;
+    Ok(Exit::Success)
+}
+
+/// The run's identity, status, times, input, result or error, and what it waits for.
+fn summary(record: &RunRecord, events: &[RunEvent], db: &Path, style: Style) -> String {
+    let run = &record.summary;
+    let mut rows: Vec<(&str, String)> = vec![
+        ("run", run.id.clone()),
+        ("status", style.status(run.status)),
+    ];
+    let name = if run.flow_name.is_empty() {
+        "(unnamed)"
+    } else {
+        run.flow_name.as_str()
+    };
+    rows.push((
+        "flow",
+        match &run.flow_path {
+            Some(path) => format!("{name}  {}", style.dim(path)),
+            None => name.to_string(),
+        },
+    ));
+    rows.push(("started", output::date_time(&run.started_at)));
+    if let Some(ended) = &run.ended_at {
+        let took = output::seconds_between(&run.started_at, ended)
+            .map(|seconds| format!("  ({})", output::duration(seconds)))
+            .unwrap_or_default();
+        rows.push(("ended", format!("{}{took}", output::date_time(ended))));
+    }
+    rows.push((
+        "input",
+        output::one_line(&output::value_text(&record.input), CELL),
+    ));
+    if let Some(result) = &record.result {
+        rows.push((
+            "result",
+            output::one_line(&output::value_text(result), CELL),
+        ));
+    }
+    if let Some(error) = &record.error {
+        rows.push(("error", style.red(&output::one_line(error, 400))));
+    }
+    if run.status == RunStatus::Paused {
+        let node = record
+            .waiting
+            .as_ref()
+            .map(|step| step.node_id.clone())
+            .or_else(|| run.waiting_node_id.clone())
+            .unwrap_or_else(|| "?".to_string());
+        // The message shown is the one of the latest `wait_input` event at that node.
+        let message = events
+            .iter()
+            .rev()
+            .find(|event| {
+                event.kind == EventType::WaitInput
+                    && event.node_id.as_deref() == Some(node.as_str())
+            })
+            .map(|event| output::one_line(&event.content, CELL))
+            .unwrap_or_default();
+        let waiting = if message.is_empty() {
+            node
+        } else {
+            format!("{node}: {message}")
+        };
+        rows.push(("waiting", style.yellow(&waiting)));
+        rows.push((
+            "resume",
+            format!(
+                "{} --decision approve|reject",
+                super::run::resume_command(&run.id, db)
+            ),
+        ));
+    }
+    let mut text = String::new();
+    for (key, value) in rows {
+        text.push_str(&format!("{}  {value}\n", style.bold(&output::pad(key, 7))));
+    }
+    text
+}
+
+/// One line per node: id, visits and the latest output (with the decision at approvals).
+fn node_outputs(outputs: &[NodeOutputRecord], style: Style) -> String {
+    let mut text = format!("\n{}\n", style.bold("node outputs"));
+    if outputs.is_empty() {
+        text.push_str("  (none)\n");
+        return text;
+    }
+    let width = outputs
+        .iter()
+        .map(|record| record.node_id.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("NODE".len());
+    text.push_str(&style.dim(&format!("  {}  VISITS  OUTPUT", output::pad("NODE", width))));
+    text.push('\n');
+    for record in outputs {
+        let mut shown = output::one_line(&output::value_text(&record.output), CELL);
+        if let Some(approval) = &record.approval {
+            let decision = approval
+                .get("decision")
+                .map(output::value_text)
+                .unwrap_or_default();
+            let note = approval
+                .get("note")
+                .map(output::value_text)
+                .unwrap_or_default();
+            let mut said = format!("[{decision}");
+            if !note.is_empty() {
+                said.push_str(&format!(": {}", output::one_line(&note, 80)));
+            }
+            said.push(']');
+            shown = if shown.is_empty() {
+                said
+            } else {
+                format!("{said} {shown}")
+            };
+        }
+        text.push_str(&format!(
+            "  {}  {}  {shown}\n",
+            output::pad(&record.node_id, width),
+            output::pad(&record.visits.to_string(), 6)
+        ));
+    }
+    text
+}
+
+/// The event trace: seq, time, type, node and content, one line each; `llm_delta` events only
+/// with `deltas` (their count is said otherwise).
+fn trace(events: &[RunEvent], deltas: bool, style: Style) -> String {
+    let hidden = if deltas {
+        0
+    } else {
+        events
+            .iter()
+            .filter(|event| event.kind == EventType::LlmDelta)
+            .count()
+    };
+    let mut heading = format!("events ({}", events.len());
+    if hidden > 0 {
+        heading.push_str(&format!(
+            "; {} hidden, --deltas shows them",
+            output::count(hidden, "llm_delta event")
+        ));
+    }
+    heading.push(')');
+    let mut text = format!("\n{}\n", style.bold(&heading));
+    let shown: Vec<&RunEvent> = events
+        .iter()
+        .filter(|event| deltas || event.kind != EventType::LlmDelta)
+        .collect();
+    let seq_width = shown
+        .iter()
+        .map(|event| event.seq.to_string().len())
+        .max()
+        .unwrap_or(0)
+        .max(3);
+    let node_width = shown
+        .iter()
+        .map(|event| event.node_id.as_deref().unwrap_or("").chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let type_width = shown
+        .iter()
+        .map(|event| event.kind.as_str().len())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    text.push_str(&style.dim(&format!(
+        "  {}  {}  {}  {}  CONTENT",
+        output::pad("SEQ", seq_width),
+        output::pad("TIME", 12),
+        output::pad("TYPE", type_width),
+        output::pad("NODE", node_width)
+    )));
+    text.push('\n');
+    for event in shown {
+        let kind = output::pad(event.kind.as_str(), type_width);
+        let kind = match event.kind {
+            EventType::Error | EventType::LlmError | EventType::SubagentCallError => {
+                style.red(&kind)
+            }
+            EventType::WaitInput => style.yellow(&kind),
+            _ => kind,
+        };
+        let line = format!(
+            "  {}  {}  {kind}  {}  {}",
+            output::pad(&event.seq.to_string(), seq_width),
+            output::pad(&output::time_of_day(&event.ts), 12),
+            output::pad(event.node_id.as_deref().unwrap_or(""), node_width),
+            output::one_line(&event.content, CELL)
+        );
+        text.push_str(line.trim_end());
+        text.push('\n');
+    }
+    text
+}

@@ -1,0 +1,723 @@
+//! The `weft` binary end to end: each test runs the real executable with its own temporary
+//! run store and flow files, and a scripted LLM server on loopback for flows with agents.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use weft_scripted_llm::{Reply, Script, ScriptedLlm};
+
+const KEY: &str = "sk-test-secret-key";
+
+/// A sandbox: a temporary directory holding the run store and the test's flow files.
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+/// What one invocation of `weft` did.
+#[derive(Debug)]
+struct Ran {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl From<Output> for Ran {
+    fn from(output: Output) -> Ran {
+        Ran {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        Sandbox {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("runs.db")
+    }
+
+    fn db_arg(&self) -> String {
+        self.db().display().to_string()
+    }
+
+    /// Writes a flow file and returns its path.
+    fn flow(&self, name: &str, flow: &Value) -> String {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, serde_json::to_string_pretty(flow).expect("json"))
+            .expect("write flow");
+        path.display().to_string()
+    }
+
+    /// `weft` with a hermetic environment: no provider settings, store or color settings
+    /// inherited from the caller.
+    fn command(&self, args: &[&str], llm: Option<&ScriptedLlm>) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_weft"));
+        command.args(args).current_dir(self.dir.path());
+        for name in [
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_BASE_URL",
+            "OLLAMA_HOST",
+            "WEFT_DB",
+            "WEFT_DEFAULT_MODEL",
+            "WEFT_LOG",
+            "NO_COLOR",
+        ] {
+            command.env_remove(name);
+        }
+        if let Some(llm) = llm {
+            command
+                .env("OPENAI_BASE_URL", llm.base_url())
+                .env("OPENAI_API_KEY", KEY);
+        }
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Ran {
+        self.command(args, None).output().expect("weft runs").into()
+    }
+
+    /// Runs `weft` off the async runtime's threads (the scripted server lives on them).
+    async fn run_with(&self, args: &[&str], llm: &ScriptedLlm) -> Ran {
+        let mut command = self.command(args, Some(llm));
+        tokio::task::spawn_blocking(move || command.output().expect("weft runs"))
+            .await
+            .expect("join")
+            .into()
+    }
+
+    /// Every byte of the run store (the database and its WAL/SHM files).
+    fn db_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        for entry in std::fs::read_dir(self.dir.path()).expect("read dir") {
+            let path = entry.expect("entry").path();
+            if path
+                .file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| name.starts_with("runs.db"))
+            {
+                bytes.extend(std::fs::read(&path).expect("read db"));
+            }
+        }
+        bytes
+    }
+}
+
+fn node(id: &str, kind: &str, data: Value) -> Value {
+    json!({ "id": id, "type": kind, "position": { "x": 0, "y": 0 }, "data": data })
+}
+
+fn edge(id: &str, source: &str, target: &str, handle: Option<&str>) -> Value {
+    let mut edge = json!({ "id": id, "source": source, "target": target });
+    if let Some(handle) = handle {
+        edge["sourceHandle"] = json!(handle);
+    }
+    edge
+}
+
+/// start → draft (template) → review (approval) → yes / no (templates) → out.
+fn approval_flow() -> Value {
+    json!({
+        "version": 1,
+        "name": "Review",
+        "nodes": [
+            node("start", "start", json!({ "initialInput": "the plan" })),
+            node("draft", "template", json!({ "template": "Draft: {{PREVIOUS_OUTPUT}}" })),
+            node("review", "approval", json!({ "message": "Ship {{PREVIOUS_OUTPUT}}?" })),
+            node("yes", "template", json!({ "template": "APPROVED {{PREVIOUS_OUTPUT}}{% if approval.note %} ({{ approval.note }}){% endif %}" })),
+            node("no", "template", json!({ "template": "REJECTED {{PREVIOUS_OUTPUT}}{% if approval.note %} ({{ approval.note }}){% endif %}" })),
+            node("out", "output", json!({})),
+        ],
+        "edges": [
+            edge("e1", "start", "draft", None),
+            edge("e2", "draft", "review", None),
+            edge("e3", "review", "yes", Some("approve")),
+            edge("e4", "review", "no", Some("reject")),
+            edge("e5", "yes", "out", None),
+            edge("e6", "no", "out", None),
+        ]
+    })
+}
+
+/// start → ask (agent) → out.
+fn agent_flow() -> Value {
+    json!({
+        "version": 1,
+        "name": "Ask",
+        "nodes": [
+            node("start", "start", json!({ "initialInput": "Ada" })),
+            node("ask", "agent", json!({
+                "label": "Greeter",
+                "model": "gpt-4o-mini",
+                "systemPrompt": "Be brief.",
+                "userPrompt": "Greet {{PREVIOUS_OUTPUT}}"
+            })),
+            node("out", "output", json!({})),
+        ],
+        "edges": [edge("e1", "start", "ask", None), edge("e2", "ask", "out", None)]
+    })
+}
+
+/// The id a paused `weft run` prints on stdout.
+fn paused_run_id(ran: &Ran) -> String {
+    assert_eq!(ran.code, Some(3), "{ran:?}");
+    let id = ran.stdout.trim().to_string();
+    assert_eq!(id.len(), 36, "a run id on stdout: {ran:?}");
+    assert!(ran.stderr.contains(&format!("weft resume {id}")), "{ran:?}");
+    id
+}
+
+fn parse_events(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<Value>(line)
+                .unwrap_or_else(|error| panic!("not JSON ({error}): {line}"))
+        })
+        .collect()
+}
+
+fn assert_plain(stderr: &str) {
+    assert!(
+        !stderr.contains('\r'),
+        "no carriage returns off a terminal: {stderr:?}"
+    );
+    assert!(
+        !stderr.contains('\x1b'),
+        "no ANSI escapes off a terminal: {stderr:?}"
+    );
+}
+
+#[test]
+fn validate_accepts_a_valid_flow() {
+    let sandbox = Sandbox::new();
+    let flow = sandbox.flow("ok.json", &approval_flow());
+    let ran = sandbox.run(&["validate", &flow]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout, "");
+    assert_eq!(ran.stderr.trim(), "valid");
+
+    let ran = sandbox.run(&["validate", &flow, "--json"]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    let report: Value = serde_json::from_str(&ran.stdout).expect("json");
+    assert_eq!(report["valid"], json!(true));
+    assert_eq!(report["problems"], json!([]));
+}
+
+#[test]
+fn validate_lists_each_problem_by_node_or_edge_and_exits_2() {
+    let sandbox = Sandbox::new();
+    let mut flow = approval_flow();
+    flow["edges"]
+        .as_array_mut()
+        .expect("edges")
+        .push(edge("e9", "draft", "ghost", None));
+    flow["nodes"].as_array_mut().expect("nodes").push(node(
+        "lonely",
+        "template",
+        json!({ "template": "x" }),
+    ));
+    let path = sandbox.flow("bad.json", &flow);
+    let ran = sandbox.run(&["validate", &path]);
+    assert_eq!(ran.code, Some(2), "{ran:?}");
+    let lines: Vec<&str> = ran.stdout.lines().collect();
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.starts_with("edge e9: error: ")),
+        "{ran:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.starts_with("node lonely: warning: ")),
+        "{ran:?}"
+    );
+    assert!(
+        lines.iter().all(|line| line.starts_with("node ")
+            || line.starts_with("edge ")
+            || line.starts_with("flow: ")),
+        "{ran:?}"
+    );
+    assert!(
+        ran.stderr.contains("1 error") && ran.stderr.contains("1 warning"),
+        "{ran:?}"
+    );
+    assert_plain(&ran.stderr);
+
+    let ran = sandbox.run(&["validate", &path, "--json"]);
+    assert_eq!(ran.code, Some(2), "{ran:?}");
+    let report: Value = serde_json::from_str(&ran.stdout).expect("json");
+    assert_eq!(report["valid"], json!(false));
+    let problems = report["problems"].as_array().expect("problems");
+    assert!(
+        problems.iter().any(
+            |problem| problem["edgeId"] == json!("e9") && problem["severity"] == json!("error")
+        )
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|problem| problem["nodeId"] == json!("lonely"))
+    );
+
+    // `weft run` refuses it the same way, on stderr, before creating any run.
+    let ran = sandbox.run(&["run", &path, "--db", &sandbox.db_arg()]);
+    assert_eq!(ran.code, Some(2), "{ran:?}");
+    assert_eq!(ran.stdout, "");
+    assert!(ran.stderr.contains("edge e9: error: "), "{ran:?}");
+}
+
+#[test]
+fn a_file_that_is_not_a_flow_exits_2_naming_the_file() {
+    let sandbox = Sandbox::new();
+    let path = sandbox.dir.path().join("broken.json");
+    std::fs::write(&path, "{ this is not json").expect("write");
+    let path = path.display().to_string();
+    for args in [
+        vec!["validate", path.as_str()],
+        vec!["run", path.as_str(), "--db", &sandbox.db_arg()],
+    ] {
+        let ran = sandbox.run(&args);
+        assert_eq!(ran.code, Some(2), "{ran:?}");
+        assert!(ran.stderr.contains(&path), "names the file: {ran:?}");
+        assert_eq!(ran.stdout, "");
+    }
+    let ran = sandbox.run(&["validate", "missing.json"]);
+    assert_eq!(ran.code, Some(2), "{ran:?}");
+    assert!(ran.stderr.contains("missing.json"), "{ran:?}");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let sandbox = Sandbox::new();
+    let flow = sandbox.flow("ok.json", &approval_flow());
+    let db = sandbox.db_arg();
+    for args in [
+        vec!["run"],
+        vec!["frobnicate"],
+        vec!["run", &flow, "--db", &db, "--decide", "review"],
+        vec!["run", &flow, "--db", &db, "--decide", "review=maybe"],
+        vec!["run", &flow, "--db", &db, "--decide", "nobody=approve"],
+        vec!["run", &flow, "--db", &db, "--decide", "draft=approve"],
+        vec!["resume", "--db", &db, "1234"],
+        vec!["show", "--db", &db, "no-such-run"],
+    ] {
+        let ran = sandbox.run(&args);
+        assert_eq!(ran.code, Some(2), "{args:?}: {ran:?}");
+        assert_eq!(ran.stdout, "", "{args:?}");
+    }
+    let ran = sandbox.run(&["--help"]);
+    assert_eq!(ran.code, Some(0));
+    for command in ["validate", "run", "resume", "runs", "show"] {
+        assert!(ran.stdout.contains(command), "{ran:?}");
+    }
+}
+
+#[test]
+fn run_with_decisions_in_advance_completes_with_the_result_on_stdout() {
+    let sandbox = Sandbox::new();
+    let flow = sandbox.flow("review.json", &approval_flow());
+    let db = sandbox.db_arg();
+    let ran = sandbox.run(&["run", &flow, "--db", &db, "--decide", "review=approve"]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout, "APPROVED Draft: the plan\n");
+    assert!(
+        ran.stderr.contains("▸ draft"),
+        "progress on stderr: {ran:?}"
+    );
+    assert_plain(&ran.stderr);
+
+    let ran = sandbox.run(&[
+        "run",
+        &flow,
+        "--db",
+        &db,
+        "--input",
+        "my idea",
+        "--decide",
+        "review=reject:too vague",
+    ]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout, "REJECTED Draft: my idea (too vague)\n");
+
+    // A JSON result is pretty-printed.
+    let json_flow = json!({
+        "version": 1, "name": "Json",
+        "nodes": [
+            node("start", "start", json!({})),
+            node("make", "template", json!({ "template": "{\"answer\": 42}", "parseJson": true })),
+        ],
+        "edges": [edge("e1", "start", "make", None)]
+    });
+    let path = sandbox.flow("json.json", &json_flow);
+    let ran = sandbox.run(&["run", &path, "--db", &db]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout, "{\n  \"answer\": 42\n}\n");
+}
+
+#[test]
+fn a_paused_run_resumes_in_another_process_once() {
+    let sandbox = Sandbox::new();
+    let flow = sandbox.flow("review.json", &approval_flow());
+    let db = sandbox.db_arg();
+    let ran = sandbox.run(&["run", &flow, "--db", &db]);
+    let id = paused_run_id(&ran);
+    assert!(ran.stderr.contains("waits at review"), "{ran:?}");
+    assert!(
+        ran.stderr.contains("Ship Draft: the plan?"),
+        "the message: {ran:?}"
+    );
+    assert!(ran.stderr.contains("--decision approve|reject"), "{ran:?}");
+
+    // A unique prefix is enough.
+    let ran = sandbox.run(&[
+        "resume",
+        &id[..8],
+        "--decision",
+        "approve",
+        "--note",
+        "go",
+        "--db",
+        &db,
+    ]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout, "APPROVED Draft: the plan (go)\n");
+    assert_plain(&ran.stderr);
+
+    let ran = sandbox.run(&["resume", &id, "--decision", "approve", "--db", &db]);
+    assert_eq!(ran.code, Some(2), "{ran:?}");
+    assert!(ran.stderr.contains("already finished"), "{ran:?}");
+    assert_eq!(ran.stdout, "");
+}
+
+#[test]
+fn a_bad_decision_leaves_the_run_paused() {
+    let sandbox = Sandbox::new();
+    let flow = sandbox.flow("review.json", &approval_flow());
+    let db = sandbox.db_arg();
+    let id = paused_run_id(&sandbox.run(&["run", &flow, "--db", &db]));
+
+    let ran = sandbox.run(&["resume", &id, "--decision", "maybe", "--db", &db]);
+    assert_eq!(ran.code, Some(2), "{ran:?}");
+    assert!(ran.stderr.contains("`maybe` is not a decision"), "{ran:?}");
+
+    let ran = sandbox.run(&["show", &id, "--db", &db]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert!(ran.stdout.contains("paused"), "{ran:?}");
+
+    let ran = sandbox.run(&["resume", &id, "--decision", "REJECTED", "--db", &db]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout, "REJECTED Draft: the plan\n");
+}
+
+#[test]
+fn events_are_ndjson_numbered_across_pause_and_resume() {
+    let sandbox = Sandbox::new();
+    let flow = sandbox.flow("review.json", &approval_flow());
+    let db = sandbox.db_arg();
+    let ran = sandbox.run(&["run", &flow, "--db", &db, "--events"]);
+    assert_eq!(ran.code, Some(3), "{ran:?}");
+    let mut events = parse_events(&ran.stdout);
+    let id = events[0]["runId"].as_str().expect("run id").to_string();
+    assert!(ran.stderr.contains(&format!("weft resume {id}")), "{ran:?}");
+    assert_eq!(events.last().expect("events")["type"], json!("wait_input"));
+
+    let ran = sandbox.run(&[
+        "resume",
+        &id,
+        "--decision",
+        "approve",
+        "--db",
+        &db,
+        "--events",
+    ]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    let resumed = parse_events(&ran.stdout);
+    assert_eq!(
+        resumed[0]["seq"].as_u64(),
+        events
+            .last()
+            .and_then(|event| event["seq"].as_u64())
+            .map(|seq| seq + 1),
+        "resume continues the numbering"
+    );
+    events.extend(resumed);
+    for (index, event) in events.iter().enumerate() {
+        assert_eq!(event["seq"].as_u64(), Some(index as u64 + 1), "{event}");
+        assert_eq!(event["runId"], json!(id));
+        assert!(
+            event["ts"].is_string() && event["content"].is_string(),
+            "{event}"
+        );
+    }
+    assert_eq!(events[0]["type"], json!("run_start"));
+    let last = events.last().expect("events");
+    assert_eq!(last["type"], json!("run_end"));
+    let end: Value =
+        serde_json::from_str(last["content"].as_str().expect("content")).expect("run_end content");
+    assert_eq!(end["status"], json!("completed"));
+    assert_eq!(end["result"], json!("APPROVED Draft: the plan"));
+
+    // The store holds the same events.
+    let ran = sandbox.run(&["show", &id, "--db", &db, "--json"]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    let shown: Value = serde_json::from_str(&ran.stdout).expect("json");
+    assert_eq!(shown["events"].as_array().map(Vec::len), Some(events.len()));
+    assert_eq!(shown["run"]["summary"]["status"], json!("completed"));
+    assert!(
+        shown["nodeOutputs"]
+            .as_array()
+            .is_some_and(|outputs| !outputs.is_empty())
+    );
+}
+
+#[test]
+fn runs_and_show_tell_the_history() {
+    let sandbox = Sandbox::new();
+    let flow = sandbox.flow("review.json", &approval_flow());
+    let db = sandbox.db_arg();
+    let paused = paused_run_id(&sandbox.run(&["run", &flow, "--db", &db]));
+    let done = sandbox.run(&["run", &flow, "--db", &db, "--decide", "review=approve"]);
+    assert_eq!(done.code, Some(0));
+
+    let ran = sandbox.run(&["runs", "--db", &db]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert!(ran.stdout.contains(&paused), "{ran:?}");
+    assert!(ran.stdout.contains("waiting at review"), "{ran:?}");
+    assert!(
+        ran.stdout.contains("completed") && ran.stdout.contains("Review"),
+        "{ran:?}"
+    );
+    assert_eq!(
+        ran.stdout.lines().count(),
+        3,
+        "header and two runs: {ran:?}"
+    );
+
+    let ran = sandbox.run(&["runs", "--db", &db, "--json", "--limit", "1"]);
+    let runs: Value = serde_json::from_str(&ran.stdout).expect("json");
+    assert_eq!(runs.as_array().map(Vec::len), Some(1));
+    assert_eq!(runs[0]["flowName"], json!("Review"));
+
+    let ran = sandbox.run(&["show", &paused[..6], "--db", &db]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    for needle in [
+        "paused",
+        "review: Ship Draft: the plan?",
+        "wait_input",
+        "step_start",
+        "run_start",
+        "Draft: the plan",
+    ] {
+        assert!(ran.stdout.contains(needle), "{needle}: {ran:?}");
+    }
+    assert!(!ran.stdout.contains('\x1b'));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_flow_runs_against_the_provider_and_never_leaks_the_key() {
+    let llm = ScriptedLlm::start(Script::always(Reply::text("Hello there, Ada!")))
+        .await
+        .expect("server");
+    let sandbox = Sandbox::new();
+    let flow = sandbox.flow("ask.json", &agent_flow());
+    let db = sandbox.db_arg();
+    let ran = sandbox.run_with(&["run", &flow, "--db", &db], &llm).await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout, "Hello there, Ada!\n");
+    assert!(ran.stderr.contains("▸ ask (Greeter)"), "{ran:?}");
+    assert!(ran.stderr.contains("✓ ask"), "{ran:?}");
+    assert_plain(&ran.stderr);
+
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    assert_eq!(requests[0].last_user_text().as_deref(), Some("Greet Ada"));
+
+    let events = sandbox
+        .run_with(&["run", &flow, "--db", &db, "--events"], &llm)
+        .await;
+    assert_eq!(events.code, Some(0), "{events:?}");
+    let parsed = parse_events(&events.stdout);
+    assert!(
+        parsed
+            .iter()
+            .any(|event| event["type"] == json!("llm_delta")),
+        "streamed"
+    );
+    assert!(
+        parsed
+            .iter()
+            .any(|event| event["type"] == json!("llm_response"))
+    );
+
+    let id = parsed[0]["runId"].as_str().expect("id").to_string();
+    let shown = sandbox.run_with(&["show", &id, "--db", &db], &llm).await;
+    assert!(
+        shown.stdout.contains("3 llm_delta events hidden"),
+        "says how many deltas are hidden: {shown:?}"
+    );
+    let delta_rows = |text: &str| {
+        text.lines()
+            .filter(|line| line.split_whitespace().nth(2) == Some("llm_delta"))
+            .count()
+    };
+    assert_eq!(delta_rows(&shown.stdout), 0, "{shown:?}");
+    let with_deltas = sandbox
+        .run_with(&["show", &id, "--db", &db, "--deltas"], &llm)
+        .await;
+    assert_eq!(delta_rows(&with_deltas.stdout), 3, "{with_deltas:?}");
+
+    for text in [
+        &ran.stdout,
+        &ran.stderr,
+        &events.stdout,
+        &events.stderr,
+        &shown.stdout,
+    ] {
+        assert!(!text.contains(KEY), "the key leaked: {text}");
+    }
+    let bytes = sandbox.db_bytes();
+    assert!(!bytes.is_empty());
+    assert!(
+        !bytes
+            .windows(KEY.len())
+            .any(|window| window == KEY.as_bytes()),
+        "the key is in the store"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_provider_fails_the_run_with_its_status_and_message() {
+    let llm = ScriptedLlm::start(Script::always(Reply::status(
+        500,
+        json!({ "error": { "message": "the scripted model is on fire", "type": "server_error" } }),
+    )))
+    .await
+    .expect("server");
+    let sandbox = Sandbox::new();
+    let flow = sandbox.flow("ask.json", &agent_flow());
+    let ran = sandbox
+        .run_with(&["run", &flow, "--db", &sandbox.db_arg()], &llm)
+        .await;
+    assert_eq!(ran.code, Some(1), "{ran:?}");
+    assert_eq!(ran.stdout, "");
+    assert!(ran.stderr.contains("500"), "names the status: {ran:?}");
+    assert!(
+        ran.stderr.contains("the scripted model is on fire"),
+        "the provider's message: {ran:?}"
+    );
+    assert!(ran.stderr.contains("failed"), "{ran:?}");
+    assert!(!ran.stderr.contains(KEY));
+    assert_plain(&ran.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn colors_stay_off_without_a_terminal_even_with_no_color_empty() {
+    let llm = ScriptedLlm::start(Script::always(Reply::text("one two three four five")))
+        .await
+        .expect("server");
+    let sandbox = Sandbox::new();
+    let flow = sandbox.flow("ask.json", &agent_flow());
+    let db = sandbox.db_arg();
+    for no_color in [None, Some(""), Some("1")] {
+        let mut command = sandbox.command(&["run", &flow, "--db", &db], Some(&llm));
+        if let Some(value) = no_color {
+            command.env("NO_COLOR", value);
+        }
+        let ran: Ran = tokio::task::spawn_blocking(move || command.output().expect("weft runs"))
+            .await
+            .expect("join")
+            .into();
+        assert_eq!(ran.code, Some(0), "{ran:?}");
+        assert_eq!(ran.stdout, "one two three four five\n");
+        assert_plain(&ran.stderr);
+        assert!(!ran.stdout.contains('\x1b'));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigint_cancels_the_run_and_the_store_says_cancelled() {
+    let llm = ScriptedLlm::start(Script::always(Reply::Slow {
+        delay_ms: 60_000,
+        content: "too late".into(),
+    }))
+    .await
+    .expect("server");
+    let sandbox = Sandbox::new();
+    let flow = sandbox.flow("ask.json", &agent_flow());
+    let db = sandbox.db_arg();
+    let mut command = sandbox.command(&["run", &flow, "--db", &db], Some(&llm));
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = command.spawn().expect("spawn weft");
+
+    // Wait until the agent's request is in flight.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while llm.request_count() == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the agent never called the provider"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let started = Instant::now();
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let ran: Ran = tokio::task::spawn_blocking(move || child.wait_with_output().expect("wait"))
+        .await
+        .expect("join")
+        .into();
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "cancelled promptly"
+    );
+    assert_eq!(ran.code, Some(1), "{ran:?}");
+    assert!(ran.stderr.contains("cancelled"), "{ran:?}");
+    assert_eq!(ran.stdout, "");
+
+    let ran = sandbox.run(&["runs", "--db", &db, "--json"]);
+    let runs: Value = serde_json::from_str(&ran.stdout).expect("json");
+    assert_eq!(runs[0]["status"], json!("cancelled"), "{runs}");
+    let id = runs[0]["id"].as_str().expect("id");
+    let ran = sandbox.run(&["show", id, "--db", &db]);
+    assert!(ran.stdout.contains("cancelled"), "{ran:?}");
+}
+
+#[test]
+fn the_store_path_comes_from_weft_db_when_db_is_not_given() {
+    let sandbox = Sandbox::new();
+    let flow = sandbox.flow("review.json", &approval_flow());
+    let db = sandbox.dir.path().join("from-env.db");
+    let ran: Ran = sandbox
+        .command(&["run", &flow, "--decide", "review=approve"], None)
+        .env("WEFT_DB", &db)
+        .output()
+        .expect("weft runs")
+        .into();
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert!(Path::new(&db).exists());
+    let ran: Ran = sandbox
+        .command(&["runs", "--json"], None)
+        .env("WEFT_DB", &db)
+        .output()
+        .expect("runs")
+        .into();
+    let runs: Value = serde_json::from_str(&ran.stdout).expect("json");
+    assert_eq!(runs.as_array().map(Vec::len), Some(1));
+}

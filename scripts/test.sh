@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Every check CI runs: formatting, lints (warnings are errors), all tests, and a quick pass
+# of the benchmarks so they keep compiling and running. `cargo bench -p weft-engine` prints
+# the full figures.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v cargo >/dev/null || { echo "error: cargo is missing; install Rust 1.95 (rustup.rs)" >&2; exit 2; }
+echo "== cargo fmt --check"
+cargo fmt --all --check
+echo "== cargo clippy -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo test"
+cargo test --workspace --locked
+echo "== benches (quick mode)"
+cargo test --workspace --benches --locked
