@@ -208,8 +208,15 @@ impl Engine {
         decision: Decision,
         options: ResumeOptions,
     ) -> Result<RunOutcome, RunError> {
-        let run_id = self.store.resolve_run_id(run_id)?;
-        let record = self.store.claim_paused(&run_id, &now())?;
+        let wanted = run_id.to_string();
+        let (run_id, record, stored_outputs) = self
+            .blocking(move |store| {
+                let run_id = store.resolve_run_id(&wanted)?;
+                let record = store.claim_paused(&run_id, &now())?;
+                let outputs = store.node_outputs(&run_id)?;
+                Ok((run_id, record, outputs))
+            })
+            .await?;
         let corrupt = |message: String| {
             RunError::Store(StoreError::Corrupt {
                 run_id: run_id.clone(),
@@ -224,9 +231,7 @@ impl Engine {
             .waiting
             .clone()
             .ok_or_else(|| corrupt("the run is paused but waits for no approval".into()))?;
-        let outputs = self
-            .store
-            .node_outputs(&run_id)?
+        let outputs = stored_outputs
             .into_iter()
             .filter(|record| record.visits > 0 || !record.output.is_null())
             .map(|record| (record.node_id, record.output))
@@ -244,6 +249,21 @@ impl Engine {
             Scheduler::new(ctx.clone(), record.queue.clone(), &state, options.decisions);
         scheduler.decide(waiting, &decision);
         self.finish(ctx, scheduler).await
+    }
+
+    /// Runs a blocking store call (SQLite, waiting for the writer) off the async workers.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        call: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || call(&store))
+            .await
+            .unwrap_or_else(|error| {
+                Err(StoreError::Sqlite(format!(
+                    "the store call stopped: {error}"
+                )))
+            })
     }
 
     #[allow(clippy::too_many_arguments)] // one private constructor with every piece of a run's context
@@ -307,7 +327,7 @@ impl Engine {
         scheduler: Scheduler,
     ) -> Result<RunOutcome, RunError> {
         let end = scheduler.run().await;
-        self.store.flush()?;
+        self.blocking(|store| store.flush()).await?;
         Ok(RunOutcome {
             run_id: ctx.run_id.clone(),
             status: end.status,
