@@ -43,6 +43,8 @@ fn chat(route: &ModelRoute, user: &str) -> ChatRequest {
         tools: Vec::new(),
         reasoning_effort: None,
         temperature: None,
+        web_search: false,
+        response_schema: None,
     }
 }
 

@@ -157,6 +157,8 @@ pub(crate) fn run_agent<'a>(
                 tools: tools.iter().map(|(spec, _)| spec.clone()).collect(),
                 reasoning_effort: config.reasoning_effort.map(|effort| effort.as_str().to_string()),
                 temperature: config.temperature,
+                web_search: false,
+                response_schema: None,
             };
             let on_delta = |piece: &str| ctx.emit(EventType::LlmDelta, Some(node_id), piece.to_string());
             let response = ctx

@@ -253,6 +253,33 @@ pub struct ChatRequest {
     /// `low`, `medium` or `high`.
     pub reasoning_effort: Option<String>,
     pub temperature: Option<f64>,
+    /// Use the provider's own server-side web search.
+    pub web_search: bool,
+    /// Ask for JSON matching this JSON Schema, in the provider's native structured-output mode.
+    pub response_schema: Option<Value>,
+}
+
+impl ChatRequest {
+    /// A request with only a model and messages.
+    pub fn new(model: impl Into<String>, messages: Vec<ChatMessage>) -> ChatRequest {
+        ChatRequest {
+            model: model.into(),
+            messages,
+            tools: Vec::new(),
+            reasoning_effort: None,
+            temperature: None,
+            web_search: false,
+            response_schema: None,
+        }
+    }
+}
+
+/// A web page a provider's web search used for an answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebSource {
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
 }
 
 /// Tokens used by one call, as the provider reported them.
@@ -268,6 +295,8 @@ pub struct ChatResponse {
     pub content: String,
     pub tool_calls: Vec<ToolCall>,
     pub usage: Option<Usage>,
+    /// Pages the provider's web search used (empty without web search).
+    pub sources: Vec<WebSource>,
 }
 
 /// Why a model call failed. Messages carry what the provider said, with keys redacted.

@@ -331,6 +331,7 @@ impl Call<'_> {
             content,
             tool_calls,
             usage,
+            sources: Vec::new(),
         })
     }
 
@@ -884,6 +885,7 @@ impl StreamState {
                 .map(|call| finish_call(call.index, call.id, call.name, call.arguments))
                 .collect(),
             usage: self.usage,
+            sources: Vec::new(),
         }
     }
 }
@@ -1032,6 +1034,8 @@ mod tests {
             tools: Vec::new(),
             reasoning_effort: None,
             temperature: Some(0.5),
+            web_search: false,
+            response_schema: None,
         };
         let body = request_body(&request);
         assert_eq!(body["messages"][1]["content"], Value::Null);
