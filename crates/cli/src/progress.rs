@@ -414,6 +414,9 @@ mod tests {
             kind,
             node_id: node.map(str::to_string),
             content: content.into(),
+            scope: None,
+            item: None,
+            usage: None,
         }
     }
 

@@ -191,6 +191,9 @@ fn store_events_per_second(count: u64) {
             kind: EventType::LlmDelta,
             node_id: Some("agent".into()),
             content: "a token ".into(),
+            scope: None,
+            item: None,
+            usage: None,
         });
     }
     store.flush().expect("flush");

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::providers::Usage;
+
 /// What happened. Serialized in snake_case (`run_start`, `llm_delta`, ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -68,6 +70,16 @@ pub struct RunEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_id: Option<String>,
     pub content: String,
+    /// For events of a nested run (a `subflow`, or one item of a `forEach`): the path of the
+    /// node that runs it, e.g. `research` or `outer/inner`. `node_id` is then a node of the child flow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// For events of one `forEach` item: the item's index in the list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item: Option<u64>,
+    /// Tokens used, on `llm_response` events (and the run's total on `run_end`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }
 
 /// A run's status (SPEC §4).

@@ -15,6 +15,7 @@ pub mod flow;
 pub mod nodes;
 pub mod providers;
 pub mod run;
+pub mod schema;
 pub mod store;
 pub mod template;
 pub mod validate;

@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::event::{EventType, RunEvent, RunStatus};
+use crate::providers::Usage;
 
 /// How long a connection waits for another one (possibly in another process) to release
 /// the database before giving up with "database is locked".
@@ -42,7 +43,7 @@ const STATEMENT_CACHE: usize = 32;
 
 /// The schema, one migration per entry; migration `n` (1-based) brings `user_version` from
 /// `n - 1` to `n`. Forward-only: add new entries at the end, never change existing ones.
-const MIGRATIONS: &[&str] = &[MIGRATION_1];
+const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2];
 
 /// Migration 1: runs, their events, node outputs and the queue of a paused run.
 ///
@@ -93,6 +94,18 @@ CREATE TABLE queue (
     source_node_id TEXT,
     PRIMARY KEY (run_id, position)
 );
+";
+
+/// Migration 2: events of nested runs (`scope`, `item`), and tokens used: per event
+/// (`usage_json` on `llm_response`), per node and per run.
+const MIGRATION_2: &str = "
+ALTER TABLE events ADD COLUMN scope TEXT;
+ALTER TABLE events ADD COLUMN item INTEGER;
+ALTER TABLE events ADD COLUMN usage_json TEXT;
+ALTER TABLE node_outputs ADD COLUMN input_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE node_outputs ADD COLUMN output_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN input_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN output_tokens INTEGER NOT NULL DEFAULT 0;
 ";
 
 /// Everything that can go wrong in the run store.
@@ -200,6 +213,8 @@ pub struct RunRecord {
     pub queue: Vec<QueuedStep>,
     /// Engine-owned extra state (`{}` until the engine sets it).
     pub state: Value,
+    /// Tokens used by all the run's LLM calls so far.
+    pub usage: Usage,
 }
 
 /// The latest output of one node in one run.
@@ -214,6 +229,8 @@ pub struct NodeOutputRecord {
     /// The latest approval decision given at this node, if any.
     pub approval: Option<Value>,
     pub updated_at: String,
+    /// Tokens used by this node's LLM calls in this run (subagent calls count for the subagent).
+    pub usage: Usage,
 }
 
 /// A handle on the run store. Cheap to clone; all clones share one writer thread and one
@@ -285,6 +302,15 @@ enum Write {
         kind: EventType,
         node_id: Option<String>,
         content: String,
+        scope: Option<String>,
+        item: Option<u64>,
+        usage_json: Option<String>,
+    },
+    Usage {
+        run_id: String,
+        node_id: String,
+        usage: Usage,
+        at: String,
     },
     NodeOutput {
         run_id: String,
@@ -326,6 +352,11 @@ impl Write {
         match self {
             Write::CreateRun { id, .. } => format!("creating run {id}"),
             Write::Event { run_id, seq, .. } => format!("storing event {seq} of run {run_id}"),
+            Write::Usage {
+                run_id, node_id, ..
+            } => {
+                format!("adding the tokens of node {node_id} to run {run_id}")
+            }
             Write::NodeOutput {
                 run_id, node_id, ..
             } => format!("storing the output of node {node_id} in run {run_id}"),
@@ -420,6 +451,22 @@ impl Store {
             kind: event.kind,
             node_id: event.node_id.clone(),
             content: event.content.clone(),
+            scope: event.scope.clone(),
+            item: event.item,
+            usage_json: event
+                .usage
+                .as_ref()
+                .and_then(|usage| serde_json::to_string(usage).ok()),
+        });
+    }
+
+    /// Queues adding `usage` to node `node_id`'s and the run's token counts.
+    pub fn add_usage(&self, run_id: &str, node_id: &str, usage: Usage, at: &str) {
+        self.send(Write::Usage {
+            run_id: run_id.to_string(),
+            node_id: node_id.to_string(),
+            usage,
+            at: at.to_string(),
         });
     }
 
@@ -624,16 +671,24 @@ impl Store {
         self.barrier()?;
         let conn = self.reader();
         let mut stmt = conn.prepare_cached(
-            "SELECT seq, ts, type, node_id, content FROM events WHERE run_id = ?1 ORDER BY seq",
+            "SELECT seq, ts, type, node_id, content, scope, item, usage_json \
+             FROM events WHERE run_id = ?1 ORDER BY seq",
         )?;
         let rows = stmt
             .query_map(params![run_id], |row| {
                 Ok((
-                    row.get::<_, i64>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, String>(2)?,
-                    row.get::<_, Option<String>>(3)?,
-                    row.get::<_, String>(4)?,
+                    (
+                        row.get::<_, i64>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, String>(2)?,
+                        row.get::<_, Option<String>>(3)?,
+                        row.get::<_, String>(4)?,
+                    ),
+                    (
+                        row.get::<_, Option<String>>(5)?,
+                        row.get::<_, Option<i64>>(6)?,
+                        row.get::<_, Option<String>>(7)?,
+                    ),
                 ))
             })?
             .collect::<Result<Vec<_>, _>>()?;
@@ -641,18 +696,31 @@ impl Store {
             return Err(StoreError::NoSuchRun(run_id.to_string()));
         }
         rows.into_iter()
-            .map(|(seq, ts, kind, node_id, content)| {
-                let kind = EventType::parse(&kind)
-                    .ok_or_else(|| corrupt(run_id, format!("unknown event type {kind:?}")))?;
-                Ok(RunEvent {
-                    seq: to_u64(run_id, "event seq", seq)?,
-                    run_id: run_id.to_string(),
-                    ts,
-                    kind,
-                    node_id,
-                    content,
-                })
-            })
+            .map(
+                |((seq, ts, kind, node_id, content), (scope, item, usage_json))| {
+                    let kind = EventType::parse(&kind)
+                        .ok_or_else(|| corrupt(run_id, format!("unknown event type {kind:?}")))?;
+                    Ok(RunEvent {
+                        seq: to_u64(run_id, "event seq", seq)?,
+                        run_id: run_id.to_string(),
+                        ts,
+                        kind,
+                        node_id,
+                        content,
+                        scope,
+                        item: item
+                            .map(|item| to_u64(run_id, "item index", item))
+                            .transpose()?,
+                        usage: usage_json
+                            .map(|text| {
+                                serde_json::from_str(&text).map_err(|error| {
+                                    corrupt(run_id, format!("event usage: {error}"))
+                                })
+                            })
+                            .transpose()?,
+                    })
+                },
+            )
             .collect()
     }
 
@@ -663,7 +731,7 @@ impl Store {
         self.barrier()?;
         let conn = self.reader();
         let mut stmt = conn.prepare_cached(
-            "SELECT node_id, output_json, visits, approval_json, updated_at \
+            "SELECT node_id, output_json, visits, approval_json, updated_at, input_tokens, output_tokens \
              FROM node_outputs WHERE run_id = ?1 ORDER BY node_id",
         )?;
         let rows = stmt
@@ -674,6 +742,7 @@ impl Store {
                     row.get::<_, i64>(2)?,
                     row.get::<_, Option<String>>(3)?,
                     row.get::<_, String>(4)?,
+                    (row.get::<_, i64>(5)?, row.get::<_, i64>(6)?),
                 ))
             })?
             .collect::<Result<Vec<_>, _>>()?;
@@ -681,19 +750,25 @@ impl Store {
             return Err(StoreError::NoSuchRun(run_id.to_string()));
         }
         rows.into_iter()
-            .map(|(node_id, output, visits, approval, updated_at)| {
-                Ok(NodeOutputRecord {
-                    output: parse_json(run_id, &format!("output of node {node_id}"), &output)?,
-                    visits: to_u64(run_id, "visits", visits)?,
-                    approval: approval
-                        .map(|text| {
-                            parse_json(run_id, &format!("approval at node {node_id}"), &text)
-                        })
-                        .transpose()?,
-                    node_id,
-                    updated_at,
-                })
-            })
+            .map(
+                |(node_id, output, visits, approval, updated_at, (input_tokens, output_tokens))| {
+                    Ok(NodeOutputRecord {
+                        usage: Usage {
+                            input_tokens: to_u64(run_id, "input tokens", input_tokens)?,
+                            output_tokens: to_u64(run_id, "output tokens", output_tokens)?,
+                        },
+                        output: parse_json(run_id, &format!("output of node {node_id}"), &output)?,
+                        visits: to_u64(run_id, "visits", visits)?,
+                        approval: approval
+                            .map(|text| {
+                                parse_json(run_id, &format!("approval at node {node_id}"), &text)
+                            })
+                            .transpose()?,
+                        node_id,
+                        updated_at,
+                    })
+                },
+            )
             .collect()
     }
 
@@ -885,13 +960,42 @@ fn apply(conn: &Connection, write: &Write) -> Result<(), StoreError> {
             kind,
             node_id,
             content,
+            scope,
+            item,
+            usage_json,
         } => {
             let seq = to_i64("event seq", *seq)?;
+            let item = item.map(|item| to_i64("item index", item)).transpose()?;
             conn.prepare_cached(
-                "INSERT INTO events (run_id, seq, ts, type, node_id, content) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO events (run_id, seq, ts, type, node_id, content, scope, item, usage_json) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?
-            .execute(params![run_id, seq, ts, kind.as_str(), node_id, content])?;
+            .execute(params![run_id, seq, ts, kind.as_str(), node_id, content, scope, item, usage_json])?;
+        }
+        Write::Usage {
+            run_id,
+            node_id,
+            usage,
+            at,
+        } => {
+            let input = to_i64("input tokens", usage.input_tokens)?;
+            let output = to_i64("output tokens", usage.output_tokens)?;
+            conn.prepare_cached(
+                "INSERT INTO node_outputs (run_id, node_id, output_json, visits, updated_at, input_tokens, output_tokens) \
+                 VALUES (?1, ?2, 'null', 0, ?3, ?4, ?5) \
+                 ON CONFLICT (run_id, node_id) DO UPDATE SET \
+                 input_tokens = input_tokens + excluded.input_tokens, \
+                 output_tokens = output_tokens + excluded.output_tokens",
+            )?
+            .execute(params![run_id, node_id, at, input, output])?;
+            let changed = conn
+                .prepare_cached(
+                    "UPDATE runs SET input_tokens = input_tokens + ?2, output_tokens = output_tokens + ?3 WHERE id = ?1",
+                )?
+                .execute(params![run_id, input, output])?;
+            if changed == 0 {
+                return Err(StoreError::NoSuchRun(run_id.clone()));
+            }
         }
         Write::NodeOutput {
             run_id,
@@ -1034,12 +1138,14 @@ fn load_record(conn: &Connection, run_id: &str) -> Result<RunRecord, StoreError>
         waiting_input_json: Option<String>,
         waiting_source_node_id: Option<String>,
         state_json: String,
+        input_tokens: i64,
+        output_tokens: i64,
     }
     let row = conn
         .prepare_cached(
             "SELECT id, flow_name, flow_path, status, started_at, ended_at, waiting_node_id, \
              flow_json, input_json, result_json, error, waiting_input_json, \
-             waiting_source_node_id, state_json FROM runs WHERE id = ?1",
+             waiting_source_node_id, state_json, input_tokens, output_tokens FROM runs WHERE id = ?1",
         )?
         .query_row(params![run_id], |row| {
             Ok((
@@ -1060,6 +1166,8 @@ fn load_record(conn: &Connection, run_id: &str) -> Result<RunRecord, StoreError>
                     waiting_input_json: row.get(11)?,
                     waiting_source_node_id: row.get(12)?,
                     state_json: row.get(13)?,
+                    input_tokens: row.get(14)?,
+                    output_tokens: row.get(15)?,
                 },
             ))
         })
@@ -1118,6 +1226,10 @@ fn load_record(conn: &Connection, run_id: &str) -> Result<RunRecord, StoreError>
         waiting,
         queue,
         state: parse_json(run_id, "state", &rest.state_json)?,
+        usage: Usage {
+            input_tokens: to_u64(run_id, "input tokens", rest.input_tokens)?,
+            output_tokens: to_u64(run_id, "output tokens", rest.output_tokens)?,
+        },
     })
 }
 
@@ -1179,6 +1291,9 @@ mod tests {
             kind,
             node_id: node_id.map(str::to_string),
             content: format!("event {seq}"),
+            scope: None,
+            item: None,
+            usage: None,
         }
     }
 

@@ -3,12 +3,14 @@
 //! node or edge it concerns.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::flow::{DEFAULT_TARGET_HANDLE, Flow, SUBAGENT_HANDLE};
-use crate::nodes::{CommonSettings, NodeConfig, NodeKind};
+use crate::nodes::{CommonSettings, NodeConfig, NodeKind, child_flow_paths};
+use crate::providers::{ProviderSettings, route_model, supports_web_search};
+use crate::run::MAX_DEPTH;
 use crate::template::check_syntax;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -93,8 +95,23 @@ impl std::fmt::Display for Problem {
 }
 
 /// Every problem of `flow`, errors and warnings, in a stable order (flow-level first, then by
-/// the order of nodes and edges in the file). `flow_path` locates files a flow refers to.
-pub fn validate(flow: &Flow, _flow_path: Option<&Path>) -> Vec<Problem> {
+/// the order of nodes and edges in the file). `flow_path` locates files a flow refers to
+/// (`subflow` and `forEach`), which are checked too.
+pub fn validate(flow: &Flow, flow_path: Option<&Path>) -> Vec<Problem> {
+    let mut stack: Vec<PathBuf> = flow_path.map(canonical).into_iter().collect();
+    validate_within(flow, flow_path, &mut stack)
+}
+
+fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// `validate` for a flow reached through the files in `stack` (outermost first).
+fn validate_within(
+    flow: &Flow,
+    flow_path: Option<&Path>,
+    stack: &mut Vec<PathBuf>,
+) -> Vec<Problem> {
     let mut problems = Vec::new();
     check_settings(flow, &mut problems);
 
@@ -184,6 +201,12 @@ pub fn validate(flow: &Flow, _flow_path: Option<&Path>) -> Vec<Problem> {
         }
     }
 
+    for node in &flow.nodes {
+        if let Some(config) = configs.get(node.id.as_str()) {
+            check_child_flow(&node.id, config, flow_path, stack, &mut problems);
+            check_web_search(&node.id, config, &mut problems);
+        }
+    }
     check_edges(flow, &kinds, &configs, &mut problems);
     check_subagents(flow, &kinds, &configs, &mut problems);
     check_reachability(
@@ -194,6 +217,117 @@ pub fn validate(flow: &Flow, _flow_path: Option<&Path>) -> Vec<Problem> {
         &mut problems,
     );
     problems
+}
+
+/// A `subflow` or `forEach` node's flow file: present, valid itself, no cycle of files, at most
+/// [`MAX_DEPTH`] deep, and (for `forEach`) without approvals, which cannot pause one item.
+fn check_child_flow(
+    node_id: &str,
+    config: &NodeConfig,
+    flow_path: Option<&Path>,
+    stack: &mut Vec<PathBuf>,
+    problems: &mut Vec<Problem>,
+) {
+    let Some(path) = child_flow_paths(config, flow_path) else {
+        return;
+    };
+    let mut error = |code: &'static str, message: String| {
+        problems.push(Problem::node_error(node_id, code, message))
+    };
+    let written = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if flow_path.is_none() {
+        error(
+            "child-flow",
+            "the flow must be saved to a file first: `flow` is a path relative to it".to_string(),
+        );
+        return;
+    }
+    if !path.is_file() {
+        error(
+            "child-flow",
+            format!("the flow file {} does not exist", path.display()),
+        );
+        return;
+    }
+    let key = canonical(&path);
+    if stack.contains(&key) {
+        let chain: Vec<String> = stack
+            .iter()
+            .chain(std::iter::once(&key))
+            .map(|path| {
+                path.file_name()
+                    .map(|name| name.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            })
+            .collect();
+        error(
+            "child-flow",
+            format!("flow files form a cycle: {}", chain.join(" → ")),
+        );
+        return;
+    }
+    if stack.len() > MAX_DEPTH {
+        error(
+            "child-flow",
+            format!("flows nest more than {MAX_DEPTH} deep here"),
+        );
+        return;
+    }
+    let child = match Flow::load(&path) {
+        Ok(child) => child,
+        Err(load) => {
+            error("child-flow", load.to_string());
+            return;
+        }
+    };
+    if matches!(config, NodeConfig::ForEach(_))
+        && child.nodes.iter().any(|node| node.kind == "approval")
+    {
+        error(
+            "child-flow",
+            format!(
+                "{written} has an approval node; approvals cannot pause a single forEach item (use a subflow)"
+            ),
+        );
+    }
+    stack.push(key);
+    let child_errors: Vec<String> = validate_within(&child, Some(&path), stack)
+        .into_iter()
+        .filter(Problem::is_error)
+        .map(|problem| problem.to_string())
+        .collect();
+    stack.pop();
+    if !child_errors.is_empty() {
+        error(
+            "child-flow",
+            format!("{written} is not valid: {}", child_errors.join("; ")),
+        );
+    }
+}
+
+/// Web search on a model whose provider has none is refused before the run starts.
+fn check_web_search(node_id: &str, config: &NodeConfig, problems: &mut Vec<Problem>) {
+    let NodeConfig::Agent(agent) = config else {
+        return;
+    };
+    if !agent.tools.web_search || agent.model.trim().is_empty() {
+        return;
+    }
+    if let Ok(route) = route_model(&agent.model, &ProviderSettings::default())
+        && !supports_web_search(route.provider)
+    {
+        problems.push(Problem::node_error(
+            node_id,
+            "web-search",
+            format!(
+                "tools.web_search: provider {} has no web search",
+                route.provider.as_str()
+            ),
+        ));
+    }
 }
 
 fn check_settings(flow: &Flow, problems: &mut Vec<Problem>) {

@@ -8,7 +8,7 @@
 //! Run with `WEFT_UPDATE_SNAPSHOTS=1` to write snapshots (and to rewrite `flows/` in the
 //! normalized form); review the diff before committing.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -105,42 +105,53 @@ fn settings(base_url: String) -> ProviderSettings {
 }
 
 /// The trace with run ids, times and `seq` left out, events grouped by node (run-level first,
-/// then nodes in file order) so concurrent branches do not reorder the snapshot. Consecutive
-/// `llm_delta` events of a node are shown as one line with their count.
+/// then nodes in file order, then the nodes of nested runs by scope, e.g. `each[2]/grade`) so
+/// concurrent branches do not reorder the snapshot. Consecutive `llm_delta` events of a node
+/// are shown as one line with their count.
 fn normalized_trace(flow: &Flow, events: &[RunEvent]) -> String {
-    let mut groups: Vec<(String, Vec<String>)> = vec![("(run)".into(), Vec::new())];
-    groups.extend(flow.nodes.iter().map(|node| (node.id.clone(), Vec::new())));
+    let mut top: Vec<(String, Vec<String>)> = vec![("(run)".into(), Vec::new())];
+    top.extend(flow.nodes.iter().map(|node| (node.id.clone(), Vec::new())));
+    let mut nested: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut deltas: HashMap<String, (usize, String)> = HashMap::new();
-    let flush_deltas = |groups: &mut Vec<(String, Vec<String>)>,
-                        deltas: &mut HashMap<String, (usize, String)>,
-                        node: &str| {
-        if let Some((count, text)) = deltas.remove(node)
-            && let Some((_, lines)) = groups.iter_mut().find(|(id, _)| id == node)
-        {
-            lines.push(format!("llm_delta x{count}: {text:?}"));
+    let key_of = |event: &RunEvent| {
+        let node = event.node_id.clone().unwrap_or_else(|| "(run)".into());
+        match &event.scope {
+            Some(scope) => format!("{scope}/{node}"),
+            None => node,
         }
     };
+    let mut push = |top: &mut Vec<(String, Vec<String>)>, key: &str, line: String| match top
+        .iter_mut()
+        .find(|(id, _)| id == key)
+    {
+        Some((_, lines)) => lines.push(line),
+        None => nested.entry(key.to_string()).or_default().push(line),
+    };
     for event in events {
-        let node = event.node_id.clone().unwrap_or_else(|| "(run)".into());
+        let key = key_of(event);
         if event.kind == EventType::LlmDelta {
-            let entry = deltas.entry(node).or_default();
+            let entry = deltas.entry(key).or_default();
             entry.0 += 1;
             entry.1.push_str(&event.content);
             continue;
         }
-        flush_deltas(&mut groups, &mut deltas, &node);
-        let line = format!("{}: {:?}", event.kind, event.content);
-        match groups.iter_mut().find(|(id, _)| *id == node) {
-            Some((_, lines)) => lines.push(line),
-            None => groups.push((node, vec![line])),
+        if let Some((count, text)) = deltas.remove(&key) {
+            push(&mut top, &key, format!("llm_delta x{count}: {text:?}"));
         }
+        push(
+            &mut top,
+            &key,
+            format!("{}: {:?}", event.kind, event.content),
+        );
     }
-    let pending: Vec<String> = deltas.keys().cloned().collect();
-    for node in pending {
-        flush_deltas(&mut groups, &mut deltas, &node);
+    let mut pending: Vec<(String, (usize, String))> = deltas.into_iter().collect();
+    pending.sort();
+    for (key, (count, text)) in pending {
+        push(&mut top, &key, format!("llm_delta x{count}: {text:?}"));
     }
     let mut out = String::new();
-    for (node, lines) in groups.into_iter().filter(|(_, lines)| !lines.is_empty()) {
+    let groups = top.into_iter().chain(nested);
+    for (node, lines) in groups.filter(|(_, lines)| !lines.is_empty()) {
         let _ = writeln!(out, "  [{node}]");
         for line in lines {
             let _ = writeln!(out, "    {line}");
@@ -215,7 +226,10 @@ async fn run_case(
     let decisions = case
         .decide
         .iter()
-        .map(|(node, answer)| Decision::parse(answer, "").map(|decision| (node.clone(), decision)))
+        .map(|(node, answer)| {
+            let (answer, note) = answer.split_once(':').unwrap_or((answer, ""));
+            Decision::parse(answer, note).map(|decision| (node.clone(), decision))
+        })
         .collect::<Result<HashMap<_, _>, _>>()?;
     let mut outcome = engine
         .start(
@@ -351,18 +365,18 @@ async fn example_flows_match_their_snapshots() {
                     flow.save(&path)
                         .unwrap_or_else(|error| panic!("save {name}: {error}"));
                 } else {
-                    failures.push(format!("flows/{name}.json is not in the normalized form"));
+                    failures.push(format!("{} is not in the normalized form", path.display()));
                 }
             }
             Ok(_) => {}
-            Err(error) => failures.push(format!("flows/{name}.json: {error}")),
+            Err(error) => failures.push(format!("{}: {error}", path.display())),
         }
         let golden = root.join("tests/golden");
         match golden_text(&path, &golden.join(format!("{name}.cases.json"))).await {
             Ok(actual) => {
                 check_snapshot(&golden.join(format!("{name}.snap")), &actual, &mut failures)
             }
-            Err(error) => failures.push(format!("flows/{name}.json: {error}")),
+            Err(error) => failures.push(format!("{}: {error}", path.display())),
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));

@@ -8,9 +8,9 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use weft_engine::providers::{
     ChatMessage, ChatRequest, ChatResponse, LlmClients, ModelRoute, ProviderError,
-    ProviderSettings, Secret, ToolSpec, route_model,
+    ProviderSettings, Secret, ToolSpec, WebSource, route_model,
 };
-use weft_scripted_llm::{Reply, Rule, Script, ScriptedLlm, ToolCall};
+use weft_scripted_llm::{Reply, Rule, Script, ScriptedLlm, SearchResult, ToolCall};
 
 const KEY: &str = "sk-test-key";
 
@@ -211,7 +211,13 @@ async fn optional_fields_are_left_out_and_ollama_sends_no_key() {
     assert_eq!(sent.path, "/v1/chat/completions");
     assert_eq!(sent.header("authorization"), None);
     assert_eq!(sent.body["model"], "llama-test");
-    for absent in ["tools", "reasoning_effort", "temperature"] {
+    for absent in [
+        "tools",
+        "reasoning_effort",
+        "temperature",
+        "web_search_options",
+        "response_format",
+    ] {
         assert!(sent.body.get(absent).is_none(), "{absent} is left out");
     }
 }
@@ -629,4 +635,108 @@ async fn an_echoed_key_is_redacted() {
     assert!(text.contains("[redacted]"), "{text}");
     assert!(matches!(error, ProviderError::Http { status: 401, .. }));
     assert_eq!(server.request_count(), 1);
+}
+
+#[tokio::test]
+async fn web_search_sends_its_option_and_returns_the_cited_pages() {
+    let server = serve(Script::always(Reply::WebSearch {
+        content: "Rust 1.95 is out.".into(),
+        sources: vec![
+            SearchResult::new("https://blog.rust-lang.org/", "Rust Blog"),
+            SearchResult::new("https://example.com/news", "News"),
+        ],
+    }))
+    .await;
+    let clients = LlmClients::new(settings(&server));
+    let route = route_model("gpt-test-search", clients.settings()).expect("routes");
+    let mut request = chat(&route, "rust news");
+    request.web_search = true;
+    let (result, deltas) = call(
+        &clients,
+        "gpt-test-search",
+        Some(request),
+        &CancellationToken::new(),
+    )
+    .await;
+    let response = result.expect("succeeds");
+    assert_eq!(deltas.concat(), "Rust 1.95 is out.");
+    assert_eq!(response.content, "Rust 1.95 is out.");
+    assert_eq!(
+        response.sources,
+        vec![
+            WebSource {
+                url: "https://blog.rust-lang.org/".into(),
+                title: Some("Rust Blog".into()),
+            },
+            WebSource {
+                url: "https://example.com/news".into(),
+                title: Some("News".into()),
+            },
+        ]
+    );
+    assert_eq!(server.requests()[0].body["web_search_options"], json!({}));
+}
+
+#[tokio::test]
+async fn plain_answer_citations_are_deduplicated() {
+    let citation = |url: &str, start: u64| {
+        json!({
+            "type": "url_citation",
+            "url_citation": { "url": url, "title": "Page", "start_index": start, "end_index": start + 2 },
+        })
+    };
+    let completion = json!({
+        "choices": [{
+            "index": 0,
+            "message": {
+                "role": "assistant",
+                "content": "a b c",
+                "annotations": [
+                    citation("https://a.example", 0),
+                    citation("https://b.example", 2),
+                    citation("https://a.example", 4),
+                ],
+            },
+            "finish_reason": "stop",
+        }],
+    });
+    let server = serve(Script::always(Reply::status(200, completion))).await;
+    let clients = LlmClients::new(settings(&server));
+    let response = simple_call(&clients).await.0.expect("succeeds");
+    let urls: Vec<&str> = response
+        .sources
+        .iter()
+        .map(|source| source.url.as_str())
+        .collect();
+    assert_eq!(urls, vec!["https://a.example", "https://b.example"]);
+}
+
+#[tokio::test]
+async fn a_response_schema_asks_for_json_schema_output() {
+    let answer = r#"{"verdict":"pass"}"#;
+    let server = serve(Script::always(Reply::text(answer))).await;
+    let clients = LlmClients::new(settings(&server));
+    let route = route_model("gpt-test", clients.settings()).expect("routes");
+    let schema = json!({
+        "type": "object",
+        "properties": { "verdict": { "type": "string" } },
+        "required": ["verdict"],
+    });
+    let mut request = chat(&route, "judge");
+    request.response_schema = Some(schema.clone());
+    let (result, _) = call(
+        &clients,
+        "gpt-test",
+        Some(request),
+        &CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(result.expect("succeeds").content, answer);
+    assert_eq!(
+        server.requests()[0].body["response_format"],
+        json!({
+            "type": "json_schema",
+            "json_schema": { "name": "output", "schema": schema, "strict": false },
+        })
+    );
 }

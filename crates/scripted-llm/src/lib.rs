@@ -1,10 +1,16 @@
 //! A scripted LLM server for tests and benchmarks.
 //!
-//! [`ScriptedLlm`] is a real HTTP/1.1 server bound to `127.0.0.1` on a free port that speaks the
-//! OpenAI Chat Completions wire format (`POST {base_url}/chat/completions`, plain JSON or SSE
-//! streaming). What it answers is decided by a [`Script`]: an ordered list of [`Rule`]s, each a
-//! [`Match`] condition and a [`Reply`], plus an optional fallback reply. Every request it receives
-//! is recorded and can be inspected with [`ScriptedLlm::requests`].
+//! [`ScriptedLlm`] is a real HTTP/1.1 server bound to `127.0.0.1` on a free port that speaks two
+//! wire formats, chosen by the request's path:
+//! - OpenAI Chat Completions: `POST {base_url}/chat/completions`;
+//! - Anthropic Messages: `POST {root_url}/v1/messages` (any path ending in `/messages`).
+//!
+//! Both answer as plain JSON, or as server-sent events when the request has `"stream": true`.
+//! What the server answers is decided by a [`Script`]: an ordered list of [`Rule`]s, each a
+//! [`Match`] condition and a [`Reply`], plus an optional fallback reply. The same script drives
+//! both formats: [`Match`] reads either request shape, and each [`Reply`] is sent in the format
+//! of the request. Every request it receives is recorded and can be inspected with
+//! [`ScriptedLlm::requests`].
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -27,7 +33,9 @@
 //!
 //! Dropping the [`ScriptedLlm`] stops the server and closes its open connections.
 
+mod anthropic;
 mod http;
+mod openai;
 mod respond;
 
 use std::io;
@@ -54,7 +62,7 @@ pub struct Script {
     /// Tried in order; the first rule whose `when` matches and that has uses left answers.
     pub rules: Vec<Rule>,
     /// Answer used when no rule matches. Without one, unmatched requests get HTTP 500 with an
-    /// OpenAI-style error body.
+    /// error body in the request's format.
     #[serde(default)]
     pub fallback: Option<Reply>,
 }
@@ -120,7 +128,10 @@ impl Rule {
     }
 }
 
-/// Conditions on a chat completion request; all given fields must hold.
+/// Conditions on a request (OpenAI or Anthropic shape); all given fields must hold.
+///
+/// In an Anthropic request, the top-level `system` counts as a system message, and a user
+/// message carrying `tool_result` blocks counts as a message of role `tool`.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Match {
@@ -130,15 +141,20 @@ pub struct Match {
     pub any_message_contains: Option<String>,
     /// Exact equality with the request's `model`.
     pub model: Option<String>,
-    /// Whether the request has a non-empty `tools` array.
+    /// Whether the request offers tools of its own (server tools such as web search do not
+    /// count).
     pub has_tools: Option<bool>,
     /// Role of the last message (e.g. `"user"` or `"tool"`).
     pub last_role: Option<String>,
+    /// Whether the request asks for the provider's web search (OpenAI `web_search_options`,
+    /// Anthropic's `web_search_…` server tool).
+    #[serde(default)]
+    pub has_web_search: Option<bool>,
 }
 
 impl Match {
-    /// Whether a request body (the parsed JSON of a chat completion request) satisfies every
-    /// condition given.
+    /// Whether a request body (the parsed JSON of a chat completion or messages request)
+    /// satisfies every condition given.
     pub fn matches(&self, body: &Value) -> bool {
         if let Some(needle) = &self.last_user_contains
             && !last_user_or_tool_text(body).is_some_and(|t| t.contains(needle.as_str()))
@@ -146,9 +162,9 @@ impl Match {
             return false;
         }
         if let Some(needle) = &self.any_message_contains
-            && !messages(body)
+            && !conversation(body)
                 .iter()
-                .any(|m| content_text(m).contains(needle.as_str()))
+                .any(|(_, text)| text.contains(needle.as_str()))
         {
             return false;
         }
@@ -163,11 +179,12 @@ impl Match {
             return false;
         }
         if let Some(role) = &self.last_role
-            && messages(body)
-                .last()
-                .and_then(|m| m.get("role"))
-                .and_then(Value::as_str)
-                != Some(role.as_str())
+            && messages(body).last().map(message_role) != Some(role.as_str())
+        {
+            return false;
+        }
+        if let Some(want) = self.has_web_search
+            && has_web_search(body) != want
         {
             return false;
         }
@@ -217,6 +234,15 @@ pub enum Reply {
     },
     /// Waits `delay_ms` before sending any byte of the response, then answers like `Text`.
     Slow { delay_ms: u64, content: String },
+    /// A text answer from a web search of `sources`. OpenAI format: `url_citation`
+    /// annotations spanning the text (streamed: in a delta after the text). Anthropic format:
+    /// a `server_tool_use` block (the query is the last user message), a
+    /// `web_search_tool_result` block listing the sources, then the text with `citations`
+    /// (streamed: `citations_delta`s before the text deltas).
+    WebSearch {
+        content: String,
+        sources: Vec<SearchResult>,
+    },
 }
 
 impl Reply {
@@ -260,15 +286,33 @@ impl Reply {
     }
 }
 
+/// A page found by a [`Reply::WebSearch`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SearchResult {
+    pub url: String,
+    pub title: String,
+}
+
+impl SearchResult {
+    pub fn new(url: impl Into<String>, title: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            title: title.into(),
+        }
+    }
+}
+
 /// One tool call made by a [`Reply::ToolCalls`].
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ToolCall {
-    /// The call id; `None` generates `call_<n>` (numbered per server, from 1).
+    /// The call id; `None` generates `call_<n>` (OpenAI) or `toolu_<n>` (Anthropic), numbered
+    /// per server from 1.
     #[serde(default)]
     pub id: Option<String>,
     /// The function name.
     pub name: String,
-    /// The arguments, sent as a JSON string as OpenAI does.
+    /// The arguments: sent as a JSON string in OpenAI format, as the `input` object in
+    /// Anthropic format.
     pub arguments: Value,
 }
 
@@ -294,7 +338,8 @@ impl RecordedRequest {
             .map(|(_, v)| v.as_str())
     }
 
-    /// Text content of the last message whose role is `user` or `tool`.
+    /// Text content of the last message whose role is `user` or `tool` (tool results
+    /// included).
     pub fn last_user_text(&self) -> Option<String> {
         last_user_or_tool_text(&self.body)
     }
@@ -302,6 +347,12 @@ impl RecordedRequest {
     /// The request's `messages` array (empty if absent).
     pub fn messages(&self) -> &[Value] {
         messages(&self.body)
+    }
+
+    /// The conversation as `(role, text)` pairs in either format: an Anthropic request's
+    /// top-level `system` first, and user messages of `tool_result` blocks as role `tool`.
+    pub fn conversation(&self) -> Vec<(String, String)> {
+        conversation(&self.body)
     }
 
     /// The request's `model`, if any.
@@ -323,33 +374,104 @@ fn messages(body: &Value) -> &[Value] {
         .unwrap_or(&[])
 }
 
-/// A message's content as text: a string, or the concatenated `text` of content parts.
-fn content_text(message: &Value) -> String {
-    match message.get("content") {
+/// A content value as text: a string, or the concatenated text of its parts (`text` parts,
+/// and the content of `tool_result` blocks).
+fn blocks_text(content: Option<&Value>) -> String {
+    match content {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(parts)) => parts
             .iter()
-            .filter_map(|p| match p {
-                Value::String(s) => Some(s.as_str()),
-                other => other.get("text").and_then(Value::as_str),
+            .map(|p| match p {
+                Value::String(s) => s.clone(),
+                other if other.get("type").and_then(Value::as_str) == Some("tool_result") => {
+                    blocks_text(other.get("content"))
+                }
+                other => other
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
             })
             .collect(),
         _ => String::new(),
     }
 }
 
+/// A message's content as text.
+fn content_text(message: &Value) -> String {
+    blocks_text(message.get("content"))
+}
+
+/// A message's role; a user message carrying `tool_result` blocks (Anthropic) counts as `tool`.
+fn message_role(message: &Value) -> &str {
+    let role = message.get("role").and_then(Value::as_str).unwrap_or("");
+    let has_tool_result = message
+        .get("content")
+        .and_then(Value::as_array)
+        .is_some_and(|parts| {
+            parts
+                .iter()
+                .any(|p| p.get("type").and_then(Value::as_str) == Some("tool_result"))
+        });
+    if role == "user" && has_tool_result {
+        "tool"
+    } else {
+        role
+    }
+}
+
+/// The conversation of a request in either format, as `(role, text)` pairs.
+fn conversation(body: &Value) -> Vec<(String, String)> {
+    let system = body
+        .get("system")
+        .filter(|s| !s.is_null())
+        .map(|s| ("system".to_string(), blocks_text(Some(s))));
+    system
+        .into_iter()
+        .chain(
+            messages(body)
+                .iter()
+                .map(|m| (message_role(m).to_string(), content_text(m))),
+        )
+        .collect()
+}
+
 fn last_user_or_tool_text(body: &Value) -> Option<String> {
     messages(body)
         .iter()
         .rev()
-        .find(|m| matches!(m.get("role").and_then(Value::as_str), Some("user" | "tool")))
+        .find(|m| matches!(message_role(m), "user" | "tool"))
         .map(content_text)
 }
 
-fn has_tools(body: &Value) -> bool {
+/// The request's `tools` array (empty if absent).
+fn tools(body: &Value) -> &[Value] {
     body.get("tools")
         .and_then(Value::as_array)
-        .is_some_and(|t| !t.is_empty())
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
+/// Whether a tool is the caller's own: OpenAI `function` tools and Anthropic tools without a
+/// type (or of type `custom`); typed Anthropic tools are server tools.
+fn is_own_tool(tool: &Value) -> bool {
+    matches!(
+        tool.get("type").and_then(Value::as_str),
+        None | Some("function" | "custom")
+    )
+}
+
+fn has_tools(body: &Value) -> bool {
+    tools(body).iter().any(is_own_tool)
+}
+
+fn has_web_search(body: &Value) -> bool {
+    body.get("web_search_options").is_some_and(|o| !o.is_null())
+        || tools(body).iter().any(|t| {
+            t.get("type")
+                .and_then(Value::as_str)
+                .is_some_and(|kind| kind.starts_with("web_search"))
+        })
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -371,7 +493,7 @@ struct Shared {
 }
 
 impl Shared {
-    /// Picks the reply for a chat completion request, consuming one use of the matching rule.
+    /// Picks the reply for a request, consuming one use of the matching rule.
     fn pick(&self, body: &Value) -> Option<Reply> {
         {
             let mut rules = lock(&self.rules);
@@ -386,14 +508,28 @@ impl Shared {
         lock(&self.fallback).clone()
     }
 
-    fn completion_id(&self) -> String {
+    /// The id of the next response: `chatcmpl-scripted-<n>` or `msg_scripted_<n>`.
+    fn response_id(&self, wire: respond::Wire) -> String {
         let n = self.next_completion.fetch_add(1, Ordering::Relaxed) + 1;
-        format!("chatcmpl-scripted-{n}")
+        match wire {
+            respond::Wire::OpenAi => format!("chatcmpl-scripted-{n}"),
+            respond::Wire::Anthropic => format!("msg_scripted_{n}"),
+        }
     }
 
-    fn call_id(&self) -> String {
+    /// The id of the next generated tool call: `call_<n>` or `toolu_<n>`.
+    fn call_id(&self, wire: respond::Wire) -> String {
         let n = self.next_call.fetch_add(1, Ordering::Relaxed) + 1;
-        format!("call_{n}")
+        match wire {
+            respond::Wire::OpenAi => format!("call_{n}"),
+            respond::Wire::Anthropic => format!("toolu_{n}"),
+        }
+    }
+
+    /// The id of the next server tool use (a web search): `srvtoolu_<n>`.
+    fn server_tool_id(&self) -> String {
+        let n = self.next_call.fetch_add(1, Ordering::Relaxed) + 1;
+        format!("srvtoolu_{n}")
     }
 }
 
@@ -442,12 +578,13 @@ impl ScriptedLlm {
     }
 
     /// The OpenAI-style base URL, e.g. `http://127.0.0.1:PORT/v1`; clients POST to
-    /// `{base_url}/chat/completions`.
+    /// `{base_url}/chat/completions` (OpenAI) or `{base_url}/messages` (Anthropic).
     pub fn base_url(&self) -> String {
         format!("{}/v1", self.root_url())
     }
 
-    /// The server root, e.g. `http://127.0.0.1:PORT`.
+    /// The server root, e.g. `http://127.0.0.1:PORT`: Anthropic's base URL (clients POST to
+    /// `{root_url}/v1/messages`).
     pub fn root_url(&self) -> String {
         format!("http://{}", self.addr)
     }

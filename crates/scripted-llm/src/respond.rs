@@ -1,22 +1,24 @@
-//! Routing and the OpenAI Chat Completions wire format of each [`Reply`].
+//! Routing, and what every wire format shares: the reply picked for a request, the facts of
+//! one response, and how text is cut into streamed pieces. The formats themselves are in
+//! [`crate::openai`] and [`crate::anthropic`].
 
 use std::io;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::io::AsyncWrite;
 
-use crate::http::{self, ChunkedBody, Request};
-use crate::{After, CREATED, DEFAULT_MODEL, RecordedRequest, Reply, Shared, ToolCall};
-
-/// Longest fragment of tool-call arguments per streamed chunk, in characters.
-const ARGUMENT_FRAGMENT: usize = 16;
+use crate::http::{self, Request};
+use crate::{
+    After, CREATED, DEFAULT_MODEL, RecordedRequest, Reply, SearchResult, Shared, ToolCall,
+    anthropic, openai,
+};
 
 pub(crate) fn json_headers() -> Vec<(String, String)> {
     vec![("content-type".to_string(), "application/json".to_string())]
 }
 
-fn sse_headers() -> Vec<(String, String)> {
+pub(crate) fn sse_headers() -> Vec<(String, String)> {
     vec![
         ("content-type".to_string(), "text/event-stream".to_string()),
         ("cache-control".to_string(), "no-cache".to_string()),
@@ -28,6 +30,25 @@ pub(crate) fn error_body(message: &str, kind: &str) -> Vec<u8> {
     json!({ "error": { "message": message, "type": kind, "param": null, "code": null } })
         .to_string()
         .into_bytes()
+}
+
+/// The wire format of a request, decided by its path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wire {
+    /// `POST …/chat/completions`.
+    OpenAi,
+    /// `POST …/messages`.
+    Anthropic,
+}
+
+impl Wire {
+    /// An error body in this format's shape. `kind` is an OpenAI error type.
+    fn error_body(self, message: &str, kind: &str) -> Vec<u8> {
+        match self {
+            Wire::OpenAi => error_body(message, kind),
+            Wire::Anthropic => anthropic::error_body(message, kind),
+        }
+    }
 }
 
 /// Records and answers one request.
@@ -47,8 +68,9 @@ pub(crate) async fn handle<W: AsyncWrite + Unpin>(
 
     let route = recorded.path.split('?').next().unwrap_or("");
     let close = !req.keep_alive;
-    match (recorded.method.as_str(), route) {
-        ("POST", r) if r.ends_with("/chat/completions") => {}
+    let wire = match (recorded.method.as_str(), route) {
+        ("POST", r) if r.ends_with("/chat/completions") => Wire::OpenAi,
+        ("POST", r) if r.ends_with("/messages") => Wire::Anthropic,
         ("GET", "/v1/models" | "/models") => {
             let body = json!({
                 "object": "list",
@@ -64,25 +86,25 @@ pub(crate) async fn handle<W: AsyncWrite + Unpin>(
             http::write_response(io, 404, &json_headers(), &body, close).await?;
             return Ok(After::KeepOpen);
         }
-    }
+    };
 
     let Some(reply) = shared.pick(&recorded.body) else {
         let message = format!(
             "scripted-llm: no rule matches this request and there is no fallback (last user/tool message: {:?})",
             recorded.last_user_text().unwrap_or_default()
         );
-        let body = error_body(&message, "server_error");
+        let body = wire.error_body(&message, "server_error");
         http::write_response(io, 500, &json_headers(), &body, close).await?;
         return Ok(After::KeepOpen);
     };
 
     let ctx = Ctx {
-        id: shared.completion_id(),
+        wire,
+        id: shared.response_id(wire),
         model: recorded.model().unwrap_or(DEFAULT_MODEL).to_string(),
-        prompt_tokens: recorded
-            .messages()
+        prompt_tokens: crate::conversation(&recorded.body)
             .iter()
-            .map(|m| word_count(&crate::content_text(m)))
+            .map(|(_, text)| word_count(text))
             .sum(),
         stream: recorded.is_stream(),
         include_usage: recorded
@@ -115,10 +137,24 @@ pub(crate) async fn handle<W: AsyncWrite + Unpin>(
             sleep_ms(delay_ms).await;
             let calls: Vec<ResolvedCall> = calls
                 .into_iter()
-                .map(|c| ResolvedCall::new(shared, c))
+                .map(|c| ResolvedCall::new(shared, wire, c))
                 .collect();
-            send_tool_calls(&ctx, &calls, io).await?;
+            match wire {
+                Wire::OpenAi => openai::send_tool_calls(&ctx, &calls, io).await?,
+                Wire::Anthropic => anthropic::send_tool_calls(&ctx, &calls, io).await?,
+            }
         }
+        Reply::WebSearch { content, sources } => match wire {
+            Wire::OpenAi => openai::send_web_search(&ctx, &content, &sources, io).await?,
+            Wire::Anthropic => {
+                let search = Search {
+                    id: shared.server_tool_id(),
+                    query: recorded.last_user_text().unwrap_or_default(),
+                    sources: &sources,
+                };
+                anthropic::send_web_search(&ctx, &content, &search, io).await?;
+            }
+        },
         Reply::Status {
             status,
             body,
@@ -149,11 +185,21 @@ pub(crate) async fn handle<W: AsyncWrite + Unpin>(
             content,
             after_chunks,
         } => {
-            cut_stream(&ctx, &content, after_chunks, io).await?;
+            match wire {
+                Wire::OpenAi => openai::cut_stream(&ctx, &content, after_chunks, io).await?,
+                Wire::Anthropic => anthropic::cut_stream(&ctx, &content, after_chunks, io).await?,
+            }
             return Ok(After::Close);
         }
     }
     Ok(After::KeepOpen)
+}
+
+async fn send_text<W: AsyncWrite + Unpin>(ctx: &Ctx, content: &str, io: &mut W) -> io::Result<()> {
+    match ctx.wire {
+        Wire::OpenAi => openai::send_text(ctx, content, io).await,
+        Wire::Anthropic => anthropic::send_text(ctx, content, io).await,
+    }
 }
 
 async fn sleep_ms(ms: u64) {
@@ -163,69 +209,53 @@ async fn sleep_ms(ms: u64) {
 }
 
 /// Per-response facts shared by the wire formats.
-struct Ctx {
-    id: String,
-    model: String,
-    prompt_tokens: usize,
-    stream: bool,
-    include_usage: bool,
-    close: bool,
+pub(crate) struct Ctx {
+    pub wire: Wire,
+    pub id: String,
+    pub model: String,
+    pub prompt_tokens: usize,
+    pub stream: bool,
+    /// OpenAI's `stream_options.include_usage`.
+    pub include_usage: bool,
+    pub close: bool,
 }
 
-impl Ctx {
-    fn usage(&self, completion_tokens: usize) -> Value {
-        json!({
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": self.prompt_tokens + completion_tokens,
-        })
-    }
+/// A tool call with its id decided and its arguments serialized.
+pub(crate) struct ResolvedCall {
+    pub id: String,
+    pub name: String,
+    pub input: Value,
+    pub arguments: String,
+}
 
-    fn completion(&self, message: Value, finish_reason: &str, completion_tokens: usize) -> Value {
-        json!({
-            "id": self.id,
-            "object": "chat.completion",
-            "created": CREATED,
-            "model": self.model,
-            "choices": [{
-                "index": 0,
-                "message": message,
-                "logprobs": null,
-                "finish_reason": finish_reason,
-            }],
-            "usage": self.usage(completion_tokens),
-        })
+impl ResolvedCall {
+    fn new(shared: &Shared, wire: Wire, call: ToolCall) -> Self {
+        Self {
+            id: call.id.unwrap_or_else(|| shared.call_id(wire)),
+            name: call.name,
+            arguments: call.arguments.to_string(),
+            input: call.arguments,
+        }
     }
+}
 
-    fn chunk(&self, delta: Value, finish_reason: Option<&str>) -> Value {
-        json!({
-            "id": self.id,
-            "object": "chat.completion.chunk",
-            "created": CREATED,
-            "model": self.model,
-            "choices": [{
-                "index": 0,
-                "delta": delta,
-                "logprobs": null,
-                "finish_reason": finish_reason,
-            }],
-        })
-    }
+/// A rough token count for the arguments of tool calls.
+pub(crate) fn call_tokens(calls: &[ResolvedCall]) -> usize {
+    calls
+        .iter()
+        .map(|c| 1 + word_count(&c.arguments.replace([',', ':'], " ")))
+        .sum()
+}
 
-    fn usage_chunk(&self, completion_tokens: usize) -> Value {
-        json!({
-            "id": self.id,
-            "object": "chat.completion.chunk",
-            "created": CREATED,
-            "model": self.model,
-            "choices": [],
-            "usage": self.usage(completion_tokens),
-        })
-    }
+/// A web search the server pretends to have made (Anthropic shows it as blocks).
+pub(crate) struct Search<'a> {
+    pub id: String,
+    pub query: String,
+    pub sources: &'a [SearchResult],
 }
 
 /// A rough, deterministic token count: whitespace-separated words.
-fn word_count(text: &str) -> usize {
+pub(crate) fn word_count(text: &str) -> usize {
     text.split_whitespace().count()
 }
 
@@ -255,7 +285,7 @@ pub(crate) fn split_words(text: &str) -> Vec<&str> {
 }
 
 /// Splits text into pieces of at most `max` characters.
-fn split_chars(text: &str, max: usize) -> Vec<&str> {
+pub(crate) fn split_chars(text: &str, max: usize) -> Vec<&str> {
     let mut pieces = Vec::new();
     let mut start = 0;
     for (count, (i, _)) in text.char_indices().enumerate() {
@@ -270,173 +300,8 @@ fn split_chars(text: &str, max: usize) -> Vec<&str> {
     pieces
 }
 
-fn sse_event(value: &Value) -> Vec<u8> {
-    format!("data: {value}\n\n").into_bytes()
-}
-
-const SSE_DONE: &[u8] = b"data: [DONE]\n\n";
-
-/// The content deltas of a streamed text: the first carries the role; empty text still yields
-/// one (empty) delta.
-fn text_deltas(content: &str) -> Vec<Value> {
-    let pieces = split_words(content);
-    if pieces.is_empty() {
-        return vec![json!({ "role": "assistant", "content": "" })];
-    }
-    pieces
-        .iter()
-        .enumerate()
-        .map(|(i, piece)| {
-            if i == 0 {
-                json!({ "role": "assistant", "content": piece })
-            } else {
-                json!({ "content": piece })
-            }
-        })
-        .collect()
-}
-
-async fn send_text<W: AsyncWrite + Unpin>(ctx: &Ctx, content: &str, io: &mut W) -> io::Result<()> {
-    let completion_tokens = word_count(content);
-    if !ctx.stream {
-        let body = ctx.completion(
-            json!({ "role": "assistant", "content": content, "refusal": null }),
-            "stop",
-            completion_tokens,
-        );
-        return http::write_response(
-            io,
-            200,
-            &json_headers(),
-            body.to_string().as_bytes(),
-            ctx.close,
-        )
-        .await;
-    }
-    let mut out = ChunkedBody::start(io, 200, &sse_headers(), ctx.close).await?;
-    for delta in text_deltas(content) {
-        out.chunk(&sse_event(&ctx.chunk(delta, None))).await?;
-    }
-    out.chunk(&sse_event(&ctx.chunk(json!({}), Some("stop"))))
-        .await?;
-    if ctx.include_usage {
-        out.chunk(&sse_event(&ctx.usage_chunk(completion_tokens)))
-            .await?;
-    }
-    out.chunk(SSE_DONE).await?;
-    out.finish().await
-}
-
-/// A tool call with its id decided and its arguments serialized.
-struct ResolvedCall {
-    id: String,
-    name: String,
-    arguments: String,
-}
-
-impl ResolvedCall {
-    fn new(shared: &Shared, call: ToolCall) -> Self {
-        Self {
-            id: call.id.unwrap_or_else(|| shared.call_id()),
-            name: call.name,
-            arguments: call.arguments.to_string(),
-        }
-    }
-}
-
-async fn send_tool_calls<W: AsyncWrite + Unpin>(
-    ctx: &Ctx,
-    calls: &[ResolvedCall],
-    io: &mut W,
-) -> io::Result<()> {
-    let completion_tokens: usize = calls
-        .iter()
-        .map(|c| 1 + word_count(&c.arguments.replace([',', ':'], " ")))
-        .sum();
-    if !ctx.stream {
-        let tool_calls: Vec<Value> = calls
-            .iter()
-            .map(|c| {
-                json!({
-                    "id": c.id,
-                    "type": "function",
-                    "function": { "name": c.name, "arguments": c.arguments },
-                })
-            })
-            .collect();
-        let body = ctx.completion(
-            json!({ "role": "assistant", "content": null, "refusal": null, "tool_calls": tool_calls }),
-            "tool_calls",
-            completion_tokens,
-        );
-        return http::write_response(
-            io,
-            200,
-            &json_headers(),
-            body.to_string().as_bytes(),
-            ctx.close,
-        )
-        .await;
-    }
-    let mut out = ChunkedBody::start(io, 200, &sse_headers(), ctx.close).await?;
-    for (index, call) in calls.iter().enumerate() {
-        let opening = json!([{
-            "index": index,
-            "id": call.id,
-            "type": "function",
-            "function": { "name": call.name, "arguments": "" },
-        }]);
-        let delta = if index == 0 {
-            json!({ "role": "assistant", "content": null, "tool_calls": opening })
-        } else {
-            json!({ "tool_calls": opening })
-        };
-        out.chunk(&sse_event(&ctx.chunk(delta, None))).await?;
-        for fragment in split_chars(&call.arguments, ARGUMENT_FRAGMENT) {
-            let delta = json!({
-                "tool_calls": [{ "index": index, "function": { "arguments": fragment } }],
-            });
-            out.chunk(&sse_event(&ctx.chunk(delta, None))).await?;
-        }
-    }
-    out.chunk(&sse_event(&ctx.chunk(json!({}), Some("tool_calls"))))
-        .await?;
-    if ctx.include_usage {
-        out.chunk(&sse_event(&ctx.usage_chunk(completion_tokens)))
-            .await?;
-    }
-    out.chunk(SSE_DONE).await?;
-    out.finish().await
-}
-
-/// Sends part of an answer, then closes the connection mid-response.
-async fn cut_stream<W: AsyncWrite + Unpin>(
-    ctx: &Ctx,
-    content: &str,
-    after_chunks: usize,
-    io: &mut W,
-) -> io::Result<()> {
-    if ctx.stream {
-        let mut out = ChunkedBody::start(io, 200, &sse_headers(), false).await?;
-        for delta in text_deltas(content).into_iter().take(after_chunks) {
-            out.chunk(&sse_event(&ctx.chunk(delta, None))).await?;
-        }
-    } else {
-        let body = ctx
-            .completion(
-                json!({ "role": "assistant", "content": content, "refusal": null }),
-                "stop",
-                word_count(content),
-            )
-            .to_string()
-            .into_bytes();
-        http::write_head_with_length(io, 200, &json_headers(), body.len()).await?;
-        io.write_all(&body[..body.len() / 2]).await?;
-        io.flush().await?;
-    }
-    // The caller shuts the socket down without completing the response.
-    Ok(())
-}
+/// Longest fragment of tool-call arguments per streamed chunk, in characters.
+pub(crate) const ARGUMENT_FRAGMENT: usize = 16;
 
 #[cfg(test)]
 mod tests {

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
-use weft_scripted_llm::{Match, Reply, Rule, Script, ScriptedLlm, ToolCall};
+use weft_scripted_llm::{Match, Reply, Rule, Script, ScriptedLlm, SearchResult, ToolCall};
 
 /// A parsed HTTP response.
 #[derive(Debug)]
@@ -39,6 +39,22 @@ impl Response {
             .filter_map(|event| event.strip_prefix("data: "))
             .filter(|data| *data != "[DONE]")
             .map(|data| serde_json::from_str(data).expect("SSE payload is JSON"))
+            .collect()
+    }
+
+    /// The `(event name, JSON data)` of each event of an event stream with named events.
+    fn sse_events(&self) -> Vec<(String, Value)> {
+        let text = String::from_utf8(self.body.clone()).expect("utf-8 body");
+        text.split_terminator("\n\n")
+            .map(|event| {
+                let (name, data) = event.split_once('\n').expect("event and data lines");
+                let name = name.strip_prefix("event: ").expect("event line");
+                let data = data.strip_prefix("data: ").expect("data line");
+                (
+                    name.to_string(),
+                    serde_json::from_str(data).expect("SSE data is JSON"),
+                )
+            })
             .collect()
     }
 }
@@ -144,6 +160,12 @@ impl Client {
     async fn chat(&mut self, body: &Value) -> Response {
         self.send("POST", "/v1/chat/completions", &[], Some(body))
             .await;
+        self.read_response().await
+    }
+
+    /// An Anthropic Messages request.
+    async fn messages(&mut self, body: &Value) -> Response {
+        self.send("POST", "/v1/messages", &[], Some(body)).await;
         self.read_response().await
     }
 }
@@ -635,4 +657,416 @@ async fn dropping_stops_the_server() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(refused, "server still accepting after drop");
+}
+
+/// An Anthropic request: a system prompt and one user message.
+fn anthropic(text: &str, stream: bool) -> Value {
+    json!({
+        "model": "claude-test",
+        "max_tokens": 1024,
+        "system": "be very brief",
+        "messages": [{ "role": "user", "content": text }],
+        "stream": stream,
+    })
+}
+
+/// The names of the events of an Anthropic stream, and each event's `type` matching its name.
+fn event_names(events: &[(String, Value)]) -> Vec<&str> {
+    for (name, data) in events {
+        assert_eq!(data["type"], name.as_str(), "event name and type agree");
+    }
+    events.iter().map(|(name, _)| name.as_str()).collect()
+}
+
+#[tokio::test]
+async fn anthropic_plain_and_streamed_text() {
+    let llm = ScriptedLlm::start(Script::always(Reply::text("The quick brown fox")))
+        .await
+        .expect("start");
+    let mut client = Client::connect(&llm).await;
+
+    let res = client.messages(&anthropic("say hello please", false)).await;
+    assert_eq!(res.status, 200);
+    assert_eq!(res.header("content-type"), Some("application/json"));
+    assert_eq!(
+        res.json(),
+        json!({
+            "id": "msg_scripted_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-test",
+            "content": [{ "type": "text", "text": "The quick brown fox" }],
+            "stop_reason": "end_turn",
+            "stop_sequence": null,
+            // "be very brief" + "say hello please"
+            "usage": { "input_tokens": 6, "output_tokens": 4 },
+        })
+    );
+
+    let res = client.messages(&anthropic("go", true)).await;
+    assert_eq!(res.status, 200);
+    assert_eq!(res.header("content-type"), Some("text/event-stream"));
+    assert!(res.complete);
+    let events = res.sse_events();
+    assert_eq!(
+        event_names(&events),
+        vec![
+            "message_start",
+            "ping",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop",
+        ]
+    );
+    assert_eq!(res.chunks.len(), events.len(), "one event per HTTP chunk");
+    let start = &events[0].1["message"];
+    assert_eq!(start["id"], "msg_scripted_2");
+    assert_eq!(start["content"], json!([]));
+    assert_eq!(start["usage"]["input_tokens"], 4);
+    assert_eq!(
+        events[2].1["content_block"],
+        json!({ "type": "text", "text": "" })
+    );
+    let text: String = events
+        .iter()
+        .filter(|(name, _)| name == "content_block_delta")
+        .map(|(_, data)| {
+            assert_eq!(data["delta"]["type"], "text_delta");
+            data["delta"]["text"].as_str().expect("text").to_string()
+        })
+        .collect();
+    assert_eq!(text, "The quick brown fox");
+    let delta = &events[8].1;
+    assert_eq!(delta["delta"]["stop_reason"], "end_turn");
+    assert_eq!(delta["usage"], json!({ "output_tokens": 4 }));
+}
+
+#[tokio::test]
+async fn anthropic_tool_use_plain_and_streamed() {
+    let llm = ScriptedLlm::start(Script::always(Reply::ToolCalls {
+        calls: vec![
+            ToolCall {
+                id: None,
+                name: "get_weather".into(),
+                arguments: json!({ "city": "Paris", "unit": "celsius" }),
+            },
+            ToolCall {
+                id: Some("toolu_custom".into()),
+                name: "noop".into(),
+                arguments: json!({}),
+            },
+        ],
+        delay_ms: 0,
+    }))
+    .await
+    .expect("start");
+    let mut client = Client::connect(&llm).await;
+
+    let body = client.messages(&anthropic("weather", false)).await.json();
+    assert_eq!(body["stop_reason"], "tool_use");
+    assert_eq!(
+        body["content"],
+        json!([
+            { "type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": { "city": "Paris", "unit": "celsius" } },
+            { "type": "tool_use", "id": "toolu_custom", "name": "noop", "input": {} },
+        ])
+    );
+
+    let res = client.messages(&anthropic("weather", true)).await;
+    let events = res.sse_events();
+    event_names(&events);
+    let starts: Vec<&Value> = events
+        .iter()
+        .filter(|(name, _)| name == "content_block_start")
+        .map(|(_, data)| &data["content_block"])
+        .collect();
+    assert_eq!(
+        starts,
+        vec![
+            &json!({ "type": "tool_use", "id": "toolu_2", "name": "get_weather", "input": {} }),
+            &json!({ "type": "tool_use", "id": "toolu_custom", "name": "noop", "input": {} }),
+        ]
+    );
+    let mut inputs = [String::new(), String::new()];
+    let mut fragments = 0;
+    for (name, data) in &events {
+        if name == "content_block_delta" {
+            assert_eq!(data["delta"]["type"], "input_json_delta");
+            let index = data["index"].as_u64().expect("index") as usize;
+            inputs[index].push_str(data["delta"]["partial_json"].as_str().expect("fragment"));
+            fragments += 1;
+        }
+    }
+    assert!(fragments > 3, "input arrives in several fragments");
+    let parsed: Value = serde_json::from_str(&inputs[0]).expect("joined input JSON");
+    assert_eq!(parsed, json!({ "city": "Paris", "unit": "celsius" }));
+    assert_eq!(inputs[1], "{}");
+    let delta = events
+        .iter()
+        .find(|(name, _)| name == "message_delta")
+        .expect("message_delta");
+    assert_eq!(delta.1["delta"]["stop_reason"], "tool_use");
+}
+
+#[tokio::test]
+async fn rules_read_the_anthropic_request_shape() {
+    let script = Script::default()
+        .with_rule(Rule::on(
+            Match {
+                has_web_search: Some(true),
+                has_tools: Some(false),
+                ..Match::default()
+            },
+            Reply::text("searching alone"),
+        ))
+        .with_rule(Rule::on(
+            Match {
+                last_role: Some("tool".into()),
+                last_user_contains: Some("sunny".into()),
+                has_tools: Some(true),
+                ..Match::default()
+            },
+            Reply::text("after the tool"),
+        ))
+        .with_rule(Rule::on(
+            Match {
+                any_message_contains: Some("pirate".into()),
+                last_role: Some("user".into()),
+                ..Match::default()
+            },
+            Reply::text("arr"),
+        ));
+    let llm = ScriptedLlm::start(script).await.expect("start");
+    let mut client = Client::connect(&llm).await;
+    let text = |res: Response| res.json()["content"][0]["text"].clone();
+
+    let body = json!({
+        "model": "claude-test",
+        "system": [{ "type": "text", "text": "You are a pirate." }],
+        "messages": [{ "role": "user", "content": [{ "type": "text", "text": "hello" }] }],
+    });
+    assert_eq!(text(client.messages(&body).await), "arr");
+
+    let body = json!({
+        "model": "claude-test",
+        "tools": [
+            { "name": "weather", "description": "d", "input_schema": { "type": "object" } },
+            { "type": "web_search_20250305", "name": "web_search", "max_uses": 5 },
+        ],
+        "messages": [
+            { "role": "user", "content": "weather?" },
+            { "role": "assistant", "content": [{ "type": "tool_use", "id": "t1", "name": "weather", "input": {} }] },
+            { "role": "user", "content": [
+                { "type": "tool_result", "tool_use_id": "t1", "content": [{ "type": "text", "text": "sunny" }] },
+            ] },
+        ],
+    });
+    assert_eq!(text(client.messages(&body).await), "after the tool");
+    let recorded = &llm.requests()[1];
+    assert_eq!(recorded.last_user_text().as_deref(), Some("sunny"));
+    assert_eq!(
+        recorded.conversation().last(),
+        Some(&("tool".to_string(), "sunny".to_string()))
+    );
+
+    let body = json!({
+        "model": "claude-test",
+        "tools": [{ "type": "web_search_20250305", "name": "web_search" }],
+        "messages": [{ "role": "user", "content": "news" }],
+    });
+    assert_eq!(text(client.messages(&body).await), "searching alone");
+    // The same rule reads OpenAI's web search option.
+    let body = json!({
+        "model": "gpt-test",
+        "web_search_options": {},
+        "messages": [{ "role": "user", "content": "news" }],
+    });
+    let res = client.chat(&body).await;
+    assert_eq!(
+        res.json()["choices"][0]["message"]["content"],
+        "searching alone"
+    );
+
+    // Unmatched: an Anthropic error body.
+    let res = client.messages(&anthropic("nothing", false)).await;
+    assert_eq!(res.status, 500);
+    let body = res.json();
+    assert_eq!(body["type"], "error");
+    assert_eq!(body["error"]["type"], "api_error");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .expect("message")
+            .starts_with("scripted-llm: no rule matches")
+    );
+}
+
+fn search_reply() -> Reply {
+    Reply::WebSearch {
+        content: "Rust 1.95 is out.".into(),
+        sources: vec![
+            SearchResult::new("https://blog.rust-lang.org/", "Rust Blog"),
+            SearchResult::new("https://example.com/news", "News"),
+        ],
+    }
+}
+
+#[tokio::test]
+async fn web_search_in_openai_format() {
+    let llm = ScriptedLlm::start(Script::always(search_reply()))
+        .await
+        .expect("start");
+    let mut client = Client::connect(&llm).await;
+    let annotation = json!({
+        "type": "url_citation",
+        "url_citation": {
+            "url": "https://blog.rust-lang.org/",
+            "title": "Rust Blog",
+            "start_index": 0,
+            "end_index": 17,
+        },
+    });
+
+    let body = client.chat(&user("rust news")).await.json();
+    let message = &body["choices"][0]["message"];
+    assert_eq!(message["content"], "Rust 1.95 is out.");
+    assert_eq!(message["annotations"][0], annotation);
+    assert_eq!(
+        message["annotations"][1]["url_citation"]["url"],
+        "https://example.com/news"
+    );
+
+    let res = client.chat(&user_streamed("rust news")).await;
+    let payloads = res.sse_payloads();
+    let annotations: Vec<&Value> = payloads
+        .iter()
+        .filter_map(|p| p["choices"][0]["delta"].get("annotations"))
+        .collect();
+    assert_eq!(annotations.len(), 1);
+    assert_eq!(annotations[0][0], annotation);
+    let text: String = payloads
+        .iter()
+        .filter_map(|p| p["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(text, "Rust 1.95 is out.");
+}
+
+#[tokio::test]
+async fn web_search_in_anthropic_format() {
+    let llm = ScriptedLlm::start(Script::always(search_reply()))
+        .await
+        .expect("start");
+    let mut client = Client::connect(&llm).await;
+
+    let body = client.messages(&anthropic("rust news", false)).await.json();
+    let content = body["content"].as_array().expect("content");
+    assert_eq!(content.len(), 3);
+    assert_eq!(
+        content[0],
+        json!({ "type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": { "query": "rust news" } })
+    );
+    assert_eq!(content[1]["type"], "web_search_tool_result");
+    assert_eq!(content[1]["tool_use_id"], "srvtoolu_1");
+    assert_eq!(content[1]["content"][0]["type"], "web_search_result");
+    assert_eq!(
+        content[1]["content"][0]["url"],
+        "https://blog.rust-lang.org/"
+    );
+    assert_eq!(content[1]["content"][0]["title"], "Rust Blog");
+    assert!(content[1]["content"][0]["encrypted_content"].is_string());
+    assert_eq!(content[2]["type"], "text");
+    assert_eq!(content[2]["text"], "Rust 1.95 is out.");
+    let citation = &content[2]["citations"][1];
+    assert_eq!(citation["type"], "web_search_result_location");
+    assert_eq!(citation["url"], "https://example.com/news");
+    assert_eq!(citation["title"], "News");
+    assert_eq!(body["usage"]["server_tool_use"]["web_search_requests"], 1);
+
+    let res = client.messages(&anthropic("rust news", true)).await;
+    let events = res.sse_events();
+    event_names(&events);
+    let starts: Vec<&str> = events
+        .iter()
+        .filter(|(name, _)| name == "content_block_start")
+        .map(|(_, data)| data["content_block"]["type"].as_str().expect("type"))
+        .collect();
+    assert_eq!(
+        starts,
+        vec!["server_tool_use", "web_search_tool_result", "text"]
+    );
+    let deltas: Vec<&Value> = events
+        .iter()
+        .filter(|(name, _)| name == "content_block_delta")
+        .map(|(_, data)| &data["delta"])
+        .collect();
+    let query: String = deltas
+        .iter()
+        .filter(|d| d["type"] == "input_json_delta")
+        .map(|d| d["partial_json"].as_str().expect("fragment"))
+        .collect();
+    assert_eq!(query, r#"{"query":"rust news"}"#);
+    let cited: Vec<&Value> = deltas
+        .iter()
+        .filter(|d| d["type"] == "citations_delta")
+        .map(|d| &d["citation"]["url"])
+        .collect();
+    assert_eq!(
+        cited,
+        vec![
+            &json!("https://blog.rust-lang.org/"),
+            &json!("https://example.com/news")
+        ]
+    );
+    let text: String = deltas
+        .iter()
+        .filter(|d| d["type"] == "text_delta")
+        .map(|d| d["text"].as_str().expect("text"))
+        .collect();
+    assert_eq!(text, "Rust 1.95 is out.");
+}
+
+#[tokio::test]
+async fn anthropic_cut_stream_and_status() {
+    let script = Script::default()
+        .with_rule(Rule::on(
+            Match {
+                last_user_contains: Some("cut".into()),
+                ..Match::default()
+            },
+            Reply::CutStream {
+                content: "one two three four".into(),
+                after_chunks: 2,
+            },
+        ))
+        .with_fallback(Reply::status(
+            529,
+            json!({ "type": "error", "error": { "type": "overloaded_error", "message": "Overloaded" } }),
+        ));
+    let llm = ScriptedLlm::start(script).await.expect("start");
+    let mut client = Client::connect(&llm).await;
+
+    let res = client.messages(&anthropic("cut", true)).await;
+    assert!(!res.complete, "no terminating chunk");
+    let events = res.sse_events();
+    assert_eq!(
+        event_names(&events),
+        vec![
+            "message_start",
+            "ping",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_delta",
+        ]
+    );
+    assert_eq!(events[4].1["delta"]["text"], "two ");
+
+    let mut client = Client::connect(&llm).await;
+    let res = client.messages(&anthropic("busy?", true)).await;
+    assert_eq!(res.status, 529);
+    assert_eq!(res.json()["error"]["type"], "overloaded_error");
 }

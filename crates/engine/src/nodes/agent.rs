@@ -8,7 +8,10 @@ use serde_json::{Value, json};
 
 use super::{FieldError, NodeConfig};
 use crate::event::EventType;
-use crate::providers::{ChatMessage, ChatRequest, ProviderError, ToolCall, ToolSpec, route_model};
+use crate::providers::{
+    ChatMessage, ChatRequest, ChatResponse, ModelRoute, ProviderError, ToolCall, ToolSpec,
+    route_model, supports_web_search,
+};
 use crate::run::{RunContext, Step, StepError, StepOutput};
 use crate::template::output_text;
 
@@ -121,19 +124,7 @@ pub(crate) fn run_agent<'a>(
     user: String,
 ) -> BoxFuture<'a, Result<Value, StepError>> {
     async move {
-        let settings = ctx.llm.settings();
-        let route = route_model(&config.model, settings).map_err(|error| llm_failure(ctx, node_id, error))?;
-        if config.tools.web_search {
-            let error = StepError::new(
-                "provider",
-                format!(
-                    "tools.web_search: web search is not available for provider {} in this version of Weft",
-                    route.provider.as_str()
-                ),
-            );
-            ctx.emit(EventType::LlmError, Some(node_id), error.message.clone());
-            return Err(error);
-        }
+        let route = route_for(ctx, node_id, &config.model, config.tools.web_search)?;
         let tools = if config.tools.subagents {
             subagent_tools(ctx, node_id)
         } else {
@@ -149,34 +140,51 @@ pub(crate) fn run_agent<'a>(
             messages.extend(ctx.history(node_id));
         }
         messages.push(ChatMessage::User { content: user });
+        let base = ChatRequest {
+            tools: tools.iter().map(|(spec, _)| spec.clone()).collect(),
+            reasoning_effort: config
+                .reasoning_effort
+                .map(|effort| effort.as_str().to_string()),
+            temperature: config.temperature,
+            web_search: config.tools.web_search,
+            response_schema: config.output_schema.clone(),
+            ..ChatRequest::new(route.model.clone(), Vec::new())
+        };
 
         for _round in 0..MAX_TOOL_ROUNDS {
             let request = ChatRequest {
-                model: route.model.clone(),
                 messages: messages.clone(),
-                tools: tools.iter().map(|(spec, _)| spec.clone()).collect(),
-                reasoning_effort: config.reasoning_effort.map(|effort| effort.as_str().to_string()),
-                temperature: config.temperature,
-                web_search: false,
-                response_schema: None,
+                ..base.clone()
             };
-            let on_delta = |piece: &str| ctx.emit(EventType::LlmDelta, Some(node_id), piece.to_string());
-            let response = ctx
-                .llm
-                .complete(&route, &request, &on_delta, &ctx.cancel)
-                .await
-                .map_err(|error| llm_failure(ctx, node_id, error))?;
-
+            let response = call_model(ctx, node_id, &route, &request).await?;
             if response.tool_calls.is_empty() || tools.is_empty() {
-                ctx.emit(EventType::LlmResponse, Some(node_id), response.content.clone());
                 messages.push(ChatMessage::Assistant {
                     content: response.content.clone(),
                     tool_calls: Vec::new(),
                 });
+                let value = match &config.output_schema {
+                    None => Value::String(response.content),
+                    Some(schema) => {
+                        let repair = ChatRequest {
+                            tools: Vec::new(),
+                            ..base.clone()
+                        };
+                        structured_answer(
+                            ctx,
+                            node_id,
+                            &route,
+                            repair,
+                            &mut messages,
+                            schema,
+                            response.content,
+                        )
+                        .await?
+                    }
+                };
                 if config.keep_history {
                     ctx.set_history(node_id, messages[history_start..].to_vec());
                 }
-                return answer_value(config, response.content);
+                return Ok(value);
             }
 
             messages.push(ChatMessage::Assistant {
@@ -207,6 +215,141 @@ pub(crate) fn run_agent<'a>(
     .boxed()
 }
 
+/// The provider and model an LLM node of `node_id` uses, checked for web search support.
+pub(crate) fn route_for(
+    ctx: &RunContext,
+    node_id: &str,
+    model: &str,
+    web_search: bool,
+) -> Result<ModelRoute, StepError> {
+    let route =
+        route_model(model, ctx.llm.settings()).map_err(|error| llm_failure(ctx, node_id, error))?;
+    if web_search && !supports_web_search(route.provider) {
+        let error = StepError::new(
+            "provider",
+            format!(
+                "tools.web_search: provider {} has no web search; use an openai/ or anthropic/ model",
+                route.provider.as_str()
+            ),
+        );
+        ctx.emit(EventType::LlmError, Some(node_id), error.message.clone());
+        return Err(error);
+    }
+    Ok(route)
+}
+
+/// One model call: streams `llm_delta` events, then `llm_response` with the tokens used
+/// (a call that only asks for tools logs no `llm_response`), and records the usage.
+async fn call_model(
+    ctx: &RunContext,
+    node_id: &str,
+    route: &ModelRoute,
+    request: &ChatRequest,
+) -> Result<ChatResponse, StepError> {
+    let on_delta = |piece: &str| ctx.emit(EventType::LlmDelta, Some(node_id), piece.to_string());
+    let response = ctx
+        .llm
+        .complete(route, request, &on_delta, &ctx.cancel)
+        .await
+        .map_err(|error| llm_failure(ctx, node_id, error))?;
+    if let Some(usage) = response.usage {
+        ctx.record_usage(node_id, usage);
+    }
+    if response.tool_calls.is_empty() || request.tools.is_empty() {
+        ctx.events.emit_with_usage(
+            EventType::LlmResponse,
+            Some(node_id),
+            response.content.clone(),
+            response.usage,
+        );
+        if !response.sources.is_empty() {
+            let sources: Vec<&str> = response
+                .sources
+                .iter()
+                .map(|source| source.url.as_str())
+                .collect();
+            ctx.emit(
+                EventType::LogicCheck,
+                Some(node_id),
+                format!("web sources: {}", sources.join(" ")),
+            );
+        }
+    }
+    Ok(response)
+}
+
+/// A structured answer: `first` parsed as JSON and checked against `schema`; when it does not
+/// match, the model is told what is wrong and asked once more (one repair try).
+async fn structured_answer(
+    ctx: &RunContext,
+    node_id: &str,
+    route: &ModelRoute,
+    request: ChatRequest,
+    messages: &mut Vec<ChatMessage>,
+    schema: &Value,
+    first: String,
+) -> Result<Value, StepError> {
+    let problems = match parse_against(schema, &first) {
+        Ok(value) => return Ok(value),
+        Err(problems) => problems,
+    };
+    ctx.emit(
+        EventType::LogicCheck,
+        Some(node_id),
+        format!("the answer does not match the output schema ({problems}); asking once more"),
+    );
+    messages.push(ChatMessage::User {
+        content: format!(
+            "Your answer does not match the required JSON schema: {problems}. Answer again with only JSON that matches this schema:\n{schema}"
+        ),
+    });
+    let retry = ChatRequest {
+        messages: messages.clone(),
+        ..request
+    };
+    let response = call_model(ctx, node_id, route, &retry).await?;
+    messages.push(ChatMessage::Assistant {
+        content: response.content.clone(),
+        tool_calls: Vec::new(),
+    });
+    parse_against(schema, &response.content).map_err(|problems| {
+        StepError::new(
+            "output_schema",
+            format!(
+                "the model's answer does not match outputSchema after one repair try: {problems}"
+            ),
+        )
+    })
+}
+
+/// Asks `node_id`'s model for JSON matching `schema` (with one repair try) and returns it.
+/// Used by nodes that need a structured verdict (`gate`).
+pub(crate) async fn complete_structured(
+    ctx: &RunContext,
+    node_id: &str,
+    route: &ModelRoute,
+    mut request: ChatRequest,
+    schema: &Value,
+) -> Result<Value, StepError> {
+    request.response_schema = Some(schema.clone());
+    let response = call_model(ctx, node_id, route, &request).await?;
+    let mut messages = request.messages.clone();
+    messages.push(ChatMessage::Assistant {
+        content: response.content.clone(),
+        tool_calls: Vec::new(),
+    });
+    structured_answer(
+        ctx,
+        node_id,
+        route,
+        request,
+        &mut messages,
+        schema,
+        response.content,
+    )
+    .await
+}
+
 fn llm_failure(ctx: &RunContext, node_id: &str, error: ProviderError) -> StepError {
     if error == ProviderError::Cancelled {
         return StepError::new("cancelled", error.to_string());
@@ -216,23 +359,23 @@ fn llm_failure(ctx: &RunContext, node_id: &str, error: ProviderError) -> StepErr
     StepError::new("provider", message)
 }
 
-/// The output of an answer: the text, or parsed JSON when the agent has an output schema.
-fn answer_value(config: &AgentConfig, content: String) -> Result<Value, StepError> {
-    if config.output_schema.is_none() {
-        return Ok(Value::String(content));
-    }
+/// `content` as JSON matching `schema`, or what is wrong with it.
+fn parse_against(schema: &Value, content: &str) -> Result<Value, String> {
     let trimmed = content.trim();
     let unfenced = trimmed
         .strip_prefix("```json")
         .or_else(|| trimmed.strip_prefix("```"))
         .and_then(|rest| rest.strip_suffix("```"))
-        .unwrap_or(trimmed);
-    serde_json::from_str(unfenced.trim()).map_err(|error| {
-        StepError::new(
-            "output_schema",
-            format!("outputSchema is set but the model's answer is not JSON ({error})"),
-        )
-    })
+        .unwrap_or(trimmed)
+        .trim();
+    let value: Value =
+        serde_json::from_str(unfenced).map_err(|error| format!("it is not JSON ({error})"))?;
+    let problems = crate::schema::violations(schema, &value);
+    if problems.is_empty() {
+        Ok(value)
+    } else {
+        Err(problems.join("; "))
+    }
 }
 
 /// The subagents of `node_id` as tools: (spec, child node id).

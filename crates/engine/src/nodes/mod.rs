@@ -4,11 +4,17 @@
 
 mod agent;
 mod approval;
+mod code;
+mod foreach;
+mod gate;
+mod http;
 #[path = "if.rs"]
 mod if_node;
+mod join;
 mod note;
 mod output;
 mod start;
+mod subflow;
 mod template;
 
 use std::time::Duration;
@@ -19,11 +25,22 @@ use serde_json::{Map, Value};
 
 pub use agent::{AgentConfig, AgentTools, ReasoningEffort};
 pub use approval::{ApprovalConfig, Decision, DecisionChoice};
+pub use code::CodeConfig;
+pub use foreach::ForEachConfig;
+pub use gate::GateConfig;
+pub use http::HttpConfig;
 pub use if_node::{Condition, IfConfig, Operator};
+pub use join::JoinConfig;
 pub use note::NoteConfig;
 pub use output::OutputConfig;
 pub use start::StartConfig;
+pub use subflow::{OnError, SubflowConfig};
 pub use template::TemplateConfig;
+
+pub(crate) use agent::{complete_structured, route_for};
+pub(crate) use subflow::child_flow_paths;
+
+use std::collections::HashMap;
 
 use crate::run::{Step, StepError, StepOutput};
 
@@ -38,10 +55,16 @@ pub enum NodeKind {
     Template,
     Output,
     Note,
+    Code,
+    Http,
+    Join,
+    ForEach,
+    Subflow,
+    Gate,
 }
 
 impl NodeKind {
-    pub const ALL: [NodeKind; 7] = [
+    pub const ALL: [NodeKind; 13] = [
         NodeKind::Start,
         NodeKind::Agent,
         NodeKind::If,
@@ -49,6 +72,12 @@ impl NodeKind {
         NodeKind::Template,
         NodeKind::Output,
         NodeKind::Note,
+        NodeKind::Code,
+        NodeKind::Http,
+        NodeKind::Join,
+        NodeKind::ForEach,
+        NodeKind::Subflow,
+        NodeKind::Gate,
     ];
 
     /// The `type` id in flow files.
@@ -61,6 +90,12 @@ impl NodeKind {
             NodeKind::Template => "template",
             NodeKind::Output => "output",
             NodeKind::Note => "note",
+            NodeKind::Code => "code",
+            NodeKind::Http => "http",
+            NodeKind::Join => "join",
+            NodeKind::ForEach => "forEach",
+            NodeKind::Subflow => "subflow",
+            NodeKind::Gate => "gate",
         }
     }
 
@@ -84,6 +119,12 @@ pub enum NodeConfig {
     Template(TemplateConfig),
     Output(OutputConfig),
     Note(NoteConfig),
+    Code(CodeConfig),
+    Http(HttpConfig),
+    Join(JoinConfig),
+    ForEach(ForEachConfig),
+    Subflow(SubflowConfig),
+    Gate(GateConfig),
 }
 
 /// A field of a node's `data` that has the wrong type or is out of range.
@@ -124,6 +165,12 @@ impl NodeConfig {
             NodeKind::Template => NodeConfig::Template(parse_fields(data)?),
             NodeKind::Output => NodeConfig::Output(parse_fields(data)?),
             NodeKind::Note => NodeConfig::Note(parse_fields(data)?),
+            NodeKind::Code => NodeConfig::Code(parse_fields(data)?),
+            NodeKind::Http => NodeConfig::Http(parse_fields(data)?),
+            NodeKind::Join => NodeConfig::Join(parse_fields(data)?),
+            NodeKind::ForEach => NodeConfig::ForEach(parse_fields(data)?),
+            NodeKind::Subflow => NodeConfig::Subflow(parse_fields(data)?),
+            NodeKind::Gate => NodeConfig::Gate(parse_fields(data)?),
         };
         config.check_ranges()?;
         Ok(config)
@@ -138,6 +185,12 @@ impl NodeConfig {
             NodeConfig::Template(_) => NodeKind::Template,
             NodeConfig::Output(_) => NodeKind::Output,
             NodeConfig::Note(_) => NodeKind::Note,
+            NodeConfig::Code(_) => NodeKind::Code,
+            NodeConfig::Http(_) => NodeKind::Http,
+            NodeConfig::Join(_) => NodeKind::Join,
+            NodeConfig::ForEach(_) => NodeKind::ForEach,
+            NodeConfig::Subflow(_) => NodeKind::Subflow,
+            NodeConfig::Gate(_) => NodeKind::Gate,
         }
     }
 
@@ -145,11 +198,17 @@ impl NodeConfig {
         match self {
             NodeConfig::Agent(config) => config.check_ranges(),
             NodeConfig::If(config) => config.check_ranges(),
+            NodeConfig::Code(config) => config.check_ranges(),
+            NodeConfig::Http(config) => config.check_ranges(),
+            NodeConfig::ForEach(config) => config.check_ranges(),
+            NodeConfig::Subflow(config) => config.check_ranges(),
+            NodeConfig::Gate(config) => config.check_ranges(),
             NodeConfig::Start(_)
             | NodeConfig::Approval(_)
             | NodeConfig::Template(_)
             | NodeConfig::Output(_)
-            | NodeConfig::Note(_) => Ok(()),
+            | NodeConfig::Note(_)
+            | NodeConfig::Join(_) => Ok(()),
         }
     }
 
@@ -161,38 +220,62 @@ impl NodeConfig {
             NodeConfig::Agent(_) => fixed(&["output", "subagent", "error"]),
             NodeConfig::If(config) => config.handles(),
             NodeConfig::Approval(_) => fixed(&["approve", "reject"]),
-            NodeConfig::Template(_) => fixed(&["output", "error"]),
+            NodeConfig::Template(_)
+            | NodeConfig::Code(_)
+            | NodeConfig::Http(_)
+            | NodeConfig::ForEach(_)
+            | NodeConfig::Subflow(_) => fixed(&["output", "error"]),
+            NodeConfig::Join(_) => fixed(&["output"]),
+            NodeConfig::Gate(_) => fixed(&["pass", "fail", "error"]),
             NodeConfig::Output(_) | NodeConfig::Note(_) => Vec::new(),
         }
     }
 
     /// The templated fields of this node: (field name, template source).
-    pub fn templates(&self) -> Vec<(&'static str, &str)> {
+    pub fn templates(&self) -> Vec<(String, &str)> {
+        fn field<'a>(name: &str, source: &'a str) -> (String, &'a str) {
+            (name.to_string(), source)
+        }
         match self {
             NodeConfig::Agent(config) => vec![
-                ("systemPrompt", config.system_prompt.as_str()),
-                ("userPrompt", config.user_prompt.as_str()),
+                field("systemPrompt", &config.system_prompt),
+                field("userPrompt", &config.user_prompt),
             ],
-            NodeConfig::Approval(config) => vec![("message", config.message.as_str())],
-            NodeConfig::Template(config) => vec![("template", config.template.as_str())],
+            NodeConfig::Approval(config) => vec![field("message", &config.message)],
+            NodeConfig::Template(config) => vec![field("template", &config.template)],
+            NodeConfig::Http(config) => config.templates(),
+            NodeConfig::ForEach(config) => config.templates(),
+            NodeConfig::Gate(config) => vec![field("criteria", &config.criteria)],
             NodeConfig::Start(_)
             | NodeConfig::If(_)
             | NodeConfig::Output(_)
-            | NodeConfig::Note(_) => Vec::new(),
+            | NodeConfig::Note(_)
+            | NodeConfig::Code(_)
+            | NodeConfig::Join(_)
+            | NodeConfig::Subflow(_) => Vec::new(),
         }
     }
 
     /// Runs one step of a kind that finishes at once without I/O (`start`, `if`, `template`,
     /// `output`); `None` for kinds that wait on something. The scheduler runs these inline,
     /// saving a task spawn and a cross-thread wake-up per step.
+    /// Whether [`NodeConfig::run_instant`] runs this kind (exhaustive, so a new kind must choose).
     pub(crate) fn is_instant(&self) -> bool {
-        matches!(
-            self,
+        match self {
             NodeConfig::Start(_)
-                | NodeConfig::If(_)
-                | NodeConfig::Template(_)
-                | NodeConfig::Output(_)
-        )
+            | NodeConfig::If(_)
+            | NodeConfig::Template(_)
+            | NodeConfig::Output(_)
+            | NodeConfig::Join(_) => true,
+            NodeConfig::Agent(_)
+            | NodeConfig::Approval(_)
+            | NodeConfig::Note(_)
+            | NodeConfig::Code(_)
+            | NodeConfig::Http(_)
+            | NodeConfig::ForEach(_)
+            | NodeConfig::Subflow(_)
+            | NodeConfig::Gate(_) => false,
+        }
     }
 
     pub(crate) fn run_instant(&self, step: &Step<'_>) -> Option<Result<StepOutput, StepError>> {
@@ -201,15 +284,34 @@ impl NodeConfig {
             NodeConfig::If(config) => Some(if_node::run(config, step)),
             NodeConfig::Template(config) => Some(template::run(config, step)),
             NodeConfig::Output(_) => Some(output::run(step)),
-            NodeConfig::Agent(_) | NodeConfig::Approval(_) | NodeConfig::Note(_) => None,
+            NodeConfig::Join(_) => Some(join::run(step)),
+            NodeConfig::Agent(_)
+            | NodeConfig::Approval(_)
+            | NodeConfig::Note(_)
+            | NodeConfig::Code(_)
+            | NodeConfig::Http(_)
+            | NodeConfig::ForEach(_)
+            | NodeConfig::Subflow(_)
+            | NodeConfig::Gate(_) => None,
         }
     }
 
     /// Runs one step of this node. `approval` and `note` are handled by the scheduler, which
     /// owns pausing; they never reach here.
-    pub(crate) async fn run(&self, step: &Step<'_>) -> Result<StepOutput, StepError> {
-        if let NodeConfig::Agent(config) = self {
-            return agent::run(config, step).await;
+    /// `decisions` are approvals answered in advance for a nested run (subflow).
+    pub(crate) async fn run(
+        &self,
+        step: &Step<'_>,
+        decisions: &HashMap<String, Decision>,
+    ) -> Result<StepOutput, StepError> {
+        match self {
+            NodeConfig::Agent(config) => return agent::run(config, step).await,
+            NodeConfig::Code(config) => return code::run(config, step).await,
+            NodeConfig::Http(config) => return http::run(config, step).await,
+            NodeConfig::ForEach(config) => return foreach::run(config, step).await,
+            NodeConfig::Subflow(config) => return subflow::run(config, step, decisions).await,
+            NodeConfig::Gate(config) => return gate::run(config, step).await,
+            _ => {}
         }
         self.run_instant(step).unwrap_or_else(|| {
             Err(StepError::new(
@@ -254,6 +356,8 @@ fn default_backoff_ms() -> u64 {
 
 /// The timeout of a node when it does not set one.
 pub const DEFAULT_TIMEOUT_SECONDS: f64 = 300.0;
+/// The timeout of a `code` node when it does not set one.
+pub const CODE_TIMEOUT_SECONDS: f64 = 30.0;
 
 impl CommonSettings {
     pub fn parse(data: &Map<String, Value>) -> Result<CommonSettings, FieldError> {
@@ -277,8 +381,13 @@ impl CommonSettings {
         Ok(settings)
     }
 
-    pub fn timeout(&self) -> Duration {
-        Duration::from_secs_f64(self.timeout_seconds.unwrap_or(DEFAULT_TIMEOUT_SECONDS))
+    /// The timeout of one attempt of a node of `kind` (SPEC §4: 300 s, `code` 30 s).
+    pub fn timeout_for(&self, kind: NodeKind) -> Duration {
+        let default = match kind {
+            NodeKind::Code => CODE_TIMEOUT_SECONDS,
+            _ => DEFAULT_TIMEOUT_SECONDS,
+        };
+        Duration::from_secs_f64(self.timeout_seconds.unwrap_or(default))
     }
 
     pub fn max_attempts(&self) -> u32 {

@@ -2,9 +2,14 @@
 //!
 //! Agent nodes build a [`ChatRequest`] and call [`LlmClients::complete`]; the provider is
 //! chosen from the model name (`openai/…`, `anthropic/…`, `ollama/…`, or a bare name).
+//! [`OpenAiClient`] speaks the Chat Completions wire format (OpenAI, Ollama and compatible
+//! servers), [`AnthropicClient`] the Messages API; both share the retry, timeout,
+//! cancellation and streaming machinery of the private `http` module.
 //! Keys live in [`Secret`]s, which never print, and every error message that leaves this
 //! module has the key redacted.
 
+mod anthropic;
+mod http;
 mod openai;
 
 use std::time::Duration;
@@ -13,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub use anthropic::AnthropicClient;
 pub use openai::OpenAiClient;
 
 /// An API key. Its `Debug` and `Display` never show the value.
@@ -160,6 +166,15 @@ impl ProviderKind {
     }
 }
 
+/// Whether `provider` can search the web itself (`ChatRequest::web_search`). Checked before a
+/// run starts, so an agent asking for web search on a provider without it fails early.
+pub fn supports_web_search(provider: ProviderKind) -> bool {
+    match provider {
+        ProviderKind::OpenAi | ProviderKind::Anthropic => true,
+        ProviderKind::Ollama => false,
+    }
+}
+
 /// A model name resolved to its provider and the name that provider knows it by.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelRoute {
@@ -255,7 +270,9 @@ pub struct ChatRequest {
     pub temperature: Option<f64>,
     /// Use the provider's own server-side web search.
     pub web_search: bool,
-    /// Ask for JSON matching this JSON Schema, in the provider's native structured-output mode.
+    /// Ask for JSON matching this JSON Schema, in the provider's native structured-output mode
+    /// (Anthropic: a tool the answer is given to). Either way the answer's `content` is the
+    /// JSON as text, for the caller to parse and check.
     pub response_schema: Option<Value>,
 }
 
@@ -282,11 +299,40 @@ pub struct WebSource {
     pub title: Option<String>,
 }
 
+/// Adds a page to `sources` unless its URL is already there (a later title fills in a
+/// missing one).
+fn add_source(sources: &mut Vec<WebSource>, url: &str, title: Option<&str>) {
+    let url = url.trim();
+    if url.is_empty() {
+        return;
+    }
+    let title = title.map(str::trim).filter(|title| !title.is_empty());
+    match sources.iter_mut().find(|source| source.url == url) {
+        Some(source) => {
+            if source.title.is_none() {
+                source.title = title.map(str::to_string);
+            }
+        }
+        None => sources.push(WebSource {
+            url: url.to_string(),
+            title: title.map(str::to_string),
+        }),
+    }
+}
+
 /// Tokens used by one call, as the provider reported them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+    }
 }
 
 /// What a model answered.
@@ -311,8 +357,6 @@ pub enum ProviderError {
         provider: &'static str,
         variable: &'static str,
     },
-    #[error("{provider} provider is not supported yet")]
-    Unsupported { provider: &'static str },
     #[error("{provider} answered HTTP {status}: {message}")]
     Http {
         provider: &'static str,
@@ -344,6 +388,7 @@ pub enum ProviderError {
 pub struct LlmClients {
     settings: ProviderSettings,
     openai: OpenAiClient,
+    anthropic: AnthropicClient,
 }
 
 impl LlmClients {
@@ -355,7 +400,8 @@ impl LlmClients {
             // Only fails when the TLS backend cannot initialize, which is a broken install.
             .unwrap_or_else(|_| reqwest::Client::new());
         LlmClients {
-            openai: OpenAiClient::new(http, settings.clone()),
+            openai: OpenAiClient::new(http.clone(), settings.clone()),
+            anthropic: AnthropicClient::new(http, settings.clone()),
             settings,
         }
     }
@@ -393,9 +439,19 @@ impl LlmClients {
                     .complete("ollama", &base, None, request, on_delta, cancel)
                     .await
             }
-            ProviderKind::Anthropic => Err(ProviderError::Unsupported {
-                provider: "anthropic",
-            }),
+            ProviderKind::Anthropic => {
+                let key = self.settings.anthropic_api_key.as_ref();
+                let base = self.settings.anthropic_base_url.as_str();
+                if key.is_none() && base == DEFAULT_ANTHROPIC_BASE_URL {
+                    return Err(ProviderError::NotConfigured {
+                        provider: "anthropic",
+                        variable: "ANTHROPIC_API_KEY",
+                    });
+                }
+                self.anthropic
+                    .complete(base, key, request, on_delta, cancel)
+                    .await
+            }
         };
         result.map_err(|error| self.redact_error(error))
     }
@@ -453,6 +509,29 @@ mod tests {
                 provider: ProviderKind::Anthropic,
                 model: "claude-x".into()
             }
+        );
+    }
+
+    #[test]
+    fn web_search_support_by_provider() {
+        assert!(supports_web_search(ProviderKind::OpenAi));
+        assert!(supports_web_search(ProviderKind::Anthropic));
+        assert!(!supports_web_search(ProviderKind::Ollama));
+    }
+
+    #[test]
+    fn sources_are_deduplicated_by_url() {
+        let mut sources = Vec::new();
+        add_source(&mut sources, "https://a.example", None);
+        add_source(&mut sources, " https://a.example ", Some("A"));
+        add_source(&mut sources, "https://a.example", Some("Other"));
+        add_source(&mut sources, "", Some("nothing"));
+        assert_eq!(
+            sources,
+            vec![WebSource {
+                url: "https://a.example".into(),
+                title: Some("A".into()),
+            }]
         );
     }
 

@@ -3,30 +3,22 @@
 //!
 //! One call is `POST {base_url}/chat/completions` with `stream: true`. The answer is read as
 //! server-sent events (or as a plain `chat.completion` when the server ignores `stream`), with
-//! text pieces passed on as they arrive. 429 and 5xx answers and connection failures are retried
-//! with exponential backoff; every network wait is raced against the cancellation token.
+//! text pieces passed on as they arrive. Retries, timeouts, cancellation and the size bound
+//! are the shared ones of [`super::http`].
 
-use std::time::Duration;
-
-use reqwest::StatusCode;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, RETRY_AFTER};
+use reqwest::header::{AUTHORIZATION, HeaderMap};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::http::{
+    Exchange, Failure, SseEvent, StreamDecoder, WireFormat, excerpt, invalid_json, malformed,
+    reported_error, secret_header,
+};
 use super::{
     ChatMessage, ChatRequest, ChatResponse, ProviderError, ProviderSettings, Secret, ToolCall,
-    Usage,
+    Usage, WebSource, add_source,
 };
-
-/// Largest answer accepted (streamed or not).
-const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
-/// How much of an error body is read.
-const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
-/// Longest excerpt of a malformed answer quoted in an error, in characters.
-const EXCERPT_CHARS: usize = 200;
-/// Longest provider error message kept, in characters.
-const MAX_MESSAGE_CHARS: usize = 500;
 
 /// A client for the OpenAI Chat Completions wire format. Cheap to clone: the HTTP connection
 /// pool is shared.
@@ -56,253 +48,63 @@ impl OpenAiClient {
         cancel: &CancellationToken,
     ) -> Result<ChatResponse, ProviderError> {
         let base_url = base_url.trim_end_matches('/');
-        let call = Call {
-            client: self,
+        let mut headers = HeaderMap::new();
+        if let Some(value) = key.and_then(|key| secret_header(&format!("Bearer {}", key.expose())))
+        {
+            headers.insert(AUTHORIZATION, value);
+        }
+        let exchange = Exchange {
+            http: &self.http,
+            settings: &self.settings,
             provider,
             base_url,
             url: format!("{base_url}/chat/completions"),
-            key,
+            headers,
             body: request_body(request),
-            on_delta,
             cancel,
         };
-        let attempts = self.settings.max_attempts.max(1);
-        let mut attempt = 1;
-        loop {
-            if cancel.is_cancelled() {
-                return Err(ProviderError::Cancelled);
-            }
-            let failure = match call.attempt().await {
-                Ok(response) => return Ok(response),
-                Err(failure) => failure,
-            };
-            if !failure.retryable || attempt >= attempts {
-                return Err(failure.error);
-            }
-            let delay = failure
-                .retry_after
-                .unwrap_or_else(|| self.backoff(attempt))
-                .min(self.settings.max_backoff);
-            tracing::debug!(
-                provider,
-                attempt,
-                reason = %failure_reason(&failure.error),
-                ?delay,
-                "model call failed, retrying"
-            );
-            tokio::select! {
-                biased;
-                _ = cancel.cancelled() => return Err(ProviderError::Cancelled),
-                _ = tokio::time::sleep(delay) => {}
-            }
-            attempt += 1;
-        }
-    }
-
-    /// The wait after failed attempt number `attempt` (from 1): the initial backoff doubled
-    /// per attempt, ±25 % jitter, capped at the maximum backoff.
-    fn backoff(&self, attempt: u32) -> Duration {
-        let max = self.settings.max_backoff;
-        let doublings = i32::try_from(attempt.saturating_sub(1).min(30)).unwrap_or(30);
-        let base = self.settings.initial_backoff.as_secs_f64() * 2f64.powi(doublings);
-        let jittered = base * (0.75 + 0.5 * rand::random::<f64>());
-        Duration::try_from_secs_f64(jittered)
-            .unwrap_or(max)
-            .min(max)
+        exchange.run(&OpenAiFormat { provider, on_delta }).await
     }
 }
 
-/// A short description of a failure for logs (never the provider's message, which might echo
-/// a key).
-fn failure_reason(error: &ProviderError) -> String {
-    match error {
-        ProviderError::Http { status, .. } => format!("HTTP {status}"),
-        ProviderError::Connect { .. } => "connection failed".into(),
-        ProviderError::Timeout { .. } => "timed out".into(),
-        _ => "error".into(),
-    }
-}
-
-/// Why an attempt failed and whether another attempt may help.
-struct Failure {
-    error: ProviderError,
-    retryable: bool,
-    /// The server's `Retry-After`, when it sent one.
-    retry_after: Option<Duration>,
-}
-
-impl Failure {
-    fn fatal(error: ProviderError) -> Failure {
-        Failure {
-            error,
-            retryable: false,
-            retry_after: None,
-        }
-    }
-
-    fn retry_if(error: ProviderError, retryable: bool) -> Failure {
-        Failure {
-            error,
-            retryable,
-            retry_after: None,
-        }
-    }
-}
-
-impl From<ProviderError> for Failure {
-    fn from(error: ProviderError) -> Failure {
-        Failure::fatal(error)
-    }
-}
-
-/// Everything one model call needs, shared by its attempts.
-struct Call<'a> {
-    client: &'a OpenAiClient,
+/// Reads Chat Completions answers.
+struct OpenAiFormat<'a> {
     provider: &'static str,
-    base_url: &'a str,
-    url: String,
-    key: Option<&'a Secret>,
-    body: Value,
     on_delta: &'a (dyn Fn(&str) + Send + Sync),
-    cancel: &'a CancellationToken,
 }
 
-impl Call<'_> {
-    async fn attempt(&self) -> Result<ChatResponse, Failure> {
-        let mut builder = self
-            .client
-            .http
-            .post(&self.url)
-            .header(ACCEPT, "text/event-stream, application/json")
-            .json(&self.body);
-        if let Some(key) = self.key {
-            builder = builder.bearer_auth(key.expose());
-        }
-        let sent = tokio::select! {
-            biased;
-            _ = self.cancel.cancelled() => return Err(ProviderError::Cancelled.into()),
-            sent = builder.send() => sent,
-        };
-        // Nothing of an answer arrived, so another attempt cannot repeat anything; only a
-        // request that could not even be built (a bad URL) is not worth another try.
-        let response = sent.map_err(|error| {
-            Failure::retry_if(self.transport_error(&error), !error.is_builder())
-        })?;
-        let status = response.status();
-        if !status.is_success() {
-            return Err(self.http_failure(response).await);
-        }
-        let is_json = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .is_some_and(|value| {
-                value
-                    .trim_start()
-                    .to_ascii_lowercase()
-                    .starts_with("application/json")
-            });
-        let reader = BodyReader {
-            response,
-            received: 0,
-            limit: MAX_RESPONSE_BYTES,
-            cancel: self.cancel,
-        };
-        if is_json {
-            self.read_completion(reader).await
-        } else {
-            self.read_stream(reader).await
-        }
-    }
+impl<'a> WireFormat for OpenAiFormat<'a> {
+    type Stream = StreamState<'a>;
 
-    /// The error for a request that got no answer.
-    fn transport_error(&self, error: &reqwest::Error) -> ProviderError {
-        if error.is_timeout() {
-            let limit = if error.is_connect() {
-                self.client.settings.connect_timeout
-            } else {
-                self.client.settings.read_timeout
-            };
-            ProviderError::Timeout {
-                provider: self.provider,
-                seconds: limit.as_secs(),
-            }
-        } else {
-            ProviderError::Connect {
-                provider: self.provider,
-                url: self.base_url.to_string(),
-                message: describe(error),
-            }
-        }
-    }
-
-    fn timeout(&self) -> ProviderError {
-        ProviderError::Timeout {
+    fn stream(&self) -> StreamState<'a> {
+        StreamState {
             provider: self.provider,
-            seconds: self.client.settings.read_timeout.as_secs(),
+            on_delta: self.on_delta,
+            content: String::new(),
+            calls: Vec::new(),
+            usage: None,
+            sources: Vec::new(),
+            finish_reason: None,
         }
     }
 
-    fn malformed(&self, message: impl Into<String>) -> ProviderError {
-        ProviderError::Malformed {
-            provider: self.provider,
-            message: message.into(),
-        }
-    }
-
-    /// A non-2xx answer: the provider's message, retryable for 429 and 5xx.
-    async fn http_failure(&self, response: reqwest::Response) -> Failure {
-        let status = response.status();
-        let retry_after = parse_retry_after(response.headers());
-        let mut reader = BodyReader {
-            response,
-            received: 0,
-            limit: usize::MAX,
-            cancel: self.cancel,
-        };
-        let mut body = Vec::new();
-        while body.len() < MAX_ERROR_BODY_BYTES {
-            match reader.next().await {
-                Ok(Some(bytes)) => body.extend_from_slice(bytes.as_ref()),
-                Err(ReadError::Cancelled) => return Failure::fatal(ProviderError::Cancelled),
-                // A broken or slow error body still leaves the status to report.
-                Ok(None) | Err(_) => break,
-            }
-        }
-        body.truncate(MAX_ERROR_BODY_BYTES);
-        Failure {
-            error: ProviderError::Http {
-                provider: self.provider,
-                status: status.as_u16(),
-                message: error_message(status, &body),
-            },
-            retryable: status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error(),
-            retry_after,
-        }
-    }
-
-    /// A plain `chat.completion` body (the server ignored `stream: true`).
-    async fn read_completion(&self, mut reader: BodyReader<'_>) -> Result<ChatResponse, Failure> {
-        let mut body = Vec::new();
-        loop {
-            match reader.next().await {
-                Ok(Some(bytes)) => body.extend_from_slice(bytes.as_ref()),
-                Ok(None) => break,
-                Err(error) => return Err(self.read_failure(error, reader.received, None)),
-            }
-        }
-        let completion: Completion = serde_json::from_slice(&body).map_err(|error| {
-            self.malformed(format!(
-                "the answer is not a valid chat completion ({error}): {}",
-                excerpt(&String::from_utf8_lossy(&body))
-            ))
+    /// A plain `chat.completion` body.
+    fn parse_json(&self, body: &[u8]) -> Result<ChatResponse, ProviderError> {
+        let completion: Completion = serde_json::from_slice(body).map_err(|error| {
+            malformed(
+                self.provider,
+                format!(
+                    "the answer is not a valid chat completion ({error}): {}",
+                    excerpt(&String::from_utf8_lossy(body))
+                ),
+            )
         })?;
         if let Some(error) = completion.error.filter(|error| !error.is_null()) {
-            return Err(reported_error(self.provider, &error).into());
+            return Err(reported_error(self.provider, &error, None));
         }
         let usage = completion.usage.map(WireUsage::into_usage);
         let Some(choice) = completion.choices.into_iter().next() else {
-            return Err(self.malformed("the answer has no choices").into());
+            return Err(malformed(self.provider, "the answer has no choices"));
         };
         let message = choice.message.unwrap_or_default();
         let content = message
@@ -327,242 +129,25 @@ impl Call<'_> {
                 finish_call(index, call.id, function.name, arguments)
             })
             .collect();
+        let mut sources = Vec::new();
+        collect_citations(&mut sources, message.annotations.as_deref());
         Ok(ChatResponse {
             content,
             tool_calls,
             usage,
-            sources: Vec::new(),
+            sources,
         })
     }
+}
 
-    /// A server-sent event stream of `chat.completion.chunk`s.
-    async fn read_stream(&self, mut reader: BodyReader<'_>) -> Result<ChatResponse, Failure> {
-        let mut parser = SseParser::default();
-        let mut state = StreamState::default();
-        let mut events = Vec::new();
-        loop {
-            match reader.next().await {
-                Ok(Some(bytes)) => {
-                    parser.push(bytes.as_ref(), &mut events);
-                    for event in events.drain(..) {
-                        if state.event(self, &event, false)? {
-                            return Ok(state.finish());
-                        }
-                    }
-                }
-                Ok(None) => {
-                    parser.finish(&mut events);
-                    for event in events.drain(..) {
-                        if state.event(self, &event, true)? {
-                            return Ok(state.finish());
-                        }
-                    }
-                    if state.finish_reason.is_some() {
-                        return Ok(state.finish());
-                    }
-                    return Err(self
-                        .malformed(
-                            "the stream ended early (no finish reason and no [DONE]); \
-                             the connection was probably cut",
-                        )
-                        .into());
-                }
-                // The answer is complete but for its usage or [DONE]: keep it.
-                Err(ReadError::Broken(_) | ReadError::TimedOut)
-                    if state.finish_reason.is_some() =>
-                {
-                    tracing::debug!(
-                        provider = self.provider,
-                        "stream broke after its finish reason"
-                    );
-                    return Ok(state.finish());
-                }
-                Err(error) => {
-                    let cut = "the stream ended early";
-                    return Err(self.read_failure(error, reader.received, Some(cut)));
-                }
-            }
+/// Adds the pages of `url_citation` annotations to `sources`.
+fn collect_citations(sources: &mut Vec<WebSource>, annotations: Option<&[Value]>) {
+    for annotation in annotations.unwrap_or_default() {
+        // The citation's fields are nested under `url_citation`; some servers put them flat.
+        let citation = annotation.get("url_citation").unwrap_or(annotation);
+        if let Some(url) = citation.get("url").and_then(Value::as_str) {
+            add_source(sources, url, citation.get("title").and_then(Value::as_str));
         }
-    }
-
-    /// The failure for a body that could not be read to its end. Only a body of which nothing
-    /// arrived may be retried.
-    fn read_failure(&self, error: ReadError, received: usize, cut: Option<&str>) -> Failure {
-        let nothing_yet = received == 0;
-        match error {
-            ReadError::Cancelled => Failure::fatal(ProviderError::Cancelled),
-            ReadError::TooLarge => Failure::fatal(self.malformed(format!(
-                "the answer is larger than {} MiB",
-                MAX_RESPONSE_BYTES / (1024 * 1024)
-            ))),
-            ReadError::TimedOut => Failure::retry_if(self.timeout(), nothing_yet),
-            ReadError::Broken(message) if nothing_yet => Failure::retry_if(
-                ProviderError::Connect {
-                    provider: self.provider,
-                    url: self.base_url.to_string(),
-                    message,
-                },
-                true,
-            ),
-            ReadError::Broken(message) => {
-                let cut = cut.unwrap_or("the answer was cut off");
-                Failure::fatal(self.malformed(format!("{cut} ({message})")))
-            }
-        }
-    }
-}
-
-/// Why the body of an answer could not be read further.
-enum ReadError {
-    Cancelled,
-    TooLarge,
-    TimedOut,
-    Broken(String),
-}
-
-/// Reads an answer's body chunk by chunk, racing each read against cancellation and bounding
-/// its size.
-struct BodyReader<'a> {
-    response: reqwest::Response,
-    received: usize,
-    limit: usize,
-    cancel: &'a CancellationToken,
-}
-
-impl BodyReader<'_> {
-    async fn next(&mut self) -> Result<Option<impl AsRef<[u8]> + use<>>, ReadError> {
-        let chunk = tokio::select! {
-            biased;
-            _ = self.cancel.cancelled() => return Err(ReadError::Cancelled),
-            chunk = self.response.chunk() => chunk,
-        };
-        match chunk {
-            Ok(Some(bytes)) => {
-                self.received = self.received.saturating_add(bytes.as_ref().len());
-                if self.received > self.limit {
-                    return Err(ReadError::TooLarge);
-                }
-                Ok(Some(bytes))
-            }
-            Ok(None) => Ok(None),
-            Err(error) if error.is_timeout() => Err(ReadError::TimedOut),
-            Err(error) => Err(ReadError::Broken(describe(&error))),
-        }
-    }
-}
-
-/// A reqwest error as text: its chain of causes, without the URL.
-fn describe(error: &reqwest::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !text.is_empty() && parts.last() != Some(&text) {
-            parts.push(text);
-        }
-        source = cause.source();
-    }
-    if parts.is_empty() {
-        if error.is_body() || error.is_decode() {
-            "the connection broke while reading the answer".into()
-        } else {
-            "the request failed".into()
-        }
-    } else {
-        parts.join(": ")
-    }
-}
-
-/// The `Retry-After` header in seconds (integer or fractional); dates are ignored.
-fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let seconds: f64 = headers
-        .get(RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    if !seconds.is_finite() || seconds < 0.0 {
-        return None;
-    }
-    Duration::try_from_secs_f64(seconds).ok()
-}
-
-/// The message of an error answer: `error.message` of a JSON body, else the body's text.
-fn error_message(status: StatusCode, body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
-    if let Ok(value) = serde_json::from_str::<Value>(&text)
-        && let Some(message) = json_error_message(&value)
-    {
-        return truncate(message.trim(), MAX_MESSAGE_CHARS);
-    }
-    let text = text.trim();
-    if text.is_empty() {
-        status
-            .canonical_reason()
-            .unwrap_or("no message")
-            .to_string()
-    } else {
-        truncate(text, MAX_MESSAGE_CHARS)
-    }
-}
-
-/// The message of a JSON error body in the shapes servers use: `{"error": {"message"}}`,
-/// `{"error": "…"}`, `{"message": "…"}` or `{"detail": "…"}`.
-fn json_error_message(value: &Value) -> Option<&str> {
-    match value.get("error") {
-        Some(Value::String(message)) => Some(message),
-        Some(error) if error.is_object() => error.get("message").and_then(Value::as_str),
-        _ => value
-            .get("message")
-            .or_else(|| value.get("detail"))
-            .and_then(Value::as_str),
-    }
-}
-
-/// An `error` object found inside a successful answer.
-fn reported_error(provider: &'static str, error: &Value) -> ProviderError {
-    let message = match error {
-        Value::String(message) => message.clone(),
-        other => other
-            .get("message")
-            .and_then(Value::as_str)
-            .map_or_else(|| other.to_string(), str::to_string),
-    };
-    let message = truncate(message.trim(), MAX_MESSAGE_CHARS);
-    let status = ["code", "status"]
-        .iter()
-        .filter_map(|field| error.get(*field).and_then(Value::as_u64))
-        .find(|code| (400..=599).contains(code))
-        .and_then(|code| u16::try_from(code).ok());
-    match status {
-        Some(status) => ProviderError::Http {
-            provider,
-            status,
-            message,
-        },
-        None => ProviderError::Malformed {
-            provider,
-            message: format!("the provider reported an error: {message}"),
-        },
-    }
-}
-
-/// At most `max` characters of `text`, with `…` when shortened.
-fn truncate(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
-}
-
-/// A short excerpt of a malformed answer for an error message.
-fn excerpt(text: &str) -> String {
-    let text = text.trim();
-    if text.is_empty() {
-        "(empty)".into()
-    } else {
-        truncate(text, EXCERPT_CHARS)
     }
 }
 
@@ -596,6 +181,18 @@ fn request_body(request: &ChatRequest) -> Value {
     }
     if let Some(temperature) = request.temperature {
         body.insert("temperature".into(), json!(temperature));
+    }
+    if request.web_search {
+        body.insert("web_search_options".into(), json!({}));
+    }
+    if let Some(schema) = &request.response_schema {
+        body.insert(
+            "response_format".into(),
+            json!({
+                "type": "json_schema",
+                "json_schema": { "name": "output", "schema": schema, "strict": false },
+            }),
+        );
     }
     body.insert("stream".into(), Value::Bool(true));
     body.insert("stream_options".into(), json!({ "include_usage": true }));
@@ -722,6 +319,8 @@ struct CompletionMessage {
     content: Option<Value>,
     #[serde(default)]
     tool_calls: Option<Vec<WireToolCall>>,
+    #[serde(default)]
+    annotations: Option<Vec<Value>>,
 }
 
 #[derive(Deserialize)]
@@ -767,6 +366,8 @@ struct StreamDelta {
     content: Option<String>,
     #[serde(default)]
     tool_calls: Option<Vec<WireToolCall>>,
+    #[serde(default)]
+    annotations: Option<Vec<Value>>,
 }
 
 /// A tool call being assembled from stream fragments.
@@ -778,40 +379,30 @@ struct PartialCall {
 }
 
 /// What a stream has said so far.
-#[derive(Default)]
-struct StreamState {
+struct StreamState<'a> {
+    provider: &'static str,
+    on_delta: &'a (dyn Fn(&str) + Send + Sync),
     content: String,
     calls: Vec<PartialCall>,
     usage: Option<Usage>,
+    sources: Vec<WebSource>,
     finish_reason: Option<String>,
 }
 
-impl StreamState {
-    /// Takes in one event's data; true once the stream says `[DONE]`. `at_end` marks events
-    /// flushed at the end of the body, which may have been cut in the middle.
-    fn event(&mut self, call: &Call<'_>, data: &str, at_end: bool) -> Result<bool, ProviderError> {
-        let data = data.trim();
+impl StreamDecoder for StreamState<'_> {
+    /// Takes in one event's data; true once the stream says `[DONE]`.
+    fn event(&mut self, event: &SseEvent, at_end: bool) -> Result<bool, Failure> {
+        let data = event.data.trim();
         if data.is_empty() {
             return Ok(false);
         }
         if data == "[DONE]" {
             return Ok(true);
         }
-        let chunk: StreamChunk = serde_json::from_str(data).map_err(|error| {
-            if at_end {
-                call.malformed(format!(
-                    "the stream ended early, in the middle of an event: {}",
-                    excerpt(data)
-                ))
-            } else {
-                call.malformed(format!(
-                    "the stream sent invalid JSON ({error}): {}",
-                    excerpt(data)
-                ))
-            }
-        })?;
+        let chunk: StreamChunk = serde_json::from_str(data)
+            .map_err(|error| invalid_json(self.provider, data, &error, at_end))?;
         if let Some(error) = chunk.error.filter(|error| !error.is_null()) {
-            return Err(reported_error(call.provider, &error));
+            return Err(reported_error(self.provider, &error, None).into());
         }
         if let Some(usage) = chunk.usage {
             self.usage = Some(usage.into_usage());
@@ -821,12 +412,13 @@ impl StreamState {
         };
         if let Some(delta) = choice.delta {
             if let Some(piece) = delta.content.filter(|piece| !piece.is_empty()) {
-                (call.on_delta)(&piece);
+                (self.on_delta)(&piece);
                 self.content.push_str(&piece);
             }
             for fragment in delta.tool_calls.unwrap_or_default() {
                 self.tool_call_fragment(fragment);
             }
+            collect_citations(&mut self.sources, delta.annotations.as_deref());
         }
         if let Some(reason) = choice.finish_reason.filter(|reason| !reason.is_empty()) {
             self.finish_reason = Some(reason);
@@ -834,6 +426,27 @@ impl StreamState {
         Ok(false)
     }
 
+    /// A finish reason makes the answer complete even without its usage or `[DONE]`.
+    fn is_finished(&self) -> bool {
+        self.finish_reason.is_some()
+    }
+
+    fn finish(mut self) -> ChatResponse {
+        self.calls.sort_by_key(|call| call.index);
+        ChatResponse {
+            content: self.content,
+            tool_calls: self
+                .calls
+                .into_iter()
+                .map(|call| finish_call(call.index, call.id, call.name, call.arguments))
+                .collect(),
+            usage: self.usage,
+            sources: self.sources,
+        }
+    }
+}
+
+impl StreamState<'_> {
     /// Adds a fragment to the call with the same `index` (a fragment without an index starts
     /// a new call when it has an id, else continues the last one).
     fn tool_call_fragment(&mut self, fragment: WireToolCall) {
@@ -874,141 +487,11 @@ impl StreamState {
             }
         }
     }
-
-    fn finish(mut self) -> ChatResponse {
-        self.calls.sort_by_key(|call| call.index);
-        ChatResponse {
-            content: self.content,
-            tool_calls: self
-                .calls
-                .into_iter()
-                .map(|call| finish_call(call.index, call.id, call.name, call.arguments))
-                .collect(),
-            usage: self.usage,
-            sources: Vec::new(),
-        }
-    }
-}
-
-/// An incremental server-sent events parser: feeds on bytes as they arrive, yields the data of
-/// each complete event. Lines end in `\n`, `\r\n` or `\r`; comments and fields other than
-/// `data` are ignored; several `data` lines of one event are joined with `\n`.
-#[derive(Default)]
-struct SseParser {
-    /// Bytes not yet split into lines.
-    buffer: Vec<u8>,
-    /// How much of `buffer` is known to hold no line end.
-    scanned: usize,
-    /// The data of the event being read.
-    data: String,
-    has_data: bool,
-}
-
-impl SseParser {
-    fn push(&mut self, bytes: &[u8], events: &mut Vec<String>) {
-        let mut buffer = std::mem::take(&mut self.buffer);
-        buffer.extend_from_slice(bytes);
-        let mut start = 0;
-        let mut search = self.scanned;
-        while let Some(offset) = buffer
-            .get(search..)
-            .and_then(|rest| rest.iter().position(|&b| b == b'\n' || b == b'\r'))
-        {
-            let end = search + offset;
-            let next = if buffer.get(end) == Some(&b'\r') {
-                match buffer.get(end + 1) {
-                    Some(b'\n') => end + 2,
-                    Some(_) => end + 1,
-                    // The `\n` of a `\r\n` may be in the next chunk.
-                    None => break,
-                }
-            } else {
-                end + 1
-            };
-            self.line(&buffer[start..end], events);
-            start = next;
-            search = next;
-        }
-        buffer.drain(..start);
-        self.scanned = buffer.len() - usize::from(buffer.last() == Some(&b'\r'));
-        self.buffer = buffer;
-    }
-
-    /// The end of the body: a last line and event without their terminators still count.
-    fn finish(&mut self, events: &mut Vec<String>) {
-        let buffer = std::mem::take(&mut self.buffer);
-        self.scanned = 0;
-        let line = buffer.strip_suffix(b"\r").unwrap_or(&buffer);
-        if !line.is_empty() {
-            self.line(line, events);
-        }
-        self.line(b"", events);
-    }
-
-    fn line(&mut self, line: &[u8], events: &mut Vec<String>) {
-        if line.is_empty() {
-            if self.has_data {
-                events.push(std::mem::take(&mut self.data));
-                self.has_data = false;
-            }
-            return;
-        }
-        if line.first() == Some(&b':') {
-            return;
-        }
-        let (field, value) = match line.iter().position(|&b| b == b':') {
-            Some(colon) => (&line[..colon], &line[colon + 1..]),
-            None => (line, &[][..]),
-        };
-        if field != b"data" {
-            return;
-        }
-        let value = value.strip_prefix(b" ").unwrap_or(value);
-        if self.has_data {
-            self.data.push('\n');
-        }
-        self.data.push_str(&String::from_utf8_lossy(value));
-        self.has_data = true;
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn parse(chunks: &[&[u8]]) -> Vec<String> {
-        let mut parser = SseParser::default();
-        let mut events = Vec::new();
-        for chunk in chunks {
-            parser.push(chunk, &mut events);
-        }
-        parser.finish(&mut events);
-        events
-    }
-
-    #[test]
-    fn sse_events_survive_any_split() {
-        let stream = b": keep-alive\r\ndata: {\"a\":1}\r\n\r\nevent: x\ndata: line one\ndata: line two\n\ndata:[DONE]\n\n";
-        let expected = vec![
-            "{\"a\":1}".to_string(),
-            "line one\nline two".to_string(),
-            "[DONE]".to_string(),
-        ];
-        assert_eq!(parse(&[stream]), expected);
-        for split in 0..stream.len() {
-            let (a, b) = stream.split_at(split);
-            assert_eq!(parse(&[a, b]), expected, "split at {split}");
-        }
-        let bytes: Vec<&[u8]> = stream.chunks(1).collect();
-        assert_eq!(parse(&bytes), expected);
-    }
-
-    #[test]
-    fn sse_handles_lone_cr_and_unterminated_end() {
-        assert_eq!(parse(&[b"data: a\r\rdata: b"]), vec!["a", "b"]);
-        assert_eq!(parse(&[b"data: a\r", b"\r"]), vec!["a"]);
-        assert_eq!(parse(&[b"data: h\xc3", b"\xa9\n\n"]), vec!["hé"]);
-    }
 
     #[test]
     fn request_body_has_the_wire_shape() {
@@ -1047,58 +530,38 @@ mod tests {
         assert_eq!(body["messages"][2]["tool_call_id"], "c1");
         assert_eq!(body["temperature"], 0.5);
         assert_eq!(body["stream_options"]["include_usage"], true);
-        assert!(body.get("tools").is_none());
-        assert!(body.get("reasoning_effort").is_none());
+        for absent in [
+            "tools",
+            "reasoning_effort",
+            "web_search_options",
+            "response_format",
+        ] {
+            assert!(body.get(absent).is_none(), "{absent}");
+        }
     }
 
     #[test]
-    fn error_messages_are_extracted_and_bounded() {
-        let status = StatusCode::BAD_REQUEST;
+    fn citations_are_collected_once_per_url() {
+        let mut sources = Vec::new();
+        let annotations = vec![
+            json!({ "type": "url_citation", "url_citation": { "url": "https://a.example", "title": "A", "start_index": 0, "end_index": 3 } }),
+            json!({ "type": "url_citation", "url_citation": { "url": "https://a.example", "start_index": 4, "end_index": 5 } }),
+            json!({ "type": "url_citation", "url": "https://b.example" }),
+            json!({ "type": "file_citation" }),
+        ];
+        collect_citations(&mut sources, Some(&annotations));
         assert_eq!(
-            error_message(status, br#"{"error":{"message":"bad model","type":"x"}}"#),
-            "bad model"
+            sources,
+            vec![
+                WebSource {
+                    url: "https://a.example".into(),
+                    title: Some("A".into()),
+                },
+                WebSource {
+                    url: "https://b.example".into(),
+                    title: None,
+                },
+            ]
         );
-        assert_eq!(error_message(status, br#"{"error":"nope"}"#), "nope");
-        assert_eq!(error_message(status, b"  plain text \n"), "plain text");
-        assert_eq!(error_message(status, b""), "Bad Request");
-        let long = "x".repeat(5000);
-        assert_eq!(
-            error_message(status, long.as_bytes()).chars().count(),
-            MAX_MESSAGE_CHARS + 1
-        );
-    }
-
-    #[test]
-    fn retry_after_accepts_integers_and_fractions() {
-        let mut headers = HeaderMap::new();
-        headers.insert(RETRY_AFTER, "2".parse().expect("header"));
-        assert_eq!(parse_retry_after(&headers), Some(Duration::from_secs(2)));
-        headers.insert(RETRY_AFTER, "0.25".parse().expect("header"));
-        assert_eq!(
-            parse_retry_after(&headers),
-            Some(Duration::from_millis(250))
-        );
-        headers.insert(
-            RETRY_AFTER,
-            "Wed, 21 Oct 2015 07:28:00 GMT".parse().expect("header"),
-        );
-        assert_eq!(parse_retry_after(&headers), None);
-    }
-
-    #[test]
-    fn backoff_doubles_and_is_capped() {
-        let client = OpenAiClient::new(
-            reqwest::Client::new(),
-            ProviderSettings {
-                initial_backoff: Duration::from_millis(100),
-                max_backoff: Duration::from_millis(300),
-                ..ProviderSettings::default()
-            },
-        );
-        let first = client.backoff(1);
-        assert!(first >= Duration::from_millis(75) && first <= Duration::from_millis(125));
-        let second = client.backoff(2);
-        assert!(second >= Duration::from_millis(150) && second <= Duration::from_millis(250));
-        assert_eq!(client.backoff(40), Duration::from_millis(300));
     }
 }

@@ -3,6 +3,7 @@
 //! the outside world only through this.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 
 use chrono::{SecondsFormat, Utc};
@@ -12,9 +13,10 @@ use tokio_util::sync::CancellationToken;
 use crate::event::{EventType, RunEvent};
 use crate::flow::{Flow, Node};
 use crate::nodes::{CommonSettings, NodeConfig, NodeKind};
-use crate::providers::{ChatMessage, LlmClients};
+use crate::providers::{ChatMessage, LlmClients, Usage};
 use crate::store::Store;
 use crate::template::{NodeOutputs, Scope, Templates};
+use crate::validate::Problem;
 
 /// Called with every event of a run, in `seq` order.
 pub type EventListener = Arc<dyn Fn(&RunEvent) + Send + Sync>;
@@ -25,12 +27,23 @@ pub(crate) fn now() -> String {
 }
 
 /// Numbers events and hands each to the store and the host, one at a time, so every
-/// consumer sees the same order.
-pub(crate) struct Emitter {
+/// consumer sees the same order. Shared by a run and all its nested runs.
+struct EventLog {
     run_id: String,
     store: Store,
     listener: Option<EventListener>,
     next_seq: Mutex<u64>,
+    /// Tokens used by the whole run so far (nested runs included).
+    usage: Mutex<Usage>,
+}
+
+/// Emits the events of one (possibly nested) run into its run's log.
+#[derive(Clone)]
+pub(crate) struct Emitter {
+    log: Arc<EventLog>,
+    /// Path of the subflow / forEach step this emitter's run belongs to (`None` at the top).
+    scope: Option<String>,
+    item: Option<u64>,
 }
 
 impl Emitter {
@@ -39,38 +52,99 @@ impl Emitter {
         store: Store,
         listener: Option<EventListener>,
         next_seq: u64,
+        usage: Usage,
     ) -> Emitter {
         Emitter {
-            run_id,
-            store,
-            listener,
-            next_seq: Mutex::new(next_seq),
+            log: Arc::new(EventLog {
+                run_id,
+                store,
+                listener,
+                next_seq: Mutex::new(next_seq),
+                usage: Mutex::new(usage),
+            }),
+            scope: None,
+            item: None,
         }
     }
 
+    /// The emitter of a run nested in step `node_id` of this one (item `item` of a forEach).
+    pub(crate) fn nested(&self, node_id: &str, item: Option<u64>) -> Emitter {
+        let segment = match item {
+            Some(index) => format!("{node_id}[{index}]"),
+            None => node_id.to_string(),
+        };
+        Emitter {
+            log: self.log.clone(),
+            scope: Some(match &self.scope {
+                Some(scope) => format!("{scope}/{segment}"),
+                None => segment,
+            }),
+            item: item.or(self.item),
+        }
+    }
+
+    /// The prefix that makes this run's node ids unique in the store (`""` at the top).
+    pub(crate) fn store_prefix(&self) -> String {
+        self.scope
+            .as_ref()
+            .map(|scope| format!("{scope}/"))
+            .unwrap_or_default()
+    }
+
     pub(crate) fn emit(&self, kind: EventType, node_id: Option<&str>, content: String) {
+        self.emit_with_usage(kind, node_id, content, None);
+    }
+
+    pub(crate) fn emit_with_usage(
+        &self,
+        kind: EventType,
+        node_id: Option<&str>,
+        content: String,
+        usage: Option<Usage>,
+    ) {
         // A poisoned lock only means another step panicked mid-emit; numbering is still sound.
         let mut next_seq = self
+            .log
             .next_seq
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let event = RunEvent {
             seq: *next_seq,
-            run_id: self.run_id.clone(),
+            run_id: self.log.run_id.clone(),
             ts: now(),
             kind,
             node_id: node_id.map(str::to_string),
             content,
+            scope: self.scope.clone(),
+            item: self.item,
+            usage,
         };
         *next_seq += 1;
-        self.store.append_event(&event);
-        if let Some(listener) = &self.listener {
+        self.log.store.append_event(&event);
+        if let Some(listener) = &self.log.listener {
             listener(&event);
         }
     }
 
+    pub(crate) fn add_usage(&self, usage: Usage) {
+        *self
+            .log
+            .usage
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) += usage;
+    }
+
+    pub(crate) fn total_usage(&self) -> Usage {
+        *self
+            .log
+            .usage
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     pub(crate) fn next_seq(&self) -> u64 {
         *self
+            .log
             .next_seq
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -87,6 +161,8 @@ pub(crate) struct Graph {
     pub outgoing: HashMap<String, Vec<(String, String)>>,
     /// Subagent children by parent agent, in edge order.
     pub subagents: HashMap<String, Vec<String>>,
+    /// Sources of the execution edges arriving at each node (each once).
+    pub incoming: HashMap<String, Vec<String>>,
 }
 
 impl Graph {
@@ -111,6 +187,7 @@ impl Graph {
         }
         let mut outgoing: HashMap<String, Vec<(String, String)>> = HashMap::new();
         let mut subagents: HashMap<String, Vec<String>> = HashMap::new();
+        let mut incoming: HashMap<String, Vec<String>> = HashMap::new();
         for edge in &flow.edges {
             if edge.is_subagent() {
                 subagents
@@ -118,6 +195,10 @@ impl Graph {
                     .or_default()
                     .push(edge.target.clone());
             } else {
+                let sources = incoming.entry(edge.target.clone()).or_default();
+                if !sources.contains(&edge.source) {
+                    sources.push(edge.source.clone());
+                }
                 outgoing
                     .entry(edge.source.clone())
                     .or_default()
@@ -130,7 +211,26 @@ impl Graph {
             settings,
             outgoing,
             subagents,
+            incoming,
         }
+    }
+
+    /// Sources of the execution edges arriving at `node_id`.
+    pub(crate) fn sources_of<'a>(&'a self, node_id: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.incoming
+            .get(node_id)
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+    }
+
+    /// Targets of every execution edge leaving `node_id`, whatever the handle.
+    pub(crate) fn all_targets<'a>(&'a self, node_id: &str) -> impl Iterator<Item = &'a str> + 'a {
+        self.outgoing
+            .get(node_id)
+            .into_iter()
+            .flatten()
+            .map(|(_, target)| target.as_str())
     }
 
     /// Targets of the execution edges leaving `node_id` by `handle`.
@@ -152,6 +252,10 @@ impl Graph {
 pub struct RunContext {
     pub(crate) run_id: String,
     pub(crate) flow: Arc<Flow>,
+    /// The flow's file, which `subflow` and `forEach` paths are relative to.
+    pub(crate) flow_path: Option<PathBuf>,
+    /// 0 for a run, 1 for a flow it runs as a subflow, and so on (at most [`MAX_DEPTH`]).
+    pub(crate) depth: usize,
     pub(crate) graph: Graph,
     pub(crate) templates: Templates,
     pub(crate) outputs: Arc<NodeOutputs>,
@@ -161,12 +265,105 @@ pub struct RunContext {
     pub(crate) approval: RwLock<Option<Value>>,
     pub(crate) histories: Mutex<HashMap<String, Vec<ChatMessage>>>,
     pub(crate) llm: LlmClients,
+    /// For `http` nodes.
+    pub(crate) http: reqwest::Client,
+    /// For `code` nodes.
+    pub(crate) sandbox: weft_sandbox::Sandbox,
     pub(crate) events: Emitter,
     pub(crate) store: Store,
     pub(crate) cancel: CancellationToken,
 }
 
+/// How deep subflows may nest (SPEC §2).
+pub(crate) const MAX_DEPTH: usize = 10;
+
+/// What a run keeps between steps that a nested or resumed run starts from.
+pub(crate) struct ContextSeed {
+    pub initial: Value,
+    pub outputs: HashMap<String, Value>,
+    pub approval: Option<Value>,
+    pub histories: HashMap<String, Vec<ChatMessage>>,
+}
+
 impl RunContext {
+    /// A run's context: parses node configs, compiles every template once.
+    #[allow(clippy::too_many_arguments)] // the one constructor of a context, used by runs and nested runs
+    pub(crate) fn build(
+        run_id: String,
+        flow: Arc<Flow>,
+        flow_path: Option<PathBuf>,
+        depth: usize,
+        seed: ContextSeed,
+        llm: LlmClients,
+        http: reqwest::Client,
+        sandbox: weft_sandbox::Sandbox,
+        events: Emitter,
+        store: Store,
+        cancel: CancellationToken,
+    ) -> Result<RunContext, Vec<Problem>> {
+        let graph = Graph::build(&flow);
+        let mut templates = Templates::new();
+        let mut problems = Vec::new();
+        for node in &flow.nodes {
+            let Some(config) = graph.configs.get(&node.id) else {
+                continue;
+            };
+            for (field, source) in config.templates() {
+                if let Err(error) = templates.add(&node.id, &field, source) {
+                    problems.push(Problem::node_error(
+                        &node.id,
+                        "template",
+                        format!("{field}: {error}"),
+                    ));
+                }
+            }
+        }
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        let vars = flow.vars();
+        Ok(RunContext {
+            run_id,
+            flow,
+            flow_path,
+            depth,
+            graph,
+            templates,
+            outputs: Arc::new(NodeOutputs::from_map(seed.outputs)),
+            initial: seed.initial,
+            vars,
+            approval: RwLock::new(seed.approval),
+            histories: Mutex::new(seed.histories),
+            llm,
+            http,
+            sandbox,
+            events,
+            store,
+            cancel,
+        })
+    }
+
+    /// The key of `node_id` in the store's node outputs (nested runs prefix their scope).
+    pub(crate) fn store_key(&self, node_id: &str) -> String {
+        format!("{}{node_id}", self.events.store_prefix())
+    }
+
+    /// Records the tokens an LLM call of `node_id` used, in the store (per node and run).
+    pub(crate) fn record_usage(&self, node_id: &str, usage: Usage) {
+        self.events.add_usage(usage);
+        self.store
+            .add_usage(&self.run_id, &self.store_key(node_id), usage, &now());
+    }
+
+    /// Resolves `path` (as written in a node) against this flow's folder.
+    pub(crate) fn resolve_path(&self, path: &str) -> PathBuf {
+        let base = self.flow_path.as_deref().and_then(std::path::Path::parent);
+        match base {
+            Some(base) => base.join(path),
+            None => PathBuf::from(path),
+        }
+    }
+
     pub(crate) fn emit(&self, kind: EventType, node_id: Option<&str>, content: String) {
         self.events.emit(kind, node_id, content);
     }
@@ -231,6 +428,15 @@ pub(crate) struct Step<'a> {
     pub ctx: &'a RunContext,
     pub node: &'a Node,
     pub input: &'a Value,
+    /// For a `subflow` step re-entered on resume: where its nested run paused, and the decision.
+    pub resume: Option<NestedResume>,
+}
+
+/// A nested run that paused, and the decision that lets it go on.
+#[derive(Debug, Clone)]
+pub(crate) struct NestedResume {
+    pub pause: super::scheduler::NestedPause,
+    pub decision: crate::nodes::Decision,
 }
 
 impl Step<'_> {
@@ -249,6 +455,8 @@ impl Step<'_> {
 pub(crate) struct StepOutput {
     pub value: Value,
     pub handle: String,
+    /// Set when a nested run (a subflow) paused at an approval: the step is not finished.
+    pub paused: Option<Box<super::scheduler::NestedPause>>,
 }
 
 impl StepOutput {
@@ -256,6 +464,7 @@ impl StepOutput {
         StepOutput {
             value,
             handle: handle.into(),
+            paused: None,
         }
     }
 }

@@ -11,26 +11,29 @@
 //! ```
 
 mod context;
+mod nested;
 mod scheduler;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 pub use context::EventListener;
+pub(crate) use context::MAX_DEPTH;
 pub(crate) use context::{RunContext, Step, StepError, StepOutput};
+pub(crate) use nested::{NestedEnd, run_nested};
 
 use crate::event::{EventType, RunStatus};
 use crate::flow::Flow;
 use crate::nodes::{Decision, NodeConfig};
-use crate::providers::LlmClients;
-use crate::store::{NewRun, QueuedStep, Store, StoreError};
-use crate::template::{NodeOutputs, Templates, output_text};
+use crate::providers::{LlmClients, Usage};
+use crate::store::{NewRun, PauseRecord, QueuedStep, Store, StoreError};
+use crate::template::output_text;
 use crate::validate::{Problem, validate};
-use context::{Emitter, Graph, now};
+use context::{ContextSeed, Emitter, now};
 use scheduler::{SavedState, Scheduler};
 
 /// Where a run begins.
@@ -107,12 +110,24 @@ pub enum RunError {
 #[derive(Clone)]
 pub struct Engine {
     llm: LlmClients,
+    http: reqwest::Client,
+    sandbox: weft_sandbox::Sandbox,
     store: Store,
 }
 
 impl Engine {
     pub fn new(llm: LlmClients, store: Store) -> Engine {
-        Engine { llm, store }
+        let http = reqwest::Client::builder()
+            .connect_timeout(std::time::Duration::from_secs(10))
+            .build()
+            // Only fails when the TLS backend cannot initialize, which is a broken install.
+            .unwrap_or_else(|_| reqwest::Client::new());
+        Engine {
+            llm,
+            http,
+            sandbox: weft_sandbox::Sandbox::new(),
+            store,
+        }
     }
 
     pub fn store(&self) -> &Store {
@@ -151,17 +166,14 @@ impl Engine {
                 if flow.node(&node_id).is_none() {
                     return Err(RunError::NoSuchEntry(node_id));
                 }
-                (
-                    vec![QueuedStep {
-                        node_id,
-                        input,
-                        source_node_id: None,
-                    }],
-                    outputs,
-                )
+                let step = QueuedStep {
+                    node_id,
+                    input,
+                    source_node_id: None,
+                };
+                (vec![step], outputs)
             }
         };
-        let flow_json = flow.to_file_string();
         self.store.create_run(&NewRun {
             id: run_id.clone(),
             flow_name: flow.name.clone(),
@@ -169,7 +181,7 @@ impl Engine {
                 .flow_path
                 .as_ref()
                 .map(|path| path.display().to_string()),
-            flow_json,
+            flow_json: flow.to_file_string(),
             input: initial.clone(),
             started_at: now(),
         });
@@ -177,16 +189,25 @@ impl Engine {
             self.store
                 .put_node_output(&run_id, node_id, value, 0, &now());
         }
+        let seed = ContextSeed {
+            initial,
+            outputs,
+            approval: None,
+            histories: HashMap::new(),
+        };
+        let events = Emitter::new(
+            run_id.clone(),
+            self.store.clone(),
+            options.on_event,
+            1,
+            Usage::default(),
+        );
         let ctx = self.context(
             run_id,
             flow,
-            initial,
-            outputs,
-            SavedState {
-                next_seq: 1,
-                ..SavedState::default()
-            },
-            options.on_event,
+            options.flow_path,
+            seed,
+            events,
             options.cancel,
         )?;
         ctx.emit(EventType::RunStart, None, output_text(&ctx.initial));
@@ -199,9 +220,10 @@ impl Engine {
         self.finish(ctx, scheduler).await
     }
 
-    /// Resumes a paused run with a person's `decision` for the approval it waits at. The run
-    /// may be paused by another process that has since exited. A finished run, or one that is
-    /// running (being resumed elsewhere), is refused and left as it is.
+    /// Resumes a paused run with a person's `decision` for the approval it waits at (inside
+    /// a subflow too). The run may have been paused by another process that has since exited.
+    /// A finished run, or one that is running (being resumed elsewhere), is refused and left
+    /// as it is.
     pub async fn resume(
         &self,
         run_id: &str,
@@ -231,23 +253,33 @@ impl Engine {
             .waiting
             .clone()
             .ok_or_else(|| corrupt("the run is paused but waits for no approval".into()))?;
+        // Outputs of this flow's own nodes (nested runs keep theirs in their pause state).
         let outputs = stored_outputs
             .into_iter()
-            .filter(|record| record.visits > 0 || !record.output.is_null())
-            .map(|record| (record.node_id, record.output))
+            .filter(|output| {
+                flow.node(&output.node_id).is_some()
+                    && (output.visits > 0 || !output.output.is_null())
+            })
+            .map(|output| (output.node_id, output.output))
             .collect();
-        let ctx = self.context(
-            run_id.clone(),
-            flow,
-            record.input.clone(),
+        let seed = ContextSeed {
+            initial: record.input.clone(),
             outputs,
-            state.clone(),
+            approval: state.approval.clone(),
+            histories: state.histories.clone(),
+        };
+        let events = Emitter::new(
+            run_id.clone(),
+            self.store.clone(),
             options.on_event,
-            options.cancel,
-        )?;
+            state.next_seq.max(1),
+            record.usage,
+        );
+        let flow_path = record.summary.flow_path.as_ref().map(PathBuf::from);
+        let ctx = self.context(run_id, flow, flow_path, seed, events, options.cancel)?;
         let mut scheduler =
             Scheduler::new(ctx.clone(), record.queue.clone(), &state, options.decisions);
-        scheduler.decide(waiting, &decision);
+        scheduler.resume(waiting, state.nested.map(|pause| *pause), decision);
         self.finish(ctx, scheduler).await
     }
 
@@ -266,76 +298,81 @@ impl Engine {
             })
     }
 
-    #[allow(clippy::too_many_arguments)] // one private constructor with every piece of a run's context
     fn context(
         &self,
         run_id: String,
         flow: Flow,
-        initial: Value,
-        outputs: HashMap<String, Value>,
-        state: SavedState,
-        on_event: Option<EventListener>,
+        flow_path: Option<PathBuf>,
+        seed: ContextSeed,
+        events: Emitter,
         cancel: CancellationToken,
     ) -> Result<Arc<RunContext>, RunError> {
-        let graph = Graph::build(&flow);
-        let mut templates = Templates::new();
-        let mut problems = Vec::new();
-        for node in &flow.nodes {
-            let Some(config) = graph.configs.get(&node.id) else {
-                continue;
-            };
-            for (field, source) in config.templates() {
-                if let Err(error) = templates.add(&node.id, field, source) {
-                    problems.push(Problem::node_error(
-                        &node.id,
-                        "template",
-                        format!("{field}: {error}"),
-                    ));
-                }
-            }
-        }
-        if !problems.is_empty() {
-            return Err(RunError::Invalid { problems });
-        }
-        let vars = flow.vars();
-        let events = Emitter::new(
-            run_id.clone(),
-            self.store.clone(),
-            on_event,
-            state.next_seq.max(1),
-        );
-        Ok(Arc::new(RunContext {
+        RunContext::build(
             run_id,
-            flow: Arc::new(flow),
-            graph,
-            templates,
-            outputs: Arc::new(NodeOutputs::from_map(outputs)),
-            initial,
-            vars,
-            approval: RwLock::new(state.approval),
-            histories: Mutex::new(state.histories),
-            llm: self.llm.clone(),
+            Arc::new(flow),
+            flow_path,
+            0,
+            seed,
+            self.llm.clone(),
+            self.http.clone(),
+            self.sandbox.clone(),
             events,
-            store: self.store.clone(),
+            self.store.clone(),
             cancel,
-        }))
+        )
+        .map(Arc::new)
+        .map_err(|problems| RunError::Invalid { problems })
     }
 
+    /// Runs the scheduler, then stores how the run ended or where it paused.
     async fn finish(
         &self,
         ctx: Arc<RunContext>,
         scheduler: Scheduler,
     ) -> Result<RunOutcome, RunError> {
         let end = scheduler.run().await;
+        let at = now();
+        let waiting = match end.paused {
+            Some(paused) => {
+                let pause = PauseRecord {
+                    waiting: paused.waiting,
+                    queue: paused.queue,
+                    state: serde_json::to_value(&paused.state).unwrap_or_default(),
+                };
+                ctx.store.save_pause(&ctx.run_id, &pause, &at);
+                Some(Waiting {
+                    node_id: paused.path,
+                    message: paused.message,
+                })
+            }
+            None => {
+                let usage = ctx.events.total_usage();
+                let content = json!({ "status": end.status.as_str(), "result": end.result, "error": end.error });
+                ctx.events.emit_with_usage(
+                    EventType::RunEnd,
+                    None,
+                    content.to_string(),
+                    Some(usage),
+                );
+                let state = serde_json::to_value(&end.state).unwrap_or_default();
+                ctx.store.set_state(&ctx.run_id, &state, &at);
+                ctx.store.finish_run(
+                    &ctx.run_id,
+                    end.status,
+                    end.result.as_ref(),
+                    end.error.as_deref(),
+                    &at,
+                );
+                None
+            }
+        };
         self.blocking(|store| store.flush()).await?;
         Ok(RunOutcome {
             run_id: ctx.run_id.clone(),
             status: end.status,
             result: end.result,
             error: end.error,
-            waiting: end
-                .waiting
-                .map(|(node_id, message)| Waiting { node_id, message }),
+            waiting,
         })
     }
 }

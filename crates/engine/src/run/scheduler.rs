@@ -1,23 +1,26 @@
 //! The scheduler (SPEC §4): runs steps concurrently, routes outputs along edges, pauses at
-//! approvals with the queue semantics of seed 003, bounds loops, and ends the run.
+//! approvals with the queue semantics of seed 003, waits at joins, bounds loops, and ends the run.
 //!
-//! One scheduler drives one run in one process. Steps run as tokio tasks; the scheduler alone
-//! owns the run's status, the queue and the visit counts, so no locks guard them.
+//! One scheduler drives one run (or one nested run of a subflow / forEach item) in one
+//! process. Steps run as tokio tasks (instant kinds inline); the scheduler alone owns the
+//! run's status, queue, visit counts and join arrivals, so no locks guard them. Storing the
+//! run's end or pause is the caller's job: a nested run hands its pause up to its parent step.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio::task::JoinSet;
 
-use super::context::{RunContext, Step, StepError, StepOutput, now};
+use super::context::{NestedResume, RunContext, Step, StepError, StepOutput, now};
 use crate::event::{EventType, RunStatus};
 use crate::nodes::{Decision, NodeConfig};
-use crate::store::{PauseRecord, QueuedStep};
+use crate::providers::ChatMessage;
+use crate::store::QueuedStep;
 use crate::template::output_text;
 
-/// State a paused run keeps in the store beyond outputs and the queue.
+/// State a paused run keeps beyond node outputs and the queue.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct SavedState {
@@ -27,16 +30,69 @@ pub(crate) struct SavedState {
     #[serde(default)]
     pub approval: Option<Value>,
     #[serde(default)]
-    pub histories: HashMap<String, Vec<crate::providers::ChatMessage>>,
+    pub histories: HashMap<String, Vec<ChatMessage>>,
     /// The value of the last `output` node that ran.
     #[serde(default)]
     pub last_output: Option<Value>,
     /// The output of the last node that finished.
     #[serde(default)]
     pub last_finished: Option<Value>,
-    /// The rendered message of the approval being waited on.
+    /// The rendered message of the approval being waited on (innermost, for nested runs).
     #[serde(default)]
     pub waiting_message: Option<String>,
+    /// Set when the waiting step is a subflow whose nested run paused.
+    #[serde(default)]
+    pub nested: Option<Box<NestedPause>>,
+    /// Further subflows that paused while the run was already waiting; they wait their turn.
+    #[serde(default)]
+    pub parked: Vec<(QueuedStep, NestedPause)>,
+    /// Outputs that arrived at each `join`, by source node, not yet joined.
+    #[serde(default)]
+    pub joins: HashMap<String, BTreeMap<String, Value>>,
+}
+
+/// A nested run (a subflow) paused at an approval: everything it needs to go on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct NestedPause {
+    /// Path of the approval waited on, from the nested run's parent step: `sub/review`.
+    pub path: String,
+    pub message: String,
+    pub child: NestedState,
+}
+
+/// The state of a paused nested run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct NestedState {
+    pub input: Value,
+    pub waiting: QueuedStep,
+    pub queue: Vec<QueuedStep>,
+    pub state: SavedState,
+    pub outputs: HashMap<String, Value>,
+}
+
+/// What the run is waiting for.
+enum Waiting {
+    Approval {
+        item: QueuedStep,
+        message: String,
+    },
+    Nested {
+        item: QueuedStep,
+        pause: Box<NestedPause>,
+    },
+}
+
+/// A paused run's parts, for the caller to store (or, nested, to hand up).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Paused {
+    pub waiting: QueuedStep,
+    pub queue: Vec<QueuedStep>,
+    pub state: SavedState,
+    /// Path of the approval waited on (`review`, or `sub/review` inside a subflow).
+    pub path: String,
+    pub message: String,
 }
 
 /// How a run ended this time (a paused run may go on later).
@@ -45,19 +101,22 @@ pub(crate) struct SchedulerEnd {
     pub status: RunStatus,
     pub result: Option<Value>,
     pub error: Option<String>,
-    pub waiting: Option<(String, String)>,
+    pub paused: Option<Paused>,
+    pub state: SavedState,
 }
 
 pub(crate) struct Scheduler {
     ctx: Arc<RunContext>,
     status: RunStatus,
     queue: VecDeque<QueuedStep>,
-    waiting: Option<(QueuedStep, String)>,
+    waiting: Option<Waiting>,
+    parked: Vec<(QueuedStep, NestedPause)>,
     tasks: JoinSet<Result<StepOutput, StepError>>,
     running: HashMap<tokio::task::Id, QueuedStep>,
     visits: HashMap<String, u64>,
     max_visits: u64,
     decisions: HashMap<String, Decision>,
+    joins: HashMap<String, BTreeMap<String, Value>>,
     last_output: Option<Value>,
     last_finished: Option<Value>,
     failure: Option<String>,
@@ -76,20 +135,34 @@ impl Scheduler {
             status: RunStatus::Running,
             queue: queue.into(),
             waiting: None,
+            parked: state.parked.clone(),
             tasks: JoinSet::new(),
             running: HashMap::new(),
             visits: state.visits.clone(),
             max_visits,
             decisions,
+            joins: state.joins.clone(),
             last_output: state.last_output.clone(),
             last_finished: state.last_finished.clone(),
             failure: None,
         }
     }
 
-    /// Applies a person's decision to the approval step the run was paused at.
-    pub(crate) fn decide(&mut self, waiting: QueuedStep, decision: &Decision) {
-        self.apply_decision(waiting, decision);
+    /// Continues the step the run was paused at with a person's decision: an approval goes
+    /// on along the chosen handle; a subflow re-enters its nested run, which applies it.
+    pub(crate) fn resume(
+        &mut self,
+        waiting: QueuedStep,
+        nested: Option<NestedPause>,
+        decision: Decision,
+    ) {
+        match nested {
+            None => self.apply_decision(waiting, &decision),
+            Some(pause) => {
+                let visits = self.visits.get(&waiting.node_id).copied().unwrap_or(1);
+                self.spawn(waiting, visits, Some(NestedResume { pause, decision }));
+            }
+        }
     }
 
     /// Runs until the run completes, fails, is cancelled, or pauses with nothing left running.
@@ -108,6 +181,16 @@ impl Scheduler {
                         _ => break,
                     }
                 }
+            }
+            if self.status == RunStatus::Running && self.fire_ready_joins() {
+                continue;
+            }
+            if self.status == RunStatus::Running
+                && self.tasks.is_empty()
+                && self.queue.is_empty()
+                && let Some((item, pause)) = self.parked.pop()
+            {
+                self.wait_nested(item, pause);
             }
             if self.status == RunStatus::Failed || self.tasks.is_empty() {
                 break;
@@ -129,6 +212,10 @@ impl Scheduler {
         self.end()
     }
 
+    fn is_approval(&self, node_id: &str) -> bool {
+        matches!(self.ctx.config(node_id), Some(NodeConfig::Approval(_)))
+    }
+
     fn start(&mut self, item: QueuedStep) {
         let ctx = self.ctx.clone();
         let Some(config) = ctx.config(&item.node_id) else {
@@ -138,24 +225,22 @@ impl Scheduler {
             );
             return;
         };
-        if matches!(config, NodeConfig::Note(_)) {
-            return;
+        match config {
+            NodeConfig::Note(_) => return,
+            NodeConfig::Join(_) => {
+                // A join records what arrives and runs once nothing more can arrive.
+                let source = item.source_node_id.clone().unwrap_or_default();
+                self.joins
+                    .entry(item.node_id.clone())
+                    .or_default()
+                    .insert(source, item.input);
+                return;
+            }
+            _ => {}
         }
-        let visits = self.visits.entry(item.node_id.clone()).or_insert(0);
-        *visits += 1;
-        let visits = *visits;
-        if visits > self.max_visits {
-            self.fail(
-                &item.node_id,
-                format!(
-                    "node `{}` would run a {} time, more than settings.maxNodeVisits ({}) allows",
-                    item.node_id,
-                    ordinal(visits),
-                    self.max_visits
-                ),
-            );
+        let Some(visits) = self.count_visit(&item.node_id) else {
             return;
-        }
+        };
         if matches!(config, NodeConfig::Approval(_)) {
             self.reach_approval(item);
             return;
@@ -169,24 +254,123 @@ impl Scheduler {
             self.settle(item, outcome);
             return;
         }
+        self.spawn(item, visits, None);
+    }
+
+    /// Counts a visit of `node_id`; `None` (and the run failed) past `maxNodeVisits`.
+    fn count_visit(&mut self, node_id: &str) -> Option<u64> {
+        let visits = self.visits.entry(node_id.to_string()).or_insert(0);
+        *visits += 1;
+        let visits = *visits;
+        if visits > self.max_visits {
+            self.fail(
+                node_id,
+                format!(
+                    "node `{node_id}` would run a {} time, more than settings.maxNodeVisits ({}) allows",
+                    ordinal(visits),
+                    self.max_visits
+                ),
+            );
+            return None;
+        }
+        Some(visits)
+    }
+
+    fn spawn(&mut self, item: QueuedStep, visits: u64, resume: Option<NestedResume>) {
+        let ctx = self.ctx.clone();
         let task_item = item.clone();
+        let decisions = self.nested_decisions(&item.node_id);
         let handle = self
             .tasks
-            .spawn(async move { execute(&ctx, &task_item, visits).await });
+            .spawn(async move { execute(&ctx, &task_item, visits, resume, decisions).await });
         self.running.insert(handle.id(), item);
     }
 
-    fn is_approval(&self, node_id: &str) -> bool {
-        matches!(self.ctx.config(node_id), Some(NodeConfig::Approval(_)))
+    /// Advance decisions meant for approvals inside the subflow run by `node_id`
+    /// (`--decide node/approval=...`), with that prefix taken off.
+    fn nested_decisions(&self, node_id: &str) -> HashMap<String, Decision> {
+        let prefix = format!("{node_id}/");
+        self.decisions
+            .iter()
+            .filter_map(|(key, decision)| {
+                key.strip_prefix(&prefix)
+                    .map(|rest| (rest.to_string(), decision.clone()))
+            })
+            .collect()
+    }
+
+    /// Joins whose every incoming branch has either arrived or can no longer arrive run now.
+    /// Returns whether any did.
+    fn fire_ready_joins(&mut self) -> bool {
+        if self.joins.is_empty() {
+            return false;
+        }
+        let ready: Vec<String> = self
+            .joins
+            .keys()
+            .filter(|join| !self.waits_for_more(join))
+            .cloned()
+            .collect();
+        for join in &ready {
+            let arrived = self.joins.remove(join).unwrap_or_default();
+            let input = Value::Object(arrived.into_iter().collect::<Map<String, Value>>());
+            let Some(visits) = self.count_visit(join) else {
+                return true;
+            };
+            let item = QueuedStep {
+                node_id: join.clone(),
+                input,
+                source_node_id: None,
+            };
+            let outcome = execute_instant(&self.ctx, &item, visits)
+                .unwrap_or_else(|| Err(StepError::new("internal", "a join must run at once")));
+            self.settle(item, outcome);
+        }
+        !ready.is_empty()
+    }
+
+    /// Whether some incoming branch of `join` has not arrived yet but still can: its source
+    /// is reachable from a step that is running, queued or waiting.
+    fn waits_for_more(&self, join: &str) -> bool {
+        let arrived = self.joins.get(join);
+        let missing: HashSet<&str> = self
+            .ctx
+            .graph
+            .sources_of(join)
+            .filter(|source| arrived.is_none_or(|arrived| !arrived.contains_key(*source)))
+            .collect();
+        if missing.is_empty() {
+            return false;
+        }
+        let waiting = self.waiting.as_ref().map(|waiting| match waiting {
+            Waiting::Approval { item, .. } | Waiting::Nested { item, .. } => item,
+        });
+        let active = self
+            .running
+            .values()
+            .chain(self.queue.iter())
+            .chain(waiting)
+            .chain(self.parked.iter().map(|(item, _)| item))
+            .map(|item| item.node_id.as_str());
+        // Walk forward from every active step, not through the join itself.
+        let mut seen: HashSet<&str> = HashSet::new();
+        let mut frontier: Vec<&str> = active.collect();
+        while let Some(node) = frontier.pop() {
+            if node == join || !seen.insert(node) {
+                continue;
+            }
+            if missing.contains(node) {
+                return true;
+            }
+            frontier.extend(self.ctx.graph.all_targets(node));
+        }
+        false
     }
 
     fn reach_approval(&mut self, item: QueuedStep) {
         let node_id = item.node_id.clone();
-        self.ctx.emit(
-            EventType::StepStart,
-            Some(&node_id),
-            self.step_label(&node_id),
-        );
+        let label = self.step_label(&node_id);
+        self.ctx.emit(EventType::StepStart, Some(&node_id), label);
         let message = match self.ctx.render(&node_id, "message", &item.input) {
             Ok(message) => message,
             Err(error) => {
@@ -199,7 +383,19 @@ impl Scheduler {
         if let Some(decision) = self.decisions.get(&node_id).cloned() {
             self.apply_decision(item, &decision);
         } else {
-            self.waiting = Some((item, message));
+            self.waiting = Some(Waiting::Approval { item, message });
+            self.status = RunStatus::Paused;
+        }
+    }
+
+    fn wait_nested(&mut self, item: QueuedStep, pause: NestedPause) {
+        if self.waiting.is_some() {
+            self.parked.push((item, pause));
+        } else {
+            self.waiting = Some(Waiting::Nested {
+                item,
+                pause: Box::new(pause),
+            });
             self.status = RunStatus::Paused;
         }
     }
@@ -210,10 +406,12 @@ impl Scheduler {
         self.ctx
             .emit(EventType::InputReceived, Some(&node_id), value.to_string());
         self.ctx.set_approval(value.clone());
-        let at = now();
-        self.ctx
-            .store
-            .put_node_approval(&self.ctx.run_id, &node_id, &value, &at);
+        self.ctx.store.put_node_approval(
+            &self.ctx.run_id,
+            &self.ctx.store_key(&node_id),
+            &value,
+            &now(),
+        );
         let visits = self.visits.get(&node_id).copied().unwrap_or(1);
         record_output(&self.ctx, &node_id, &item.input, visits);
         self.finished_value(&node_id, &item.input);
@@ -252,15 +450,12 @@ impl Scheduler {
         let (id, outcome) = match joined {
             Ok((id, outcome)) => (id, outcome),
             Err(error) => {
-                let outcome = Err(StepError::new(
-                    "internal",
-                    if error.is_panic() {
-                        "the step crashed (an internal error in Weft)".to_string()
-                    } else {
-                        "the step was stopped".to_string()
-                    },
-                ));
-                (error.id(), outcome)
+                let message = if error.is_panic() {
+                    "the step crashed (an internal error in Weft)"
+                } else {
+                    "the step was stopped"
+                };
+                (error.id(), Err(StepError::new("internal", message)))
             }
         };
         let Some(item) = self.running.remove(&id) else {
@@ -272,6 +467,10 @@ impl Scheduler {
     /// Routes a finished step's output, or its error along `error` edges, or fails the run.
     fn settle(&mut self, item: QueuedStep, outcome: Result<StepOutput, StepError>) {
         match outcome {
+            Ok(StepOutput {
+                paused: Some(pause),
+                ..
+            }) => self.wait_nested(item, *pause),
             Ok(output) => {
                 self.finished_value(&item.node_id, &output.value);
                 self.route(&item.node_id, &output.handle, &output.value);
@@ -313,6 +512,7 @@ impl Scheduler {
         self.running.clear();
         self.queue.clear();
         self.waiting = None;
+        self.parked.clear();
     }
 
     fn saved_state(&self) -> SavedState {
@@ -333,29 +533,43 @@ impl Scheduler {
                 .unwrap_or_default(),
             last_output: self.last_output.clone(),
             last_finished: self.last_finished.clone(),
-            waiting_message: self.waiting.as_ref().map(|(_, message)| message.clone()),
+            waiting_message: None,
+            nested: None,
+            parked: self.parked.clone(),
+            joins: self.joins.clone(),
         }
     }
 
     fn end(mut self) -> SchedulerEnd {
-        let ctx = self.ctx.clone();
-        let at = now();
+        let mut state = self.saved_state();
         if self.status == RunStatus::Paused
-            && let Some((waiting, message)) = self.waiting.take()
+            && let Some(waiting) = self.waiting.take()
         {
-            let mut state = self.saved_state();
-            state.waiting_message = Some(message.clone());
-            let pause = PauseRecord {
-                waiting: waiting.clone(),
-                queue: self.queue.drain(..).collect(),
-                state: serde_json::to_value(&state).unwrap_or_default(),
+            let (waiting, path, message) = match waiting {
+                Waiting::Approval { item, message } => {
+                    let path = item.node_id.clone();
+                    (item, path, message)
+                }
+                Waiting::Nested { item, pause } => {
+                    let path = format!("{}/{}", item.node_id, pause.path);
+                    let message = pause.message.clone();
+                    state.nested = Some(pause);
+                    (item, path, message)
+                }
             };
-            ctx.store.save_pause(&ctx.run_id, &pause, &at);
+            state.waiting_message = Some(message.clone());
             return SchedulerEnd {
                 status: RunStatus::Paused,
                 result: None,
                 error: None,
-                waiting: Some((waiting.node_id, message)),
+                paused: Some(Paused {
+                    waiting,
+                    queue: self.queue.drain(..).collect(),
+                    state: state.clone(),
+                    path,
+                    message,
+                }),
+                state,
             };
         }
         let status = match self.status {
@@ -376,20 +590,12 @@ impl Scheduler {
             RunStatus::Cancelled => Some("the run was cancelled".to_string()),
             _ => None,
         };
-        let content = json!({ "status": status.as_str(), "result": result, "error": error });
-        ctx.emit(EventType::RunEnd, None, content.to_string());
-        ctx.store.set_state(
-            &ctx.run_id,
-            &serde_json::to_value(self.saved_state()).unwrap_or_default(),
-            &at,
-        );
-        ctx.store
-            .finish_run(&ctx.run_id, status, result.as_ref(), error.as_deref(), &at);
         SchedulerEnd {
             status,
             result,
             error,
-            waiting: None,
+            paused: None,
+            state,
         }
     }
 }
@@ -397,7 +603,7 @@ impl Scheduler {
 fn record_output(ctx: &RunContext, node_id: &str, value: &Value, visits: u64) {
     ctx.outputs.set(node_id, value.clone());
     ctx.store
-        .put_node_output(&ctx.run_id, node_id, value, visits, &now());
+        .put_node_output(&ctx.run_id, &ctx.store_key(node_id), value, visits, &now());
     ctx.emit(EventType::StepEnd, Some(node_id), output_text(value));
 }
 
@@ -416,6 +622,7 @@ fn execute_instant(
         ctx,
         node,
         input: &item.input,
+        resume: None,
     };
     ctx.emit(
         EventType::StepStart,
@@ -434,6 +641,8 @@ async fn execute(
     ctx: &RunContext,
     item: &QueuedStep,
     visits: u64,
+    mut resume: Option<NestedResume>,
+    decisions: HashMap<String, Decision>,
 ) -> Result<StepOutput, StepError> {
     let node_id = item.node_id.as_str();
     let (Some(node), Some(config)) = (ctx.node(node_id), ctx.config(node_id)) else {
@@ -442,22 +651,25 @@ async fn execute(
             format!("node `{node_id}` is not in the flow"),
         ));
     };
-    ctx.emit(
-        EventType::StepStart,
-        Some(node_id),
-        node.label().to_string(),
-    );
+    if resume.is_none() {
+        ctx.emit(
+            EventType::StepStart,
+            Some(node_id),
+            node.label().to_string(),
+        );
+    }
     let settings = ctx.graph.settings.get(node_id).cloned().unwrap_or_default();
     let attempts = settings.max_attempts();
-    let step = Step {
-        ctx,
-        node,
-        input: &item.input,
-    };
     let mut attempt = 1;
     loop {
-        let timeout = settings.timeout();
-        let outcome = match tokio::time::timeout(timeout, config.run(&step)).await {
+        let step = Step {
+            ctx,
+            node,
+            input: &item.input,
+            resume: resume.take(),
+        };
+        let timeout = settings.timeout_for(config.kind());
+        let outcome = match tokio::time::timeout(timeout, config.run(&step, &decisions)).await {
             Ok(outcome) => outcome,
             Err(_) => Err(StepError::new(
                 "timeout",
@@ -469,7 +681,9 @@ async fn execute(
         };
         match outcome {
             Ok(output) => {
-                record_output(ctx, node_id, &output.value, visits);
+                if output.paused.is_none() {
+                    record_output(ctx, node_id, &output.value, visits);
+                }
                 return Ok(output);
             }
             Err(error) if error.kind == "cancelled" || attempt >= attempts => return Err(error),

@@ -1,0 +1,184 @@
+//! The Python sandbox for Weft's `code` nodes (SPEC §5), on rustpython-vm.
+//!
+//! A node's `data.code` is a function body. [`Sandbox::run`] wraps it as
+//! `def _block(initial, <field>, ...):` (or `def _block(initial, input):` when the node
+//! declares no input fields), calls it and converts the return value to JSON.
+//!
+//! Layers of defence, from the outside in:
+//!
+//! 1. **Static check** ([`Sandbox::check`]): the body is parsed with rustpython's parser
+//!    and the syntax tree is walked. `import` in every spelling, `eval`, `exec`, `open`,
+//!    `getattr`, `type`, `globals` and the other names of [`REFUSED_NAMES`], any name or
+//!    attribute that begins with an underscore, `.format`/`.format_map`, frame and code
+//!    attributes (`gi_frame`, `f_globals`, ...), `class`, `async` and template strings are
+//!    refused before anything runs, each with its line. F-string fields are expressions in
+//!    the tree, so `f'{x.__class__}'` is refused like `x.__class__`; the word `getattr`
+//!    inside an ordinary string is not.
+//! 2. **Restricted builtins**: the code sees only [`ALLOWED_BUILTINS`] plus a captured
+//!    `print`. The interpreter is built without the standard library, and `__import__` is
+//!    replaced in the VM's own builtins module too, so `sys`, `os` and the file system are
+//!    out of reach even if something slipped through the check.
+//! 3. **Guarded operations**: before compiling, the tree is rewritten so that the few
+//!    operations that can allocate without bound in one step (`*`, `**`, `<<` and `%` on
+//!    strings, `str.ljust`/`center`/`zfill`/`replace`/`join`/`translate`/..., `int.to_bytes`,
+//!    widths in format specs) go through native guards that refuse results larger than the
+//!    memory budget (a `MemoryError`, reported as [`SandboxError::Memory`]). A `range` longer
+//!    than a million items is iterated lazily by a generator, so `list(range(10**12))` and
+//!    `sum(range(10**12))` run as bytecode and can be interrupted.
+//! 4. **Watchdog**: the code runs on a pooled worker thread; the calling thread waits and
+//!    watches the clock and the process's resident memory (`/proc/self/status`). On a
+//!    timeout or when resident memory grew by more than the budget, it sends the VM a user
+//!    signal; the VM polls signals between bytecode instructions, and the handler unwinds the
+//!    interpreter (Python code cannot catch it). The worker throws that interpreter away and
+//!    builds a fresh one. If the VM does not stop within a grace period (a single builtin
+//!    call that runs long), the caller returns the error anyway and the worker is retired.
+//! 5. **Panics**: every run is wrapped in `catch_unwind`; a VM panic becomes
+//!    [`SandboxError::Internal`] and the process stays up.
+//!
+//! Interpreters and compiled code are reused: each worker thread keeps one interpreter and a
+//! cache of compiled code objects keyed by (body, fields). Every run starts from fresh
+//! globals, so nothing a run sets is visible to the next.
+
+mod check;
+mod convert;
+mod guards;
+mod interp;
+mod pool;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use check::{ALLOWED_BUILTINS, REFUSED_NAMES};
+
+/// Resource limits for one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limits {
+    /// Wall-clock limit; the code is stopped with [`SandboxError::Timeout`] when it runs
+    /// longer.
+    pub timeout: Duration,
+    /// Maximum depth of nested Python calls inside the body (default 200).
+    pub max_recursion: usize,
+    /// Memory budget in bytes (default 64 MiB): the largest single string, sequence or integer
+    /// the guarded operations may create, and the growth of the process's resident memory
+    /// during the run after which the code is stopped with [`SandboxError::Memory`].
+    pub max_memory_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            timeout: Duration::from_secs(30),
+            max_recursion: 200,
+            max_memory_bytes: 64 * 1024 * 1024,
+        }
+    }
+}
+
+/// The result of a successful run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CodeRun {
+    /// The function's return value as JSON.
+    pub value: serde_json::Value,
+    /// What `print()` wrote: one entry per call, without the trailing newline.
+    pub printed: Vec<String>,
+}
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum SandboxError {
+    /// Refused by the static check before running (`line` is 1-based within the body; 0 for
+    /// a problem with the field names).
+    #[error("line {line}: {message}")]
+    Refused { line: usize, message: String },
+    /// The body does not parse or compile.
+    #[error("syntax error at line {line}: {message}")]
+    Syntax { line: usize, message: String },
+    /// The code raised an exception that it did not catch.
+    #[error("{kind} at line {line}: {message}")]
+    Raised {
+        /// The exception class, e.g. `ZeroDivisionError`.
+        kind: String,
+        /// The line of the body where it was raised (0 when unknown).
+        line: usize,
+        message: String,
+    },
+    /// The code ran longer than [`Limits::timeout`].
+    #[error("the code ran longer than {seconds} s and was stopped")]
+    Timeout { seconds: f64 },
+    /// The code exceeded [`Limits::max_memory_bytes`].
+    #[error("the code used too much memory and was stopped")]
+    Memory,
+    /// The code nested calls deeper than [`Limits::max_recursion`].
+    #[error("the code recursed too deeply (more than {0} levels)")]
+    Recursion(usize),
+    /// The return value cannot be converted to JSON (a set, a function, NaN, ...).
+    #[error("the return value is not JSON: {0}")]
+    NotJson(String),
+    /// The sandbox itself failed (a VM panic, a lost worker thread).
+    #[error("the sandbox failed: {0}")]
+    Internal(String),
+}
+
+/// A handle on the sandbox. Cheap to clone and share between threads: all handles use one
+/// process-wide pool of worker threads, each with its own reusable interpreter and code
+/// cache.
+#[derive(Clone)]
+pub struct Sandbox {
+    pool: Arc<pool::Pool>,
+}
+
+impl Default for Sandbox {
+    fn default() -> Self {
+        Sandbox::new()
+    }
+}
+
+impl std::fmt::Debug for Sandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sandbox").finish_non_exhaustive()
+    }
+}
+
+impl Sandbox {
+    /// A handle on the process-wide sandbox pool. Worker threads and interpreters are created
+    /// lazily, on the first run.
+    pub fn new() -> Sandbox {
+        Sandbox {
+            pool: pool::Pool::global(),
+        }
+    }
+
+    /// Runs `body` wrapped as `def _block(initial, <fields...>):` (one parameter per name in
+    /// `fields`, taken from `input` when it is an object; a missing field is None) or, when
+    /// `fields` is empty, `def _block(initial, input):`; calls it and converts the return
+    /// value (None/bool/int/float/str/list/tuple/dict with str keys) to JSON.
+    ///
+    /// Synchronous: it blocks the calling thread for up to about `limits.timeout` (call it
+    /// from `spawn_blocking` in async code). The static check runs first; a refused body
+    /// returns the first refusal.
+    pub fn run(
+        &self,
+        body: &str,
+        fields: &[String],
+        initial: &serde_json::Value,
+        input: &serde_json::Value,
+        limits: &Limits,
+    ) -> Result<CodeRun, SandboxError> {
+        self.pool.run(pool::Job {
+            body: body.to_owned(),
+            fields: fields.to_vec(),
+            initial: initial.clone(),
+            input: input.clone(),
+            limits: limits.clone(),
+        })
+    }
+
+    /// The static check alone (for the validator): every refusal with its line, or the
+    /// syntax error. Empty when the body would be run.
+    pub fn check(body: &str, fields: &[String]) -> Vec<SandboxError> {
+        match check::prepare(body, fields) {
+            Ok(_) => Vec::new(),
+            Err(errors) => errors,
+        }
+    }
+}
