@@ -100,6 +100,21 @@ pub(crate) fn err(text: &str) {
 }
 
 /// A value as text: strings as they are, other JSON compact.
+/// The node an event is about, with the path of the subflow / forEach item it ran in
+/// (`release/ok`, `each[2]/grade`); empty for run-level events.
+pub(crate) fn event_node(event: &weft_engine::RunEvent) -> String {
+    let node = event.node_id.as_deref().unwrap_or("");
+    match &event.scope {
+        Some(scope) if !node.is_empty() => format!("{scope}/{node}"),
+        _ => node.to_string(),
+    }
+}
+
+/// Tokens in and out, e.g. `1,204 in / 312 out`.
+pub(crate) fn tokens(usage: &weft_engine::providers::Usage) -> String {
+    format!("{} in / {} out", usage.input_tokens, usage.output_tokens)
+}
+
 pub(crate) fn value_text(value: &Value) -> String {
     match value {
         Value::String(text) => text.clone(),

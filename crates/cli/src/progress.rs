@@ -216,7 +216,8 @@ impl Progress {
     /// The lines (each ending with a newline) that show `event`, updating what is in flight.
     fn lines_for(&self, state: &mut State, event: &RunEvent) -> String {
         let style = self.style;
-        let node = event.node_id.as_deref().unwrap_or("");
+        let node = output::event_node(event);
+        let node = node.as_str();
         match event.kind {
             EventType::RunStart => {
                 format!("{}\n", style.dim(&format!("run {}", event.run_id)))

@@ -721,3 +721,59 @@ fn the_store_path_comes_from_weft_db_when_db_is_not_given() {
     let runs: Value = serde_json::from_str(&ran.stdout).expect("json");
     assert_eq!(runs.as_array().map(Vec::len), Some(1));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn show_reports_tokens_and_the_scope_of_nested_steps() {
+    let llm = ScriptedLlm::start(Script::always(Reply::text("four words right here")))
+        .await
+        .expect("server");
+    let sandbox = Sandbox::new();
+    sandbox.flow("ask.json", &agent_flow());
+    let outer = json!({
+        "nodes": [
+            node("start", "start", json!({"initialInput": "Ada"})),
+            node("inner", "subflow", json!({"flow": "ask.json"})),
+        ],
+        "edges": [edge("e1", "start", "inner", None)],
+    });
+    let flow = sandbox.flow("outer.json", &outer);
+    let db = sandbox.db_arg();
+    let ran = sandbox.run_with(&["run", &flow, "--db", &db], &llm).await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert!(
+        ran.stderr.contains("▸ inner/ask (Greeter)"),
+        "progress names nested steps by scope: {ran:?}"
+    );
+
+    let runs = sandbox.run(&["runs", "--db", &db, "--json"]);
+    let listed: Value = serde_json::from_str(&runs.stdout).expect("runs --json");
+    let id = listed[0]["id"].as_str().expect("run id").to_string();
+    let shown = sandbox.run(&["show", &id, "--db", &db, "--json"]);
+    let record: Value = serde_json::from_str(&shown.stdout).expect("show --json");
+    let input = record["run"]["usage"]["inputTokens"]
+        .as_u64()
+        .expect("run input tokens");
+    let output = record["run"]["usage"]["outputTokens"]
+        .as_u64()
+        .expect("run output tokens");
+    assert_eq!(
+        output, 4,
+        "the scripted server counts four completion tokens"
+    );
+    assert!(input > 0);
+    let nested = record["nodeOutputs"]
+        .as_array()
+        .expect("node outputs")
+        .iter()
+        .find(|output| output["nodeId"] == "inner/ask")
+        .expect("nested node stored under its scope");
+    assert_eq!(nested["usage"]["outputTokens"], 4);
+
+    let text = sandbox.run(&["show", &id, "--db", &db]);
+    assert!(
+        text.stdout.contains(&format!("{input} in / {output} out")),
+        "{}",
+        text.stdout
+    );
+    assert!(text.stdout.contains("inner/ask"), "{}", text.stdout);
+}

@@ -52,6 +52,9 @@ fn summary(record: &RunRecord, events: &[RunEvent], db: &Path, style: Style) -> 
         },
     ));
     rows.push(("started", output::date_time(&run.started_at)));
+    if record.usage.input_tokens + record.usage.output_tokens > 0 {
+        rows.push(("tokens", output::tokens(&record.usage)));
+    }
     if let Some(ended) = &run.ended_at {
         let took = output::seconds_between(&run.started_at, ended)
             .map(|seconds| format!("  ({})", output::duration(seconds)))
@@ -122,7 +125,10 @@ fn node_outputs(outputs: &[NodeOutputRecord], style: Style) -> String {
         .max()
         .unwrap_or(0)
         .max("NODE".len());
-    text.push_str(&style.dim(&format!("  {}  VISITS  OUTPUT", output::pad("NODE", width))));
+    text.push_str(&style.dim(&format!(
+        "  {}  VISITS  TOKENS (IN/OUT)  OUTPUT",
+        output::pad("NODE", width)
+    )));
     text.push('\n');
     for record in outputs {
         let mut shown = output::one_line(&output::value_text(&record.output), CELL);
@@ -146,10 +152,19 @@ fn node_outputs(outputs: &[NodeOutputRecord], style: Style) -> String {
                 format!("{said} {shown}")
             };
         }
+        let tokens = if record.usage.input_tokens + record.usage.output_tokens > 0 {
+            format!(
+                "{}/{}",
+                record.usage.input_tokens, record.usage.output_tokens
+            )
+        } else {
+            "-".to_string()
+        };
         text.push_str(&format!(
-            "  {}  {}  {shown}\n",
+            "  {}  {}  {}  {shown}\n",
             output::pad(&record.node_id, width),
-            output::pad(&record.visits.to_string(), 6)
+            output::pad(&record.visits.to_string(), 6),
+            output::pad(&tokens, 15)
         ));
     }
     text
@@ -187,7 +202,7 @@ fn trace(events: &[RunEvent], deltas: bool, style: Style) -> String {
         .max(3);
     let node_width = shown
         .iter()
-        .map(|event| event.node_id.as_deref().unwrap_or("").chars().count())
+        .map(|event| output::event_node(event).chars().count())
         .max()
         .unwrap_or(0)
         .max(4);
@@ -218,7 +233,7 @@ fn trace(events: &[RunEvent], deltas: bool, style: Style) -> String {
             "  {}  {}  {kind}  {}  {}",
             output::pad(&event.seq.to_string(), seq_width),
             output::pad(&output::time_of_day(&event.ts), 12),
-            output::pad(event.node_id.as_deref().unwrap_or(""), node_width),
+            output::pad(&output::event_node(event), node_width),
             output::one_line(&event.content, CELL)
         );
         text.push_str(line.trim_end());
