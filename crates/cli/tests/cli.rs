@@ -777,3 +777,60 @@ async fn show_reports_tokens_and_the_scope_of_nested_steps() {
     );
     assert!(text.stdout.contains("inner/ask"), "{}", text.stdout);
 }
+
+#[test]
+fn validate_warns_about_a_provider_that_is_not_configured() {
+    let sandbox = Sandbox::new();
+    let flow = sandbox.flow("ask.json", &agent_flow());
+    let ran = sandbox.run(&["validate", &flow]);
+    assert_eq!(
+        ran.code,
+        Some(0),
+        "a missing key warns, it does not block: {ran:?}"
+    );
+    assert_eq!(
+        ran.stdout,
+        "node ask: warning: openai is not configured: set OPENAI_API_KEY\n"
+    );
+    let mut unset = agent_flow();
+    unset["nodes"][1]["data"]["model"] = json!("");
+    let flow = sandbox.flow("unset.json", &unset);
+    let ran = sandbox.run(&["validate", &flow]);
+    assert!(
+        ran.stdout.contains("node ask: warning: no model is set")
+            && ran.stdout.contains("WEFT_DEFAULT_MODEL"),
+        "{ran:?}"
+    );
+}
+
+#[test]
+fn decide_answers_an_approval_inside_a_subflow_by_its_scoped_name() {
+    let sandbox = Sandbox::new();
+    sandbox.flow("inner.json", &approval_flow());
+    let outer = json!({
+        "nodes": [
+            node("start", "start", json!({"initialInput": "draft"})),
+            node("sub", "subflow", json!({"flow": "inner.json"})),
+        ],
+        "edges": [edge("e1", "start", "sub", None)],
+    });
+    let flow = sandbox.flow("outer.json", &outer);
+    let db = sandbox.db_arg();
+    let approval = approval_flow()["nodes"]
+        .as_array()
+        .and_then(|nodes| nodes.iter().find(|node| node["type"] == "approval"))
+        .and_then(|node| node["id"].as_str().map(str::to_string))
+        .expect("the approval flow has an approval");
+    let paused = sandbox.run(&["run", &flow, "--db", &db]);
+    assert_eq!(paused.code, Some(3), "{paused:?}");
+    assert!(
+        paused.stderr.contains(&format!("waits at sub/{approval}")),
+        "{paused:?}"
+    );
+    let decide = format!("sub/{approval}=approve");
+    let done = sandbox.run(&["run", &flow, "--db", &db, "--decide", &decide]);
+    assert_eq!(done.code, Some(0), "{done:?}");
+    let wrong = sandbox.run(&["run", &flow, "--db", &db, "--decide", "start/x=approve"]);
+    assert_eq!(wrong.code, Some(2), "{wrong:?}");
+    assert!(wrong.stderr.contains("not a subflow"), "{wrong:?}");
+}

@@ -27,4 +27,4 @@ pub use run::{
     Engine, Entry, EventListener, ResumeOptions, RunError, RunOptions, RunOutcome, Waiting,
 };
 pub use store::{Store, StoreError};
-pub use validate::{Problem, Severity, validate};
+pub use validate::{Problem, Severity, provider_problems, validate};

@@ -308,6 +308,33 @@ fn check_child_flow(
     }
 }
 
+/// Warnings for LLM nodes this machine's provider settings cannot serve: no model and no
+/// default model, or a provider without its key. Shown by `weft validate` and the canvas; a
+/// run would stop at such a node with the same message.
+pub fn provider_problems(flow: &Flow, settings: &ProviderSettings) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for node in &flow.nodes {
+        let Some(kind) = NodeKind::from_id(&node.kind) else {
+            continue;
+        };
+        let model = match NodeConfig::parse(kind, &node.data) {
+            Ok(NodeConfig::Agent(agent)) => agent.model,
+            Ok(NodeConfig::Gate(gate)) => gate.model,
+            _ => continue,
+        };
+        let checked = route_model(&model, settings)
+            .and_then(|route| settings.check_configured(route.provider));
+        if let Err(error) = checked {
+            problems.push(Problem::node_warning(
+                &node.id,
+                "provider",
+                error.to_string(),
+            ));
+        }
+    }
+    problems
+}
+
 /// Web search on a model whose provider has none is refused before the run starts.
 fn check_web_search(node_id: &str, config: &NodeConfig, problems: &mut Vec<Problem>) {
     let NodeConfig::Agent(agent) = config else {

@@ -1,43 +1,39 @@
 use serde_json::json;
 use weft_sandbox::*;
 
-fn rss() -> usize {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap();
-    let l = s.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    l.split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse::<usize>()
-        .unwrap()
-        / 1024
-}
-
 #[test]
 fn smoke() {
-    let sb = Sandbox::new();
-    let lim = Limits {
-        timeout: std::time::Duration::from_millis(
-            std::env::var("TMO")
-                .map(|r| r.parse().unwrap())
-                .unwrap_or(2000),
-        ),
-        ..Limits::default()
-    };
-    let srcs: Vec<String> = std::env::var("SRCS")
-        .unwrap()
-        .split("|||")
-        .map(|s| s.to_string())
-        .collect();
-    for _ in 0..std::env::var("REPS")
-        .map(|r| r.parse().unwrap())
-        .unwrap_or(1)
-    {
-        for src in &srcs {
-            let t = std::time::Instant::now();
-            let r = sb.run(src, &[], &json!({}), &json!(null), &lim);
-            let mut s = format!("{:?}", r);
-            s.truncate(300);
-            println!("{src:?} -> {s} {:?} rss={}MB", t.elapsed(), rss());
+    let n: usize = std::env::var("N").unwrap().parse().unwrap();
+    let kind = std::env::var("KIND").unwrap();
+    let body = match kind.as_str() {
+        "add" => format!("return {}", vec!["1"; n].join("+")),
+        "paren" => format!("return {}1{}", "(".repeat(n), ")".repeat(n)),
+        "list" => format!("return {}1{}", "[".repeat(n), "]".repeat(n)),
+        "neg" => format!("return {}1", "-".repeat(n)),
+        "pow" => format!("return {}", vec!["1"; n].join("**")),
+        "if" => {
+            let mut s = String::new();
+            for i in 0..n {
+                s.push_str(&" ".repeat(i));
+                s.push_str("if True:\n");
+            }
+            s.push_str(&" ".repeat(n));
+            s.push_str("pass\n");
+            s
         }
+        _ => panic!(),
+    };
+    let where_ = std::env::var("WHERE").unwrap();
+    if where_ == "check" {
+        let h = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || Sandbox::check(&body, &[]).len())
+            .unwrap();
+        println!("check -> {:?}", h.join().map(|_| "ok"));
+    } else {
+        let r = Sandbox::new().run(&body, &[], &json!({}), &json!(null), &Limits::default());
+        let mut s = format!("{:?}", r);
+        s.truncate(200);
+        println!("run -> {s}");
     }
 }

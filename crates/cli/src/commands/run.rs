@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use weft_engine::providers::{LlmClients, ProviderSettings};
 use weft_engine::{
     Engine, EventListener, Problem, RunError, RunEvent, RunOptions, RunOutcome, RunStatus, Store,
-    validate,
+    provider_problems, validate,
 };
 
 use super::validate::print_problems_to_stderr;
@@ -20,7 +20,8 @@ use crate::{Exit, RunArgs, usage_error};
 
 pub(crate) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
     let flow = super::load_flow(&args.flow)?;
-    let problems = validate(&flow, Some(&args.flow));
+    let mut problems = validate(&flow, Some(&args.flow));
+    problems.extend(provider_problems(&flow, &ProviderSettings::from_env()));
     if !problems.is_empty() {
         print_problems_to_stderr(&problems);
     }
@@ -29,12 +30,23 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
     }
     let mut decisions = HashMap::new();
     for (node_id, decision) in args.decisions {
-        let Some(node) = flow.node(&node_id) else {
+        // `sub/review` answers the approval `review` inside the subflow `sub`.
+        let (head, nested) = match node_id.split_once('/') {
+            Some((head, _)) => (head, true),
+            None => (node_id.as_str(), false),
+        };
+        let Some(node) = flow.node(head) else {
             return Err(usage_error(format!(
                 "--decide {node_id}: the flow has no node `{node_id}`"
             )));
         };
-        if node.kind != "approval" {
+        if nested && node.kind != "subflow" {
+            return Err(usage_error(format!(
+                "--decide {node_id}: node `{head}` is a {} node, not a subflow",
+                node.kind
+            )));
+        }
+        if !nested && node.kind != "approval" {
             return Err(usage_error(format!(
                 "--decide {node_id}: node `{node_id}` is a {} node, not an approval",
                 node.kind

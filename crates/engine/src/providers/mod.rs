@@ -133,6 +133,31 @@ impl ProviderSettings {
         ProviderSettings::from_lookup(|name| std::env::var(name).ok())
     }
 
+    /// Whether `provider` can be called: its official endpoint needs a key (a self-hosted
+    /// base URL may not). The error names the variable to set.
+    pub fn check_configured(&self, provider: ProviderKind) -> Result<(), ProviderError> {
+        let missing = match provider {
+            ProviderKind::OpenAi => {
+                self.openai_api_key.is_none() && self.openai_base_url == DEFAULT_OPENAI_BASE_URL
+            }
+            ProviderKind::Anthropic => {
+                self.anthropic_api_key.is_none()
+                    && self.anthropic_base_url == DEFAULT_ANTHROPIC_BASE_URL
+            }
+            ProviderKind::Ollama => false,
+        };
+        if !missing {
+            return Ok(());
+        }
+        Err(ProviderError::NotConfigured {
+            provider: provider.as_str(),
+            variable: match provider {
+                ProviderKind::Anthropic => "ANTHROPIC_API_KEY",
+                ProviderKind::OpenAi | ProviderKind::Ollama => "OPENAI_API_KEY",
+            },
+        })
+    }
+
     /// Every key this configuration holds, for redacting text that might echo one.
     pub fn secrets(&self) -> impl Iterator<Item = &Secret> {
         self.openai_api_key
@@ -421,14 +446,9 @@ impl LlmClients {
     ) -> Result<ChatResponse, ProviderError> {
         let result = match route.provider {
             ProviderKind::OpenAi => {
+                self.settings.check_configured(route.provider)?;
                 let key = self.settings.openai_api_key.as_ref();
                 let base = self.settings.openai_base_url.as_str();
-                if key.is_none() && base == DEFAULT_OPENAI_BASE_URL {
-                    return Err(ProviderError::NotConfigured {
-                        provider: "openai",
-                        variable: "OPENAI_API_KEY",
-                    });
-                }
                 self.openai
                     .complete("openai", base, key, request, on_delta, cancel)
                     .await
@@ -440,14 +460,9 @@ impl LlmClients {
                     .await
             }
             ProviderKind::Anthropic => {
+                self.settings.check_configured(route.provider)?;
                 let key = self.settings.anthropic_api_key.as_ref();
                 let base = self.settings.anthropic_base_url.as_str();
-                if key.is_none() && base == DEFAULT_ANTHROPIC_BASE_URL {
-                    return Err(ProviderError::NotConfigured {
-                        provider: "anthropic",
-                        variable: "ANTHROPIC_API_KEY",
-                    });
-                }
                 self.anthropic
                     .complete(base, key, request, on_delta, cancel)
                     .await
