@@ -96,6 +96,9 @@ const MAX_SPEC_DIGITS: usize = 4;
 pub(crate) fn prepare(body: &str, fields: &[String]) -> Result<CodeObject, Vec<SandboxError>> {
     let params = parameters(fields)?;
     let lines = LineIndex::new(body);
+    if let Some((line, message)) = too_deep(body) {
+        return Err(vec![SandboxError::Refused { line, message }]);
+    }
     let parsed = parser::parse_module(body).map_err(|error| {
         vec![SandboxError::Syntax {
             line: lines.line(error.location.start()),
@@ -133,6 +136,89 @@ pub(crate) fn prepare(body: &str, fields: &[String]) -> Result<CodeObject, Vec<S
                 message: error.error.to_string(),
             }]
         },
+    )
+}
+
+/// The longest body accepted.
+const MAX_BODY_BYTES: usize = 1 << 20;
+
+/// Nesting limits, checked on tokens before parsing: the parser, the checks and the
+/// compiler recurse once per level, and a stack overflow would abort the process.
+const MAX_BRACKET_DEPTH: usize = 100;
+const MAX_INDENT_DEPTH: usize = 100;
+/// Operators, opening brackets and other tokens that can nest an expression one level
+/// deeper (`.`, `lambda`, `if`/`else`), in one logical line.
+const MAX_OPERATORS_PER_LINE: usize = 5000;
+
+/// Whether the body is too large or too deeply nested to parse safely: the line where a
+/// limit was passed (counted from line breaks between tokens, so a multi-line string before
+/// it makes it approximate), and why.
+fn too_deep(body: &str) -> Option<(usize, String)> {
+    use parser::lexer::lex;
+    use rustpython_compiler::ast::token::TokenKind as T;
+
+    if body.len() > MAX_BODY_BYTES {
+        return Some((1, format!("the code is longer than {MAX_BODY_BYTES} bytes")));
+    }
+    let mut lexer = lex(body, parser::Mode::Module);
+    let mut brackets = 0usize;
+    let mut indents = 0usize;
+    let mut operators = 0usize;
+    let mut line = 1usize;
+    loop {
+        let kind = lexer.next_token();
+        let offset = line;
+        match kind {
+            T::EndOfFile => return None,
+            T::Lpar | T::Lsqb | T::Lbrace | T::FStringStart | T::TStringStart => {
+                brackets += 1;
+                // `f()()()` and `a[0][0]` nest without deepening the brackets.
+                operators += 1;
+                if operators > MAX_OPERATORS_PER_LINE {
+                    return Some((line, too_many_operators()));
+                }
+                if brackets > MAX_BRACKET_DEPTH {
+                    return Some((
+                        offset,
+                        format!("brackets are nested more than {MAX_BRACKET_DEPTH} levels deep"),
+                    ));
+                }
+            }
+            T::Rpar | T::Rsqb | T::Rbrace | T::FStringEnd | T::TStringEnd => {
+                brackets = brackets.saturating_sub(1);
+            }
+            T::Indent => {
+                indents += 1;
+                if indents > MAX_INDENT_DEPTH {
+                    return Some((
+                        offset,
+                        format!("blocks are nested more than {MAX_INDENT_DEPTH} levels deep"),
+                    ));
+                }
+            }
+            T::Dedent => indents = indents.saturating_sub(1),
+            T::Newline => {
+                operators = 0;
+                line += 1;
+            }
+            T::NonLogicalNewline => line += 1,
+            T::Comma | T::Semi | T::Colon | T::Equal => {}
+            kind if kind.is_operator()
+                || matches!(kind, T::Lambda | T::If | T::Else | T::Await | T::Yield) =>
+            {
+                operators += 1;
+                if operators > MAX_OPERATORS_PER_LINE {
+                    return Some((offset, too_many_operators()));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn too_many_operators() -> String {
+    format!(
+        "a statement has more than {MAX_OPERATORS_PER_LINE} operators and brackets; split it up"
     )
 }
 

@@ -175,10 +175,24 @@ impl Sandbox {
 
     /// The static check alone (for the validator): every refusal with its line, or the
     /// syntax error. Empty when the body would be run.
+    ///
+    /// Runs on a short-lived thread with a large stack (parsing and compiling recurse once per
+    /// nesting level), so it is safe to call from any thread.
     pub fn check(body: &str, fields: &[String]) -> Vec<SandboxError> {
-        match check::prepare(body, fields) {
-            Ok(_) => Vec::new(),
-            Err(errors) => errors,
+        let checked = std::thread::scope(|scope| {
+            std::thread::Builder::new()
+                .name("weft-sandbox-check".to_owned())
+                .stack_size(pool::WORKER_STACK)
+                .spawn_scoped(scope, || check::prepare(body, fields))
+                .map(|handle| handle.join())
+        });
+        match checked {
+            Ok(Ok(Ok(_))) => Vec::new(),
+            Ok(Ok(Err(errors))) => errors,
+            Ok(Err(_)) => vec![SandboxError::Internal("the check panicked".to_owned())],
+            Err(e) => vec![SandboxError::Internal(format!(
+                "could not start the check thread: {e}"
+            ))],
         }
     }
 }

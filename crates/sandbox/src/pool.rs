@@ -28,7 +28,7 @@ const GRACE: Duration = Duration::from_millis(250);
 
 /// Stack size of worker threads: deep Python recursion uses a lot of native stack (more so in
 /// debug builds); the VM's own stack check uses what is there.
-const WORKER_STACK: usize = 64 * 1024 * 1024;
+pub(crate) const WORKER_STACK: usize = 64 * 1024 * 1024;
 
 /// Why a run is being stopped.
 const RUNNING: u8 = 0;
@@ -294,7 +294,9 @@ mod tests {
     #[test]
     fn a_vm_panic_becomes_an_internal_error_and_the_pool_recovers() {
         let pool = Pool::global();
-        let error = pool.run(job("weft_test_panic()")).unwrap_err();
+        let error = pool
+            .run(job("weft_test_panic()"))
+            .expect_err("the run fails");
         assert!(
             matches!(&error, SandboxError::Internal(m) if m.contains("a test panic")),
             "{error:?}"

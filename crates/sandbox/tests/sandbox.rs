@@ -39,7 +39,7 @@ fn seed_000_example() {
             &json!({"first_name": "Ada", "last_name": "Lovelace", "age": 36}),
             &limits(),
         )
-        .unwrap();
+        .expect("the run succeeds");
     assert_eq!(
         result.value,
         json!({"full_name": "Ada Lovelace", "is_adult": true})
@@ -58,7 +58,7 @@ fn missing_fields_are_none_and_extra_keys_are_ignored() {
             &json!({"a": 1, "c": 3}),
             &limits(),
         )
-        .unwrap();
+        .expect("the run succeeds");
     assert_eq!(result.value, json!([1, null]));
     // A non-object input: every field is None.
     let result = sandbox
@@ -69,7 +69,7 @@ fn missing_fields_are_none_and_extra_keys_are_ignored() {
             &json!([1, 2]),
             &limits(),
         )
-        .unwrap();
+        .expect("the run succeeds");
     assert_eq!(result.value, Value::Null);
 }
 
@@ -77,16 +77,20 @@ fn missing_fields_are_none_and_extra_keys_are_ignored() {
 fn single_input_parameter() {
     assert_eq!(
         run("return input['x'] * 2", json!({"x": 21}))
-            .unwrap()
+            .expect("the run succeeds")
             .value,
         json!(42)
     );
     assert_eq!(
-        run("return len(input)", json!([1, 2, 3])).unwrap().value,
+        run("return len(input)", json!([1, 2, 3]))
+            .expect("the run succeeds")
+            .value,
         json!(3)
     );
     assert_eq!(
-        run("return input", json!("text")).unwrap().value,
+        run("return input", json!("text"))
+            .expect("the run succeeds")
+            .value,
         json!("text")
     );
 }
@@ -101,7 +105,7 @@ fn initial_is_available() {
             &json!({"n": 3}),
             &limits(),
         )
-        .unwrap();
+        .expect("the run succeeds");
     assert_eq!(result.value, json!("llamas!3"));
 }
 
@@ -115,7 +119,7 @@ fn a_field_may_share_a_refused_builtin_name() {
             &json!({"type": "doc", "input": 1}),
             &limits(),
         )
-        .unwrap();
+        .expect("the run succeeds");
     assert_eq!(result.value, json!("doc/1"));
 }
 
@@ -125,7 +129,7 @@ fn print_is_captured() {
         "print('hello', 42)\nprint('a', 'b', sep='-', end='!')\nprint()\nfor i in range(2): print(i)\nreturn 'done'",
         Value::Null,
     )
-    .unwrap();
+    .expect("the run succeeds");
     assert_eq!(result.value, json!("done"));
     assert_eq!(result.printed, vec!["hello 42", "a-b!", "", "0", "1"]);
     assert!(run("print('x', file=None)", Value::Null).is_err());
@@ -134,7 +138,12 @@ fn print_is_captured() {
 #[test]
 fn json_values_round_trip() {
     let input = json!({"s": "é✓", "i": -7, "big": 9007199254740993u64, "f": 1.5, "b": false, "n": null, "l": [1, [2, {}]], "d": {"k": "v"}});
-    assert_eq!(run("return input", input.clone()).unwrap().value, input);
+    assert_eq!(
+        run("return input", input.clone())
+            .expect("the run succeeds")
+            .value,
+        input
+    );
     assert_eq!(value("return (1, 'a', None)"), json!([1, "a", null]));
     assert_eq!(
         value("return {'a': (1, 2), 'b': [True]}"),
@@ -196,7 +205,7 @@ checks = [
 print('printed')
 return checks
 "#;
-    let result = run(body, Value::Null).unwrap();
+    let result = run(body, Value::Null).expect("the run succeeds");
     assert_eq!(result.value, json!(vec![true; 21]));
     assert_eq!(result.printed, vec!["printed"]);
 }
@@ -312,7 +321,7 @@ fn exceptions_are_reported_with_kind_and_line() {
         Err(SandboxError::Raised { kind, .. }) => assert_eq!(kind, "NameError"),
         other => panic!("{other:?}"),
     }
-    let error = run("return 1/0", Value::Null).unwrap_err();
+    let error = run("return 1/0", Value::Null).expect_err("the run fails");
     assert_eq!(
         error.to_string(),
         "ZeroDivisionError at line 1: division by zero"
@@ -406,7 +415,7 @@ return counter
 "#;
     for _ in 0..5 {
         let result = sandbox.run(body, &[], &json!({}), &json!([]), &limits());
-        assert_eq!(result.unwrap().value, json!(1));
+        assert_eq!(result.expect("the run succeeds").value, json!(1));
     }
     // A global set by one body is not visible to another.
     sandbox
@@ -417,7 +426,7 @@ return counter
             &json!(null),
             &limits(),
         )
-        .unwrap();
+        .expect("the run succeeds");
     let result = sandbox.run("return shared", &[], &json!({}), &json!(null), &limits());
     assert!(
         matches!(&result, Err(SandboxError::Raised { kind, .. }) if kind == "NameError"),
@@ -434,7 +443,7 @@ return counter
                 &input,
                 &limits(),
             )
-            .unwrap();
+            .expect("the run succeeds");
         assert_eq!(result.value, json!({"items": [1, 2]}));
     }
 }
@@ -465,14 +474,17 @@ fn a_timeout_in_one_thread_does_not_disturb_others() {
                             &json!(n),
                             &limits(),
                         );
-                        assert_eq!(result.unwrap().value, json!(n * (n.max(1) - 1) / 2));
+                        assert_eq!(
+                            result.expect("the run succeeds").value,
+                            json!(n * (n.max(1) - 1) / 2)
+                        );
                     }
                 }
             })
         })
         .collect();
     for handle in handles {
-        handle.join().unwrap();
+        handle.join().expect("the thread finishes");
     }
 }
 
@@ -483,7 +495,7 @@ fn recursion_limit_is_configurable() {
     assert_eq!(
         sandbox
             .run(body, &[], &json!({}), &json!(150), &limits())
-            .unwrap()
+            .expect("the run succeeds")
             .value,
         json!(150)
     );
@@ -498,7 +510,7 @@ fn recursion_limit_is_configurable() {
     assert_eq!(
         sandbox
             .run(body, &[], &json!({}), &json!(350), &deeper)
-            .unwrap()
+            .expect("the run succeeds")
             .value,
         json!(350)
     );
