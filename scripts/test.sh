@@ -9,6 +9,8 @@ echo "== cargo fmt --check"
 cargo fmt --all --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== the llama.cpp peer (a PyPI wheel and a tiny generated model; quick once installed)"
+WEFT_LLAMA_PYTHON="$(bash tests/llama/setup.sh)" && export WEFT_LLAMA_PYTHON
 echo "== cargo test"
 cargo test --workspace --locked
 echo "== benches (quick mode)"
