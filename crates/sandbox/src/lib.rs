@@ -9,31 +9,37 @@
 //! 1. **Static check** ([`Sandbox::check`]): the body is parsed with rustpython's parser
 //!    and the syntax tree is walked. `import` in every spelling, `eval`, `exec`, `open`,
 //!    `getattr`, `type`, `globals` and the other names of [`REFUSED_NAMES`], any name or
-//!    attribute that begins with an underscore, `.format`/`.format_map`, frame and code
-//!    attributes (`gi_frame`, `f_globals`, ...), `class`, `async` and template strings are
-//!    refused before anything runs, each with its line. F-string fields are expressions in
-//!    the tree, so `f'{x.__class__}'` is refused like `x.__class__`; the word `getattr`
-//!    inside an ordinary string is not.
+//!    attribute that begins with an underscore (a lone `_` variable is allowed),
+//!    `.format`/`.format_map`, frame and code attributes (`gi_frame`, `f_globals`, ...),
+//!    `class`, `async` and template strings are refused before anything runs, each with its
+//!    line. F-string fields are expressions in the tree, so `f'{x.__class__}'` is refused like
+//!    `x.__class__`; the word `getattr` inside an ordinary string is not. Code nested deeper
+//!    than the parser and compiler can recurse safely (brackets, blocks, operators per
+//!    statement) is refused from the tokens, before parsing.
 //! 2. **Restricted builtins**: the code sees only [`ALLOWED_BUILTINS`] plus a captured
-//!    `print`. The interpreter is built without the standard library, and `__import__` is
-//!    replaced in the VM's own builtins module too, so `sys`, `os` and the file system are
-//!    out of reach even if something slipped through the check.
-//! 3. **Guarded operations**: before compiling, the tree is rewritten so that the few
-//!    operations that can allocate without bound in one step (`*`, `**`, `<<` and `%` on
-//!    strings, `str.ljust`/`center`/`zfill`/`replace`/`join`/`translate`/..., `int.to_bytes`,
-//!    widths in format specs) go through native guards that refuse results larger than the
-//!    memory budget (a `MemoryError`, reported as [`SandboxError::Memory`]). A `range` longer
-//!    than a million items is iterated lazily by a generator, so `list(range(10**12))` and
-//!    `sum(range(10**12))` run as bytecode and can be interrupted.
+//!    `print`. The interpreter is built without the standard library (no file system,
+//!    network or process access), and `__import__` is replaced in the VM's own builtins
+//!    module too, so `sys`, `os` and the rest are out of reach even if something slipped
+//!    through the check.
+//! 3. **Guarded operations**: before compiling, the tree is rewritten so that the operations
+//!    that can allocate without bound in one step (`*`, `**`, `<<`, `%` formatting,
+//!    `str.ljust`/`center`/`zfill`/`expandtabs`/`replace`/`join`/`translate`,
+//!    `int.to_bytes`, computed widths in format specs) go through native guards that refuse
+//!    results larger than the memory budget (a `MemoryError`, reported as
+//!    [`SandboxError::Memory`]). A `range` longer than a million items is iterated by a
+//!    generator, so `list(range(10**12))` and `sum(range(10**12))` run as bytecode and can
+//!    be interrupted.
 //! 4. **Watchdog**: the code runs on a pooled worker thread; the calling thread waits and
 //!    watches the clock and the process's resident memory (`/proc/self/status`). On a
-//!    timeout or when resident memory grew by more than the budget, it sends the VM a user
-//!    signal; the VM polls signals between bytecode instructions, and the handler unwinds the
-//!    interpreter (Python code cannot catch it). The worker throws that interpreter away and
-//!    builds a fresh one. If the VM does not stop within a grace period (a single builtin
-//!    call that runs long), the caller returns the error anyway and the worker is retired.
+//!    timeout, or when resident memory grew by more than the budget during the run, it sends
+//!    the interpreter a user signal. The VM runs signals between bytecode instructions; this
+//!    one raises an exception and re-arms itself, so every following instruction raises too
+//!    and no `except:` or `finally:` block can keep the code alive. The VM unwinds its own
+//!    frames and the interpreter is reused. If the code does not stop within a grace period
+//!    (one long builtin call, which cannot be interrupted), the caller answers anyway; that
+//!    worker leaves the pool and ends when the call returns.
 //! 5. **Panics**: every run is wrapped in `catch_unwind`; a VM panic becomes
-//!    [`SandboxError::Internal`] and the process stays up.
+//!    [`SandboxError::Internal`], that interpreter is replaced and the process stays up.
 //!
 //! Interpreters and compiled code are reused: each worker thread keeps one interpreter and a
 //! cache of compiled code objects keyed by (body, fields). Every run starts from fresh
@@ -58,9 +64,12 @@ pub struct Limits {
     pub timeout: Duration,
     /// Maximum depth of nested Python calls inside the body (default 200).
     pub max_recursion: usize,
-    /// Memory budget in bytes (default 64 MiB): the largest single string, sequence or integer
-    /// the guarded operations may create, and the growth of the process's resident memory
-    /// during the run after which the code is stopped with [`SandboxError::Memory`].
+    /// Memory budget in bytes (default 64 MiB). It bounds two things: the size of the result
+    /// of one guarded operation (a repeated sequence, a padded or joined string, ...), and
+    /// the growth of the process's resident memory during the run, after which the code is
+    /// stopped with [`SandboxError::Memory`]. Resident memory is process-wide: the host's own
+    /// allocations and other runs at the same moment count too, and memory that the allocator
+    /// kept from earlier runs can be reused without counting.
     pub max_memory_bytes: usize,
 }
 

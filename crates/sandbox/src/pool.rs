@@ -26,6 +26,9 @@ const POLL: Duration = Duration::from_millis(5);
 /// How long a stopped run may take to unwind before the caller gives up on its worker.
 const GRACE: Duration = Duration::from_millis(250);
 
+/// How often an abandoned run is signalled again.
+const REAPER_INTERVAL: Duration = Duration::from_millis(20);
+
 /// Stack size of worker threads: deep Python recursion uses a lot of native stack (more so in
 /// debug builds); the VM's own stack check uses what is there.
 pub(crate) const WORKER_STACK: usize = 64 * 1024 * 1024;
@@ -163,8 +166,10 @@ impl Pool {
                 // by every interpreter in the process, and another worker may clear it first.
                 send_stop(&control);
                 if now.duration_since(since) > GRACE {
-                    // The interpreter is stuck in one long native call; leave the worker
-                    // behind (it exits when that call returns) and answer now.
+                    // The interpreter is stuck in one long native call: answer now, and leave
+                    // the worker behind (it is not returned to the pool and exits after this
+                    // job) with a thread that keeps asking it to stop until it has.
+                    keep_stopping(control);
                     return Err(stop_error(reason, &limits));
                 }
             }
@@ -192,6 +197,22 @@ fn send_stop(control: &Arc<Control>) {
     if let Some(signal) = signal {
         let _ = signal.send(stop_signal(control.clone(), signal.clone()));
     }
+}
+
+/// Keeps signalling an abandoned run until its worker reports it done, so that it ends as
+/// soon as it executes bytecode again.
+fn keep_stopping(control: Arc<Control>) {
+    let spawned = std::thread::Builder::new()
+        .name("weft-sandbox-reaper".to_owned())
+        .stack_size(64 * 1024)
+        .spawn(move || {
+            while !control.done.load(Ordering::SeqCst) {
+                send_stop(&control);
+                std::thread::sleep(REAPER_INTERVAL);
+            }
+        });
+    // Without that thread the run still ends if it executes the stop signal it sent itself.
+    drop(spawned);
 }
 
 /// The signal that stops a run: it raises `KeyboardInterrupt` and sends itself again, so

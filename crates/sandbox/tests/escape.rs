@@ -234,3 +234,54 @@ fn strings_that_mention_refused_names_are_fine() {
     );
     assert_eq!(result.expect("the run succeeds").value, json!("import os"));
 }
+
+#[test]
+fn deeply_nested_code_is_refused_not_a_crash() {
+    let deep = [
+        format!("return {}", vec!["1"; 100_000].join("+")),
+        format!("return {}1{}", "(".repeat(10_000), ")".repeat(10_000)),
+        format!("return {}1{}", "[".repeat(101), "]".repeat(101)),
+        format!("return {}1", "-".repeat(100_000)),
+        format!("return {}1", "not ".repeat(100_000)),
+        format!("return {}1", "lambda: ".repeat(100_000)),
+        format!("f = lambda: f\nreturn f{}", "()".repeat(100_000)),
+        (0..150)
+            .map(|i| format!("{}if True:\n", " ".repeat(i)))
+            .collect::<String>()
+            + &" ".repeat(150)
+            + "pass\n",
+        "x = 1\n".repeat(200_000),
+    ];
+    for body in &deep {
+        // From a thread with a small stack, like a runtime's blocking pool.
+        let checked = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn({
+                let body = body.clone();
+                move || Sandbox::check(&body, &[])
+            })
+            .expect("a thread")
+            .join()
+            .expect("the check does not crash");
+        assert!(
+            matches!(checked.as_slice(), [SandboxError::Refused { .. }]),
+            "{}: {checked:?}",
+            &body[..40]
+        );
+        let result = Sandbox::new().run(body, &[], &json!({}), &Value::Null, &Limits::default());
+        assert!(
+            matches!(result, Err(SandboxError::Refused { .. })),
+            "{}: {result:?}",
+            &body[..40]
+        );
+    }
+    // Up to the limits, nesting is fine.
+    let result = Sandbox::new().run(
+        &format!("return {}", vec!["1"; 1000].join("+")),
+        &[],
+        &json!({}),
+        &Value::Null,
+        &Limits::default(),
+    );
+    assert_eq!(result.map(|r| r.value), Ok(json!(1000)));
+}
