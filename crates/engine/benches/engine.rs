@@ -205,7 +205,14 @@ async fn for_each_items(count: usize, max_concurrency: u32, kind: &str) {
         let outcome = engine.start(flow, options).await.expect("runs");
         best = best.min(started.elapsed());
         assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.error);
-        assert_eq!(outcome.result.as_ref().and_then(|list| list.as_array()).map(Vec::len), Some(count));
+        assert_eq!(
+            outcome
+                .result
+                .as_ref()
+                .and_then(|list| list.as_array())
+                .map(Vec::len),
+            Some(count)
+        );
     }
     println!(
         "forEach over {count} items, maxConcurrency {max_concurrency}, `{kind}` step per item: {:.1} ms (best of 3) = {:.1} µs per item",
