@@ -11,7 +11,11 @@ echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== the llama.cpp peer (a PyPI wheel and a tiny generated model; quick once installed)"
 WEFT_LLAMA_PYTHON="$(bash tests/llama/setup.sh)" && export WEFT_LLAMA_PYTHON
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
 echo "== cargo test"
-cargo test --workspace --locked
+cargo test --workspace --locked 2>&1 | tee -a "$log"
 echo "== benches (quick mode)"
-cargo test --workspace --benches --locked
+cargo test --workspace --benches --locked 2>&1 | tee -a "$log"
+# One closing line for the whole suite (pipefail has already stopped us on a failure).
+awk '/^test result:/ { passed += $4; failed += $6 } END { printf "tests: %d passed, %d failed\n", passed, failed }' "$log"
