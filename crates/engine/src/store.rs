@@ -43,7 +43,7 @@ const STATEMENT_CACHE: usize = 32;
 
 /// The schema, one migration per entry; migration `n` (1-based) brings `user_version` from
 /// `n - 1` to `n`. Forward-only: add new entries at the end, never change existing ones.
-const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2];
+const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3];
 
 /// Migration 1: runs, their events, node outputs and the queue of a paused run.
 ///
@@ -106,6 +106,11 @@ ALTER TABLE node_outputs ADD COLUMN input_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE node_outputs ADD COLUMN output_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN input_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN output_tokens INTEGER NOT NULL DEFAULT 0;
+";
+
+/// Migration 3: metadata of a node's latest output (the web pages a search used).
+const MIGRATION_3: &str = "
+ALTER TABLE node_outputs ADD COLUMN metadata_json TEXT;
 ";
 
 /// Everything that can go wrong in the run store.
@@ -231,6 +236,8 @@ pub struct NodeOutputRecord {
     pub updated_at: String,
     /// Tokens used by this node's LLM calls in this run (subagent calls count for the subagent).
     pub usage: Usage,
+    /// About the latest output: `{"sources": [{url, title}]}` when a web search was used.
+    pub metadata: Option<Value>,
 }
 
 /// A handle on the run store. Cheap to clone; all clones share one writer thread and one
@@ -312,6 +319,12 @@ enum Write {
         usage: Usage,
         at: String,
     },
+    NodeMetadata {
+        run_id: String,
+        node_id: String,
+        metadata_json: String,
+        at: String,
+    },
     NodeOutput {
         run_id: String,
         node_id: String,
@@ -357,6 +370,9 @@ impl Write {
             } => {
                 format!("adding the tokens of node {node_id} to run {run_id}")
             }
+            Write::NodeMetadata {
+                run_id, node_id, ..
+            } => format!("storing the metadata of node {node_id} of run {run_id}"),
             Write::NodeOutput {
                 run_id, node_id, ..
             } => format!("storing the output of node {node_id} in run {run_id}"),
@@ -457,6 +473,16 @@ impl Store {
                 .usage
                 .as_ref()
                 .and_then(|usage| serde_json::to_string(usage).ok()),
+        });
+    }
+
+    /// Queues `metadata` (e.g. `{"sources": [...]}`) as the metadata of node `node_id`'s latest output.
+    pub fn put_node_metadata(&self, run_id: &str, node_id: &str, metadata: &Value, at: &str) {
+        self.send(Write::NodeMetadata {
+            run_id: run_id.to_string(),
+            node_id: node_id.to_string(),
+            metadata_json: metadata.to_string(),
+            at: at.to_string(),
         });
     }
 
@@ -731,7 +757,7 @@ impl Store {
         self.barrier()?;
         let conn = self.reader();
         let mut stmt = conn.prepare_cached(
-            "SELECT node_id, output_json, visits, approval_json, updated_at, input_tokens, output_tokens \
+            "SELECT node_id, output_json, visits, approval_json, updated_at, input_tokens, output_tokens, metadata_json \
              FROM node_outputs WHERE run_id = ?1 ORDER BY node_id",
         )?;
         let rows = stmt
@@ -742,7 +768,11 @@ impl Store {
                     row.get::<_, i64>(2)?,
                     row.get::<_, Option<String>>(3)?,
                     row.get::<_, String>(4)?,
-                    (row.get::<_, i64>(5)?, row.get::<_, i64>(6)?),
+                    (
+                        row.get::<_, i64>(5)?,
+                        row.get::<_, i64>(6)?,
+                        row.get::<_, Option<String>>(7)?,
+                    ),
                 ))
             })?
             .collect::<Result<Vec<_>, _>>()?;
@@ -751,8 +781,20 @@ impl Store {
         }
         rows.into_iter()
             .map(
-                |(node_id, output, visits, approval, updated_at, (input_tokens, output_tokens))| {
+                |(
+                    node_id,
+                    output,
+                    visits,
+                    approval,
+                    updated_at,
+                    (input_tokens, output_tokens, metadata),
+                )| {
                     Ok(NodeOutputRecord {
+                        metadata: metadata
+                            .map(|text| {
+                                parse_json(run_id, &format!("metadata of node {node_id}"), &text)
+                            })
+                            .transpose()?,
                         usage: Usage {
                             input_tokens: to_u64(run_id, "input tokens", input_tokens)?,
                             output_tokens: to_u64(run_id, "output tokens", output_tokens)?,
@@ -971,6 +1013,19 @@ fn apply(conn: &Connection, write: &Write) -> Result<(), StoreError> {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?
             .execute(params![run_id, seq, ts, kind.as_str(), node_id, content, scope, item, usage_json])?;
+        }
+        Write::NodeMetadata {
+            run_id,
+            node_id,
+            metadata_json,
+            at,
+        } => {
+            conn.prepare_cached(
+                "INSERT INTO node_outputs (run_id, node_id, output_json, visits, updated_at, metadata_json) \
+                 VALUES (?1, ?2, 'null', 0, ?3, ?4) \
+                 ON CONFLICT (run_id, node_id) DO UPDATE SET metadata_json = excluded.metadata_json",
+            )?
+            .execute(params![run_id, node_id, at, metadata_json])?;
         }
         Write::Usage {
             run_id,

@@ -678,3 +678,109 @@ async fn output_schema_answers_are_validated_with_one_repair_try() {
 async fn setup_with_fallback(answer: &str) -> Setup {
     setup(Script::always(Reply::text(answer))).await
 }
+
+#[tokio::test]
+async fn web_search_sources_are_logged_and_kept_with_the_output() {
+    let server = ScriptedLlm::start(Script::always(Reply::WebSearch {
+        content: "Rivers meander through erosion.".into(),
+        sources: vec![
+            weft_scripted_llm::SearchResult::new("https://example.org/rivers", "Rivers"),
+            weft_scripted_llm::SearchResult::new("https://example.org/silt", "Silt"),
+        ],
+    }))
+    .await
+    .expect("server");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let settings = ProviderSettings {
+        openai_base_url: server.base_url(),
+        openai_api_key: Some(Secret::new("sk-search")),
+        anthropic_base_url: server.root_url(),
+        anthropic_api_key: Some(Secret::new("sk-ant-search")),
+        ..ProviderSettings::default()
+    };
+    let engine = Engine::new(
+        LlmClients::new(settings),
+        Store::open(&dir.path().join("runs.db")).expect("store"),
+    );
+    for model in ["openai/gpt-4o-search-preview", "anthropic/claude-sonnet-4"] {
+        let flow = Flow::from_value(
+            json!({"nodes": [
+                {"id": "start", "type": "start", "data": {"initialInput": "Why do rivers meander?"}},
+                {"id": "search", "type": "agent", "data": {"model": model, "tools": {"web_search": true}}},
+            ], "edges": [{"id": "a", "source": "start", "target": "search"}]}),
+            "test",
+        )
+        .expect("flow");
+        let outcome = engine
+            .start(flow, RunOptions::default())
+            .await
+            .expect("runs");
+        assert_eq!(
+            outcome.status,
+            RunStatus::Completed,
+            "{model}: {:?}",
+            outcome.error
+        );
+        assert_eq!(
+            outcome.result,
+            Some(json!("Rivers meander through erosion.")),
+            "{model}"
+        );
+        let record = engine
+            .store()
+            .node_outputs(&outcome.run_id)
+            .expect("outputs")
+            .into_iter()
+            .find(|record| record.node_id == "search")
+            .expect("stored");
+        let urls: Vec<&str> = record.metadata.as_ref().expect("metadata")["sources"]
+            .as_array()
+            .expect("sources")
+            .iter()
+            .filter_map(|source| source["url"].as_str())
+            .collect();
+        assert_eq!(
+            urls,
+            ["https://example.org/rivers", "https://example.org/silt"],
+            "{model}"
+        );
+        let events = engine.store().events(&outcome.run_id).expect("events");
+        assert!(
+            events.iter().any(|event| event.content
+                == "web sources: https://example.org/rivers https://example.org/silt"),
+            "{model}: sources are logged"
+        );
+    }
+    let requests = server.requests();
+    assert!(
+        requests[0].body.get("web_search_options").is_some(),
+        "OpenAI's search is asked for"
+    );
+    let tools = requests[1].body["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        tools.iter().any(|tool| tool["name"] == "web_search"),
+        "Anthropic's search tool is offered"
+    );
+
+    // Ollama has no web search: refused before the run starts.
+    let flow = Flow::from_value(
+        json!({"nodes": [
+            {"id": "start", "type": "start"},
+            {"id": "search", "type": "agent", "data": {"model": "ollama/llama3.2", "tools": {"web_search": true}}},
+        ], "edges": [{"id": "a", "source": "start", "target": "search"}]}),
+        "test",
+    )
+    .expect("flow");
+    match engine.start(flow, RunOptions::default()).await {
+        Err(weft_engine::RunError::Invalid { problems }) => {
+            assert_eq!(
+                problems[0].to_string(),
+                "node search: error: tools.web_search: provider ollama has no web search"
+            );
+        }
+        other => panic!("expected a validation error, got {other:?}"),
+    }
+}

@@ -273,6 +273,7 @@ async fn call_model(
                 Some(node_id),
                 format!("web sources: {}", sources.join(" ")),
             );
+            ctx.record_metadata(node_id, &json!({ "sources": response.sources }));
         }
     }
     Ok(response)

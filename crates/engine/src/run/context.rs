@@ -355,6 +355,12 @@ impl RunContext {
             .add_usage(&self.run_id, &self.store_key(node_id), usage, &now());
     }
 
+    /// Records metadata about `node_id`'s latest output (the web pages a search used).
+    pub(crate) fn record_metadata(&self, node_id: &str, metadata: &Value) {
+        self.store
+            .put_node_metadata(&self.run_id, &self.store_key(node_id), metadata, &now());
+    }
+
     /// Resolves `path` (as written in a node) against this flow's folder.
     pub(crate) fn resolve_path(&self, path: &str) -> PathBuf {
         let base = self.flow_path.as_deref().and_then(std::path::Path::parent);
