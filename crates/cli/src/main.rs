@@ -39,7 +39,8 @@ Examples:
   weft run flows/triage.json --decide review=approve --events > events.ndjson
   weft resume 3f2a --decision reject --note 'too long'
   weft runs
-  weft show 3f2a";
+  weft show 3f2a
+  weft kinds --json";
 
 #[derive(Debug, Subcommand)]
 enum Command {
@@ -53,6 +54,8 @@ enum Command {
     Runs(RunsArgs),
     /// Show one run: its status, result, node outputs and event trace.
     Show(ShowArgs),
+    /// List the node kinds: their handles and the fields of their data, with types and help.
+    Kinds(KindsArgs),
 }
 
 /// Where runs are stored.
@@ -141,6 +144,13 @@ pub(crate) struct ShowArgs {
     pub store: StoreArgs,
 }
 
+#[derive(Debug, Args)]
+pub(crate) struct KindsArgs {
+    /// Print `{"kinds": [...], "commonFields": [...]}` as JSON: what a canvas draws nodes from.
+    #[arg(long)]
+    pub json: bool,
+}
+
 fn parse_decide(text: &str) -> Result<(String, Decision), String> {
     Decision::parse_for_node(text)
 }
@@ -200,6 +210,7 @@ fn main() -> ExitCode {
         }
         Command::Runs(args) => commands::runs::runs(&args),
         Command::Show(args) => commands::show::show(&args),
+        Command::Kinds(args) => commands::kinds::kinds(&args),
     };
     match result {
         Ok(exit) => exit.into(),

@@ -834,3 +834,73 @@ fn decide_answers_an_approval_inside_a_subflow_by_its_scoped_name() {
     assert_eq!(wrong.code, Some(2), "{wrong:?}");
     assert!(wrong.stderr.contains("not a subflow"), "{wrong:?}");
 }
+
+#[test]
+fn kinds_json_describes_every_kind_with_its_handles() {
+    let sandbox = Sandbox::new();
+    let ran = sandbox.run(&["kinds", "--json"]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    let described: Value = serde_json::from_str(&ran.stdout).expect("kinds --json is JSON");
+    let kinds = described["kinds"].as_array().expect("a list of kinds");
+    let ids: Vec<&str> = kinds
+        .iter()
+        .filter_map(|kind| kind["id"].as_str())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "start", "agent", "if", "approval", "template", "output", "note", "code", "http",
+            "join", "forEach", "subflow", "gate"
+        ]
+    );
+    let kind = |id: &str| {
+        kinds
+            .iter()
+            .find(|kind| kind["id"] == id)
+            .unwrap_or_else(|| panic!("no kind {id}"))
+    };
+    let handles = |id: &str| -> Vec<String> {
+        kind(id)["handles"]
+            .as_array()
+            .expect("handles")
+            .iter()
+            .filter_map(|handle| handle["id"].as_str().map(str::to_string))
+            .collect()
+    };
+    assert_eq!(handles("gate"), ["pass", "fail", "error"]);
+    assert_eq!(handles("approval"), ["approve", "reject"]);
+    assert_eq!(handles("agent"), ["output", "subagent", "error"]);
+    assert_eq!(handles("if"), ["condition-{i}", "false"]);
+    assert_eq!(handles("http"), ["output", "error"]);
+    assert!(handles("output").is_empty() && handles("note").is_empty());
+    assert_eq!(kind("if")["handles"][0]["dynamic"], true);
+    assert_eq!(kind("agent")["handles"][1]["kind"], "subagent");
+    assert_eq!(kind("note")["inputs"], false);
+    assert_eq!(kind("forEach")["title"], "For each");
+    let url = kind("http")["fields"]
+        .as_array()
+        .and_then(|fields| fields.iter().find(|field| field["name"] == "url"))
+        .expect("http describes url");
+    assert_eq!(url["required"], true);
+    assert_eq!(url["fieldType"]["type"], "template");
+    let common: Vec<&str> = described["commonFields"]
+        .as_array()
+        .expect("common fields")
+        .iter()
+        .filter_map(|field| field["name"].as_str())
+        .collect();
+    assert!(common.contains(&"timeoutSeconds") && common.contains(&"retry.maxAttempts"));
+
+    let text = sandbox.run(&["kinds"]);
+    assert_eq!(text.code, Some(0), "{text:?}");
+    let gate = text
+        .stdout
+        .split("\n\n")
+        .find(|block| block.starts_with("gate "))
+        .expect("a gate block");
+    assert!(
+        gate.lines()
+            .any(|line| line.trim() == "out: pass, fail, error (on failure)"),
+        "{gate}"
+    );
+}

@@ -6,7 +6,7 @@
 //! - One database file in WAL mode (`synchronous=NORMAL`, a 5 s busy timeout, foreign keys
 //!   on). The schema is built by numbered, forward-only migrations recorded in
 //!   `PRAGMA user_version`; a newer version of Weft adds migrations at the end of
-//!   [`MIGRATIONS`] and never edits earlier ones.
+//!   `MIGRATIONS` and never edits earlier ones.
 //! - Writes made while a run goes on ([`Store::create_run`], [`Store::append_event`], ...)
 //!   are queued and return at once. One background writer thread, with its own connection,
 //!   applies them in the order they were queued, many at a time in one transaction.

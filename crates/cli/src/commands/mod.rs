@@ -1,6 +1,7 @@
 //! One file per subcommand, plus what several of them share: opening the run store, loading
 //! a flow, and turning store refusals into usage errors.
 
+pub(crate) mod kinds;
 pub(crate) mod resume;
 pub(crate) mod run;
 pub(crate) mod runs;

@@ -15,39 +15,80 @@ use crate::providers::{
 use crate::run::{RunContext, Step, StepError, StepOutput};
 use crate::template::output_text;
 
-/// Calls a language model. `{{PREVIOUS_OUTPUT}}` in either prompt is the previous output; an
-/// empty user prompt sends the previous output as the user message. With `tools.subagents`,
-/// agents connected by subagent edges become tools the model may call.
+// Each help text once: a doc comment below (`#[doc = help!(..)]`) and a help in `describe()`.
+// Why a macro: see `common_help!` in nodes/mod.rs.
+macro_rules! help {
+    (kind) => {
+        "Calls a language model. `{{PREVIOUS_OUTPUT}}` in either prompt is the previous output; an \
+         empty user prompt sends the previous output as the user message. With `tools.subagents`, \
+         agents connected by subagent edges become tools the model may call."
+    };
+    (systemPrompt) => {
+        "Instructions for the model (a template)."
+    };
+    (userPrompt) => {
+        "The user message (a template); empty means the previous output."
+    };
+    (model) => {
+        "`provider/name` or a bare name; empty uses the default model."
+    };
+    (reasoningEffort) => {
+        "How hard a reasoning model thinks: `low`, `medium` or `high`."
+    };
+    (temperature) => {
+        "Sampling temperature, 0–2."
+    };
+    (outputSchema) => {
+        "A JSON Schema: the answer must be JSON, and the output is the parsed value."
+    };
+    (keepHistory) => {
+        "On a revisit inside a loop, send the conversation so far again."
+    };
+    (agentName) => {
+        "The tool name this agent has when it is another agent's subagent (else its label)."
+    };
+    (description) => {
+        "What this agent does, told to a parent agent that may call it."
+    };
+    (web_search) => {
+        "The provider's own web search."
+    };
+    (subagents) => {
+        "Agents connected by subagent edges become tools of this one."
+    };
+}
+
+#[doc = help!(kind)]
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentConfig {
-    /// Instructions for the model (a template).
+    #[doc = help!(systemPrompt)]
     #[serde(default)]
     pub system_prompt: String,
-    /// The user message (a template); empty means the previous output.
+    #[doc = help!(userPrompt)]
     #[serde(default)]
     pub user_prompt: String,
-    /// `provider/name` or a bare name; empty uses the default model.
+    #[doc = help!(model)]
     #[serde(default)]
     pub model: String,
-    /// How hard a reasoning model thinks: `low`, `medium` or `high`.
+    #[doc = help!(reasoningEffort)]
     #[serde(default)]
     pub reasoning_effort: Option<ReasoningEffort>,
-    /// Sampling temperature, 0–2.
+    #[doc = help!(temperature)]
     #[serde(default)]
     pub temperature: Option<f64>,
     #[serde(default)]
     pub tools: AgentTools,
-    /// A JSON Schema: the answer must be JSON, and the output is the parsed value.
+    #[doc = help!(outputSchema)]
     #[serde(default)]
     pub output_schema: Option<Value>,
-    /// On a revisit inside a loop, send the conversation so far again.
+    #[doc = help!(keepHistory)]
     #[serde(default)]
     pub keep_history: bool,
-    /// The tool name this agent has when it is another agent's subagent (else its label).
+    #[doc = help!(agentName)]
     #[serde(default)]
     pub agent_name: Option<String>,
-    /// What this agent does, told to a parent agent that may call it.
+    #[doc = help!(description)]
     #[serde(default)]
     pub description: Option<String>,
 }
@@ -74,10 +115,10 @@ impl ReasoningEffort {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub struct AgentTools {
-    /// The provider's own web search.
+    #[doc = help!(web_search)]
     #[serde(default)]
     pub web_search: bool,
-    /// Agents connected by subagent edges become tools of this one.
+    #[doc = help!(subagents)]
     #[serde(default)]
     pub subagents: bool,
 }
@@ -501,6 +542,90 @@ async fn call_subagent(
             );
             format!("error: {}", error.message)
         }
+    }
+}
+
+/// What a canvas needs to draw an agent (see [`super::KindDescription`]).
+pub(super) fn describe() -> super::KindDescription {
+    use super::{FieldDescription, FieldType, HandleDescription, HandleKind, KindDescription};
+    KindDescription {
+        handles: vec![
+            HandleDescription::execution("output", "Output"),
+            HandleDescription {
+                kind: HandleKind::Subagent,
+                ..HandleDescription::execution(crate::flow::SUBAGENT_HANDLE, "Subagents")
+            },
+            HandleDescription::error(),
+        ],
+        fields: vec![
+            FieldDescription::new(
+                "systemPrompt",
+                "System prompt",
+                help!(systemPrompt),
+                FieldType::Template,
+            )
+            .default(""),
+            FieldDescription::new(
+                "userPrompt",
+                "User prompt",
+                help!(userPrompt),
+                FieldType::Template,
+            )
+            .default(""),
+            FieldDescription::new("model", "Model", help!(model), FieldType::Text).default(""),
+            FieldDescription::new(
+                "reasoningEffort",
+                "Reasoning effort",
+                help!(reasoningEffort),
+                FieldType::Choice {
+                    options: super::serde_names::<ReasoningEffort>(),
+                },
+            ),
+            FieldDescription::new(
+                "temperature",
+                "Temperature",
+                help!(temperature),
+                FieldType::Number {
+                    min: Some(0.0),
+                    max: Some(2.0),
+                },
+            ),
+            FieldDescription::new(
+                "tools.web_search",
+                "Web search",
+                help!(web_search),
+                FieldType::Boolean,
+            )
+            .default(false),
+            FieldDescription::new(
+                "tools.subagents",
+                "Subagents",
+                help!(subagents),
+                FieldType::Boolean,
+            )
+            .default(false),
+            FieldDescription::new(
+                "outputSchema",
+                "Output schema",
+                help!(outputSchema),
+                FieldType::Json,
+            ),
+            FieldDescription::new(
+                "keepHistory",
+                "Keep history",
+                help!(keepHistory),
+                FieldType::Boolean,
+            )
+            .default(false),
+            FieldDescription::new("agentName", "Tool name", help!(agentName), FieldType::Text),
+            FieldDescription::new(
+                "description",
+                "Description",
+                help!(description),
+                FieldType::Text,
+            ),
+        ],
+        ..KindDescription::new(super::NodeKind::Agent, "Agent", help!(kind))
     }
 }
 

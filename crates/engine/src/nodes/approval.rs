@@ -4,12 +4,25 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Pauses the run and shows `message` (a template) to a person, who approves or rejects.
-/// The run continues along the `approve` or `reject` edges; the output is what the node was
-/// given, so the next node works on the approved draft.
+use super::{FieldDescription, FieldType, HandleDescription, KindDescription, NodeKind};
+
+// Each help text once: a doc comment below (`#[doc = help!(..)]`) and a help in `describe()`.
+// Why a macro: see `common_help!` in nodes/mod.rs.
+macro_rules! help {
+    (kind) => {
+        "Pauses the run and shows `message` (a template) to a person, who approves or rejects. \
+         The run continues along the `approve` or `reject` edges; the output is what the node was \
+         given, so the next node works on the approved draft."
+    };
+    (message) => {
+        "What the person is asked (a template; `{{PREVIOUS_OUTPUT}}` shows the draft)."
+    };
+}
+
+#[doc = help!(kind)]
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 pub struct ApprovalConfig {
-    /// What the person is asked (a template; `{{PREVIOUS_OUTPUT}}` shows the draft).
+    #[doc = help!(message)]
     #[serde(default)]
     pub message: String,
 }
@@ -73,6 +86,20 @@ impl Decision {
 
     pub fn to_value(&self) -> serde_json::Value {
         serde_json::json!({ "decision": self.decision.handle(), "note": self.note })
+    }
+}
+
+pub(super) fn describe() -> KindDescription {
+    KindDescription {
+        handles: vec![
+            HandleDescription::execution(DecisionChoice::Approve.handle(), "Approve"),
+            HandleDescription::execution(DecisionChoice::Reject.handle(), "Reject"),
+        ],
+        fields: vec![
+            FieldDescription::new("message", "Message", help!(message), FieldType::Template)
+                .default(""),
+        ],
+        ..KindDescription::new(NodeKind::Approval, "Approval", help!(kind))
     }
 }
 

@@ -3,23 +3,41 @@
 use serde::Deserialize;
 use weft_sandbox::{Limits, Sandbox, SandboxError};
 
-use super::FieldError;
+use super::{
+    FieldDescription, FieldError, FieldType, HandleDescription, KindDescription, NodeKind,
+};
 use crate::event::EventType;
 use crate::run::{Step, StepError, StepOutput};
 
-/// Runs Python in a sandbox: `code` is a function body (seed 000). Weft wraps it as
-/// `def _block(initial, <field>, ...)`, one parameter per name in `inputFields` (taken from
-/// the previous output object), or `def _block(initial, input)` when there are none, and
-/// calls it. The return value (any JSON value) is the output. Builtins are limited to a safe
-/// list plus `print` (shown in the run log); `import`, `eval`, `open`, names starting with `_`
-/// and the like are refused before running. Default timeout 30 s.
+// Each help text once: a doc comment below (`#[doc = help!(..)]`) and a help in `describe()`.
+// Why a macro: see `common_help!` in nodes/mod.rs.
+macro_rules! help {
+    (kind) => {
+        "Runs Python in a sandbox: `code` is a function body. Weft wraps it as \
+         `def _block(initial, <field>, ...)`, one parameter per name in `inputFields` (taken from \
+         the previous output object), or `def _block(initial, input)` when there are none, and \
+         calls it. The return value (any JSON value) is the output. Builtins are limited to a safe \
+         list plus `print` (shown in the run log); `import`, `eval`, `open`, names starting with `_` \
+         and the like are refused before running. Default timeout 30 s."
+    };
+    (code) => {
+        "The function body."
+    };
+    (inputFields) => {
+        "Fields of the previous output passed as parameters, in order."
+    };
+}
+
+#[doc = help!(kind)]
+///
+/// From seed 000; the sandbox is SPEC §5.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CodeConfig {
-    /// The function body.
+    #[doc = help!(code)]
     #[serde(default)]
     pub code: String,
-    /// Fields of the previous output passed as parameters, in order.
+    #[doc = help!(inputFields)]
     #[serde(default)]
     pub input_fields: Vec<String>,
 }
@@ -73,5 +91,25 @@ fn error_kind(error: &SandboxError) -> &'static str {
     match error {
         SandboxError::Timeout { .. } => "timeout",
         _ => "code",
+    }
+}
+
+pub(super) fn describe() -> KindDescription {
+    KindDescription {
+        handles: vec![
+            HandleDescription::execution("output", "Output"),
+            HandleDescription::error(),
+        ],
+        fields: vec![
+            FieldDescription::new("code", "Code", help!(code), FieldType::Code).default(""),
+            FieldDescription::new(
+                "inputFields",
+                "Input fields",
+                help!(inputFields),
+                FieldType::StringList,
+            )
+            .default(serde_json::json!([])),
+        ],
+        ..KindDescription::new(NodeKind::Code, "Code", help!(kind))
     }
 }

@@ -4,29 +4,53 @@ use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::FieldError;
+use super::{
+    FieldDescription, FieldError, FieldType, HandleDescription, KindDescription, NodeKind,
+};
 use crate::run::{NestedEnd, Step, StepError, StepOutput, run_nested};
 
-/// Runs the flow file `flow` once per item of a list, with the item as that run's input
-/// (seeds 000 loop, 002 dynamic_parallel, 004 forEach). `items` is a field path of the previous
-/// output (`urls`, `data.rows`), a template that renders a JSON array, or empty for a previous
-/// output that is itself a list. At most `maxConcurrency` items run at once (0: all). The output
-/// is the list of per-item results in item order; a failed item's slot is
-/// `{ "error": "..." }`, unless `failFast` is set: then the first failure stops the other items
-/// and fails the step. Events of an item carry its index (`item`).
+// Each help text once: a doc comment below (`#[doc = help!(..)]`) and a help in `describe()`.
+// Why a macro: see `common_help!` in nodes/mod.rs.
+macro_rules! help {
+    (kind) => {
+        "Runs the flow file `flow` once per item of a list, with the item as that run's input. \
+         `items` is a field path of the previous output (`urls`, `data.rows`), a template that \
+         renders a JSON array, or empty for a previous output that is itself a list. At most \
+         `maxConcurrency` items run at once (0: all). The output is the list of per-item results \
+         in item order; a failed item's slot is `{ \"error\": \"...\" }`, unless `failFast` is \
+         set: then the first failure stops the other items and fails the step. Events of an item \
+         carry its index (`item`)."
+    };
+    (items) => {
+        "Where the list is: a field path, a template, or empty for the previous output."
+    };
+    (flow) => {
+        "The flow file run per item, relative to this flow's file."
+    };
+    (maxConcurrency) => {
+        "Items running at once; 0 runs them all at once."
+    };
+    (failFast) => {
+        "Stop everything at the first failing item."
+    };
+}
+
+#[doc = help!(kind)]
+///
+/// From seeds 000 (loop), 002 (dynamic_parallel) and 004 (forEach).
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ForEachConfig {
-    /// Where the list is: a field path, a template, or empty for the previous output.
+    #[doc = help!(items)]
     #[serde(default)]
     pub items: String,
-    /// The flow file run per item, relative to this flow's file.
+    #[doc = help!(flow)]
     #[serde(default)]
     pub flow: String,
-    /// Items running at once; 0 runs them all at once.
+    #[doc = help!(maxConcurrency)]
     #[serde(default)]
     pub max_concurrency: u32,
-    /// Stop everything at the first failing item.
+    #[doc = help!(failFast)]
     #[serde(default)]
     pub fail_fast: bool,
 }
@@ -153,4 +177,32 @@ pub(super) async fn run(config: &ForEachConfig, step: &Step<'_>) -> Result<StepO
         results[index] = json!({ "error": failure });
     }
     Ok(StepOutput::new(Value::Array(results), "output"))
+}
+
+pub(super) fn describe() -> KindDescription {
+    KindDescription {
+        handles: vec![
+            HandleDescription::execution("output", "Output"),
+            HandleDescription::error(),
+        ],
+        fields: vec![
+            FieldDescription::new("items", "Items", help!(items), FieldType::Template).default(""),
+            FieldDescription::new("flow", "Flow", help!(flow), FieldType::FlowPath)
+                .default("")
+                .required(),
+            FieldDescription::new(
+                "maxConcurrency",
+                "At once",
+                help!(maxConcurrency),
+                FieldType::Integer {
+                    min: Some(0),
+                    max: None,
+                },
+            )
+            .default(0),
+            FieldDescription::new("failFast", "Fail fast", help!(failFast), FieldType::Boolean)
+                .default(false),
+        ],
+        ..KindDescription::new(NodeKind::ForEach, "For each", help!(kind))
+    }
 }

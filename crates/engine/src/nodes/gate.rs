@@ -3,25 +3,48 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::FieldError;
 use super::agent::ReasoningEffort;
+use super::{
+    FieldDescription, FieldError, FieldType, HandleDescription, KindDescription, NodeKind,
+    serde_names,
+};
 use crate::event::EventType;
 use crate::providers::{ChatMessage, ChatRequest};
 use crate::run::{Step, StepError, StepOutput};
 use crate::template::output_text;
 
-/// A quality gate (seed 001): a model judges the previous output against `criteria` and must
-/// answer pass or fail with a reason (structured output). The run continues by `pass` or
-/// `fail`; the output is the previous output, unchanged, so a `fail` branch can revise it.
+// Each help text once: a doc comment below (`#[doc = help!(..)]`) and a help in `describe()`.
+// Why a macro: see `common_help!` in nodes/mod.rs.
+macro_rules! help {
+    (kind) => {
+        "A quality gate: a model judges the previous output against `criteria` and must \
+         answer pass or fail with a reason (structured output). The run continues by `pass` or \
+         `fail`; the output is the previous output, unchanged, so a `fail` branch can revise it."
+    };
+    (criteria) => {
+        "What a passing output must satisfy (a template)."
+    };
+    (model) => {
+        "`provider/name` or a bare name; empty uses the default model."
+    };
+    (reasoningEffort) => {
+        "How hard a reasoning model thinks: `low`, `medium` or `high`."
+    };
+}
+
+#[doc = help!(kind)]
+///
+/// From seed 001.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GateConfig {
-    /// What a passing output must satisfy (a template).
+    #[doc = help!(criteria)]
     #[serde(default)]
     pub criteria: String,
-    /// `provider/name` or a bare name; empty uses the default model.
+    #[doc = help!(model)]
     #[serde(default)]
     pub model: String,
+    #[doc = help!(reasoningEffort)]
     #[serde(default)]
     pub reasoning_effort: Option<ReasoningEffort>,
 }
@@ -81,4 +104,29 @@ pub(super) async fn run(config: &GateConfig, step: &Step<'_>) -> Result<StepOutp
     let handle = if passed { "pass" } else { "fail" };
     step.emit(EventType::LogicCheck, format!("{handle}: {reason}"));
     Ok(StepOutput::new(step.input.clone(), handle))
+}
+
+pub(super) fn describe() -> KindDescription {
+    KindDescription {
+        handles: vec![
+            HandleDescription::execution("pass", "Pass"),
+            HandleDescription::execution("fail", "Fail"),
+            HandleDescription::error(),
+        ],
+        fields: vec![
+            FieldDescription::new("criteria", "Criteria", help!(criteria), FieldType::Template)
+                .default("")
+                .required(),
+            FieldDescription::new("model", "Model", help!(model), FieldType::Text).default(""),
+            FieldDescription::new(
+                "reasoningEffort",
+                "Reasoning effort",
+                help!(reasoningEffort),
+                FieldType::Choice {
+                    options: serde_names::<ReasoningEffort>(),
+                },
+            ),
+        ],
+        ..KindDescription::new(NodeKind::Gate, "Gate", help!(kind))
+    }
 }

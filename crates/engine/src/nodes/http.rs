@@ -5,29 +5,56 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::FieldError;
+use super::{
+    FieldDescription, FieldError, FieldType, HandleDescription, KindDescription, NodeKind,
+};
 use crate::run::{Step, StepError, StepOutput};
 
-/// Sends one HTTP request. `url`, header values and `body` are templates (SPEC §3). The output
-/// is `{ "status", "headers", "body" }`, the body parsed when the response is JSON. A status
-/// outside 200–299 fails the node (so `error` edges and retries apply) unless
-/// `allowErrorStatus` is set.
+// Each help text once: a doc comment below (`#[doc = help!(..)]`) and a help in `describe()`.
+// Why a macro: see `common_help!` in nodes/mod.rs.
+macro_rules! help {
+    (kind) => {
+        "Sends one HTTP request. `url`, header values and `body` are templates. The output is \
+         `{ \"status\", \"headers\", \"body\" }`, the body parsed when the response is JSON. A \
+         status outside 200–299 fails the node (so `error` edges and retries apply) unless \
+         `allowErrorStatus` is set."
+    };
+    (method) => {
+        "`GET`, `POST`, `PUT`, `PATCH`, `DELETE` or `HEAD`."
+    };
+    (url) => {
+        "The address (a template)."
+    };
+    (headers) => {
+        "Request headers; values are templates."
+    };
+    (body) => {
+        "The request body (a template); sent as JSON when it parses as JSON."
+    };
+    (allowErrorStatus) => {
+        "Treat any status as success and pass it on."
+    };
+}
+
+#[doc = help!(kind)]
+///
+/// Templates: SPEC §3.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HttpConfig {
-    /// `GET`, `POST`, `PUT`, `PATCH`, `DELETE` or `HEAD`.
+    #[doc = help!(method)]
     #[serde(default = "default_method")]
     pub method: String,
-    /// The address (a template).
+    #[doc = help!(url)]
     #[serde(default)]
     pub url: String,
-    /// Request headers; values are templates.
+    #[doc = help!(headers)]
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
-    /// The request body (a template); sent as JSON when it parses as JSON.
+    #[doc = help!(body)]
     #[serde(default)]
     pub body: Option<String>,
-    /// Treat any status as success and pass it on.
+    #[doc = help!(allowErrorStatus)]
     #[serde(default)]
     pub allow_error_status: bool,
 }
@@ -109,7 +136,7 @@ pub(super) async fn run(config: &HttpConfig, step: &Step<'_>) -> Result<StepOutp
         request = request.body(body);
     }
     let failed = |error: reqwest::Error| {
-        StepError::new("http", format!("{method} {url}: {}", describe(&error)))
+        StepError::new("http", format!("{method} {url}: {}", failure_text(&error)))
     };
     let response = tokio::select! {
         () = step.ctx.cancel.cancelled() => return Err(StepError::new("cancelled", "the run was cancelled")),
@@ -173,12 +200,46 @@ pub(super) async fn run(config: &HttpConfig, step: &Step<'_>) -> Result<StepOutp
     Ok(StepOutput::new(output, "output"))
 }
 
-fn describe(error: &reqwest::Error) -> String {
+fn failure_text(error: &reqwest::Error) -> String {
     if error.is_timeout() {
         "timed out".into()
     } else if error.is_connect() {
         format!("could not connect ({error})")
     } else {
         error.to_string()
+    }
+}
+
+pub(super) fn describe() -> KindDescription {
+    KindDescription {
+        handles: vec![
+            HandleDescription::execution("output", "Output"),
+            HandleDescription::error(),
+        ],
+        fields: vec![
+            FieldDescription::new(
+                "method",
+                "Method",
+                help!(method),
+                FieldType::Choice {
+                    options: METHODS.to_vec(),
+                },
+            )
+            .default(default_method()),
+            FieldDescription::new("url", "URL", help!(url), FieldType::Template)
+                .default("")
+                .required(),
+            FieldDescription::new("headers", "Headers", help!(headers), FieldType::StringMap)
+                .default(serde_json::json!({})),
+            FieldDescription::new("body", "Body", help!(body), FieldType::Template),
+            FieldDescription::new(
+                "allowErrorStatus",
+                "Allow error status",
+                help!(allowErrorStatus),
+                FieldType::Boolean,
+            )
+            .default(false),
+        ],
+        ..KindDescription::new(NodeKind::Http, "HTTP request", help!(kind))
     }
 }

@@ -3,17 +3,31 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::FieldError;
+use super::{
+    FieldDescription, FieldError, FieldType, HandleDescription, KindDescription, NodeKind,
+    serde_names,
+};
 use crate::event::EventType;
 use crate::run::{Step, StepError, StepOutput};
 use crate::template::output_text;
 
-/// Tests the previous output against each condition in turn and leaves by the handle of the
-/// first that holds (`condition-<i>`), or by `false` when none does. The output is the
-/// previous output, unchanged.
+// Each help text once: a doc comment below (`#[doc = help!(..)]`) and a help in `describe()`.
+// Why a macro: see `common_help!` in nodes/mod.rs.
+macro_rules! help {
+    (kind) => {
+        "Tests the previous output against each condition in turn and leaves by the handle of the \
+         first that holds (`condition-<i>`), or by `false` when none does. The output is the \
+         previous output, unchanged."
+    };
+    (conditions) => {
+        "The conditions, tested in order."
+    };
+}
+
+#[doc = help!(kind)]
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 pub struct IfConfig {
-    /// The conditions, tested in order.
+    #[doc = help!(conditions)]
     #[serde(default)]
     pub conditions: Vec<Condition>,
 }
@@ -193,6 +207,30 @@ pub(super) fn run(config: &IfConfig, step: &Step<'_>) -> Result<StepOutput, Step
     };
     step.emit(EventType::LogicCheck, description);
     Ok(StepOutput::new(step.input.clone(), handle))
+}
+
+pub(super) fn describe() -> KindDescription {
+    KindDescription {
+        handles: vec![
+            HandleDescription {
+                dynamic: true,
+                ..HandleDescription::execution("condition-{i}", "Condition {i}")
+            },
+            HandleDescription::execution("false", "Otherwise"),
+        ],
+        fields: vec![
+            FieldDescription::new(
+                "conditions",
+                "Conditions",
+                help!(conditions),
+                FieldType::Conditions {
+                    operators: serde_names::<Operator>(),
+                },
+            )
+            .default(serde_json::json!([])),
+        ],
+        ..KindDescription::new(NodeKind::If, "If", help!(kind))
+    }
 }
 
 #[cfg(test)]

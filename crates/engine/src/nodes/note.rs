@@ -2,10 +2,32 @@
 
 use serde::Deserialize;
 
-/// A comment on the canvas; it never runs and takes no edges.
+use super::{FieldDescription, FieldType, KindDescription, NodeKind};
+
+// Each help text once: a doc comment below (`#[doc = help!(..)]`) and a help in `describe()`.
+// Why a macro: see `common_help!` in nodes/mod.rs.
+macro_rules! help {
+    (kind) => {
+        "A comment on the canvas; it never runs and takes no edges."
+    };
+    (text) => {
+        "The note's text."
+    };
+}
+
+#[doc = help!(kind)]
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 pub struct NoteConfig {
-    /// The note's text.
+    #[doc = help!(text)]
     #[serde(default)]
     pub text: String,
+}
+
+pub(super) fn describe() -> KindDescription {
+    KindDescription {
+        fields: vec![
+            FieldDescription::new("text", "Text", help!(text), FieldType::Text).default(""),
+        ],
+        ..KindDescription::new(NodeKind::Note, "Note", help!(kind))
+    }
 }

@@ -6,19 +6,38 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{Decision, FieldError};
+use super::{
+    Decision, FieldDescription, FieldError, FieldType, HandleDescription, KindDescription,
+    NodeKind, serde_names,
+};
 use crate::run::{NestedEnd, Step, StepError, StepOutput, run_nested};
 
-/// Runs another flow file (`flow`, a path relative to this flow's file) with the previous
-/// output as its input; the output is the child run's result. Subflows nest at most 10 deep
-/// and a cycle of files is refused. An approval inside pauses the whole run. `onError`:
-/// `raise` (the step fails) or `catch` (the output is `{ "error": { "message", "nodeId" } }`).
+// Each help text once: a doc comment below (`#[doc = help!(..)]`) and a help in `describe()`.
+// Why a macro: see `common_help!` in nodes/mod.rs.
+macro_rules! help {
+    (kind) => {
+        "Runs another flow file (`flow`, a path relative to this flow's file) with the previous \
+         output as its input; the output is the child run's result. Subflows nest at most 10 deep \
+         and a cycle of files is refused. An approval inside pauses the whole run. `onError`: \
+         `raise` (the step fails) or `catch` (the output is \
+         `{ \"error\": { \"message\", \"nodeId\" } }`)."
+    };
+    (flow) => {
+        "The flow file to run, relative to this flow's file."
+    };
+    (onError) => {
+        "`raise`: the step fails; `catch`: the output is `{ \"error\": { \"message\", \"nodeId\" } }`."
+    };
+}
+
+#[doc = help!(kind)]
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubflowConfig {
-    /// The flow file to run, relative to this flow's file.
+    #[doc = help!(flow)]
     #[serde(default)]
     pub flow: String,
+    #[doc = help!(onError)]
     #[serde(default)]
     pub on_error: OnError,
 }
@@ -88,5 +107,29 @@ pub(super) async fn run(
                 "output",
             )),
         },
+    }
+}
+
+pub(super) fn describe() -> KindDescription {
+    KindDescription {
+        handles: vec![
+            HandleDescription::execution("output", "Output"),
+            HandleDescription::error(),
+        ],
+        fields: vec![
+            FieldDescription::new("flow", "Flow", help!(flow), FieldType::FlowPath)
+                .default("")
+                .required(),
+            FieldDescription::new(
+                "onError",
+                "On error",
+                help!(onError),
+                FieldType::Choice {
+                    options: serde_names::<OnError>(),
+                },
+            )
+            .default("raise"),
+        ],
+        ..KindDescription::new(NodeKind::Subflow, "Subflow", help!(kind))
     }
 }

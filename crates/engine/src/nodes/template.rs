@@ -2,17 +2,35 @@
 
 use serde::Deserialize;
 
+use super::{FieldDescription, FieldType, HandleDescription, KindDescription, NodeKind};
+
 use crate::run::{Step, StepError, StepOutput};
 
-/// Renders a template (SPEC §3) without calling a model. With `parseJson`, the rendered text
-/// must be JSON and the output is that value.
+// Each help text once: a doc comment below (`#[doc = help!(..)]`) and a help in `describe()`.
+// Why a macro: see `common_help!` in nodes/mod.rs.
+macro_rules! help {
+    (kind) => {
+        "Renders a template without calling a model. With `parseJson`, the rendered text \
+         must be JSON and the output is that value."
+    };
+    (template) => {
+        "The MiniJinja template."
+    };
+    (parseJson) => {
+        "Parse the rendered text as JSON."
+    };
+}
+
+#[doc = help!(kind)]
+///
+/// Templates: SPEC §3.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TemplateConfig {
-    /// The MiniJinja template.
+    #[doc = help!(template)]
     #[serde(default)]
     pub template: String,
-    /// Parse the rendered text as JSON.
+    #[doc = help!(parseJson)]
     #[serde(default)]
     pub parse_json: bool,
 }
@@ -31,4 +49,25 @@ pub(super) fn run(config: &TemplateConfig, step: &Step<'_>) -> Result<StepOutput
         serde_json::Value::String(text)
     };
     Ok(StepOutput::new(value, "output"))
+}
+
+pub(super) fn describe() -> KindDescription {
+    KindDescription {
+        handles: vec![
+            HandleDescription::execution("output", "Output"),
+            HandleDescription::error(),
+        ],
+        fields: vec![
+            FieldDescription::new("template", "Template", help!(template), FieldType::Template)
+                .default(""),
+            FieldDescription::new(
+                "parseJson",
+                "Parse as JSON",
+                help!(parseJson),
+                FieldType::Boolean,
+            )
+            .default(false),
+        ],
+        ..KindDescription::new(NodeKind::Template, "Template", help!(kind))
+    }
 }
