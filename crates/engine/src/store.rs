@@ -97,15 +97,14 @@ CREATE TABLE queue (
 ";
 
 /// Migration 2: events of nested runs (`scope`, `item`), and tokens used: per event
-/// (`usage_json` on `llm_response`), per node and per run.
+/// (`usage_json` on `llm_response`) and per node. A run's total is the sum over its nodes,
+/// computed when read: updating a `runs` row per LLM call would rewrite its flow JSON each time.
 const MIGRATION_2: &str = "
 ALTER TABLE events ADD COLUMN scope TEXT;
 ALTER TABLE events ADD COLUMN item INTEGER;
 ALTER TABLE events ADD COLUMN usage_json TEXT;
 ALTER TABLE node_outputs ADD COLUMN input_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE node_outputs ADD COLUMN output_tokens INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE runs ADD COLUMN input_tokens INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE runs ADD COLUMN output_tokens INTEGER NOT NULL DEFAULT 0;
 ";
 
 /// Migration 3: metadata of a node's latest output (the web pages a search used).
@@ -1043,14 +1042,6 @@ fn apply(conn: &Connection, write: &Write) -> Result<(), StoreError> {
                  output_tokens = output_tokens + excluded.output_tokens",
             )?
             .execute(params![run_id, node_id, at, input, output])?;
-            let changed = conn
-                .prepare_cached(
-                    "UPDATE runs SET input_tokens = input_tokens + ?2, output_tokens = output_tokens + ?3 WHERE id = ?1",
-                )?
-                .execute(params![run_id, input, output])?;
-            if changed == 0 {
-                return Err(StoreError::NoSuchRun(run_id.clone()));
-            }
         }
         Write::NodeOutput {
             run_id,
@@ -1200,7 +1191,10 @@ fn load_record(conn: &Connection, run_id: &str) -> Result<RunRecord, StoreError>
         .prepare_cached(
             "SELECT id, flow_name, flow_path, status, started_at, ended_at, waiting_node_id, \
              flow_json, input_json, result_json, error, waiting_input_json, \
-             waiting_source_node_id, state_json, input_tokens, output_tokens FROM runs WHERE id = ?1",
+             waiting_source_node_id, state_json, \
+             (SELECT COALESCE(SUM(input_tokens), 0) FROM node_outputs WHERE run_id = runs.id), \
+             (SELECT COALESCE(SUM(output_tokens), 0) FROM node_outputs WHERE run_id = runs.id) \
+             FROM runs WHERE id = ?1",
         )?
         .query_row(params![run_id], |row| {
             Ok((

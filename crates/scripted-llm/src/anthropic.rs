@@ -312,6 +312,7 @@ pub(crate) async fn cut_stream<W: AsyncWrite + Unpin>(
         for event in ctx.block_events(&answer, Some(after_chunks)) {
             out.chunk(&sse_event(&event)).await?;
         }
+        out.cut().await?;
     } else {
         let content = answer.blocks.iter().map(Block::whole).collect();
         let body = ctx.message(content, Some("end_turn"), ctx.final_usage(&answer));

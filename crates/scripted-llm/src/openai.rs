@@ -246,6 +246,7 @@ pub(crate) async fn cut_stream<W: AsyncWrite + Unpin>(
         for delta in text_deltas(content).into_iter().take(after_chunks) {
             out.chunk(&sse_event(&ctx.chunk(delta, None))).await?;
         }
+        out.cut().await?;
     } else {
         let body = ctx
             .completion(
