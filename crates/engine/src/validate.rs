@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::flow::{DEFAULT_TARGET_HANDLE, Flow, SUBAGENT_HANDLE};
-use crate::nodes::{CommonSettings, NodeConfig, NodeKind, child_flow_paths};
+use crate::nodes::{CommonSettings, NodeConfig, NodeKind, child_flow_path};
 use crate::providers::{ProviderSettings, route_model, supports_web_search};
 use crate::run::MAX_DEPTH;
 use crate::template::check_syntax;
@@ -228,7 +228,7 @@ fn check_child_flow(
     stack: &mut Vec<PathBuf>,
     problems: &mut Vec<Problem>,
 ) {
-    let Some(path) = child_flow_paths(config, flow_path) else {
+    let Some(path) = child_flow_path(config, flow_path) else {
         return;
     };
     let mut error = |code: &'static str, message: String| {

@@ -38,7 +38,7 @@ pub use subflow::{OnError, SubflowConfig};
 pub use template::TemplateConfig;
 
 pub(crate) use agent::{complete_structured, route_for};
-pub(crate) use subflow::child_flow_paths;
+pub(crate) use subflow::child_flow_path;
 
 use std::collections::HashMap;
 

@@ -62,8 +62,8 @@ impl SubflowConfig {
     }
 }
 
-/// The flow files a node refers to (`subflow` and `forEach`), resolved against `base`.
-pub(crate) fn child_flow_paths(config: &super::NodeConfig, base: Option<&Path>) -> Option<PathBuf> {
+/// The flow file a `subflow` or `forEach` node runs, resolved against `base` (its flow's file).
+pub(crate) fn child_flow_path(config: &super::NodeConfig, base: Option<&Path>) -> Option<PathBuf> {
     let relative = match config {
         super::NodeConfig::Subflow(config) => &config.flow,
         super::NodeConfig::ForEach(config) => &config.flow,
