@@ -248,7 +248,7 @@ fn check_child_flow(
     if !path.is_file() {
         error(
             "child-flow",
-            format!("the flow file {} does not exist", path.display()),
+            format!("the flow file {written} does not exist (next to this flow's file)"),
         );
         return;
     }
