@@ -72,10 +72,14 @@ pub(crate) struct Pool {
     max_idle: usize,
 }
 
+/// The name of the threads that run interpreters.
+const WORKER_NAME: &str = "weft-sandbox";
+
 impl Pool {
     pub(crate) fn global() -> Arc<Pool> {
         static POOL: OnceLock<Arc<Pool>> = OnceLock::new();
         POOL.get_or_init(|| {
+            quiet_panics_on_workers();
             let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
             Arc::new(Pool {
                 idle: Mutex::new(Vec::new()),
@@ -91,7 +95,7 @@ impl Pool {
         }
         let (tasks, receiver) = mpsc::channel::<Task>();
         std::thread::Builder::new()
-            .name("weft-sandbox".to_owned())
+            .name(WORKER_NAME.to_owned())
             .stack_size(WORKER_STACK)
             .spawn(move || worker_main(receiver))
             .map_err(|e| SandboxError::Internal(format!("could not start a worker thread: {e}")))?;
@@ -271,6 +275,21 @@ fn worker_main(tasks: mpsc::Receiver<Task>) {
             return;
         }
     }
+}
+
+/// Installs (once, with the pool) a panic hook that stays silent on sandbox worker threads and
+/// defers to the previous hook everywhere else. A VM panic there becomes
+/// [`SandboxError::Internal`] with its message; the default hook would print it to the user's
+/// terminal and, with `RUST_BACKTRACE` set, spend longer symbolizing a backtrace than the
+/// caller's grace period, turning the answer into a false `Memory` or `Timeout`.
+fn quiet_panics_on_workers() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if std::thread::current().name() == Some(WORKER_NAME) {
+            return;
+        }
+        previous(info);
+    }));
 }
 
 fn panic_error(payload: Box<dyn Any + Send>) -> SandboxError {
