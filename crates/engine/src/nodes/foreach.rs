@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::{
     FieldDescription, FieldError, FieldType, HandleDescription, KindDescription, NodeKind,
 };
-use crate::run::{NestedEnd, Step, StepError, StepOutput, run_nested};
+use crate::run::{ChildFlow, NestedEnd, Step, StepError, StepOutput, run_nested};
 
 // Each help text once: a doc comment below (`#[doc = help!(..)]`) and a help in `describe()`.
 // Why a macro: see `common_help!` in nodes/mod.rs.
@@ -124,14 +124,15 @@ fn items(config: &ForEachConfig, step: &Step<'_>) -> Result<Vec<Value>, StepErro
 pub(super) async fn run(config: &ForEachConfig, step: &Step<'_>) -> Result<StepOutput, StepError> {
     let list = items(config, step)?;
     let count = list.len();
-    let path = step.ctx.resolve_path(config.flow.trim());
+    // Read once: every item runs the same flow.
+    let child = ChildFlow::load(&step.ctx.resolve_path(config.flow.trim()))?;
     let limit = match config.max_concurrency {
         0 => count.max(1),
         n => n as usize,
     };
     // Cancelling this token stops the items still running (fail-fast or a cancelled run).
     let stop = step.ctx.cancel.child_token();
-    let path = &path;
+    let child = &child;
     let stop_ref = &stop;
     let mut runs = futures_util::stream::iter(list.into_iter().enumerate())
         .map(|(index, item)| async move {
@@ -139,7 +140,7 @@ pub(super) async fn run(config: &ForEachConfig, step: &Step<'_>) -> Result<StepO
                 step.ctx,
                 &step.node.id,
                 Some(index as u64),
-                path,
+                child,
                 item,
                 None,
                 Default::default(),

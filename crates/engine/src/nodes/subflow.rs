@@ -10,7 +10,7 @@ use super::{
     Decision, FieldDescription, FieldError, FieldType, HandleDescription, KindDescription,
     NodeKind, serde_names,
 };
-use crate::run::{NestedEnd, Step, StepError, StepOutput, run_nested};
+use crate::run::{ChildFlow, NestedEnd, Step, StepError, StepOutput, run_nested};
 
 // Each help text once: a doc comment below (`#[doc = help!(..)]`) and a help in `describe()`.
 // Why a macro: see `common_help!` in nodes/mod.rs.
@@ -79,11 +79,12 @@ pub(super) async fn run(
     decisions: &HashMap<String, Decision>,
 ) -> Result<StepOutput, StepError> {
     let path = step.ctx.resolve_path(config.flow.trim());
+    let child = ChildFlow::load(&path)?;
     let end = run_nested(
         step.ctx,
         &step.node.id,
         None,
-        &path,
+        &child,
         step.input.clone(),
         step.resume.clone(),
         decisions.clone(),

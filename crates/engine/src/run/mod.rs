@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 pub use context::EventListener;
 pub(crate) use context::MAX_DEPTH;
 pub(crate) use context::{RunContext, Step, StepError, StepOutput};
-pub(crate) use nested::{NestedEnd, run_nested};
+pub(crate) use nested::{ChildFlow, NestedEnd, run_nested};
 
 use crate::event::{EventType, RunStatus};
 use crate::flow::Flow;

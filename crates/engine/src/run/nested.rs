@@ -4,7 +4,7 @@
 //! is handed up to the parent step so the run can be resumed later, by another process.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -26,14 +26,32 @@ pub(crate) enum NestedEnd {
     Paused(Box<NestedPause>),
 }
 
-/// Runs the flow at `path` nested in step `node_id` of `parent` (item `item` of a forEach),
+/// A flow file a `subflow` or `forEach` step runs, read once per step (a forEach runs it for
+/// every item).
+pub(crate) struct ChildFlow {
+    pub flow: Arc<Flow>,
+    pub path: PathBuf,
+}
+
+impl ChildFlow {
+    pub(crate) fn load(path: &Path) -> Result<ChildFlow, StepError> {
+        let flow =
+            Flow::load(path).map_err(|error| StepError::new("subflow", error.to_string()))?;
+        Ok(ChildFlow {
+            flow: Arc::new(flow),
+            path: path.to_path_buf(),
+        })
+    }
+}
+
+/// Runs `child` nested in step `node_id` of `parent` (item `item` of a forEach),
 /// or continues it from `resume`.
 #[allow(clippy::too_many_arguments)] // the parent step's whole situation; called from two node kinds
 pub(crate) async fn run_nested(
     parent: &RunContext,
     node_id: &str,
     item: Option<u64>,
-    path: &Path,
+    child: &ChildFlow,
     input: Value,
     resume: Option<NestedResume>,
     decisions: HashMap<String, Decision>,
@@ -46,7 +64,7 @@ pub(crate) async fn run_nested(
             format!("subflows nest more than {MAX_DEPTH} deep at `{node_id}`"),
         ));
     }
-    let flow = Flow::load(path).map_err(|error| StepError::new("subflow", error.to_string()))?;
+    let (flow, path) = (&child.flow, child.path.as_path());
     let (seed, queue, state, waiting) = match resume {
         Some(NestedResume { pause, decision }) => {
             let child = pause.child;
@@ -89,7 +107,7 @@ pub(crate) async fn run_nested(
     let initial = seed.initial.clone();
     let ctx = RunContext::build(
         parent.run_id.clone(),
-        Arc::new(flow),
+        flow.clone(),
         Some(path.to_path_buf()),
         depth,
         seed,
