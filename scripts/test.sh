@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Every check CI runs: formatting, lints (warnings are errors), all tests, and a quick pass
-# of the benchmarks so they keep compiling and running. `cargo bench -p weft-engine` prints
-# the full figures.
+# Every check CI runs: formatting, lints (warnings are errors), the canvas's type check and
+# unit tests, all Rust tests, a quick pass of the benchmarks so they keep compiling and
+# running, and the desktop app's end-to-end tests (the real app under Xvfb through
+# WebDriver). `cargo bench -p weft-engine` and `bash scripts/bench-app.sh` print the figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cargo >/dev/null || { echo "error: cargo is missing; install Rust 1.95 (rustup.rs)" >&2; exit 2; }
+echo "== the desktop app's prerequisites (Debian and npm packages, tauri-driver, ui/dist)"
+bash scripts/setup-app.sh --tests
+echo "== the canvas: type check and unit tests"
+(cd ui && npm run --silent typecheck && npx vitest run --reporter=dot) 2>&1 | tee "${TMPDIR:-/tmp}/weft-ui-tests.log"
 echo "== cargo fmt --check"
 cargo fmt --all --check
 echo "== cargo clippy -D warnings"
@@ -17,5 +22,11 @@ echo "== cargo test"
 cargo test --workspace --locked 2>&1 | tee -a "$log"
 echo "== benches (quick mode)"
 cargo test --workspace --benches --locked 2>&1 | tee -a "$log"
+echo "== the desktop app end to end (WebDriver under Xvfb)"
+# `cargo test` has built target/debug/weft-app and scripted-llm (their packages have tests).
+bash tests/e2e/run.sh 2>&1 | tee -a "$log"
 # One closing line for the whole suite (pipefail has already stopped us on a failure).
-awk '/^test result:/ { passed += $4; failed += $6 } END { printf "tests: %d passed, %d failed\n", passed, failed }' "$log"
+ui_passed="$(sed -n 's/.*Tests *\([0-9]*\) passed.*/\1/p' "${TMPDIR:-/tmp}/weft-ui-tests.log" | tail -1)"
+awk -v ui="${ui_passed:-0}" '/^test result:/ { passed += $4; failed += $6 }
+  /^e2e: / { passed += $2; failed += $4 }
+  END { printf "tests: %d passed, %d failed\n", passed + ui, failed }' "$log"

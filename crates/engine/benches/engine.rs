@@ -132,6 +132,7 @@ async fn concurrent_agent_branches(branches: usize, delay_ms: u64) {
         content: "ok".into(),
         delay_ms,
         echo: false,
+        chunk_gap_ms: 0,
     }))
     .await
     .expect("server");

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::providers::Usage;
 
 /// What happened. Serialized in snake_case (`run_start`, `llm_delta`, ...).
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EventType {
@@ -58,6 +59,7 @@ impl std::fmt::Display for EventType {
 }
 
 /// One event of a run. `seq` starts at 1 and has no gaps within a run, across pauses and resumes.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunEvent {
@@ -83,6 +85,7 @@ pub struct RunEvent {
 }
 
 /// A run's status (SPEC §4).
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {

@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 pub const FLOW_FORMAT_VERSION: u64 = 1;
 
 /// A workflow graph as stored in a `*.json` flow file.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Flow {
     #[serde(default = "default_version")]
@@ -44,6 +45,7 @@ fn default_version() -> u64 {
 
 /// A node on the canvas. `kind` is the node type id (`start`, `agent`, `if`, ...); it stays a
 /// string here so that a file with an unknown type still loads and the validator can name it.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Node {
     pub id: String,
@@ -69,11 +71,15 @@ impl Node {
 }
 
 /// A canvas position. Stored as integers; fractional positions from the canvas are rounded on save.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Position {
+    // Written as integers, read as any number: a plain `number` on the TypeScript side.
     #[serde(default, serialize_with = "round_coordinate")]
+    #[cfg_attr(feature = "specta", specta(type = f64))]
     pub x: f64,
     #[serde(default, serialize_with = "round_coordinate")]
+    #[cfg_attr(feature = "specta", specta(type = f64))]
     pub y: f64,
 }
 
@@ -91,6 +97,7 @@ pub const SUBAGENT_HANDLE: &str = "subagent";
 
 /// A connection between two nodes. An edge whose `source_handle` is `subagent` makes the target
 /// agent a tool of the source agent; every other edge is an execution edge.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Edge {

@@ -186,6 +186,7 @@ pub struct PauseRecord {
 }
 
 /// A run as listed: identity, status and times. Serialized in camelCase, like events.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunSummary {
@@ -222,6 +223,7 @@ pub struct RunRecord {
 }
 
 /// The latest output of one node in one run.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeOutputRecord {

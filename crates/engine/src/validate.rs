@@ -13,6 +13,7 @@ use crate::providers::{ProviderSettings, route_model, supports_web_search};
 use crate::run::MAX_DEPTH;
 use crate::template::check_syntax;
 
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
@@ -24,6 +25,7 @@ pub enum Severity {
 
 /// One problem with a flow. At most one of `node_id` and `edge_id` is set; neither means the
 /// flow as a whole.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Problem {

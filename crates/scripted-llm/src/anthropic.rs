@@ -226,7 +226,9 @@ impl Ctx {
             )
             .await;
         }
-        let mut out = ChunkedBody::start(io, 200, &sse_headers(), self.close).await?;
+        let mut out = ChunkedBody::start(io, 200, &sse_headers(), self.close)
+            .await?
+            .paced(self.chunk_gap_ms);
         for event in self.block_events(&answer, None) {
             out.chunk(&sse_event(&event)).await?;
         }

@@ -251,6 +251,8 @@ pub(crate) struct ChunkedBody<'a, W> {
     /// events, and one syscall instead of one per event keeps the server's CPU use out of the
     /// engine's benchmarks. The client still sees one HTTP chunk per SSE event.
     pending: Vec<u8>,
+    /// When non-zero, each chunk is written on its own after waiting this long.
+    gap_ms: u64,
 }
 
 impl<'a, W: AsyncWrite + Unpin> ChunkedBody<'a, W> {
@@ -266,7 +268,14 @@ impl<'a, W: AsyncWrite + Unpin> ChunkedBody<'a, W> {
         Ok(Self {
             io,
             pending: out.into_bytes(),
+            gap_ms: 0,
         })
+    }
+
+    /// Sends each chunk on its own, `gap_ms` after the previous one (builder style).
+    pub(crate) fn paced(mut self, gap_ms: u64) -> Self {
+        self.gap_ms = gap_ms;
+        self
     }
 
     /// Adds `data` as one HTTP chunk.
@@ -274,6 +283,12 @@ impl<'a, W: AsyncWrite + Unpin> ChunkedBody<'a, W> {
         if data.is_empty() {
             // An empty chunk would terminate the body.
             return Ok(());
+        }
+        if self.gap_ms > 0 {
+            self.io.write_all(&self.pending).await?;
+            self.io.flush().await?;
+            self.pending.clear();
+            tokio::time::sleep(std::time::Duration::from_millis(self.gap_ms)).await;
         }
         self.pending
             .extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());

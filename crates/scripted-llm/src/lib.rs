@@ -198,13 +198,17 @@ impl Match {
 pub enum Reply {
     /// An assistant text answer, streamed word by word as SSE chunks when the request has
     /// `"stream": true`. `delay_ms` is waited before answering. With `echo`, the content is the
-    /// text of the last user/tool message prefixed by `content`.
+    /// text of the last user/tool message prefixed by `content`. With `chunk_gap_ms`, a
+    /// streamed answer waits that long before each chunk, so a client sees tokens arrive over
+    /// time (the desktop app's tests watch them stream onto the canvas).
     Text {
         content: String,
         #[serde(default)]
         delay_ms: u64,
         #[serde(default)]
         echo: bool,
+        #[serde(default)]
+        chunk_gap_ms: u64,
     },
     /// The assistant calls tools (`finish_reason: "tool_calls"`). Arguments are sent as a JSON
     /// string in `function.arguments`; streamed, they arrive in several fragments.
@@ -252,6 +256,7 @@ impl Reply {
             content: content.into(),
             delay_ms: 0,
             echo: false,
+            chunk_gap_ms: 0,
         }
     }
 
@@ -261,6 +266,7 @@ impl Reply {
             content: prefix.into(),
             delay_ms: 0,
             echo: true,
+            chunk_gap_ms: 0,
         }
     }
 

@@ -92,7 +92,9 @@ impl Ctx {
         completion_tokens: usize,
         io: &mut W,
     ) -> io::Result<()> {
-        let mut out = ChunkedBody::start(io, 200, &sse_headers(), self.close).await?;
+        let mut out = ChunkedBody::start(io, 200, &sse_headers(), self.close)
+            .await?
+            .paced(self.chunk_gap_ms);
         for delta in deltas {
             out.chunk(&sse_event(&self.chunk(delta, None))).await?;
         }

@@ -98,7 +98,7 @@ pub(crate) async fn handle<W: AsyncWrite + Unpin>(
         return Ok(After::KeepOpen);
     };
 
-    let ctx = Ctx {
+    let mut ctx = Ctx {
         wire,
         id: shared.response_id(wire),
         model: recorded.model().unwrap_or(DEFAULT_MODEL).to_string(),
@@ -113,6 +113,7 @@ pub(crate) async fn handle<W: AsyncWrite + Unpin>(
             .and_then(Value::as_bool)
             == Some(true),
         close,
+        chunk_gap_ms: 0,
     };
 
     match reply {
@@ -120,8 +121,10 @@ pub(crate) async fn handle<W: AsyncWrite + Unpin>(
             content,
             delay_ms,
             echo,
+            chunk_gap_ms,
         } => {
             sleep_ms(delay_ms).await;
+            ctx.chunk_gap_ms = chunk_gap_ms;
             let content = if echo {
                 format!("{content}{}", recorded.last_user_text().unwrap_or_default())
             } else {
@@ -218,6 +221,8 @@ pub(crate) struct Ctx {
     /// OpenAI's `stream_options.include_usage`.
     pub include_usage: bool,
     pub close: bool,
+    /// Pause before each streamed chunk (see [`Reply::Text`]).
+    pub chunk_gap_ms: u64,
 }
 
 /// A tool call with its id decided and its arguments serialized.

@@ -613,6 +613,7 @@ async fn concurrent_delayed_requests_are_served_in_parallel() {
         content: "done".into(),
         delay_ms: 50,
         echo: false,
+        chunk_gap_ms: 0,
     }))
     .await
     .expect("start");
@@ -1069,4 +1070,28 @@ async fn anthropic_cut_stream_and_status() {
     let res = client.messages(&anthropic("busy?", true)).await;
     assert_eq!(res.status, 529);
     assert_eq!(res.json()["error"]["type"], "overloaded_error");
+}
+
+#[tokio::test]
+async fn paced_stream_spreads_chunks_over_time() {
+    let llm = ScriptedLlm::start(Script::always(Reply::Text {
+        content: "one two three".into(),
+        delay_ms: 0,
+        echo: false,
+        chunk_gap_ms: 60,
+    }))
+    .await
+    .expect("start");
+    let mut client = Client::connect(&llm).await;
+    let started = Instant::now();
+    let res = client.chat(&user_streamed("go")).await;
+    // 3 words + finish + usage + [DONE]: six chunks, each written after a 60 ms pause.
+    assert_eq!(res.chunks.len(), 6, "{:?}", res.chunks);
+    assert!(started.elapsed() >= Duration::from_millis(6 * 60));
+    let text: String = res
+        .sse_payloads()
+        .iter()
+        .filter_map(|p| p["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(text, "one two three");
 }

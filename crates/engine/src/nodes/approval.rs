@@ -27,6 +27,7 @@ pub struct ApprovalConfig {
     pub message: String,
 }
 
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DecisionChoice {
@@ -45,6 +46,7 @@ impl DecisionChoice {
 }
 
 /// A person's answer at an approval node, normalized to `{ "decision", "note" }`.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Decision {
     pub decision: DecisionChoice,

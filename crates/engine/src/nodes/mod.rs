@@ -432,6 +432,7 @@ impl CommonSettings {
 /// a schema-driven inspector draw every kind from this (EXAMPLES: "a node kind is one file on
 /// each side"). Each kind's file builds its own with `describe()`; the help texts are the same
 /// texts as the doc comments of its config.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct KindDescription {
@@ -465,6 +466,7 @@ impl KindDescription {
 }
 
 /// A handle edges leave a node by.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HandleDescription {
@@ -498,6 +500,7 @@ impl HandleDescription {
 }
 
 /// What an edge leaving by a handle means.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum HandleKind {
@@ -510,6 +513,7 @@ pub enum HandleKind {
 }
 
 /// One key of a node's `data`, as the inspector edits it.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FieldDescription {
@@ -561,6 +565,7 @@ impl FieldDescription {
 }
 
 /// How a field's value is edited, and what it may hold.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum FieldType {

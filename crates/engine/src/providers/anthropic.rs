@@ -36,7 +36,7 @@ use super::{
 
 const PROVIDER: &str = "anthropic";
 /// The API version every request names.
-const ANTHROPIC_VERSION: &str = "2023-06-01";
+pub(crate) const API_VERSION: &str = "2023-06-01";
 /// `max_tokens` without thinking, and the room left for the answer above a thinking budget.
 const ANSWER_TOKENS: u64 = 4096;
 /// Searches one answer may make with the web search tool.
@@ -96,7 +96,7 @@ impl AnthropicClient {
         let mut headers = HeaderMap::new();
         headers.insert(
             HeaderName::from_static("anthropic-version"),
-            HeaderValue::from_static(ANTHROPIC_VERSION),
+            HeaderValue::from_static(API_VERSION),
         );
         if let Some(value) = key.and_then(|key| secret_header(key.expose())) {
             headers.insert(HeaderName::from_static("x-api-key"), value);

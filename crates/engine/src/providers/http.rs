@@ -460,7 +460,7 @@ fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
 }
 
 /// The message of an error answer: `error.message` of a JSON body, else the body's text.
-fn error_message(status: StatusCode, body: &[u8]) -> String {
+pub(crate) fn error_message(status: StatusCode, body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
     if let Ok(value) = serde_json::from_str::<Value>(&text)
         && let Some(message) = json_error_message(&value)

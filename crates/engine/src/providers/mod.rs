@@ -9,8 +9,11 @@
 //! module has the key redacted.
 
 mod anthropic;
+mod connection;
 mod http;
 mod openai;
+
+pub use connection::ConnectionReport;
 
 use std::time::Duration;
 
@@ -175,6 +178,7 @@ impl ProviderSettings {
 /// The provider a model name routes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum ProviderKind {
     OpenAi,
     Anthropic,
@@ -346,6 +350,7 @@ fn add_source(sources: &mut Vec<WebSource>, url: &str, title: Option<&str>) {
 }
 
 /// Tokens used by one call, as the provider reported them.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
@@ -412,6 +417,8 @@ pub enum ProviderError {
 #[derive(Debug, Clone)]
 pub struct LlmClients {
     settings: ProviderSettings,
+    /// The pool the provider clients share; also used for connection checks.
+    http: reqwest::Client,
     openai: OpenAiClient,
     anthropic: AnthropicClient,
 }
@@ -426,7 +433,8 @@ impl LlmClients {
             .unwrap_or_else(|_| reqwest::Client::new());
         LlmClients {
             openai: OpenAiClient::new(http.clone(), settings.clone()),
-            anthropic: AnthropicClient::new(http, settings.clone()),
+            anthropic: AnthropicClient::new(http.clone(), settings.clone()),
+            http,
             settings,
         }
     }

@@ -1,0 +1,483 @@
+//! The commands the canvas calls. Each one translates between IPC and the engine: parse the
+//! arguments, call the engine or the store, shape the answer. Nothing here decides how a flow
+//! runs; the `weft` command and the app run flows through the same [`weft_engine::Engine`].
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tauri::State;
+use tauri::ipc::Channel;
+use tokio_util::sync::CancellationToken;
+use weft_engine::nodes::{FieldDescription, KindDescription, all_kinds, common_fields};
+use weft_engine::providers::{ConnectionReport, ProviderKind};
+use weft_engine::store::{NodeOutputRecord, RunSummary};
+use weft_engine::template::SCOPE_NAMES;
+use weft_engine::{
+    Decision, EventListener, EventType, Flow, Problem, ResumeOptions, RunEvent, RunOptions,
+    RunOutcome, RunStatus,
+};
+
+use crate::AppState;
+use crate::error::{AppError, ErrorCode};
+use crate::settings::{RecentFiles, Setting, provider_settings_of};
+
+/// Everything the canvas draws nodes and inspectors from.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct KindCatalog {
+    pub kinds: Vec<KindDescription>,
+    /// Fields every kind has (label, description, timeout, retry).
+    pub common_fields: Vec<FieldDescription>,
+    /// Names every template may use (`PREVIOUS_OUTPUT`, `input`, ...); `nodes.<id>` of each
+    /// node and `vars.<name>` of the flow's variables come on top.
+    pub template_names: Vec<String>,
+}
+
+/// The node kinds as the engine describes them.
+#[tauri::command]
+#[specta::specta]
+pub fn describe_kinds() -> KindCatalog {
+    KindCatalog {
+        kinds: all_kinds(),
+        common_fields: common_fields(),
+        template_names: SCOPE_NAMES.iter().map(|name| name.to_string()).collect(),
+    }
+}
+
+/// A flow file as opened: its absolute path and its content in the normalized form.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenedFlow {
+    pub path: String,
+    pub flow: Flow,
+}
+
+/// Opens a flow file (Weft's form, AgentFlow files and the legacy forms) and remembers it
+/// among the recent files.
+#[tauri::command]
+#[specta::specta]
+pub fn open_flow(state: State<'_, AppState>, path: String) -> Result<OpenedFlow, AppError> {
+    let path = absolute(&path)?;
+    let flow = Flow::load(&path)?;
+    let path = path.display().to_string();
+    remember(&state, &path)?;
+    Ok(OpenedFlow { path, flow })
+}
+
+/// Saves `flow` in the normalized form (stable key order, integer positions) and remembers
+/// the file among the recent files. Returns the absolute path written.
+#[tauri::command]
+#[specta::specta]
+pub fn save_flow(state: State<'_, AppState>, path: String, flow: Flow) -> Result<String, AppError> {
+    let path = absolute(&path)?;
+    if let Some(dir) = path.parent()
+        && !dir.is_dir()
+    {
+        return Err(AppError::new(
+            ErrorCode::FlowFile,
+            format!("cannot save {}: the folder does not exist", path.display()),
+        ));
+    }
+    flow.save(&path).map_err(|e| {
+        AppError::new(
+            ErrorCode::FlowFile,
+            format!("cannot save {}: {e}", path.display()),
+        )
+    })?;
+    let path = path.display().to_string();
+    remember(&state, &path)?;
+    Ok(path)
+}
+
+/// Recently opened or saved flow files, newest first.
+#[tauri::command]
+#[specta::specta]
+pub fn recent_files(state: State<'_, AppState>) -> Vec<String> {
+    RecentFiles::load(&state.paths.recent_file()).paths
+}
+
+fn remember(state: &AppState, path: &str) -> Result<(), AppError> {
+    let file = state.paths.recent_file();
+    let mut recent = RecentFiles::load(&file);
+    recent.touch(path);
+    recent.save(&file)
+}
+
+fn absolute(path: &str) -> Result<PathBuf, AppError> {
+    let trimmed = path.trim();
+    if trimmed.is_empty() {
+        return Err(AppError::new(ErrorCode::FlowFile, "no file name was given"));
+    }
+    std::path::absolute(trimmed)
+        .map_err(|e| AppError::new(ErrorCode::FlowFile, format!("bad file name {trimmed}: {e}")))
+}
+
+/// Every problem of `flow` (the engine's validator), plus warnings about providers the flow
+/// uses that the settings leave unconfigured. `path` locates the files `subflow` and `forEach`
+/// nodes refer to.
+#[tauri::command]
+#[specta::specta]
+pub fn validate_flow(state: State<'_, AppState>, flow: Flow, path: Option<String>) -> Vec<Problem> {
+    let path = path.map(PathBuf::from);
+    let mut problems = weft_engine::validate(&flow, path.as_deref());
+    let settings = state.provider_settings();
+    problems.extend(weft_engine::provider_problems(&flow, &settings));
+    problems
+}
+
+/// Where a run stands when its command returns.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct RunResult {
+    pub run_id: String,
+    pub status: RunStatus,
+    pub result: Option<Value>,
+    pub error: Option<String>,
+    /// The approval a paused run waits for.
+    pub waiting: Option<WaitingApproval>,
+}
+
+/// An approval a paused run waits for: the node (a path for one inside a subflow) and the
+/// rendered message.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitingApproval {
+    pub node_id: String,
+    pub message: String,
+}
+
+impl From<RunOutcome> for RunResult {
+    fn from(outcome: RunOutcome) -> RunResult {
+        RunResult {
+            run_id: outcome.run_id,
+            status: outcome.status,
+            result: outcome.result,
+            error: outcome.error,
+            waiting: outcome.waiting.map(|w| WaitingApproval {
+                node_id: w.node_id,
+                message: w.message,
+            }),
+        }
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone, Deserialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRequest {
+    pub flow: Flow,
+    /// The flow's file, for history and to find the files it refers to.
+    pub path: Option<String>,
+    /// The run's input; empty means the start node's `initialInput`.
+    pub input: Option<String>,
+}
+
+/// Runs a flow until it completes, fails, is cancelled or pauses at an approval. Its events
+/// arrive on `events` as they happen (the first is `run_start`, which names the run).
+#[tauri::command]
+#[specta::specta]
+pub async fn start_run(
+    state: State<'_, AppState>,
+    request: RunRequest,
+    events: Channel<RunEvent>,
+) -> Result<RunResult, AppError> {
+    let cancel = CancellationToken::new();
+    let options = RunOptions {
+        input: request.input.filter(|input| !input.trim().is_empty()),
+        decisions: HashMap::new(),
+        flow_path: request.path.map(PathBuf::from),
+        on_event: Some(state.forward(events, cancel.clone())),
+        cancel,
+        entry: Default::default(),
+    };
+    let engine = state.engine();
+    let outcome = engine.start(request.flow, options).await;
+    state.forget(outcome.as_ref().ok().map(|o| o.run_id.as_str()));
+    Ok(outcome?.into())
+}
+
+/// A person's answer at a paused approval.
+#[derive(Debug, Clone, Deserialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalAnswer {
+    pub run_id: String,
+    pub approve: bool,
+    #[serde(default)]
+    pub note: String,
+}
+
+/// Resumes a paused run (paused in this session or an earlier one, or by `weft`) with a
+/// person's decision; events continue on `events`.
+#[tauri::command]
+#[specta::specta]
+pub async fn resume_run(
+    state: State<'_, AppState>,
+    answer: ApprovalAnswer,
+    events: Channel<RunEvent>,
+) -> Result<RunResult, AppError> {
+    let decision = Decision::parse(
+        if answer.approve { "approve" } else { "reject" },
+        answer.note,
+    )
+    .map_err(|e| AppError::new(ErrorCode::BadRequest, e))?;
+    let cancel = CancellationToken::new();
+    state.watch(&answer.run_id, cancel.clone());
+    let options = ResumeOptions {
+        decisions: HashMap::new(),
+        on_event: Some(state.forward(events, cancel.clone())),
+        cancel,
+    };
+    let engine = state.engine();
+    let outcome = engine.resume(&answer.run_id, decision, options).await;
+    state.forget(Some(&answer.run_id));
+    Ok(outcome?.into())
+}
+
+/// Cancels a run started or resumed by this app. Returns whether such a run was going.
+#[tauri::command]
+#[specta::specta]
+pub fn cancel_run(state: State<'_, AppState>, run_id: String) -> bool {
+    match crate::lock(&state.active).get(&run_id) {
+        Some(token) => {
+            token.cancel();
+            true
+        }
+        None => false,
+    }
+}
+
+/// The most recent runs, newest first (runs of `weft` in the same store too).
+#[tauri::command]
+#[specta::specta]
+pub async fn list_runs(
+    state: State<'_, AppState>,
+    limit: u32,
+) -> Result<Vec<RunSummary>, AppError> {
+    let store = state.store.clone();
+    blocking(move || Ok(store.list_runs(limit as usize)?)).await
+}
+
+/// Everything stored about one run: the flow as it ran, its events and its nodes' outputs.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct RunDetail {
+    pub summary: RunSummary,
+    pub flow: Flow,
+    pub input: Value,
+    pub result: Option<Value>,
+    pub error: Option<String>,
+    /// For a paused run: the approval it waits for.
+    pub waiting: Option<WaitingApproval>,
+    pub events: Vec<RunEvent>,
+    pub outputs: Vec<NodeOutputRecord>,
+}
+
+/// Opens a past run (a full id or a unique prefix) to show its trace on the canvas.
+#[tauri::command]
+#[specta::specta]
+pub async fn open_run(state: State<'_, AppState>, run_id: String) -> Result<RunDetail, AppError> {
+    let store = state.store.clone();
+    blocking(move || {
+        let run_id = store.resolve_run_id(&run_id)?;
+        let record = store.run(&run_id)?;
+        let events = store.events(&run_id)?;
+        let outputs = store.node_outputs(&run_id)?;
+        let flow = Flow::parse(&record.flow_json, "the stored flow")?;
+        let waiting = match record.summary.status {
+            RunStatus::Paused => waiting_of(&record.summary, &events),
+            _ => None,
+        };
+        Ok(RunDetail {
+            summary: record.summary,
+            flow,
+            input: record.input,
+            result: record.result,
+            error: record.error,
+            waiting,
+            events,
+            outputs,
+        })
+    })
+    .await
+}
+
+/// The approval a paused run waits for: its node and the message of its last `wait_input`.
+fn waiting_of(summary: &RunSummary, events: &[RunEvent]) -> Option<WaitingApproval> {
+    let node_id = summary.waiting_node_id.clone()?;
+    let message = events
+        .iter()
+        .rev()
+        .find(|event| event.kind == EventType::WaitInput)
+        .map(|event| event.content.clone())
+        .unwrap_or_default();
+    Some(WaitingApproval { node_id, message })
+}
+
+/// One provider's settings as the canvas sees them: whether a key is set, never the key.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderSettingsView {
+    pub provider: ProviderKind,
+    /// The environment variable of its key; `None` for providers without keys (Ollama).
+    pub key_variable: Option<String>,
+    pub key_set: bool,
+    /// The key comes from the environment, not the app's settings.
+    pub key_from_environment: bool,
+    pub address_variable: String,
+    /// The address set in the app; empty when the default or the environment's is used.
+    pub address: String,
+    /// The address requests go to.
+    pub effective_address: String,
+}
+
+#[derive(Debug, Clone, Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct SettingsView {
+    pub providers: Vec<ProviderSettingsView>,
+    pub default_model: String,
+    /// Where the settings live (the file is readable by its owner only).
+    pub settings_file: String,
+    /// The run store.
+    pub run_store: String,
+}
+
+/// A change to the settings: `None` leaves a value as it is, an empty text removes it.
+#[derive(Debug, Clone, Default, Deserialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct SettingsChange {
+    pub provider: Option<ProviderKind>,
+    pub key: Option<String>,
+    pub address: Option<String>,
+    pub default_model: Option<String>,
+}
+
+#[tauri::command]
+#[specta::specta]
+pub fn get_settings(state: State<'_, AppState>) -> SettingsView {
+    state.settings_view()
+}
+
+/// Applies `change`, writes the settings file (mode 0600) and uses the new settings for the
+/// next runs.
+#[tauri::command]
+#[specta::specta]
+pub fn save_settings(
+    state: State<'_, AppState>,
+    change: SettingsChange,
+) -> Result<SettingsView, AppError> {
+    {
+        let mut settings = crate::lock(&state.settings);
+        let mut updated = settings.clone();
+        if let Some(provider) = change.provider {
+            let (key, address) = provider_settings_of(provider);
+            if let (Some(key_setting), Some(key)) = (key, &change.key) {
+                updated.set(key_setting, key);
+            }
+            if let Some(value) = &change.address {
+                updated.set(address, value);
+            }
+        }
+        if let Some(model) = &change.default_model {
+            updated.set(Setting::DefaultModel, model);
+        }
+        updated.save(&state.paths.settings_file())?;
+        *settings = updated;
+    }
+    state.rebuild_engine();
+    Ok(state.settings_view())
+}
+
+/// Asks a provider for its model list with the current settings.
+#[tauri::command]
+#[specta::specta]
+pub async fn test_connection(
+    state: State<'_, AppState>,
+    provider: ProviderKind,
+) -> Result<ConnectionReport, AppError> {
+    let clients = weft_engine::providers::LlmClients::new(state.provider_settings());
+    clients
+        .check_connection(provider)
+        .await
+        .map_err(|e| AppError::new(ErrorCode::Provider, e.to_string()))
+}
+
+/// Runs store work off the async runtime's threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, AppError> + Send + 'static,
+) -> Result<T, AppError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| AppError::new(ErrorCode::Store, format!("the store task failed: {e}")))?
+}
+
+impl AppState {
+    /// A listener that sends each event down the run's channel and, on `run_start`, records
+    /// the run's cancellation token under its id so `cancel_run` can find it.
+    fn forward(&self, events: Channel<RunEvent>, cancel: CancellationToken) -> EventListener {
+        let active = Arc::clone(&self.active);
+        Arc::new(move |event: &RunEvent| {
+            if event.kind == EventType::RunStart && event.scope.is_none() {
+                crate::lock(&active).insert(event.run_id.clone(), cancel.clone());
+            }
+            // A closed window has dropped its end of the channel; the run goes on and is stored.
+            let _ = events.send(event.clone());
+        })
+    }
+
+    fn watch(&self, run_id: &str, cancel: CancellationToken) {
+        crate::lock(&self.active).insert(run_id.to_string(), cancel);
+    }
+
+    fn forget(&self, run_id: Option<&str>) {
+        if let Some(run_id) = run_id {
+            crate::lock(&self.active).remove(run_id);
+        }
+    }
+
+    fn settings_view(&self) -> SettingsView {
+        let settings = crate::lock(&self.settings).clone();
+        let effective = self.provider_settings();
+        let providers = [
+            ProviderKind::OpenAi,
+            ProviderKind::Anthropic,
+            ProviderKind::Ollama,
+        ]
+        .into_iter()
+        .map(|provider| {
+            let (key, address) = provider_settings_of(provider);
+            let in_file = key.and_then(|k| settings.get(k)).is_some();
+            let key_set = match provider {
+                ProviderKind::OpenAi => effective.openai_api_key.is_some(),
+                ProviderKind::Anthropic => effective.anthropic_api_key.is_some(),
+                ProviderKind::Ollama => false,
+            };
+            let effective_address = match provider {
+                ProviderKind::OpenAi => effective.openai_base_url.clone(),
+                ProviderKind::Anthropic => effective.anthropic_base_url.clone(),
+                ProviderKind::Ollama => effective.ollama_host.clone(),
+            };
+            ProviderSettingsView {
+                provider,
+                key_variable: key.map(|k| k.variable().to_string()),
+                key_set,
+                key_from_environment: key_set && !in_file,
+                address_variable: address.variable().to_string(),
+                address: settings.get(address).unwrap_or_default().to_string(),
+                effective_address,
+            }
+        })
+        .collect();
+        SettingsView {
+            providers,
+            default_model: settings
+                .get(Setting::DefaultModel)
+                .unwrap_or_default()
+                .to_string(),
+            settings_file: self.paths.settings_file().display().to_string(),
+            run_store: self.paths.db_path.display().to_string(),
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! The one error type every command returns: a stable `code` the canvas can branch on and a
+//! message a person can read. The canvas never matches message text.
+
+use serde::Serialize;
+
+/// What kind of failure a command met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub enum ErrorCode {
+    /// A flow file could not be read, parsed or written.
+    FlowFile,
+    /// The flow has validation errors; the message lists them.
+    InvalidFlow,
+    /// The run store refused (no such run, a run that is not paused, a broken database).
+    Store,
+    /// The settings file could not be read or written.
+    Settings,
+    /// A provider could not be reached or refused (test connection).
+    Provider,
+    /// The request itself was wrong (an unknown node, a bad argument).
+    BadRequest,
+}
+
+/// A failed command, as the canvas receives it: `{ code, message }`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type, thiserror::Error)]
+#[error("{message}")]
+pub struct AppError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl AppError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> AppError {
+        AppError {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<weft_engine::RunError> for AppError {
+    fn from(error: weft_engine::RunError) -> AppError {
+        let code = match &error {
+            weft_engine::RunError::Invalid { .. } => ErrorCode::InvalidFlow,
+            weft_engine::RunError::Store(_) => ErrorCode::Store,
+            weft_engine::RunError::NoSuchEntry(_) => ErrorCode::BadRequest,
+        };
+        AppError::new(code, error.to_string())
+    }
+}
+
+impl From<weft_engine::StoreError> for AppError {
+    fn from(error: weft_engine::StoreError) -> AppError {
+        AppError::new(ErrorCode::Store, error.to_string())
+    }
+}
+
+impl From<weft_engine::LoadError> for AppError {
+    fn from(error: weft_engine::LoadError) -> AppError {
+        AppError::new(ErrorCode::FlowFile, error.to_string())
+    }
+}

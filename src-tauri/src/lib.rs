@@ -1,0 +1,142 @@
+//! Weft's desktop app: a Tauri 2 window hosting the canvas (`ui/`), and the commands the canvas
+//! calls. The shell only translates: every command calls the engine (`weft-engine`) the way the
+//! `weft` command does, and a run's events stream back over a [`tauri::ipc::Channel`] tied to
+//! that run. The TypeScript side of every command and type is generated from here
+//! ([`bindings_builder`], checked in as `ui/src/bindings.ts`).
+
+mod commands;
+mod error;
+mod settings;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use tokio_util::sync::CancellationToken;
+use weft_engine::providers::{LlmClients, ProviderSettings};
+use weft_engine::{Engine, Store};
+
+pub use error::{AppError, ErrorCode};
+pub use settings::{AppPaths, SettingsFile};
+
+/// Where the generated TypeScript goes, relative to this crate.
+pub const BINDINGS_PATH: &str = "../ui/src/bindings.ts";
+
+/// What the commands share.
+pub struct AppState {
+    paths: AppPaths,
+    store: Store,
+    settings: Mutex<SettingsFile>,
+    engine: Mutex<Engine>,
+    /// Runs going in this app, by id, so `cancel_run` can stop them.
+    active: Arc<Mutex<HashMap<String, CancellationToken>>>,
+}
+
+impl AppState {
+    /// Opens the run store and reads the settings.
+    pub fn open(paths: AppPaths) -> Result<AppState, AppError> {
+        if let Some(dir) = paths.db_path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                AppError::new(
+                    ErrorCode::Store,
+                    format!("cannot create {}: {e}", dir.display()),
+                )
+            })?;
+        }
+        let store = Store::open(&paths.db_path)?;
+        let settings = SettingsFile::load(&paths.settings_file())?;
+        let engine = Engine::new(
+            LlmClients::new(settings.provider_settings(env)),
+            store.clone(),
+        );
+        Ok(AppState {
+            paths,
+            store,
+            settings: Mutex::new(settings),
+            engine: Mutex::new(engine),
+            active: Arc::default(),
+        })
+    }
+
+    fn engine(&self) -> Engine {
+        lock(&self.engine).clone()
+    }
+
+    fn provider_settings(&self) -> ProviderSettings {
+        lock(&self.settings).provider_settings(env)
+    }
+
+    /// New settings apply to runs started after this; runs going keep theirs.
+    fn rebuild_engine(&self) {
+        let engine = Engine::new(
+            LlmClients::new(self.provider_settings()),
+            self.store.clone(),
+        );
+        *lock(&self.engine) = engine;
+    }
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// Locks a mutex; a panic in another command must not make the app unusable, and the data
+/// behind these locks (maps and settings) stays consistent between statements.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Every command the canvas may call, with the types tauri-specta exports to TypeScript.
+pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
+    tauri_specta::Builder::<tauri::Wry>::new()
+        .error_handling(tauri_specta::ErrorHandlingMode::Throw)
+        // The 64-bit integers crossing IPC are sequence numbers, visit and token counts and
+        // integer field bounds, all far below 2^53, so a TypeScript `number` holds them exactly.
+        .dangerously_cast_bigints_to_number()
+        // One TypeScript type per Rust type (not separate read and write shapes): the canvas
+        // sends back what it received (flows), so the two must be the same type.
+        .disable_serde_phases()
+        .commands(tauri_specta::collect_commands![
+            commands::describe_kinds,
+            commands::open_flow,
+            commands::save_flow,
+            commands::recent_files,
+            commands::validate_flow,
+            commands::start_run,
+            commands::resume_run,
+            commands::cancel_run,
+            commands::list_runs,
+            commands::open_run,
+            commands::get_settings,
+            commands::save_settings,
+            commands::test_connection,
+        ])
+}
+
+/// The TypeScript bindings as they should be checked in.
+pub fn bindings_typescript() -> Result<String, String> {
+    let dir = std::env::temp_dir().join(format!("weft-bindings-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let file = dir.join("bindings.ts");
+    bindings_builder()
+        .export(
+            specta_typescript::Typescript::default()
+                .header("// Generated from src-tauri by `cargo run -p weft-app --bin export-bindings`; do not edit.\n"),
+            &file,
+        )
+        .map_err(|e| e.to_string())?;
+    let text = std::fs::read_to_string(&file).map_err(|e| e.to_string());
+    let _ = std::fs::remove_dir_all(&dir);
+    text
+}
+
+/// Opens the window and serves the commands until the window closes.
+pub fn run() -> Result<(), String> {
+    let paths = AppPaths::from_env().map_err(|e| e.message)?;
+    let state = AppState::open(paths).map_err(|e| e.message)?;
+    let builder = bindings_builder();
+    tauri::Builder::default()
+        .manage(state)
+        .invoke_handler(builder.invoke_handler())
+        .run(tauri::generate_context!())
+        .map_err(|e| e.to_string())
+}

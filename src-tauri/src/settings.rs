@@ -1,0 +1,287 @@
+//! The app's own files in its config directory: provider settings (keys and addresses) and the
+//! list of recently opened flows.
+//!
+//! Provider settings are stored under the environment variable names the `weft` command reads
+//! (`OPENAI_API_KEY`, `OPENAI_BASE_URL`, ...), so one vocabulary serves both hosts; a value
+//! not set in the app falls back to the environment. The file is written with mode 0600 and
+//! keys never leave it except into provider requests: the canvas only learns whether a key
+//! is set.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use weft_engine::providers::{ProviderKind, ProviderSettings};
+
+use crate::error::{AppError, ErrorCode};
+
+/// Where the app keeps its files.
+#[derive(Debug, Clone)]
+pub struct AppPaths {
+    pub config_dir: PathBuf,
+    /// The run store, shared with the `weft` command's default.
+    pub db_path: PathBuf,
+}
+
+impl AppPaths {
+    /// `WEFT_CONFIG_DIR` and `WEFT_DB` when set (tests, several profiles), else the user's
+    /// config directory and `runs.db` in the user's data directory, where `weft` looks too.
+    pub fn from_env() -> Result<AppPaths, AppError> {
+        let dirs = directories::ProjectDirs::from("", "", "weft");
+        let config_dir = match std::env::var_os("WEFT_CONFIG_DIR") {
+            Some(dir) => PathBuf::from(dir),
+            None => dirs
+                .as_ref()
+                .map(|d| d.config_dir().to_path_buf())
+                .ok_or_else(|| no_home("WEFT_CONFIG_DIR"))?,
+        };
+        let db_path = match std::env::var_os("WEFT_DB") {
+            Some(path) => PathBuf::from(path),
+            None => dirs
+                .as_ref()
+                .map(|d| d.data_dir().join("runs.db"))
+                .ok_or_else(|| no_home("WEFT_DB"))?,
+        };
+        Ok(AppPaths {
+            config_dir,
+            db_path,
+        })
+    }
+
+    pub fn settings_file(&self) -> PathBuf {
+        self.config_dir.join("settings.json")
+    }
+
+    pub fn recent_file(&self) -> PathBuf {
+        self.config_dir.join("recent.json")
+    }
+}
+
+fn no_home(variable: &str) -> AppError {
+    AppError::new(
+        ErrorCode::Settings,
+        format!("cannot find the user's home directories; set {variable}"),
+    )
+}
+
+/// A provider setting, named by its environment variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Setting {
+    OpenAiKey,
+    OpenAiBaseUrl,
+    AnthropicKey,
+    AnthropicBaseUrl,
+    OllamaHost,
+    DefaultModel,
+}
+
+impl Setting {
+    pub fn variable(self) -> &'static str {
+        match self {
+            Setting::OpenAiKey => "OPENAI_API_KEY",
+            Setting::OpenAiBaseUrl => "OPENAI_BASE_URL",
+            Setting::AnthropicKey => "ANTHROPIC_API_KEY",
+            Setting::AnthropicBaseUrl => "ANTHROPIC_BASE_URL",
+            Setting::OllamaHost => "OLLAMA_HOST",
+            Setting::DefaultModel => "WEFT_DEFAULT_MODEL",
+        }
+    }
+}
+
+/// The settings file's content.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SettingsFile {
+    /// Values by environment variable name.
+    #[serde(default)]
+    pub values: BTreeMap<String, String>,
+}
+
+impl SettingsFile {
+    /// Reads the file; a missing file is empty settings, a broken one an error naming it.
+    pub fn load(path: &Path) -> Result<SettingsFile, AppError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => serde_json::from_str(&text).map_err(|e| {
+                AppError::new(
+                    ErrorCode::Settings,
+                    format!("the settings file {} is not valid: {e}", path.display()),
+                )
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(SettingsFile::default()),
+            Err(e) => Err(AppError::new(
+                ErrorCode::Settings,
+                format!("cannot read the settings file {}: {e}", path.display()),
+            )),
+        }
+    }
+
+    /// Writes the file readable by its owner only (it holds keys), replacing it atomically.
+    pub fn save(&self, path: &Path) -> Result<(), AppError> {
+        let text = serde_json::to_string_pretty(self).unwrap_or_default();
+        write_private(path, text.as_bytes()).map_err(|e| {
+            AppError::new(
+                ErrorCode::Settings,
+                format!("cannot write the settings file {}: {e}", path.display()),
+            )
+        })
+    }
+
+    pub fn get(&self, setting: Setting) -> Option<&str> {
+        self.values
+            .get(setting.variable())
+            .map(String::as_str)
+            .filter(|v| !v.trim().is_empty())
+    }
+
+    /// Sets or (with an empty value) removes a setting.
+    pub fn set(&mut self, setting: Setting, value: &str) {
+        let value = value.trim();
+        if value.is_empty() {
+            self.values.remove(setting.variable());
+        } else {
+            self.values
+                .insert(setting.variable().to_string(), value.to_string());
+        }
+    }
+
+    /// The engine's provider settings: this file first, then the environment.
+    pub fn provider_settings(&self, env: impl Fn(&str) -> Option<String>) -> ProviderSettings {
+        ProviderSettings::from_lookup(|name| {
+            self.values
+                .get(name)
+                .filter(|v| !v.trim().is_empty())
+                .cloned()
+                .or_else(|| env(name))
+        })
+    }
+}
+
+/// Writes `bytes` to `path` with mode 0600 through a temporary file and a rename, so a crash
+/// never leaves half a file and the content is never readable by others, even briefly.
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let temporary = path.with_extension("json.tmp");
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(&temporary)?;
+    #[cfg(unix)]
+    {
+        // An existing temporary file keeps its old mode; make sure.
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&temporary, path)
+}
+
+/// The provider a key or address belongs to, for the settings panel.
+pub fn provider_settings_of(provider: ProviderKind) -> (Option<Setting>, Setting) {
+    match provider {
+        ProviderKind::OpenAi => (Some(Setting::OpenAiKey), Setting::OpenAiBaseUrl),
+        ProviderKind::Anthropic => (Some(Setting::AnthropicKey), Setting::AnthropicBaseUrl),
+        ProviderKind::Ollama => (None, Setting::OllamaHost),
+    }
+}
+
+/// Most recently opened or saved flow files, newest first.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RecentFiles {
+    pub paths: Vec<String>,
+}
+
+/// How many recent files are remembered.
+const MAX_RECENT: usize = 10;
+
+impl RecentFiles {
+    pub fn load(path: &Path) -> RecentFiles {
+        // A broken list of recent files is not worth an error: start a new one.
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default()
+    }
+
+    pub fn touch(&mut self, file: &str) {
+        self.paths.retain(|p| p != file);
+        self.paths.insert(0, file.to_string());
+        self.paths.truncate(MAX_RECENT);
+    }
+
+    pub fn save(&self, path: &Path) -> Result<(), AppError> {
+        let text = serde_json::to_string_pretty(self).unwrap_or_default();
+        write_private(path, text.as_bytes()).map_err(|e| {
+            AppError::new(
+                ErrorCode::Settings,
+                format!("cannot write {}: {e}", path.display()),
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_file_is_private_and_round_trips() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("nested/settings.json");
+        let mut settings = SettingsFile::default();
+        settings.set(Setting::OpenAiKey, "sk-secret");
+        settings.set(Setting::OpenAiBaseUrl, "http://127.0.0.1:9/v1");
+        settings.save(&path).expect("save");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path)
+                .expect("metadata")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        assert_eq!(SettingsFile::load(&path).expect("load"), settings);
+        settings.set(Setting::OpenAiKey, "  ");
+        assert_eq!(settings.get(Setting::OpenAiKey), None);
+    }
+
+    #[test]
+    fn file_values_win_over_the_environment() {
+        let mut settings = SettingsFile::default();
+        settings.set(Setting::OpenAiBaseUrl, "http://file/v1");
+        let env = |name: &str| match name {
+            "OPENAI_BASE_URL" => Some("http://env/v1".to_string()),
+            "ANTHROPIC_BASE_URL" => Some("http://env-anthropic".to_string()),
+            _ => None,
+        };
+        let resolved = settings.provider_settings(env);
+        assert_eq!(resolved.openai_base_url, "http://file/v1");
+        assert_eq!(resolved.anthropic_base_url, "http://env-anthropic");
+    }
+
+    #[test]
+    fn a_broken_settings_file_is_named() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("settings.json");
+        std::fs::write(&path, "{ nope").expect("write");
+        let error = SettingsFile::load(&path).expect_err("broken file");
+        assert_eq!(error.code, ErrorCode::Settings);
+        assert!(error.message.contains("settings.json"), "{}", error.message);
+    }
+
+    #[test]
+    fn recent_files_are_newest_first_without_duplicates() {
+        let mut recent = RecentFiles::default();
+        for name in ["a", "b", "a", "c"] {
+            recent.touch(name);
+        }
+        assert_eq!(recent.paths, ["c", "a", "b"]);
+    }
+}

@@ -1,0 +1,279 @@
+// End-to-end tests of the real Weft app: a person builds, runs, approves, saves and reopens
+// flows on the canvas, against the scripted LLM server on loopback. Run with run.sh.
+// Screenshots of the key moments are written to screenshots/.
+
+import assert from "node:assert/strict";
+import { copyFileSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { after, before, test } from "node:test";
+
+import {
+  ROOT,
+  TMP,
+  allByTestId,
+  byTestId,
+  connect,
+  dropKind,
+  node,
+  openApp,
+  openFile,
+  problems,
+  shot,
+  typeInto,
+  waitForRunStatus,
+  waitForStatus,
+} from "./harness.mjs";
+
+const STREAMED = "Cold water wakes up and runs past the old stones toward the sea at last";
+const builtFile = path.join(TMP, "built.json");
+const approvalFile = path.join(TMP, "approval.json");
+
+/** Clicks a node on the canvas (selecting it and showing it in the inspector). */
+async function selectNode(browser, nodeId) {
+  await node(browser, nodeId).click();
+  await byTestId(browser, "tab-inspector").click();
+}
+
+async function errorCodes(browser) {
+  await byTestId(browser, "tab-problems").click();
+  return (await problems(browser)).filter((p) => p.severity === "error").map((p) => p.code);
+}
+
+/** Waits until the validator's answer for the current flow lists (or no longer lists) `code`. */
+async function waitForProblem(browser, code, present) {
+  await browser.waitUntil(async () => (await errorCodes(browser)).includes(code) === present, {
+    timeout: 10_000,
+    timeoutMsg: `problem ${code} ${present ? "never appeared" : "never went away"}`,
+  });
+}
+
+/** Text of the inspector's "Latest output" of a node. */
+async function latestOutput(browser, nodeId) {
+  await selectNode(browser, nodeId);
+  const output = byTestId(browser, "node-output");
+  await output.waitForDisplayed();
+  return (await output.getText()).trim();
+}
+
+let browser;
+
+before(async () => {
+  copyFileSync(path.join(ROOT, "tests/e2e/flows/approval.json"), approvalFile);
+  browser = await openApp();
+});
+
+after(async () => {
+  await browser?.deleteSession();
+});
+
+test("builds a flow by drag-and-drop and wiring, shows a problem and its fix", async () => {
+  await byTestId(browser, "file-new").click();
+  await waitForProblem(browser, "start-unconnected", true);
+  const run = byTestId(browser, "run");
+  assert.equal(await run.isEnabled(), false, "Run is refused while the flow is invalid");
+  // textContent: WebKitWebDriver reads no text from an element cut with text-overflow.
+  const reason = await byTestId(browser, "run-blocked-reason").getProperty("textContent");
+  assert.match(reason, /start/i, "the reason names the problem");
+  await shot(browser, "01-new-flow-invalid");
+
+  const start = await node(browser, "start").getLocation();
+  await dropKind(browser, "agent", Math.round(start.x + 250), Math.round(start.y + 40));
+  await node(browser, "agent-1").waitForExist({ timeout: 5_000 });
+  await dropKind(browser, "output", Math.round(start.x + 500), Math.round(start.y + 40));
+  await node(browser, "output-1").waitForExist({ timeout: 5_000 });
+
+  await connect(browser, "start", "output", "agent-1");
+  await connect(browser, "agent-1", "output", "output-1");
+  await browser.waitUntil(
+    async () => (await browser.$$(".react-flow__edge")).length === 2,
+    { timeout: 5_000, timeoutMsg: "the two edges were not drawn" },
+  );
+  await waitForProblem(browser, "start-unconnected", false);
+
+  // A broken template is a problem on the agent node; fixing it clears it.
+  await selectNode(browser, "agent-1");
+  await typeInto(browser, byTestId(browser, "field-model"), "gpt-4o-mini");
+  await typeInto(browser, byTestId(browser, "field-userPrompt"), "A poem about a river: {{ PREVIOUS_OUTPUT");
+  await waitForProblem(browser, "template-syntax", true);
+  assert.equal(await node(browser, "agent-1").getAttribute("data-invalid"), "true");
+  assert.equal(await byTestId(browser, "run").isEnabled(), false);
+  await shot(browser, "02-template-problem");
+
+  await selectNode(browser, "agent-1");
+  await typeInto(browser, byTestId(browser, "field-userPrompt"), "A poem about a river: {{ PREVIOUS_OUTPUT }}");
+  await waitForProblem(browser, "template-syntax", false);
+  assert.deepEqual(await errorCodes(browser), []);
+  assert.notEqual(await node(browser, "agent-1").getAttribute("data-invalid"), "true");
+  await browser.waitUntil(() => byTestId(browser, "run").isEnabled(), { timeout: 5_000 });
+  await shot(browser, "03-flow-valid");
+});
+
+test("runs it: statuses and streamed tokens arrive live", async () => {
+  await typeInto(browser, byTestId(browser, "run-input"), "in spring");
+  await byTestId(browser, "run").click();
+  await waitForStatus(browser, "agent-1", "running");
+  const stream = byTestId(browser, "node-stream-agent-1");
+  // The scripted server sends one word every 150 ms: part of the answer shows first.
+  let partial = "";
+  await browser.waitUntil(
+    async () => {
+      const text = (await stream.getText()).trim();
+      if (text.length > 0 && text !== STREAMED) partial = text;
+      return partial !== "";
+    },
+    { timeout: 10_000, interval: 50, timeoutMsg: "no partial answer was seen" },
+  );
+  assert.ok(STREAMED.startsWith(partial), `"${partial}" is the start of the answer`);
+  await shot(browser, "04-streaming");
+
+  await waitForRunStatus(browser, "completed");
+  assert.equal((await stream.getText()).trim(), STREAMED);
+  await waitForStatus(browser, "start", "done");
+  await waitForStatus(browser, "agent-1", "done");
+  await waitForStatus(browser, "output-1", "done");
+  assert.equal(await latestOutput(browser, "output-1"), STREAMED);
+
+  const types = [];
+  for (const row of await allByTestId(browser, "log-row")) {
+    types.push(await row.getAttribute("data-type"));
+  }
+  for (const type of ["run_start", "step_start", "llm_delta", "step_end", "run_end"]) {
+    assert.ok(types.includes(type), `the log shows ${type} (it shows ${[...new Set(types)]})`);
+  }
+  await shot(browser, "05-run-completed");
+});
+
+test("saves the flow and reopens it with the same content", async () => {
+  await byTestId(browser, "file-save").click(); // Untitled: Save asks where.
+  const input = byTestId(browser, "path-input");
+  await input.waitForDisplayed();
+  await typeInto(browser, input, builtFile);
+  await byTestId(browser, "path-confirm").click();
+  const title = byTestId(browser, "title");
+  await browser.waitUntil(async () => (await title.getAttribute("data-dirty")) === "false", {
+    timeout: 5_000,
+  });
+  assert.match(await title.getText(), /built\.json/);
+
+  const saved = readFileSync(builtFile, "utf8");
+  const flow = JSON.parse(saved);
+  assert.deepEqual(flow.nodes.map((n) => [n.id, n.type]).sort(), [
+    ["agent-1", "agent"],
+    ["output-1", "output"],
+    ["start", "start"],
+  ]);
+  assert.deepEqual(
+    flow.edges.map((e) => [e.source, e.sourceHandle ?? "output", e.target]).sort(),
+    [
+      ["agent-1", "output", "output-1"],
+      ["start", "output", "agent-1"],
+    ],
+  );
+  const agent = flow.nodes.find((n) => n.id === "agent-1");
+  assert.equal(agent.data.userPrompt, "A poem about a river: {{ PREVIOUS_OUTPUT }}");
+  assert.equal(agent.data.model, "gpt-4o-mini");
+  for (const n of flow.nodes) {
+    assert.ok(Number.isInteger(n.position.x) && Number.isInteger(n.position.y), "integer positions");
+  }
+
+  // An edit marks the flow dirty; opening the file again asks before discarding it.
+  await selectNode(browser, "agent-1");
+  await typeInto(browser, byTestId(browser, "field-label"), "Changed");
+  await browser.waitUntil(async () => (await title.getAttribute("data-dirty")) === "true", {
+    timeout: 5_000,
+  });
+  await byTestId(browser, "file-open").click();
+  await byTestId(browser, "confirm-discard").waitForDisplayed();
+  await shot(browser, "06-confirm-discard");
+  await byTestId(browser, "discard-confirm").click();
+  const pathInput = byTestId(browser, "path-input");
+  await pathInput.waitForDisplayed();
+  await typeInto(browser, pathInput, builtFile);
+  await byTestId(browser, "path-confirm").click();
+  await browser.waitUntil(async () => (await title.getAttribute("data-dirty")) === "false", {
+    timeout: 5_000,
+  });
+  await node(browser, "agent-1").waitForExist();
+  await selectNode(browser, "agent-1");
+  assert.equal(await byTestId(browser, "field-label").getValue(), "Agent");
+
+  // Saving the reopened flow unchanged writes the same bytes.
+  await browser.keys(["Control", "s"]);
+  await browser.pause(500);
+  assert.equal(readFileSync(builtFile, "utf8"), saved);
+});
+
+test("pauses at an approval node; approving continues on the approve branch", async () => {
+  await openFile(browser, approvalFile);
+  await node(browser, "review").waitForExist();
+  await byTestId(browser, "run").click();
+  await waitForStatus(browser, "review", "paused");
+  await waitForRunStatus(browser, "paused");
+  const prompt = byTestId(browser, "approval-prompt");
+  await prompt.waitForDisplayed();
+  assert.equal(
+    (await byTestId(browser, "approval-message").getText()).trim(),
+    "Send this note? Note: Refund 40 EUR to Ada",
+  );
+  await shot(browser, "07-approval-prompt");
+
+  await typeInto(browser, byTestId(browser, "approval-note"), "looks good");
+  await byTestId(browser, "approve").click();
+  await waitForRunStatus(browser, "completed");
+  await waitForStatus(browser, "review", "done");
+  await waitForStatus(browser, "sent", "done");
+  await waitForStatus(browser, "dropped", "skipped");
+  assert.equal(await latestOutput(browser, "sent"), "Sent: Note: Refund 40 EUR to Ada");
+  await shot(browser, "08-approved");
+});
+
+test("rejecting on another run continues on the reject branch", async () => {
+  await byTestId(browser, "run").click();
+  await waitForStatus(browser, "review", "paused");
+  await typeInto(browser, byTestId(browser, "approval-note"), "wrong amount");
+  await byTestId(browser, "reject").click();
+  await waitForRunStatus(browser, "completed");
+  await waitForStatus(browser, "dropped", "done");
+  await waitForStatus(browser, "sent", "skipped");
+  assert.equal(await latestOutput(browser, "dropped"), "Dropped: wrong amount");
+  await shot(browser, "09-rejected");
+});
+
+test("opens a past run from history and shows its trace", async () => {
+  await byTestId(browser, "tab-history").click();
+  await browser.waitUntil(async () => (await allByTestId(browser, "history-row")).length >= 3, {
+    timeout: 5_000,
+    timeoutMsg: "history does not list the three runs",
+  });
+  const rows = await allByTestId(browser, "history-row");
+  // Newest first: the two approval runs, then the first run of the built flow.
+  const oldest = rows[rows.length - 1];
+  assert.equal(await oldest.getAttribute("data-status"), "completed");
+  await oldest.click();
+  await node(browser, "agent-1").waitForExist({ timeout: 5_000 });
+  await waitForStatus(browser, "agent-1", "done");
+  await waitForStatus(browser, "output-1", "done");
+  assert.equal((await byTestId(browser, "node-stream-agent-1").getText()).trim(), STREAMED);
+  assert.ok((await allByTestId(browser, "log-row")).length > 5, "the log shows the run's events");
+  await shot(browser, "10-history-run");
+});
+
+test("a run paused before the app restarted is shown paused and can be approved", async () => {
+  await openFile(browser, approvalFile);
+  await node(browser, "review").waitForExist();
+  await byTestId(browser, "run").click();
+  await waitForStatus(browser, "review", "paused");
+  await browser.deleteSession(); // closes the app with the run paused
+  browser = await openApp();
+
+  const banner = byTestId(browser, "paused-banner");
+  await banner.waitForDisplayed({ timeout: 10_000 });
+  await shot(browser, "11-paused-after-restart");
+  await byTestId(browser, "paused-banner-open").click();
+  await waitForStatus(browser, "review", "paused");
+  await byTestId(browser, "approval-prompt").waitForDisplayed();
+  await byTestId(browser, "approve").click();
+  await waitForRunStatus(browser, "completed");
+  await waitForStatus(browser, "sent", "done");
+  await shot(browser, "12-resumed-after-restart");
+});

@@ -1,0 +1,159 @@
+// Helpers for driving the real Weft app through WebDriver (tauri-driver + WebKitWebDriver).
+// run.sh starts the display, the scripted LLM server and tauri-driver, and exports where
+// the app keeps its files; these helpers open sessions and act like a person would.
+
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { remote } from "webdriverio";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const ROOT = path.resolve(here, "../..");
+export const APP = process.env.WEFT_APP_BINARY;
+/** A scratch folder for this test run (flow files, the run store, settings). */
+export const TMP = process.env.WEFT_E2E_TMP;
+export const SHOTS = path.join(here, "screenshots");
+
+if (!APP || !TMP) {
+  throw new Error("run the end-to-end tests with tests/e2e/run.sh");
+}
+
+/** Starts the app in a new WebDriver session and waits for the canvas. */
+export async function openApp() {
+  const browser = await remote({
+    hostname: "127.0.0.1",
+    port: Number(process.env.TAURI_DRIVER_PORT ?? 4444),
+    logLevel: "warn",
+    connectionRetryTimeout: 60_000,
+    capabilities: {
+      "tauri:options": { application: APP },
+      "wdio:enforceWebDriverClassic": true,
+    },
+  });
+  await byTestId(browser, "palette-agent").waitForDisplayed({ timeout: 30_000 });
+  return browser;
+}
+
+export function byTestId(browser, id) {
+  return browser.$(`[data-testid="${id}"]`);
+}
+
+export function allByTestId(browser, id) {
+  return browser.$$(`[data-testid="${id}"]`);
+}
+
+/** Saves a screenshot of the app window as screenshots/NAME.png. */
+export async function shot(browser, name) {
+  mkdirSync(SHOTS, { recursive: true });
+  await browser.saveScreenshot(path.join(SHOTS, `${name}.png`));
+}
+
+/** The canvas node element of `nodeId` (the generic node's root, which carries data-status). */
+export function node(browser, nodeId) {
+  return byTestId(browser, `node-${nodeId}`);
+}
+
+export async function waitForStatus(browser, nodeId, status, timeout = 20_000) {
+  const element = node(browser, nodeId);
+  await element.waitForExist({ timeout });
+  await browser.waitUntil(async () => (await element.getAttribute("data-status")) === status, {
+    timeout,
+    timeoutMsg: `node ${nodeId} did not become ${status} (it is ${await element.getAttribute("data-status")})`,
+  });
+}
+
+export async function waitForRunStatus(browser, status, timeout = 20_000) {
+  const element = byTestId(browser, "run-status");
+  await browser.waitUntil(async () => (await element.getText()).trim() === status, {
+    timeout,
+    timeoutMsg: `the run did not become ${status} (it shows "${await element.getText()}")`,
+  });
+}
+
+/** Presses the mouse on `from`, moves in steps to `to` (an element, or {x, y} in the
+ *  viewport), and releases it: a pointer drag as a person makes it. */
+export async function drag(browser, from, to) {
+  const source = await from.getLocation();
+  const size = await from.getSize();
+  const start = { x: Math.round(source.x + size.width / 2), y: Math.round(source.y + size.height / 2) };
+  let end;
+  if (typeof to.getLocation === "function") {
+    const location = await to.getLocation();
+    const targetSize = await to.getSize();
+    end = {
+      x: Math.round(location.x + targetSize.width / 2),
+      y: Math.round(location.y + targetSize.height / 2),
+    };
+  } else {
+    end = to;
+  }
+  const steps = 6;
+  let chain = browser
+    .action("pointer", { parameters: { pointerType: "mouse" } })
+    .move({ x: start.x, y: start.y, origin: "viewport" })
+    .down({ button: 0 })
+    .pause(50);
+  for (let i = 1; i <= steps; i++) {
+    chain = chain.move({
+      x: Math.round(start.x + ((end.x - start.x) * i) / steps),
+      y: Math.round(start.y + ((end.y - start.y) * i) / steps),
+      origin: "viewport",
+      duration: 40,
+    });
+  }
+  await chain.pause(50).up({ button: 0 }).perform();
+}
+
+/** Drags a kind from the palette onto the canvas at (x, y) in the window. */
+export async function dropKind(browser, kind, x, y) {
+  await drag(browser, byTestId(browser, `palette-${kind}`), { x, y });
+}
+
+export function handle(browser, nodeId, handleId) {
+  return browser.$(`.react-flow__handle[data-nodeid="${nodeId}"][data-handleid="${handleId}"]`);
+}
+
+/** Wires `source`'s handle to `target`'s input. */
+export async function connect(browser, source, sourceHandle, target) {
+  await drag(browser, handle(browser, source, sourceHandle), handle(browser, target, "input"));
+}
+
+/** Replaces the text of an input or textarea the way typing does. */
+export async function typeInto(browser, element, text) {
+  await element.click();
+  await browser.keys(["Control", "a"]);
+  await browser.keys(["Backspace"]);
+  if (text.length > 0) {
+    await element.addValue(text);
+  }
+}
+
+/** Problems listed in the Problems tab, as {severity, code, nodeId, edgeId, text}. */
+export async function problems(browser) {
+  const rows = await allByTestId(browser, "problem");
+  const out = [];
+  for (const row of rows) {
+    out.push({
+      severity: await row.getAttribute("data-severity"),
+      code: await row.getAttribute("data-code"),
+      nodeId: await row.getAttribute("data-node-id"),
+      edgeId: await row.getAttribute("data-edge-id"),
+      text: await row.getText(),
+    });
+  }
+  return out;
+}
+
+/** Opens a flow file through the Open dialog (discarding unsaved changes when asked). */
+export async function openFile(browser, file) {
+  await byTestId(browser, "file-open").click();
+  const discard = byTestId(browser, "discard-confirm");
+  if (await discard.isExisting()) {
+    await discard.click();
+  }
+  const input = byTestId(browser, "path-input");
+  await input.waitForDisplayed();
+  await typeInto(browser, input, file);
+  await byTestId(browser, "path-confirm").click();
+  await byTestId(browser, "path-dialog").waitForExist({ reverse: true });
+}

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# `run.sh`: the desktop app's end-to-end tests: the real app (with the UI embedded), driven
+# through WebDriver (tauri-driver + WebKitWebDriver) against the scripted LLM server; prints
+# one line "e2e: N passed, N failed" at the end.
+# `run.sh bench`: the app's benchmark (cold start, idle memory, a 1,000-node flow).
+# Starts Xvfb when there is no display. Expects `weft-app` and `scripted-llm` to be built
+# (scripts/test.sh and scripts/bench-app.sh build them); WEFT_APP_PROFILE picks debug
+# (default) or release.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+target="${CARGO_TARGET_DIR:-$root/target}"
+app="$target/${WEFT_APP_PROFILE:-debug}/weft-app"
+llm="$target/${WEFT_APP_PROFILE:-debug}/scripted-llm"
+for binary in "$app" "$llm"; do
+  [ -x "$binary" ] || { echo "e2e: $binary is not built (cargo build -p weft-app -p weft-scripted-llm)" >&2; exit 1; }
+done
+command -v tauri-driver >/dev/null || { echo "e2e: tauri-driver is missing (cargo install tauri-driver --version 2.1.0 --locked)" >&2; exit 1; }
+command -v WebKitWebDriver >/dev/null || { echo "e2e: WebKitWebDriver is missing (apt-get install webkit2gtk-driver)" >&2; exit 1; }
+
+tmp="$(mktemp -d)"
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+if [ -z "${DISPLAY:-}" ]; then
+  display=":$((90 + RANDOM % 9))"
+  Xvfb "$display" -screen 0 1280x800x24 -nolisten tcp >"$tmp/xvfb.log" 2>&1 &
+  pids+=($!)
+  export DISPLAY="$display"
+  for _ in $(seq 50); do [ -e "/tmp/.X11-unix/X${display#:}" ] && break; sleep 0.1; done
+fi
+
+"$llm" "$here/script.json" >"$tmp/llm.json" 2>"$tmp/llm.log" &
+pids+=($!)
+for _ in $(seq 100); do [ -s "$tmp/llm.json" ] && break; sleep 0.05; done
+base_url="$(sed -n 's/.*"baseUrl":"\([^"]*\)".*/\1/p' "$tmp/llm.json")"
+[ -n "$base_url" ] || { echo "e2e: the scripted LLM server did not start" >&2; cat "$tmp/llm.log" >&2; exit 1; }
+
+port="${TAURI_DRIVER_PORT:-4444}"
+export OPENAI_BASE_URL="$base_url" OPENAI_API_KEY="sk-e2e-not-a-real-key"
+export WEFT_DB="$tmp/runs.db" WEFT_CONFIG_DIR="$tmp/config" WEFT_E2E_TMP="$tmp"
+export WEFT_APP_BINARY="$app" TAURI_DRIVER_PORT="$port"
+# WebKit's sandbox needs user namespaces that containers often lack.
+export WEBKIT_DISABLE_SANDBOX_THIS_IS_DANGEROUS=1
+tauri-driver --port "$port" >"$tmp/driver.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+
+cd "$here"
+[ -d node_modules ] || npm ci --no-audit --no-fund
+if [ "${1:-}" = bench ]; then
+  node bench.mjs
+  exit
+fi
+set +e
+node --test --test-concurrency=1 --test-reporter=spec --test-reporter-destination=stdout \
+  --test-reporter=tap --test-reporter-destination="$tmp/tap" ${WEFT_E2E_FILE:-app.test.mjs}
+status=$?
+set -e
+passed="$(grep -c '^ok ' "$tmp/tap" || true)"
+failed="$(grep -c '^not ok ' "$tmp/tap" || true)"
+if [ "$status" -ne 0 ]; then
+  echo "--- tauri-driver log ---" >&2; tail -n 40 "$tmp/driver.log" >&2
+fi
+echo "e2e: $passed passed, $failed failed (screenshots in tests/e2e/screenshots)"
+exit "$status"

@@ -1,0 +1,287 @@
+// The window: toolbar, palette, canvas, side panel (Inspector, Problems, History,
+// Settings) and log; the dialogs; and the keyboard shortcuts, dispatched from the one table
+// in shortcuts.ts.
+
+import { useCallback, useEffect, useRef, useState } from 'react';
+import { ReactFlowProvider, useReactFlow } from '@xyflow/react';
+import { Canvas, FIT_VIEW } from './components/Canvas';
+import { ConfirmDialog } from './components/ConfirmDialog';
+import { HelpPanel } from './components/HelpPanel';
+import { HistoryPanel } from './components/HistoryPanel';
+import { Inspector } from './components/Inspector';
+import { LogPanel } from './components/LogPanel';
+import { Palette } from './components/Palette';
+import { PathDialog } from './components/PathDialog';
+import { ProblemsPanel } from './components/ProblemsPanel';
+import { SettingsPanel } from './components/SettingsPanel';
+import { Toolbar } from './components/Toolbar';
+import { SessionContext, useCanvas, useRun, useSession, useSessionState } from './hooks';
+import type { Session } from './session';
+import { isTyping, shortcutFor, type ShortcutAction } from './shortcuts';
+
+type Tab = 'inspector' | 'problems' | 'history' | 'settings';
+
+const TABS: { id: Tab; label: string }[] = [
+  { id: 'inspector', label: 'Inspector' },
+  { id: 'problems', label: 'Problems' },
+  { id: 'history', label: 'History' },
+  { id: 'settings', label: 'Settings' },
+];
+
+type PathDialogMode = 'open' | 'saveAs';
+
+export function App({ session }: { session: Session }) {
+  return (
+    <SessionContext.Provider value={session}>
+      <ReactFlowProvider>
+        <Shell />
+      </ReactFlowProvider>
+    </SessionContext.Provider>
+  );
+}
+
+function ErrorBanner() {
+  const session = useSession();
+  const errors = useSessionState((state) => state.errors);
+  if (errors.length === 0) return null;
+  const newest = errors[errors.length - 1];
+  return (
+    <div className="banner error" role="alert" data-testid="error-banner">
+      <span className="banner-text">{newest.message}</span>
+      {errors.length > 1 && <span className="muted"> (and {errors.length - 1} earlier)</span>}
+      <button
+        type="button"
+        className="icon-button"
+        data-testid="error-dismiss"
+        title="Dismiss"
+        onClick={() => errors.forEach((banner) => session.dismissError(banner.id))}
+      >
+        ×
+      </button>
+    </div>
+  );
+}
+
+function PausedBanner() {
+  const session = useSession();
+  const history = useSessionState((state) => state.history);
+  const dismissed = useSessionState((state) => state.pausedBannerDismissed);
+  const viewing = useSessionState((state) => state.viewing !== null);
+  const paused = history.filter((run) => run.status === 'paused');
+  if (dismissed || viewing || paused.length === 0) return null;
+  return (
+    <div className="banner paused" data-testid="paused-banner">
+      <span className="banner-text">
+        {paused.length === 1 ? '1 run waits for approval' : `${paused.length} runs wait for approval`}
+      </span>
+      <button type="button" className="button small" data-testid="paused-banner-open" onClick={() => void session.openRun(paused[0].id)}>
+        Open the newest
+      </button>
+      <button type="button" className="icon-button" title="Dismiss" onClick={() => session.dismissPausedBanner()}>
+        ×
+      </button>
+    </div>
+  );
+}
+
+function ViewingBanner() {
+  const session = useSession();
+  const viewing = useSessionState((state) => state.viewing);
+  const busy = useSessionState((state) => state.busy);
+  const status = useRun((view) => view.status);
+  if (!viewing) return null;
+  return (
+    <div className="banner viewing" data-testid="viewing-banner">
+      <span className="banner-text">
+        Viewing past run <code>{viewing.summary.id.slice(0, 8)}</code> of “{viewing.summary.flowName || 'Untitled'}” ({status}
+        ) — read only. Your flow is kept as it was.
+      </span>
+      <button type="button" className="button small" data-testid="back-to-editing" disabled={busy} onClick={() => session.backToEditing()}>
+        Back to editing
+      </button>
+    </div>
+  );
+}
+
+function Shell() {
+  const session = useSession();
+  const { fitView } = useReactFlow();
+  const dirty = useCanvas((state) => state.dirty);
+  const path = useCanvas((state) => state.path);
+  const selection = useCanvas((state) => state.selection);
+  const viewSelection = useSessionState((state) => state.viewSelection);
+  const problemCount = useSessionState((state) => state.problems.length);
+  const [tab, setTab] = useState<Tab>('inspector');
+  const [input, setInput] = useState('');
+  const loads = useCanvas((state) => state.loads);
+
+  // The input belongs to the flow it was typed for: another flow starts from its own
+  // start node's initial input (shown as the placeholder).
+  useEffect(() => setInput(''), [loads]);
+  const [pathDialog, setPathDialog] = useState<PathDialogMode | null>(null);
+  const [discard, setDiscard] = useState<(() => void) | null>(null);
+  const [help, setHelp] = useState(false);
+
+  // Selecting one node on the canvas shows its fields, unless the person is working
+  // through the problems list.
+  useEffect(() => {
+    if (selection.nodes.length === 1 || viewSelection) {
+      setTab((current) => (current === 'problems' ? current : 'inspector'));
+    }
+  }, [selection.nodes, viewSelection]);
+
+  // Closing the window with unsaved changes asks first.
+  useEffect(() => {
+    if (!dirty) return;
+    const onBeforeUnload = (event: BeforeUnloadEvent) => {
+      event.preventDefault();
+      event.returnValue = '';
+    };
+    window.addEventListener('beforeunload', onBeforeUnload);
+    return () => window.removeEventListener('beforeunload', onBeforeUnload);
+  }, [dirty]);
+
+  /** Runs `then` now, or after the person agreed to drop unsaved changes. */
+  const unlessDirty = useCallback(
+    (then: () => void) => {
+      if (session.canvas.getSnapshot().dirty) setDiscard(() => then);
+      else then();
+    },
+    [session],
+  );
+
+  const actions: Record<ShortcutAction, () => void> = {
+    new: () => unlessDirty(() => session.createNew()),
+    open: () => unlessDirty(() => setPathDialog('open')),
+    save: () => {
+      const current = session.canvas.getSnapshot().path;
+      if (current) void session.save(current);
+      else setPathDialog('saveAs');
+    },
+    saveAs: () => setPathDialog('saveAs'),
+    undo: () => !session.getSnapshot().viewing && session.canvas.undo(),
+    redo: () => !session.getSnapshot().viewing && session.canvas.redo(),
+    copy: () => !session.getSnapshot().viewing && session.canvas.copy(),
+    paste: () => !session.getSnapshot().viewing && session.canvas.paste(),
+    delete: () => !session.getSnapshot().viewing && session.canvas.deleteSelection(),
+    selectAll: () => !session.getSnapshot().viewing && session.canvas.selectAll(),
+    fitView: () => void fitView({ ...FIT_VIEW, duration: 200 }),
+    run: () => void session.startRun(input),
+    help: () => setHelp((open) => !open),
+    escape: () => {
+      if (help) setHelp(false);
+      else if (pathDialog) setPathDialog(null);
+      else if (discard) setDiscard(null);
+      else session.canvas.select([], []);
+    },
+  };
+  const actionsRef = useRef(actions);
+  actionsRef.current = actions;
+  const modalOpen = help || pathDialog !== null || discard !== null;
+  const modalRef = useRef(modalOpen);
+  modalRef.current = modalOpen;
+
+  useEffect(() => {
+    const onKeyDown = (event: KeyboardEvent) => {
+      const typing = isTyping(event.target);
+      const shortcut = shortcutFor(event, typing);
+      if (!shortcut?.action) return;
+      // Escape in a field leaves the field; it does not drop the selection being edited.
+      if (shortcut.action === 'escape' && typing && !modalRef.current) {
+        (event.target as HTMLElement).blur();
+        return;
+      }
+      // Text selected in the log or a panel is copied by the browser, not as nodes.
+      if (shortcut.action === 'copy' && (window.getSelection()?.toString() ?? '') !== '') return;
+      // With a dialog open only Escape (and ? for the help itself) reaches the app.
+      if (modalRef.current && shortcut.action !== 'escape' && shortcut.action !== 'help') return;
+      if (modalRef.current && shortcut.action === 'help' && typing) return;
+      event.preventDefault();
+      actionsRef.current[shortcut.action]();
+    };
+    window.addEventListener('keydown', onKeyDown);
+    return () => window.removeEventListener('keydown', onKeyDown);
+  }, []);
+
+  const confirmPath = async (chosen: string) => {
+    const done = pathDialog === 'open' ? await session.open(chosen) : await session.save(chosen);
+    if (done) setPathDialog(null);
+  };
+
+  return (
+    <div className="app">
+      <Toolbar
+        onNew={actions.new}
+        onOpen={actions.open}
+        onSave={actions.save}
+        onSaveAs={actions.saveAs}
+        onFitView={actions.fitView}
+        onHelp={() => setHelp(true)}
+        input={input}
+        onInput={setInput}
+        onRun={actions.run}
+      />
+      <div className="banners">
+        <ErrorBanner />
+        <PausedBanner />
+        <ViewingBanner />
+      </div>
+      <main className="workspace">
+        <Palette />
+        <Canvas />
+        <aside className="side-panel">
+          <nav className="tabs" role="tablist">
+            {TABS.map(({ id, label }) => (
+              <button
+                key={id}
+                type="button"
+                role="tab"
+                aria-selected={tab === id}
+                className={`tab ${tab === id ? 'active' : ''}`}
+                data-testid={`tab-${id}`}
+                onClick={() => setTab(id)}
+              >
+                {label}
+                {id === 'problems' && problemCount > 0 && <span className="tab-count">{problemCount}</span>}
+              </button>
+            ))}
+          </nav>
+          <div className="tab-panel">
+            {tab === 'inspector' && <Inspector />}
+            {tab === 'problems' && <ProblemsPanel />}
+            {tab === 'history' && <HistoryPanel />}
+            {tab === 'settings' && <SettingsPanel />}
+          </div>
+        </aside>
+      </main>
+      <LogPanel />
+      {pathDialog && (
+        <PathDialog
+          title={pathDialog === 'open' ? 'Open a flow' : 'Save the flow as'}
+          confirmLabel={pathDialog === 'open' ? 'Open' : 'Save'}
+          initialPath={pathDialog === 'saveAs' ? path ?? '' : ''}
+          onConfirm={(chosen) => void confirmPath(chosen)}
+          onCancel={() => setPathDialog(null)}
+        />
+      )}
+      {discard && (
+        <ConfirmDialog
+          testId="confirm-discard"
+          title="Discard unsaved changes?"
+          confirmLabel="Discard changes"
+          confirmTestId="discard-confirm"
+          cancelTestId="discard-cancel"
+          onConfirm={() => {
+            const then = discard;
+            setDiscard(null);
+            then();
+          }}
+          onCancel={() => setDiscard(null)}
+        >
+          The flow has changes that are not saved. They are lost if you go on.
+        </ConfirmDialog>
+      )}
+      {help && <HelpPanel onClose={() => setHelp(false)} />}
+    </div>
+  );
+}

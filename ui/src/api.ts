@@ -1,0 +1,63 @@
+// The one place that calls the Tauri commands (generated in ./bindings). Components and the
+// session take an `Api` object, so tests hand them a fake one instead of mocking modules.
+// Runs take a plain callback for their events; the Channel plumbing stays in here.
+
+import { Channel } from '@tauri-apps/api/core';
+import { commands } from './bindings';
+import type {
+  ApprovalAnswer,
+  ConnectionReport,
+  Flow,
+  KindCatalog,
+  OpenedFlow,
+  ProviderKind,
+  Problem,
+  RunDetail,
+  RunEvent,
+  RunRequest,
+  RunResult,
+  RunSummary,
+  SettingsChange,
+  SettingsView,
+} from './bindings';
+
+export type EventListener = (event: RunEvent) => void;
+
+export interface Api {
+  describeKinds(): Promise<KindCatalog>;
+  openFlow(path: string): Promise<OpenedFlow>;
+  saveFlow(path: string, flow: Flow): Promise<string>;
+  recentFiles(): Promise<string[]>;
+  validateFlow(flow: Flow, path: string | null): Promise<Problem[]>;
+  startRun(request: RunRequest, onEvent: EventListener): Promise<RunResult>;
+  resumeRun(answer: ApprovalAnswer, onEvent: EventListener): Promise<RunResult>;
+  cancelRun(runId: string): Promise<boolean>;
+  listRuns(limit: number): Promise<RunSummary[]>;
+  openRun(runId: string): Promise<RunDetail>;
+  getSettings(): Promise<SettingsView>;
+  saveSettings(change: SettingsChange): Promise<SettingsView>;
+  testConnection(provider: ProviderKind): Promise<ConnectionReport>;
+}
+
+function channelTo(onEvent: EventListener): Channel<RunEvent> {
+  const channel = new Channel<RunEvent>();
+  channel.onmessage = onEvent;
+  return channel;
+}
+
+/** The commands of the Tauri shell. */
+export const tauriApi: Api = {
+  describeKinds: () => commands.describeKinds(),
+  openFlow: (path) => commands.openFlow(path),
+  saveFlow: (path, flow) => commands.saveFlow(path, flow),
+  recentFiles: () => commands.recentFiles(),
+  validateFlow: (flow, path) => commands.validateFlow(flow, path),
+  startRun: (request, onEvent) => commands.startRun(request, channelTo(onEvent)),
+  resumeRun: (answer, onEvent) => commands.resumeRun(answer, channelTo(onEvent)),
+  cancelRun: (runId) => commands.cancelRun(runId),
+  listRuns: (limit) => commands.listRuns(limit),
+  openRun: (runId) => commands.openRun(runId),
+  getSettings: () => commands.getSettings(),
+  saveSettings: (change) => commands.saveSettings(change),
+  testConnection: (provider) => commands.testConnection(provider),
+};

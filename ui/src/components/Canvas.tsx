@@ -1,0 +1,191 @@
+// The xyflow canvas. It draws the flow on show (the edited one, or a past run's read-only)
+// and turns xyflow's changes into store actions; it keeps no copy of the flow itself, only
+// the node sizes xyflow measures.
+
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import {
+  Background,
+  Controls,
+  MiniMap,
+  ReactFlow,
+  useReactFlow,
+  type Connection,
+  type EdgeChange,
+  type NodeChange,
+} from '@xyflow/react';
+import { handlesOf, kindOf } from '../catalog';
+import { toCanvasEdges, toCanvasNodes, type CanvasEdge, type CanvasNode } from '../flowMapping';
+import { useCanvas, useRun, useSession, useSessionState } from '../hooks';
+import { nodeTypesFor } from '../nodes/nodeTypes';
+import { promptNodeOf } from '../runStore';
+
+const NO_IDS: ReadonlySet<string> = new Set();
+export const FIT_VIEW = { padding: 0.2, maxZoom: 1.2 };
+/** Where a new flow's start node sits on the canvas, in pixels from its top left corner. */
+const NEW_FLOW_MARGIN = { x: 80, y: 140 };
+
+export function Canvas() {
+  const session = useSession();
+  const catalog = useSessionState((state) => state.catalog);
+  const viewing = useSessionState((state) => state.viewing);
+  const viewSelection = useSessionState((state) => state.viewSelection);
+  const problemEdges = useSessionState((state) => state.problemEdges);
+  const editedFlow = useCanvas((state) => state.flow);
+  const selection = useCanvas((state) => state.selection);
+  const activeEdges = useRun((view) => view.activeEdges);
+  const traversedEdges = useRun((view) => view.traversedEdges);
+  const runStatus = useRun((view) => view.status);
+  const nodeStatus = useRun((view) => view.nodeStatus);
+  const promptNode = useRun((view) => (view.status === 'paused' ? promptNodeOf(view.waiting) : null));
+
+  const loads = useCanvas((state) => state.loads);
+  const { fitView, setViewport } = useReactFlow();
+
+  const flow = viewing?.flow ?? editedFlow;
+  const readOnly = viewing !== null;
+  const shownFlow = useRef(flow);
+  shownFlow.current = flow;
+
+  // A flow just opened (or a past run shown) is fitted into view once its nodes are measured.
+  // A new flow (just its start node) is not blown up to fill the canvas: its start sits at
+  // the left at natural size, with room on the right to build the flow.
+  useEffect(() => {
+    const timer = setTimeout(() => {
+      const { nodes } = shownFlow.current;
+      if (nodes.length <= 1) {
+        const position = nodes[0]?.position;
+        void setViewport({ x: NEW_FLOW_MARGIN.x - (position?.x ?? 0), y: NEW_FLOW_MARGIN.y - (position?.y ?? 0), zoom: 1 });
+      } else {
+        void fitView(FIT_VIEW);
+      }
+    }, 60);
+    return () => clearTimeout(timer);
+  }, [loads, viewing, fitView, setViewport]);
+
+  // Sizes xyflow measured, by node id; kept here because the drawn nodes are re-derived
+  // from the flow on every change and xyflow needs them on its nodes.
+  const measured = useRef(new Map<string, { width: number; height: number }>());
+  const [measureVersion, setMeasureVersion] = useState(0);
+
+  const knownKinds = useMemo(() => new Set(catalog?.kinds.map((kind) => kind.id) ?? []), [catalog]);
+  const selectedNodes = useMemo(
+    () => (readOnly ? new Set(viewSelection ? [viewSelection] : []) : new Set(selection.nodes)),
+    [readOnly, viewSelection, selection.nodes],
+  );
+  const selectedEdges = useMemo(() => (readOnly ? NO_IDS : new Set(selection.edges)), [readOnly, selection.edges]);
+
+  const raised = useMemo(() => new Set(promptNode ? [promptNode] : []), [promptNode]);
+  const nodes = useMemo(
+    () => toCanvasNodes(flow, { selected: selectedNodes, measured: measured.current, knownKinds, raised }),
+    // measureVersion: the measured map changed in place.
+    [flow, selectedNodes, knownKinds, raised, measureVersion],
+  );
+
+  const errorHandles = useMemo(() => {
+    const handles = new Set<string>();
+    for (const node of flow.nodes) {
+      for (const handle of handlesOf(kindOf(catalog, node.type), node.data)) {
+        if (handle.kind === 'error') handles.add(`${node.id}/${handle.id}`);
+      }
+    }
+    return handles;
+  }, [flow, catalog]);
+
+  const running = runStatus === 'running' || runStatus === 'paused';
+  const edges = useMemo(
+    () =>
+      toCanvasEdges(flow, {
+        selected: selectedEdges,
+        invalid: readOnly ? NO_IDS : problemEdges,
+        active: running ? new Set(activeEdges) : NO_IDS,
+        traversed: new Set(traversedEdges),
+        errorHandles,
+      }),
+    [flow, selectedEdges, readOnly, problemEdges, running, activeEdges, traversedEdges, errorHandles],
+  );
+
+  const onNodesChange = useCallback(
+    (changes: NodeChange<CanvasNode>[]) => {
+      const moves: { id: string; x: number; y: number }[] = [];
+      let dragEnded = false;
+      let sized = false;
+      const selections: { id: string; selected: boolean }[] = [];
+      for (const change of changes) {
+        if (change.type === 'position') {
+          if (change.position) moves.push({ id: change.id, ...change.position });
+          if (!change.dragging) dragEnded = true;
+        } else if (change.type === 'dimensions' && change.dimensions) {
+          const previous = measured.current.get(change.id);
+          if (previous?.width !== change.dimensions.width || previous?.height !== change.dimensions.height) {
+            measured.current.set(change.id, change.dimensions);
+            sized = true;
+          }
+        } else if (change.type === 'select') {
+          selections.push({ id: change.id, selected: change.selected });
+        }
+        // `remove` changes are not taken: Delete goes through the shortcut table, so that
+        // it is one undo step and never fires while typing.
+      }
+      if (sized) setMeasureVersion((version) => version + 1);
+      if (readOnly) {
+        const picked = selections.filter((change) => change.selected).at(-1);
+        if (picked) session.selectInView(picked.id);
+        else if (selections.length > 0) session.selectInView(null);
+        return;
+      }
+      if (selections.length > 0) session.canvas.applySelectionChanges(selections, []);
+      if (moves.length > 0 || dragEnded) session.canvas.moveNodes(moves, !dragEnded);
+    },
+    [readOnly, session],
+  );
+
+  const onEdgesChange = useCallback(
+    (changes: EdgeChange<CanvasEdge>[]) => {
+      if (readOnly) return;
+      const selections = changes.flatMap((change) =>
+        change.type === 'select' ? [{ id: change.id, selected: change.selected }] : [],
+      );
+      if (selections.length > 0) session.canvas.applySelectionChanges([], selections);
+    },
+    [readOnly, session],
+  );
+
+  const onConnect = useCallback(
+    (connection: Connection) => {
+      if (!readOnly) session.canvas.connect(connection);
+    },
+    [readOnly, session],
+  );
+
+  const minimapClass = useCallback(
+    (node: CanvasNode) => `minimap-node status-${nodeStatus[node.id] ?? 'idle'}`,
+    [nodeStatus],
+  );
+
+  return (
+    <div className={`canvas ${readOnly ? 'read-only' : ''}`} data-testid="canvas">
+      <ReactFlow<CanvasNode, CanvasEdge>
+        nodes={nodes}
+        edges={edges}
+        nodeTypes={nodeTypesFor(catalog)}
+        onNodesChange={onNodesChange}
+        onEdgesChange={onEdgesChange}
+        onConnect={onConnect}
+        nodesDraggable={!readOnly}
+        nodesConnectable={!readOnly}
+        edgesReconnectable={false}
+        deleteKeyCode={null}
+        selectionKeyCode="Shift"
+        multiSelectionKeyCode={['Shift', 'Meta', 'Control']}
+        selectNodesOnDrag={false}
+        minZoom={0.1}
+        maxZoom={2.5}
+        proOptions={{ hideAttribution: true }}
+      >
+        <Background gap={20} size={1} />
+        <MiniMap pannable zoomable nodeClassName={minimapClass} />
+        <Controls showInteractive={false} />
+      </ReactFlow>
+    </div>
+  );
+}

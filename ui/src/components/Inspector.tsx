@@ -1,0 +1,120 @@
+// The selected node's fields, drawn from its kind's description (plus the common fields),
+// and what the shown run gave it and got from it.
+//
+// "Latest input" is the latest output of the node execution last came from (the source of
+// the incoming edge whose node finished last before this one started); for the start node
+// it is the run's input. "Latest output" is the node's last `step_end`, or for a stored run
+// the output the store kept for it.
+
+import { fieldsOf, kindOf, labelOf, templateNamesFor } from '../catalog';
+import { getPath } from '../flowMapping';
+import { useCanvas, useRun, useSession, useSessionState } from '../hooks';
+import { FieldRow } from './fields';
+
+function RunData({ nodeId }: { nodeId: string }) {
+  const input = useRun((view) => view.inputs[nodeId]);
+  const output = useRun((view) => view.outputs[nodeId]);
+  const error = useRun((view) => view.nodeErrors[nodeId]);
+  const hasRun = useRun((view) => view.status !== null);
+  if (!hasRun) return null;
+  return (
+    <section className="run-data">
+      <h3 className="section-title">Latest input</h3>
+      <pre className="run-value" data-testid="node-input">
+        {input ?? '—'}
+      </pre>
+      <h3 className="section-title">Latest output</h3>
+      <pre className="run-value" data-testid="node-output">
+        {output ?? '—'}
+      </pre>
+      {error && (
+        <>
+          <h3 className="section-title">Error</h3>
+          <pre className="run-value error" data-testid="node-error">
+            {error}
+          </pre>
+        </>
+      )}
+    </section>
+  );
+}
+
+export function Inspector() {
+  const session = useSession();
+  const catalog = useSessionState((state) => state.catalog);
+  const viewing = useSessionState((state) => state.viewing);
+  const viewSelection = useSessionState((state) => state.viewSelection);
+  const editedFlow = useCanvas((state) => state.flow);
+  const selection = useCanvas((state) => state.selection);
+
+  const flow = viewing?.flow ?? editedFlow;
+  const readOnly = viewing !== null;
+  const selectedIds = readOnly ? (viewSelection ? [viewSelection] : []) : selection.nodes;
+  const node = selectedIds.length === 1 ? flow.nodes.find((candidate) => candidate.id === selectedIds[0]) : undefined;
+
+  if (!node) {
+    return (
+      <div className="inspector" data-testid="inspector">
+        {selectedIds.length > 1 ? (
+          <p className="muted">{selectedIds.length} nodes selected.</p>
+        ) : (
+          <>
+            <div className="field">
+              <label className="field-label" htmlFor="flow-name">
+                Flow name
+              </label>
+              <input
+                id="flow-name"
+                className="input"
+                data-testid="flow-name"
+                value={flow.name ?? ''}
+                readOnly={readOnly}
+                onChange={(event) => session.canvas.setFlowName(event.target.value)}
+              />
+            </div>
+            <p className="muted">Select a node to edit its fields.</p>
+          </>
+        )}
+        {selection.edges.length > 0 && !readOnly && selectedIds.length === 0 && (
+          <p className="muted">
+            {selection.edges.length === 1 ? `Edge ${selection.edges[0]}` : `${selection.edges.length} edges`} selected;
+            Delete removes {selection.edges.length === 1 ? 'it' : 'them'}.
+          </p>
+        )}
+      </div>
+    );
+  }
+
+  const kind = kindOf(catalog, node.type);
+  const fields = catalog ? fieldsOf(catalog, kind) : [];
+  const templateNames = catalog ? templateNamesFor(catalog, flow, node.id) : [];
+
+  return (
+    <div className="inspector" data-testid="inspector" data-node-id={node.id}>
+      <header className="inspector-header">
+        <div className="inspector-title">{labelOf(node)}</div>
+        <div className="muted">
+          {kind?.title ?? node.type} · <code>{node.id}</code>
+        </div>
+        {kind?.help && (
+          <p className="kind-help" data-testid="kind-help">
+            {kind.help}
+          </p>
+        )}
+        {!kind && <p className="field-error">The engine does not know the kind “{node.type}”.</p>}
+        {readOnly && <p className="muted">A past run's flow: read only.</p>}
+      </header>
+      {fields.map((field) => (
+        <FieldRow
+          key={`${node.id}:${field.name}`}
+          field={field}
+          value={getPath(node.data, field.name)}
+          onChange={(value) => session.canvas.setNodeField(node.id, field.name, value)}
+          readOnly={readOnly}
+          templateNames={templateNames}
+        />
+      ))}
+      <RunData nodeId={node.id} />
+    </div>
+  );
+}

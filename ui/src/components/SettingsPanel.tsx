@@ -1,0 +1,171 @@
+// Provider keys and addresses, and the default model. A key is never shown back: the panel
+// only says whether one is set and where it comes from.
+
+import { useEffect, useState } from 'react';
+import type { ProviderKind, ProviderSettingsView, SettingsView } from '../bindings';
+import { errorMessage } from '../errors';
+import { useSession } from '../hooks';
+
+function keyPlaceholder(provider: ProviderSettingsView): string {
+  if (provider.keyFromEnvironment) return 'from environment';
+  return provider.keySet ? 'set' : 'not set';
+}
+
+function ProviderSettings({ provider, onSaved }: { provider: ProviderSettingsView; onSaved: (view: SettingsView) => void }) {
+  const session = useSession();
+  const name: ProviderKind = provider.provider;
+  const [key, setKey] = useState('');
+  const [address, setAddress] = useState(provider.address);
+  const [result, setResult] = useState<{ ok: boolean; text: string } | null>(null);
+  const [testing, setTesting] = useState(false);
+
+  useEffect(() => setAddress(provider.address), [provider.address]);
+
+  const save = async () => {
+    try {
+      const view = await session.api.saveSettings({
+        provider: name,
+        key: key === '' ? null : key,
+        address,
+        defaultModel: null,
+      });
+      setKey('');
+      onSaved(view);
+    } catch (error) {
+      session.reportError(error);
+    }
+  };
+
+  const test = async () => {
+    setTesting(true);
+    setResult(null);
+    try {
+      const report = await session.api.testConnection(name);
+      const models = report.models.length > 0 ? ` (${report.models.join(', ')})` : '';
+      setResult({ ok: true, text: `Connected: ${report.models.length} models${models}` });
+    } catch (error) {
+      setResult({ ok: false, text: errorMessage(error) });
+    } finally {
+      setTesting(false);
+    }
+  };
+
+  return (
+    <section className="provider" data-testid={`settings-${name}`}>
+      <h3 className="section-title">{name}</h3>
+      {provider.keyVariable && (
+        <label className="field">
+          <span className="field-label">API key</span>
+          <input
+            type="password"
+            className="input"
+            data-testid={`settings-key-${name}`}
+            value={key}
+            placeholder={keyPlaceholder(provider)}
+            autoComplete="off"
+            onChange={(event) => setKey(event.target.value)}
+          />
+          <span className="field-help">
+            Environment variable {provider.keyVariable}. Leave empty to keep the key as it is.
+          </span>
+        </label>
+      )}
+      <label className="field">
+        <span className="field-label">Address</span>
+        <input
+          type="text"
+          className="input mono"
+          data-testid={`settings-address-${name}`}
+          value={address}
+          placeholder={provider.effectiveAddress}
+          spellCheck={false}
+          onChange={(event) => setAddress(event.target.value)}
+        />
+        <span className="field-help">Environment variable {provider.addressVariable}. Empty uses the default.</span>
+      </label>
+      <div className="button-row">
+        <button type="button" className="button primary small" data-testid={`settings-save-${name}`} onClick={() => void save()}>
+          Save
+        </button>
+        <button type="button" className="button small" data-testid={`test-connection-${name}`} disabled={testing} onClick={() => void test()}>
+          {testing ? 'Testing…' : 'Test connection'}
+        </button>
+      </div>
+      {result && (
+        <div className={`connection-result ${result.ok ? 'ok' : 'error'}`} data-testid={`connection-result-${name}`}>
+          {result.text}
+        </div>
+      )}
+    </section>
+  );
+}
+
+export function SettingsPanel() {
+  const session = useSession();
+  const [view, setView] = useState<SettingsView | null>(null);
+  const [model, setModel] = useState('');
+
+  useEffect(() => {
+    let live = true;
+    session.api.getSettings().then(
+      (settings) => {
+        if (!live) return;
+        setView(settings);
+        setModel(settings.defaultModel);
+      },
+      (error) => session.reportError(error),
+    );
+    return () => {
+      live = false;
+    };
+  }, [session]);
+
+  const saveModel = async () => {
+    try {
+      const settings = await session.api.saveSettings({ provider: null, key: null, address: null, defaultModel: model });
+      setView(settings);
+      setModel(settings.defaultModel);
+    } catch (error) {
+      session.reportError(error);
+    }
+  };
+
+  const saved = (settings: SettingsView) => {
+    setView(settings);
+    // Providers now configured no longer warn.
+    void session.validateNow();
+  };
+
+  if (!view) return <div className="settings muted" data-testid="settings">Loading settings…</div>;
+  return (
+    <div className="settings" data-testid="settings">
+      <section className="provider">
+        <h3 className="section-title">Default model</h3>
+        <div className="button-row">
+          <input
+            className="input mono"
+            data-testid="settings-default-model"
+            value={model}
+            placeholder="e.g. gpt-4o-mini or ollama/llama3.2"
+            onChange={(event) => setModel(event.target.value)}
+          />
+          <button type="button" className="button primary small" data-testid="settings-save-default-model" onClick={() => void saveModel()}>
+            Save
+          </button>
+        </div>
+        <span className="field-help">Used by agents that name no model.</span>
+      </section>
+      {view.providers.map((provider) => (
+        <ProviderSettings key={provider.provider} provider={provider} onSaved={saved} />
+      ))}
+      <section className="settings-paths muted">
+        <div>
+          Settings file: <code data-testid="settings-file">{view.settingsFile}</code>
+        </div>
+        <div>
+          Run store: <code data-testid="run-store">{view.runStore}</code>
+        </div>
+      </section>
+    </div>
+  );
+}

@@ -1,0 +1,138 @@
+// File commands, the flow's title with its dirty marker, the run's input, Run / Cancel and
+// the run's status.
+
+import { getPath } from '../flowMapping';
+import { useCanvas, useRun, useSession, useSessionState } from '../hooks';
+
+export interface ToolbarProps {
+  onNew: () => void;
+  onOpen: () => void;
+  onSave: () => void;
+  onSaveAs: () => void;
+  onFitView: () => void;
+  onHelp: () => void;
+  input: string;
+  onInput: (input: string) => void;
+  onRun: () => void;
+}
+
+/** The file name of `path`, without its folders. */
+export function fileNameOf(path: string | null): string {
+  if (!path) return 'Untitled';
+  const parts = path.split(/[\\/]/);
+  return parts[parts.length - 1] || path;
+}
+
+export function Toolbar(props: ToolbarProps) {
+  const session = useSession();
+  const path = useCanvas((state) => state.path);
+  const dirty = useCanvas((state) => state.dirty);
+  const canUndo = useCanvas((state) => state.canUndo);
+  const canRedo = useCanvas((state) => state.canRedo);
+  const flow = useCanvas((state) => state.flow);
+  const runStatus = useRun((view) => view.status);
+  const runId = useRun((view) => view.runId);
+  const runError = useRun((view) => view.error);
+  // Subscribed so that the blocked reason below is recomputed when these change.
+  useSessionState((state) => state.problems);
+  useSessionState((state) => state.busy);
+  useSessionState((state) => state.catalog);
+  const viewing = useSessionState((state) => state.viewing !== null);
+
+  const blocked = session.runBlockedReason();
+  const running = runStatus === 'running';
+  const start = flow.nodes.find((node) => node.type === 'start');
+  const initial = getPath(start?.data, 'initialInput');
+  const placeholder =
+    initial === undefined || initial === null || initial === ''
+      ? 'Input (empty: the start node has none)'
+      : typeof initial === 'string'
+        ? initial
+        : JSON.stringify(initial);
+
+  return (
+    <header className="toolbar">
+      <div className="toolbar-group">
+        <span className="brand">Weft</span>
+        <button type="button" className="button" data-testid="file-new" onClick={props.onNew} title="New flow (Ctrl+N)">
+          New
+        </button>
+        <button type="button" className="button" data-testid="file-open" onClick={props.onOpen} title="Open (Ctrl+O)">
+          Open…
+        </button>
+        <button type="button" className="button" data-testid="file-save" onClick={props.onSave} title="Save (Ctrl+S)">
+          Save
+        </button>
+        <button type="button" className="button" data-testid="file-save-as" onClick={props.onSaveAs} title="Save as (Ctrl+Shift+S)">
+          Save as…
+        </button>
+        <span className="toolbar-separator" />
+        <button type="button" className="icon-button" data-testid="undo" disabled={!canUndo || viewing} onClick={() => session.canvas.undo()} title="Undo (Ctrl+Z)">
+          ↶
+        </button>
+        <button type="button" className="icon-button" data-testid="redo" disabled={!canRedo || viewing} onClick={() => session.canvas.redo()} title="Redo (Ctrl+Shift+Z)">
+          ↷
+        </button>
+        <button type="button" className="icon-button" data-testid="fit-view" onClick={props.onFitView} title="Fit view (F)">
+          ⤢
+        </button>
+      </div>
+      <div className="title" data-testid="title" data-dirty={dirty ? 'true' : 'false'} title={path ?? 'Not saved yet'}>
+        <span className="title-file">{fileNameOf(path)}</span>
+        {dirty && (
+          <span className="dirty-marker" aria-label="unsaved changes">
+            {' •'}
+          </span>
+        )}
+        {flow.name && <span className="title-name muted"> — {flow.name}</span>}
+      </div>
+      <div className="toolbar-group run-group">
+        <input
+          className="input run-input"
+          data-testid="run-input"
+          value={props.input}
+          placeholder={placeholder}
+          title="The run's input; empty uses the start node's initial input"
+          onChange={(event) => props.onInput(event.target.value)}
+          onKeyDown={(event) => {
+            if (event.key === 'Enter' && !event.shiftKey) {
+              event.preventDefault();
+              props.onRun();
+            }
+          }}
+        />
+        <button
+          type="button"
+          className="button primary"
+          data-testid="run"
+          disabled={blocked !== null}
+          onClick={props.onRun}
+          title={blocked ?? 'Run the flow (Ctrl+Enter)'}
+        >
+          ▶ Run
+        </button>
+        {running && (
+          <button type="button" className="button danger" data-testid="cancel" onClick={() => void session.cancelRun()}>
+            ■ Cancel
+          </button>
+        )}
+        <span
+          className={`run-status status-${runStatus ?? 'none'}`}
+          data-testid="run-status"
+          data-run-id={runId ?? undefined}
+          title={runError ?? undefined}
+        >
+          {runStatus ?? ''}
+        </span>
+        <button type="button" className="icon-button" data-testid="help-button" onClick={props.onHelp} title="Keyboard shortcuts (?)">
+          ?
+        </button>
+      </div>
+      {blocked !== null && !running && (
+        <div className="run-blocked" data-testid="run-blocked-reason">
+          {blocked}
+        </div>
+      )}
+    </header>
+  );
+}

@@ -1,0 +1,346 @@
+// The app's state around the commands: the kind catalog, validation as you edit, runs and
+// their events, past runs, and the errors commands report. It owns the canvas store (the
+// edited flow) and the run store (the run shown), and talks to the backend only through the
+// `Api` it is given.
+
+import type { Api } from './api';
+import { errorMessage } from './errors';
+import type { KindCatalog, Problem, RunDetail, RunSummary } from './bindings';
+import { canvasFlow, type CanvasFlow } from './flowMapping';
+import { defaultData, kindOf, kindRuns } from './catalog';
+import { CanvasStore, emptyFlow } from './canvasStore';
+import { RunStore, emptyRunView, runViewFromDetail, type RunView } from './runStore';
+
+export interface Banner {
+  id: number;
+  message: string;
+}
+
+/** A stored run as shown: its flow with its lists filled in. */
+export type ViewedRun = RunDetail & { flow: CanvasFlow };
+
+export interface SessionState {
+  catalog: KindCatalog | null;
+  problems: Problem[];
+  /** Problems by the node they name (the same array object until problems change). */
+  problemsByNode: Record<string, Problem[]>;
+  problemEdges: ReadonlySet<string>;
+  errors: Banner[];
+  /** Recent runs from the store, newest first. */
+  history: RunSummary[];
+  /** A past run shown on the canvas instead of the edited flow. */
+  viewing: ViewedRun | null;
+  /** The node selected while a past run is shown (the edited flow's selection is kept). */
+  viewSelection: string | null;
+  /** A run or resume command is going. */
+  busy: boolean;
+  pausedBannerDismissed: boolean;
+}
+
+/** How long edits rest before the flow is validated. */
+export const VALIDATE_DELAY_MS = 250;
+/** How many past runs the History tab lists. */
+export const HISTORY_LIMIT = 50;
+
+const NO_EDGES: ReadonlySet<string> = new Set();
+
+export class Session {
+  readonly canvas: CanvasStore;
+  readonly run: RunStore;
+  private state: SessionState = {
+    catalog: null,
+    problems: [],
+    problemsByNode: {},
+    problemEdges: NO_EDGES,
+    errors: [],
+    history: [],
+    viewing: null,
+    viewSelection: null,
+    busy: false,
+    pausedBannerDismissed: false,
+  };
+  private listeners = new Set<() => void>();
+  private validateTimer: ReturnType<typeof setTimeout> | null = null;
+  private validation = 0;
+  private nextBannerId = 1;
+  /** The live run's view, kept while a past run is shown. */
+  private liveView: RunView | null = null;
+  private cancelRequested = false;
+
+  constructor(
+    readonly api: Api,
+    options: { canvas?: CanvasStore; run?: RunStore } = {},
+  ) {
+    this.canvas = options.canvas ?? new CanvasStore();
+    this.run = options.run ?? new RunStore();
+    let flow = this.canvas.getSnapshot().flow;
+    this.canvas.subscribe(() => {
+      const next = this.canvas.getSnapshot().flow;
+      if (next !== flow) {
+        flow = next;
+        this.validateSoon();
+      }
+    });
+  }
+
+  subscribe = (listener: () => void): (() => void) => {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  };
+
+  getSnapshot = (): SessionState => this.state;
+
+  /** Loads the catalog and the history, and validates the flow. */
+  async init(): Promise<void> {
+    try {
+      const catalog = await this.api.describeKinds();
+      this.set({ catalog });
+      const { flow, dirty, path } = this.canvas.getSnapshot();
+      if (!dirty && path === null && flow.nodes.length === 1) {
+        // The empty flow made before the catalog was known gets the start kind's defaults.
+        this.canvas.load(this.newFlow(), null);
+      }
+    } catch (error) {
+      this.reportError(error);
+    }
+    await Promise.all([this.validateNow(), this.refreshHistory()]);
+  }
+
+  // --- errors ---------------------------------------------------------------------------
+
+  reportError(error: unknown): void {
+    const banner = { id: this.nextBannerId++, message: errorMessage(error) };
+    this.set({ errors: [...this.state.errors, banner] });
+  }
+
+  dismissError(id: number): void {
+    this.set({ errors: this.state.errors.filter((banner) => banner.id !== id) });
+  }
+
+  // --- files ----------------------------------------------------------------------------
+
+  /** A flow with one start node, with the start kind's defaults. */
+  newFlow(): CanvasFlow {
+    const catalog = this.state.catalog;
+    const start = kindOf(catalog, 'start');
+    return emptyFlow(catalog && start ? defaultData(catalog, start) : {});
+  }
+
+  createNew(): void {
+    this.leaveViewing();
+    this.canvas.load(this.newFlow(), null);
+    this.run.show(emptyRunView());
+    void this.validateNow();
+  }
+
+  async open(path: string): Promise<boolean> {
+    try {
+      const opened = await this.api.openFlow(path);
+      this.leaveViewing();
+      this.canvas.load(opened.flow, opened.path);
+      this.run.show(emptyRunView());
+      void this.validateNow();
+      return true;
+    } catch (error) {
+      this.reportError(error);
+      return false;
+    }
+  }
+
+  /** Saves to `path` (or the flow's own file). Returns whether it was written. */
+  async save(path: string | null = this.canvas.getSnapshot().path): Promise<boolean> {
+    if (!path) return false;
+    const { flow, path: before } = this.canvas.getSnapshot();
+    try {
+      const written = await this.api.saveFlow(path, flow);
+      this.canvas.markSaved(written, flow);
+      // Subflow paths resolve against the file's folder: a new place may change problems.
+      if (written !== before) void this.validateNow();
+      return true;
+    } catch (error) {
+      this.reportError(error);
+      return false;
+    }
+  }
+
+  async recentFiles(): Promise<string[]> {
+    try {
+      return await this.api.recentFiles();
+    } catch (error) {
+      this.reportError(error);
+      return [];
+    }
+  }
+
+  // --- validation -----------------------------------------------------------------------
+
+  validateSoon(): void {
+    if (this.validateTimer !== null) clearTimeout(this.validateTimer);
+    this.validateTimer = setTimeout(() => {
+      this.validateTimer = null;
+      void this.validateNow();
+    }, VALIDATE_DELAY_MS);
+  }
+
+  async validateNow(): Promise<void> {
+    if (this.validateTimer !== null) {
+      clearTimeout(this.validateTimer);
+      this.validateTimer = null;
+    }
+    const ticket = ++this.validation;
+    const { flow, path } = this.canvas.getSnapshot();
+    try {
+      const problems = await this.api.validateFlow(flow, path);
+      // An answer for an older version of the flow is dropped.
+      if (ticket === this.validation) this.setProblems(problems);
+    } catch (error) {
+      if (ticket === this.validation) this.reportError(error);
+    }
+  }
+
+  private setProblems(problems: Problem[]): void {
+    const problemsByNode: Record<string, Problem[]> = {};
+    const problemEdges = new Set<string>();
+    for (const problem of problems) {
+      if (problem.nodeId) (problemsByNode[problem.nodeId] ??= []).push(problem);
+      if (problem.edgeId) problemEdges.add(problem.edgeId);
+    }
+    this.set({ problems, problemsByNode, problemEdges });
+  }
+
+  /** Why Run is refused right now, or null when it is not. */
+  runBlockedReason(): string | null {
+    if (this.state.busy) return 'A run is going.';
+    if (!this.state.catalog) return 'The node kinds are not loaded.';
+    const errors = this.state.problems.filter((problem) => problem.severity === 'error');
+    if (errors.length === 0) return null;
+    const first = errors[0];
+    const where = first.nodeId ? `node ${first.nodeId}: ` : first.edgeId ? `edge ${first.edgeId}: ` : '';
+    return `${errors.length} ${errors.length === 1 ? 'problem' : 'problems'}: ${where}${first.message}`;
+  }
+
+  // --- runs -----------------------------------------------------------------------------
+
+  private runnableNodeIds(flow: CanvasFlow): string[] {
+    const catalog = this.state.catalog;
+    return flow.nodes.filter((node) => kindRuns(kindOf(catalog, node.type))).map((node) => node.id);
+  }
+
+  /** Runs the edited flow with `input` (empty: the start node's initial input). */
+  async startRun(input: string): Promise<void> {
+    if (this.runBlockedReason() !== null) return;
+    this.leaveViewing();
+    const { flow, path } = this.canvas.getSnapshot();
+    this.cancelRequested = false;
+    this.run.begin({ edges: flow.edges, runnableNodeIds: this.runnableNodeIds(flow) });
+    this.set({ busy: true });
+    try {
+      const result = await this.api.startRun(
+        { flow, path, input: input.trim() === '' ? null : input },
+        (event) => this.onEvent(event),
+      );
+      this.run.finish(result);
+    } catch (error) {
+      this.run.fail(errorMessage(error));
+      this.reportError(error);
+    } finally {
+      this.set({ busy: false });
+      void this.refreshHistory();
+    }
+  }
+
+  private onEvent(event: Parameters<RunStore['push']>[0]): void {
+    this.run.push(event);
+    if (this.cancelRequested && event.type === 'run_start' && !event.scope) {
+      // Cancel was pressed before the run had an id.
+      void this.api.cancelRun(event.runId).catch((error) => this.reportError(error));
+    }
+  }
+
+  async cancelRun(): Promise<void> {
+    const { runId, status } = this.run.getSnapshot();
+    if (status !== 'running') return;
+    if (!runId) {
+      this.cancelRequested = true;
+      return;
+    }
+    try {
+      await this.api.cancelRun(runId);
+    } catch (error) {
+      this.reportError(error);
+    }
+  }
+
+  /** Answers the approval the shown run waits for; its events continue in the same view. */
+  async answerApproval(approve: boolean, note: string): Promise<void> {
+    const before = this.run.getSnapshot();
+    if (before.status !== 'paused' || !before.runId || this.state.busy) return;
+    this.run.resume();
+    this.set({ busy: true });
+    try {
+      const result = await this.api.resumeRun(
+        { runId: before.runId, approve, note },
+        (event) => this.onEvent(event),
+      );
+      this.run.finish(result);
+    } catch (error) {
+      // The run is still paused (nothing is lost on a refused answer): show it so again.
+      if (this.run.getSnapshot().events.length === before.events.length) this.run.show(before);
+      else this.run.fail(errorMessage(error));
+      this.reportError(error);
+    } finally {
+      this.set({ busy: false });
+      void this.refreshHistory();
+    }
+  }
+
+  // --- history --------------------------------------------------------------------------
+
+  async refreshHistory(): Promise<void> {
+    try {
+      this.set({ history: await this.api.listRuns(HISTORY_LIMIT) });
+    } catch (error) {
+      this.reportError(error);
+    }
+  }
+
+  /** Shows a past run on the canvas: its flow, replayed statuses, log and outputs. */
+  async openRun(runId: string): Promise<void> {
+    if (this.state.busy) return;
+    try {
+      const stored = await this.api.openRun(runId);
+      const detail: ViewedRun = { ...stored, flow: canvasFlow(stored.flow) };
+      if (!this.state.viewing) this.liveView = this.run.getSnapshot();
+      this.run.show(runViewFromDetail(detail, this.runnableNodeIds(detail.flow)));
+      this.set({ viewing: detail, viewSelection: null });
+    } catch (error) {
+      this.reportError(error);
+    }
+  }
+
+  /** Back to the edited flow (which was never touched) and its last live run. */
+  backToEditing(): void {
+    if (this.state.busy) return;
+    this.leaveViewing();
+  }
+
+  private leaveViewing(): void {
+    if (!this.state.viewing) return;
+    this.run.show(this.liveView ?? emptyRunView());
+    this.liveView = null;
+    this.set({ viewing: null, viewSelection: null });
+  }
+
+  selectInView(nodeId: string | null): void {
+    this.set({ viewSelection: nodeId });
+  }
+
+  dismissPausedBanner(): void {
+    this.set({ pausedBannerDismissed: true });
+  }
+
+  private set(patch: Partial<SessionState>): void {
+    this.state = { ...this.state, ...patch };
+    for (const listener of [...this.listeners]) listener();
+  }
+}

@@ -1,0 +1,18 @@
+/// <reference types="vitest/config" />
+import { defineConfig } from 'vite';
+import react from '@vitejs/plugin-react';
+
+// The Tauri shell loads dist/ from disk (relative base) and the dev server from
+// http://127.0.0.1:5173 (tauri.conf.json's devUrl), so host and port are fixed.
+export default defineConfig({
+  base: './',
+  plugins: [react()],
+  clearScreen: false,
+  server: { host: '127.0.0.1', port: 5173, strictPort: true },
+  build: { outDir: 'dist', target: 'es2022' },
+  test: {
+    environment: 'jsdom',
+    setupFiles: ['./src/testSetup.ts'],
+    globals: false,
+  },
+});
