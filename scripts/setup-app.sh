@@ -38,12 +38,15 @@ if $with_tests && ! command -v tauri-driver >/dev/null; then
 fi
 
 command -v npm >/dev/null || { echo "error: npm is missing; install Node.js 20 or newer" >&2; exit 2; }
-# npm ci only when the lock file changed since the last install.
+# Installs the versions package-lock.json pins, when the lock file changed since the last
+# install. `npm install` rather than `npm ci`: npm leaves the other platforms' optional builds
+# of rollup and esbuild out of a lock file written on Linux, and `npm ci` then refuses it as
+# out of sync; `npm install` reads the same lock and leaves it unchanged.
 install_npm() {
   local dir="$1"
   if [ ! -f "$dir/node_modules/.package-lock.json" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
-    echo "== npm ci in $dir"
-    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    echo "== npm install in $dir (versions from package-lock.json)"
+    (cd "$dir" && npm install --no-audit --no-fund --loglevel=error)
   fi
 }
 install_npm ui

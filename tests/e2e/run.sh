@@ -52,7 +52,7 @@ pids+=($!)
 for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
 
 cd "$here"
-[ -d node_modules ] || npm ci --no-audit --no-fund
+[ -d node_modules ] || npm install --no-audit --no-fund --loglevel=error
 if [ "${1:-}" = bench ]; then
   node bench.mjs
   exit
