@@ -3,7 +3,7 @@
 // Screenshots of the key moments are written to screenshots/.
 
 import assert from "node:assert/strict";
-import { copyFileSync, readFileSync } from "node:fs";
+import { copyFileSync, existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
 
@@ -14,6 +14,7 @@ import {
   byTestId,
   connect,
   dropKind,
+  handle,
   node,
   openApp,
   openFile,
@@ -203,6 +204,82 @@ test("saves the flow and reopens it with the same content", async () => {
   assert.equal(readFileSync(builtFile, "utf8"), saved);
 });
 
+test("keyboard: Delete removes the selected node with its edges, Ctrl+Z brings them back", async () => {
+  await node(browser, "agent-1").click();
+  await browser.keys(["Delete"]);
+  await node(browser, "agent-1").waitForExist({ reverse: true, timeout: 5_000 });
+  assert.equal((await browser.$$(".react-flow__edge")).length, 0, "its two edges went with it");
+  assert.equal(await byTestId(browser, "title").getAttribute("data-dirty"), "true");
+  await browser.keys(["Control", "z"]);
+  await node(browser, "agent-1").waitForExist({ timeout: 5_000 });
+  assert.equal((await browser.$$(".react-flow__edge")).length, 2);
+  // Undone back to the saved flow: nothing to save.
+  assert.equal(await byTestId(browser, "title").getAttribute("data-dirty"), "false");
+});
+
+test("opens an AgentFlow file with legacy forms and saves it normalized", async () => {
+  const legacy = path.join(TMP, "legacy.json");
+  const saved = path.join(TMP, "legacy-saved.json");
+  copyFileSync(path.join(ROOT, "tests/fixtures/valid/agentflow_legacy.json"), legacy);
+  await openFile(browser, legacy);
+  await node(browser, "ask").waitForExist();
+  assert.equal(await node(browser, "ask").getAttribute("data-kind"), "approval", "type input is an approval");
+  assert.ok(await handle(browser, "check", "condition-0").isExisting(), "if.condition became a condition row");
+  assert.equal((await browser.$$(".react-flow__edge")).length, 4, "connections became edges");
+  await shot(browser, "07-legacy-file");
+
+  await byTestId(browser, "file-save-as").click();
+  const input = byTestId(browser, "path-input");
+  await input.waitForDisplayed();
+  await typeInto(browser, input, saved);
+  await byTestId(browser, "path-confirm").click();
+  await browser.waitUntil(async () => existsSync(saved), { timeout: 5_000 });
+  const flow = JSON.parse(readFileSync(saved, "utf8"));
+  assert.equal(flow.connections, undefined);
+  assert.equal(flow.edges.length, 4);
+  assert.equal(flow.nodes.find((n) => n.id === "ask").type, "approval");
+  assert.deepEqual(flow.nodes.find((n) => n.id === "yes").position, { x: 600, y: -60 });
+  assert.ok(flow.edges.some((e) => e.source === "check" && e.sourceHandle === "condition-0"));
+});
+
+test("settings: a key saved in the app stays private, and test connection reaches the provider", async () => {
+  await byTestId(browser, "tab-settings").click();
+  await byTestId(browser, "test-connection-openai").click();
+  const openai = byTestId(browser, "connection-result-openai");
+  await browser.waitUntil(async () => /connected/i.test(await openai.getText()), {
+    timeout: 10_000,
+    timeoutMsg: "test connection for openai did not succeed",
+  });
+  assert.match(await openai.getText(), /scripted/);
+
+  // Anthropic has no key yet: the check says which setting is missing.
+  await byTestId(browser, "test-connection-anthropic").click();
+  const anthropic = byTestId(browser, "connection-result-anthropic");
+  await browser.waitUntil(async () => /ANTHROPIC_API_KEY/.test(await anthropic.getText()), {
+    timeout: 10_000,
+    timeoutMsg: "the missing key was not named",
+  });
+
+  const secret = "sk-ant-e2e-secret-4711";
+  await typeInto(browser, byTestId(browser, "settings-key-anthropic"), secret);
+  await typeInto(browser, byTestId(browser, "settings-address-anthropic"), process.env.WEFT_E2E_LLM_ROOT);
+  await byTestId(browser, "settings-save-anthropic").click();
+  await byTestId(browser, "test-connection-anthropic").click();
+  await browser.waitUntil(async () => /connected/i.test(await anthropic.getText()), {
+    timeout: 10_000,
+    timeoutMsg: "test connection for anthropic did not succeed after saving its key",
+  });
+  await shot(browser, "08-settings");
+
+  const file = path.join(TMP, "config", "settings.json");
+  assert.equal(statSync(file).mode & 0o777, 0o600, "the settings file is readable by its owner only");
+  assert.match(readFileSync(file, "utf8"), /ANTHROPIC_API_KEY/);
+  assert.equal(await byTestId(browser, "settings-key-anthropic").getValue(), "", "the key is not shown again");
+  for (const flowFile of [builtFile, approvalFile]) {
+    assert.ok(!readFileSync(flowFile, "utf8").includes(secret), "no key in flow files");
+  }
+});
+
 test("pauses at an approval node; approving continues on the approve branch", async () => {
   await openFile(browser, approvalFile);
   await node(browser, "review").waitForExist();
@@ -215,7 +292,7 @@ test("pauses at an approval node; approving continues on the approve branch", as
     (await byTestId(browser, "approval-message").getText()).trim(),
     "Send this note? Note: Refund 40 EUR to Ada",
   );
-  await shot(browser, "07-approval-prompt");
+  await shot(browser, "09-approval-prompt");
 
   await typeInto(browser, byTestId(browser, "approval-note"), "looks good");
   await byTestId(browser, "approve").click();
@@ -224,7 +301,7 @@ test("pauses at an approval node; approving continues on the approve branch", as
   await waitForStatus(browser, "sent", "done");
   await waitForStatus(browser, "dropped", "skipped");
   assert.equal(await latestOutput(browser, "sent"), "Sent: Note: Refund 40 EUR to Ada");
-  await shot(browser, "08-approved");
+  await shot(browser, "10-approved");
 });
 
 test("rejecting on another run continues on the reject branch", async () => {
@@ -236,7 +313,7 @@ test("rejecting on another run continues on the reject branch", async () => {
   await waitForStatus(browser, "dropped", "done");
   await waitForStatus(browser, "sent", "skipped");
   assert.equal(await latestOutput(browser, "dropped"), "Dropped: wrong amount");
-  await shot(browser, "09-rejected");
+  await shot(browser, "11-rejected");
 });
 
 test("opens a past run from history and shows its trace", async () => {
@@ -255,7 +332,7 @@ test("opens a past run from history and shows its trace", async () => {
   await waitForStatus(browser, "output-1", "done");
   assert.equal((await byTestId(browser, "node-stream-agent-1").getText()).trim(), STREAMED);
   assert.ok((await allByTestId(browser, "log-row")).length > 5, "the log shows the run's events");
-  await shot(browser, "10-history-run");
+  await shot(browser, "12-history-run");
 });
 
 test("a run paused before the app restarted is shown paused and can be approved", async () => {
@@ -268,12 +345,12 @@ test("a run paused before the app restarted is shown paused and can be approved"
 
   const banner = byTestId(browser, "paused-banner");
   await banner.waitForDisplayed({ timeout: 10_000 });
-  await shot(browser, "11-paused-after-restart");
+  await shot(browser, "13-paused-after-restart");
   await byTestId(browser, "paused-banner-open").click();
   await waitForStatus(browser, "review", "paused");
   await byTestId(browser, "approval-prompt").waitForDisplayed();
   await byTestId(browser, "approve").click();
   await waitForRunStatus(browser, "completed");
   await waitForStatus(browser, "sent", "done");
-  await shot(browser, "12-resumed-after-restart");
+  await shot(browser, "14-resumed-after-restart");
 });

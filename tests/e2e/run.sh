@@ -39,12 +39,13 @@ fi
 pids+=($!)
 for _ in $(seq 100); do [ -s "$tmp/llm.json" ] && break; sleep 0.05; done
 base_url="$(sed -n 's/.*"baseUrl":"\([^"]*\)".*/\1/p' "$tmp/llm.json")"
+root_url="$(sed -n 's/.*"rootUrl":"\([^"]*\)".*/\1/p' "$tmp/llm.json")"
 [ -n "$base_url" ] || { echo "e2e: the scripted LLM server did not start" >&2; cat "$tmp/llm.log" >&2; exit 1; }
 
 port="${TAURI_DRIVER_PORT:-4444}"
 export OPENAI_BASE_URL="$base_url" OPENAI_API_KEY="sk-e2e-not-a-real-key"
 export WEFT_DB="$tmp/runs.db" WEFT_CONFIG_DIR="$tmp/config" WEFT_E2E_TMP="$tmp"
-export WEFT_APP_BINARY="$app" TAURI_DRIVER_PORT="$port"
+export WEFT_APP_BINARY="$app" TAURI_DRIVER_PORT="$port" WEFT_E2E_LLM_ROOT="$root_url"
 # WebKit's sandbox needs user namespaces that containers often lack.
 export WEBKIT_DISABLE_SANDBOX_THIS_IS_DANGEROUS=1
 tauri-driver --port "$port" >"$tmp/driver.log" 2>&1 &

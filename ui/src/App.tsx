@@ -67,7 +67,9 @@ function PausedBanner() {
   const history = useSessionState((state) => state.history);
   const dismissed = useSessionState((state) => state.pausedBannerDismissed);
   const viewing = useSessionState((state) => state.viewing !== null);
-  const paused = history.filter((run) => run.status === 'paused');
+  const shownRun = useRun((view) => view.runId);
+  // The run on the canvas shows its own approval prompt; the banner is for the others.
+  const paused = history.filter((run) => run.status === 'paused' && run.id !== shownRun);
   if (dismissed || viewing || paused.length === 0) return null;
   return (
     <div className="banner paused" data-testid="paused-banner">
