@@ -16,7 +16,7 @@ use weft_engine::providers::{ConnectionReport, ProviderKind};
 use weft_engine::store::{NodeOutputRecord, RunSummary};
 use weft_engine::template::SCOPE_NAMES;
 use weft_engine::{
-    Decision, EventListener, EventType, Flow, Problem, ResumeOptions, RunEvent, RunOptions,
+    Decision, Entry, EventListener, EventType, Flow, Problem, ResumeOptions, RunEvent, RunOptions,
     RunOutcome, RunStatus,
 };
 
@@ -173,6 +173,21 @@ pub struct RunRequest {
     pub path: Option<String>,
     /// The run's input; empty means the start node's `initialInput`.
     pub input: Option<String>,
+    /// Re-run part of the flow with what an earlier run left ("run from here", "run this
+    /// node"); `None` runs the whole flow.
+    #[serde(default)]
+    pub from: Option<RunFrom>,
+}
+
+/// Where a partial run starts and which earlier run's outputs it uses.
+#[derive(Debug, Clone, Deserialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct RunFrom {
+    /// The earlier run (of this flow) whose latest outputs feed the node and the templates.
+    pub run_id: String,
+    pub node_id: String,
+    /// Only this node runs ("run this node"), not what follows it.
+    pub only: bool,
 }
 
 /// Runs a flow until it completes, fails, is cancelled or pauses at an approval. Its events
@@ -184,6 +199,15 @@ pub async fn start_run(
     request: RunRequest,
     events: Channel<RunEvent>,
 ) -> Result<RunResult, AppError> {
+    let engine = state.engine();
+    let entry = match &request.from {
+        Some(from) => {
+            engine
+                .entry_after(&from.run_id, &request.flow, &from.node_id, from.only)
+                .await?
+        }
+        None => Entry::Start,
+    };
     let cancel = CancellationToken::new();
     let options = RunOptions {
         input: request.input.filter(|input| !input.trim().is_empty()),
@@ -191,9 +215,8 @@ pub async fn start_run(
         flow_path: request.path.map(PathBuf::from),
         on_event: Some(state.forward(events, cancel.clone())),
         cancel,
-        entry: Default::default(),
+        entry,
     };
-    let engine = state.engine();
     let outcome = engine.start(request.flow, options).await;
     state.forget(outcome.as_ref().ok().map(|o| o.run_id.as_str()));
     Ok(outcome?.into())

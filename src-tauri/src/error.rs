@@ -43,7 +43,8 @@ impl From<weft_engine::RunError> for AppError {
         let code = match &error {
             weft_engine::RunError::Invalid { .. } => ErrorCode::InvalidFlow,
             weft_engine::RunError::Store(_) => ErrorCode::Store,
-            weft_engine::RunError::NoSuchEntry(_) => ErrorCode::BadRequest,
+            weft_engine::RunError::NoSuchEntry(_)
+            | weft_engine::RunError::NoEarlierOutput { .. } => ErrorCode::BadRequest,
         };
         AppError::new(code, error.to_string())
     }

@@ -316,6 +316,25 @@ test("rejecting on another run continues on the reject branch", async () => {
   await shot(browser, "11-rejected");
 });
 
+test("run this node re-runs one edited node with the earlier run's outputs", async () => {
+  await selectNode(browser, "sent");
+  await typeInto(browser, byTestId(browser, "field-template"), "Resent: {{ PREVIOUS_OUTPUT }}");
+  const button = byTestId(browser, "run-this-node");
+  await browser.waitUntil(() => button.isEnabled(), { timeout: 5_000, timeoutMsg: "Run this node stays disabled" });
+  await button.click();
+  await waitForRunStatus(browser, "completed");
+  await waitForStatus(browser, "sent", "done");
+  assert.equal(await latestOutput(browser, "sent"), "Resent: Note: Refund 40 EUR to Ada");
+  // Only `sent` ran in this run; the others keep what the earlier run gave them.
+  const started = [];
+  for (const row of await allByTestId(browser, "log-row")) {
+    if ((await row.getAttribute("data-type")) === "step_start") started.push(await row.getAttribute("data-node-id"));
+  }
+  assert.deepEqual(started, ["sent"]);
+  assert.equal(await node(browser, "writer").getAttribute("data-status"), "done");
+  await shot(browser, "12-run-this-node");
+});
+
 test("opens a past run from history and shows its trace", async () => {
   await byTestId(browser, "tab-history").click();
   await browser.waitUntil(async () => (await allByTestId(browser, "history-row")).length >= 3, {
@@ -323,7 +342,7 @@ test("opens a past run from history and shows its trace", async () => {
     timeoutMsg: "history does not list the three runs",
   });
   const rows = await allByTestId(browser, "history-row");
-  // Newest first: the two approval runs, then the first run of the built flow.
+  // Newest first: the approval runs, then the first run of the built flow.
   const oldest = rows[rows.length - 1];
   assert.equal(await oldest.getAttribute("data-status"), "completed");
   await oldest.click();
@@ -332,7 +351,7 @@ test("opens a past run from history and shows its trace", async () => {
   await waitForStatus(browser, "output-1", "done");
   assert.equal((await byTestId(browser, "node-stream-agent-1").getText()).trim(), STREAMED);
   assert.ok((await allByTestId(browser, "log-row")).length > 5, "the log shows the run's events");
-  await shot(browser, "12-history-run");
+  await shot(browser, "13-history-run");
 });
 
 test("a run paused before the app restarted is shown paused and can be approved", async () => {
@@ -345,12 +364,12 @@ test("a run paused before the app restarted is shown paused and can be approved"
 
   const banner = byTestId(browser, "paused-banner");
   await banner.waitForDisplayed({ timeout: 10_000 });
-  await shot(browser, "13-paused-after-restart");
+  await shot(browser, "14-paused-after-restart");
   await byTestId(browser, "paused-banner-open").click();
   await waitForStatus(browser, "review", "paused");
   await byTestId(browser, "approval-prompt").waitForDisplayed();
   await byTestId(browser, "approve").click();
   await waitForRunStatus(browser, "completed");
   await waitForStatus(browser, "sent", "done");
-  await shot(browser, "14-resumed-after-restart");
+  await shot(browser, "15-resumed-after-restart");
 });

@@ -320,6 +320,15 @@ export type RunEvent = {
 	usage?: Usage | null,
 };
 
+/**  Where a partial run starts and which earlier run's outputs it uses. */
+export type RunFrom = {
+	/**  The earlier run (of this flow) whose latest outputs feed the node and the templates. */
+	runId: string,
+	nodeId: string,
+	/**  Only this node runs ("run this node"), not what follows it. */
+	only: boolean,
+};
+
 /**  What to run. */
 export type RunRequest = {
 	flow: Flow,
@@ -327,6 +336,11 @@ export type RunRequest = {
 	path: string | null,
 	/**  The run's input; empty means the start node's `initialInput`. */
 	input: string | null,
+	/**
+	 *  Re-run part of the flow with what an earlier run left ("run from here", "run this
+	 *  node"); `None` runs the whole flow.
+	 */
+	from?: RunFrom | null,
 };
 
 /**  Where a run stands when its command returns. */

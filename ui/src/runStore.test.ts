@@ -209,4 +209,27 @@ describe('RunStore', () => {
     expect(view.status).toBe('completed');
     expect(view.nodeStatus.auto).toBe('skipped');
   });
+
+  it('keeps what the earlier run gave the nodes a partial run does not reach', () => {
+    const store = new RunStore((flush) => flush());
+    store.begin(context);
+    for (const e of [...offlineEventsToPause(), ...offlineEventsAfterApprove()]) store.push(e);
+    store.finish({ runId: 'first', status: 'completed', result: 'Refunded 120 EUR to Ada.', error: null, waiting: null });
+
+    // "Run this node" on `refunded`: only it runs again, with a new template.
+    store.beginFrom(context);
+    expect(store.getSnapshot().events).toHaveLength(0);
+    expect(store.getSnapshot().nodeStatus.summary).toBe('done');
+    store.push(event(1, 'run_start', null, '{}', { runId: 'second' }));
+    store.push(event(2, 'step_start', 'refunded', 'Refunded', { runId: 'second' }));
+    expect(store.getSnapshot().nodeStatus.refunded).toBe('running');
+    store.push(event(3, 'step_end', 'refunded', 'Paid back', { runId: 'second' }));
+    store.finish({ runId: 'second', status: 'completed', result: 'Paid back', error: null, waiting: null });
+
+    const view = store.getSnapshot();
+    expect(view.runId).toBe('second');
+    expect(view.outputs.refunded).toBe('Paid back');
+    expect(view.outputs.summary).toContain('Ada asks for 120 EUR');
+    expect(view.nodeStatus).toMatchObject({ start: 'done', review: 'done', refunded: 'done', declined: 'skipped' });
+  });
 });

@@ -319,6 +319,24 @@ export class RunStore {
     this.set({ ...emptyRunView(context), status: 'running' });
   }
 
+  /**
+   * Shows a partial run ("run from here", "run this node"): every node keeps what the run
+   * shown until now gave it (status, input, output, stream) until this run reaches it again.
+   */
+  beginFrom(context: RunContext): void {
+    this.flush();
+    const before = this.view;
+    this.pending = [];
+    this.set({
+      ...emptyRunView(context),
+      status: 'running',
+      nodeStatus: { ...before.nodeStatus },
+      outputs: { ...before.outputs },
+      inputs: { ...before.inputs },
+      streams: { ...before.streams },
+    });
+  }
+
   /** Continues the shown run (a resume): its events append to the same view. */
   resume(): void {
     this.flush();

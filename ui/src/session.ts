@@ -226,17 +226,44 @@ export class Session {
     return flow.nodes.filter((node) => kindRuns(kindOf(catalog, node.type))).map((node) => node.id);
   }
 
-  /** Runs the edited flow with `input` (empty: the start node's initial input). */
-  async startRun(input: string): Promise<void> {
+  /**
+   * Why "run from here" / "run this node" is refused right now, or null. A partial run uses
+   * the outputs of the run shown on the canvas, so there must be one of the edited flow.
+   */
+  partialRunBlockedReason(): string | null {
+    const blocked = this.runBlockedReason();
+    if (blocked !== null) return blocked;
+    if (this.state.viewing) return 'Go back to editing first.';
+    const { runId, status } = this.run.getSnapshot();
+    if (!runId || status === null) return 'Run the flow once first: a partial run reuses its outputs.';
+    if (status === 'running' || status === 'paused') return 'Wait until the run shown ends.';
+    return null;
+  }
+
+  /**
+   * Runs the edited flow with `input` (empty: the start node's initial input). With `from`,
+   * runs only from that node on (or, with `only`, just that node), feeding it what the run
+   * shown now left.
+   */
+  async startRun(input: string, from: { nodeId: string; only: boolean } | null = null): Promise<void> {
     if (this.runBlockedReason() !== null) return;
+    if (from && this.partialRunBlockedReason() !== null) return;
+    const earlierRunId = this.run.getSnapshot().runId;
     this.leaveViewing();
     const { flow, path } = this.canvas.getSnapshot();
     this.cancelRequested = false;
-    this.run.begin({ edges: flow.edges, runnableNodeIds: this.runnableNodeIds(flow) });
+    const context = { edges: flow.edges, runnableNodeIds: this.runnableNodeIds(flow) };
+    if (from) this.run.beginFrom(context);
+    else this.run.begin(context);
     this.set({ busy: true });
     try {
       const result = await this.api.startRun(
-        { flow, path, input: input.trim() === '' ? null : input },
+        {
+          flow,
+          path,
+          input: input.trim() === '' ? null : input,
+          from: from && earlierRunId ? { runId: earlierRunId, nodeId: from.nodeId, only: from.only } : null,
+        },
         (event) => this.onEvent(event),
       );
       this.run.finish(result);

@@ -390,6 +390,7 @@ async fn a_run_can_start_at_any_node_with_earlier_outputs_seeded() {
                     node_id: "refunded".into(),
                     input: seeded.clone(),
                     outputs: HashMap::from([("summary".into(), seeded)]),
+                    only: false,
                 },
                 ..RunOptions::default()
             },
@@ -571,4 +572,118 @@ async fn a_node_reached_by_two_branches_runs_once_for_each() {
         .expect("both stored")
         .visits;
     assert_eq!(visits, 2);
+}
+
+/// The step_start node ids of a run, in order.
+fn started_nodes(engine: &Engine, run_id: &str) -> Vec<String> {
+    engine
+        .store()
+        .events(run_id)
+        .expect("events")
+        .into_iter()
+        .filter(|event| event.kind == EventType::StepStart)
+        .filter_map(|event| event.node_id)
+        .collect()
+}
+
+#[tokio::test]
+async fn run_from_here_and_run_this_node_reuse_an_earlier_runs_outputs() {
+    let server = ScriptedLlm::start(Script::default()).await.expect("server");
+    let (_dir, db) = temp_db();
+    let engine = engine_for(&server, &db);
+    let first = engine
+        .start(
+            repo_flow("offline.json"),
+            RunOptions {
+                decisions: HashMap::from([(
+                    "review".into(),
+                    Decision::parse("approve", "").expect("decision"),
+                )]),
+                ..RunOptions::default()
+            },
+        )
+        .await
+        .expect("first run");
+    assert_eq!(first.status, RunStatus::Completed);
+
+    // The person edits `refunded` and re-runs from it: the nodes before it do not run again,
+    // and its input is what `review` passed on in the first run.
+    let mut edited = repo_flow("offline.json");
+    let refunded = edited
+        .nodes
+        .iter_mut()
+        .find(|node| node.id == "refunded")
+        .expect("refunded node");
+    refunded.data.insert(
+        "template".into(),
+        json!("Paid {{ amount }} EUR back to {{ customer }}."),
+    );
+    let entry = engine
+        .entry_after(&first.run_id, &edited, "refunded", false)
+        .await
+        .expect("entry");
+    let from_here = engine
+        .start(
+            edited.clone(),
+            RunOptions {
+                entry,
+                ..RunOptions::default()
+            },
+        )
+        .await
+        .expect("run from here");
+    assert_eq!(from_here.result, Some(json!("Paid 120 EUR back to Ada.")));
+    assert_eq!(
+        started_nodes(&engine, &from_here.run_id),
+        ["refunded", "result"]
+    );
+
+    // "Run this node": only `refunded` runs.
+    let entry = engine
+        .entry_after(&first.run_id, &edited, "refunded", true)
+        .await
+        .expect("entry");
+    let this_node = engine
+        .start(
+            edited,
+            RunOptions {
+                entry,
+                ..RunOptions::default()
+            },
+        )
+        .await
+        .expect("run this node");
+    assert_eq!(this_node.status, RunStatus::Completed);
+    assert_eq!(this_node.result, Some(json!("Paid 120 EUR back to Ada.")));
+    assert_eq!(started_nodes(&engine, &this_node.run_id), ["refunded"]);
+}
+
+#[tokio::test]
+async fn run_from_here_is_refused_where_nothing_before_the_node_has_run() {
+    let server = ScriptedLlm::start(Script::default()).await.expect("server");
+    let (_dir, db) = temp_db();
+    let engine = engine_for(&server, &db);
+    let flow = repo_flow("offline.json");
+    // Without a decision the run pauses at `review`: nothing has reached `refunded` yet.
+    let paused = engine
+        .start(flow.clone(), RunOptions::default())
+        .await
+        .expect("run");
+    assert_eq!(paused.status, RunStatus::Paused);
+    match engine
+        .entry_after(&paused.run_id, &flow, "refunded", false)
+        .await
+    {
+        Err(error @ weft_engine::RunError::NoEarlierOutput { .. }) => {
+            assert!(error.to_string().contains("`refunded`"), "{error}");
+        }
+        other => panic!("expected NoEarlierOutput, got {other:?}"),
+    }
+    match engine
+        .entry_after(&paused.run_id, &flow, "nope", false)
+        .await
+    {
+        Err(weft_engine::RunError::NoSuchEntry(id)) => assert_eq!(id, "nope"),
+        other => panic!("expected NoSuchEntry, got {other:?}"),
+    }
 }

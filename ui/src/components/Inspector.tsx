@@ -39,6 +39,40 @@ function RunData({ nodeId }: { nodeId: string }) {
   );
 }
 
+/** "Run from here" and "Run this node": re-run part of the flow with the shown run's outputs. */
+function PartialRunButtons({ nodeId }: { nodeId: string }) {
+  const session = useSession();
+  // Subscribed so the reason is recomputed when the run or the problems change.
+  useRun((view) => view.status);
+  useSessionState((state) => state.problems);
+  useSessionState((state) => state.busy);
+  const blocked = session.partialRunBlockedReason();
+  return (
+    <div className="partial-run">
+      <button
+        type="button"
+        className="button small"
+        data-testid="run-from-here"
+        disabled={blocked !== null}
+        title={blocked ?? 'Run this node and what follows it, reusing the outputs of the run shown'}
+        onClick={() => void session.startRun('', { nodeId, only: false })}
+      >
+        ▶ Run from here
+      </button>
+      <button
+        type="button"
+        className="button small"
+        data-testid="run-this-node"
+        disabled={blocked !== null}
+        title={blocked ?? 'Run only this node, with the input the run shown gave it'}
+        onClick={() => void session.startRun('', { nodeId, only: true })}
+      >
+        Run this node
+      </button>
+    </div>
+  );
+}
+
 export function Inspector() {
   const session = useSession();
   const catalog = useSessionState((state) => state.catalog);
@@ -103,6 +137,7 @@ export function Inspector() {
         )}
         {!kind && <p className="field-error">The engine does not know the kind “{node.type}”.</p>}
         {readOnly && <p className="muted">A past run's flow: read only.</p>}
+        {!readOnly && kind && <PartialRunButtons nodeId={node.id} />}
       </header>
       {fields.map((field) => (
         <FieldRow

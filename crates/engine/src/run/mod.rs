@@ -44,11 +44,13 @@ pub enum Entry {
     Start,
     /// At `node_id` with `input` as its previous output, as if the nodes before it had
     /// produced `outputs` (their latest outputs, for `nodes.<id>` in templates). This is how
-    /// "run from here" re-runs part of a flow.
+    /// "run from here" re-runs part of a flow. With `only`, nothing after the node runs
+    /// ("run this node"). [`Engine::entry_after`] builds one from an earlier run.
     Node {
         node_id: String,
         input: Value,
         outputs: HashMap<String, Value>,
+        only: bool,
     },
 }
 
@@ -104,6 +106,10 @@ pub enum RunError {
     Store(#[from] StoreError),
     #[error("cannot start at `{0}`: there is no such node")]
     NoSuchEntry(String),
+    #[error(
+        "cannot start at `{node_id}`: no node before it has an output in run {run_id}; run the flow up to it first"
+    )]
+    NoEarlierOutput { node_id: String, run_id: String },
 }
 
 /// Runs flows. One engine serves many runs; it is cheap to clone.
@@ -144,6 +150,7 @@ impl Engine {
         }
         let run_id = uuid::Uuid::new_v4().to_string();
         let initial = initial_value(&flow, options.input.as_deref());
+        let mut state = SavedState::default();
         let (queue, outputs) = match options.entry {
             Entry::Start => {
                 let start = flow
@@ -162,9 +169,13 @@ impl Engine {
                 node_id,
                 input,
                 outputs,
+                only,
             } => {
                 if flow.node(&node_id).is_none() {
                     return Err(RunError::NoSuchEntry(node_id));
+                }
+                if only {
+                    state.only_node = Some(node_id.clone());
                 }
                 let step = QueuedStep {
                     node_id,
@@ -211,13 +222,58 @@ impl Engine {
             options.cancel,
         )?;
         ctx.emit(EventType::RunStart, None, output_text(&ctx.initial));
-        let scheduler = Scheduler::new(
-            ctx.clone(),
-            queue,
-            &SavedState::default(),
-            options.decisions,
-        );
+        let scheduler = Scheduler::new(ctx.clone(), queue, &state, options.decisions);
         self.finish(ctx, scheduler).await
+    }
+
+    /// Where to start "run from here" (`only == false`) or "run this node" (`only == true`)
+    /// at `node_id` of `flow`, using what the earlier run `run_id` left: every node's latest
+    /// output is seeded (for `nodes.<id>` in templates), and the node's input is the latest
+    /// output among the nodes with an execution edge into it. The start node takes the earlier
+    /// run's input. Refused, naming the node, when no node before it has an output yet.
+    pub async fn entry_after(
+        &self,
+        run_id: &str,
+        flow: &Flow,
+        node_id: &str,
+        only: bool,
+    ) -> Result<Entry, RunError> {
+        let node = flow
+            .node(node_id)
+            .ok_or_else(|| RunError::NoSuchEntry(node_id.to_string()))?;
+        let wanted = run_id.to_string();
+        let (record, stored) = self
+            .blocking(move |store| {
+                let run_id = store.resolve_run_id(&wanted)?;
+                Ok((store.run(&run_id)?, store.node_outputs(&run_id)?))
+            })
+            .await?;
+        let input = if node.kind == "start" {
+            Some(record.input.clone())
+        } else {
+            flow.edges
+                .iter()
+                .filter(|edge| edge.target == node_id && !edge.is_subagent())
+                .filter_map(|edge| stored.iter().find(|out| out.node_id == edge.source))
+                .filter(|out| !out.output.is_null())
+                .max_by(|a, b| a.updated_at.cmp(&b.updated_at))
+                .map(|out| out.output.clone())
+        };
+        let input = input.ok_or_else(|| RunError::NoEarlierOutput {
+            node_id: node_id.to_string(),
+            run_id: record.summary.id.clone(),
+        })?;
+        let outputs = stored
+            .into_iter()
+            .filter(|out| !out.output.is_null())
+            .map(|out| (out.node_id, out.output))
+            .collect();
+        Ok(Entry::Node {
+            node_id: node_id.to_string(),
+            input,
+            outputs,
+            only,
+        })
     }
 
     /// Resumes a paused run with a person's `decision` for the approval it waits at (inside

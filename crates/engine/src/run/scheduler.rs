@@ -49,6 +49,9 @@ pub(crate) struct SavedState {
     /// Outputs that arrived at each `join`, by source node, not yet joined.
     #[serde(default)]
     pub joins: HashMap<String, BTreeMap<String, Value>>,
+    /// "Run this node": the one node the run is about; nothing after it runs.
+    #[serde(default)]
+    pub only_node: Option<String>,
 }
 
 /// A nested run (a subflow) paused at an approval: everything it needs to go on.
@@ -120,6 +123,7 @@ pub(crate) struct Scheduler {
     last_output: Option<Value>,
     last_finished: Option<Value>,
     failure: Option<String>,
+    only_node: Option<String>,
 }
 
 impl Scheduler {
@@ -145,6 +149,7 @@ impl Scheduler {
             last_output: state.last_output.clone(),
             last_finished: state.last_finished.clone(),
             failure: None,
+            only_node: state.only_node.clone(),
         }
     }
 
@@ -426,6 +431,9 @@ impl Scheduler {
     }
 
     fn route(&mut self, node_id: &str, handle: &str, value: &Value) {
+        if self.only_node.as_deref() == Some(node_id) {
+            return;
+        }
         let targets: Vec<String> = self.ctx.graph.targets(node_id, handle).cloned().collect();
         for target in targets {
             self.queue.push_back(QueuedStep {
@@ -537,6 +545,7 @@ impl Scheduler {
             nested: None,
             parked: self.parked.clone(),
             joins: self.joins.clone(),
+            only_node: self.only_node.clone(),
         }
     }
 
