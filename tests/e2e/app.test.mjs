@@ -21,6 +21,7 @@ import {
   problems,
   shot,
   typeInto,
+  waitUntilGone,
   waitForRunStatus,
   waitForStatus,
 } from "./harness.mjs";
@@ -207,7 +208,7 @@ test("saves the flow and reopens it with the same content", async () => {
 test("keyboard: Delete removes the selected node with its edges, Ctrl+Z brings them back", async () => {
   await node(browser, "agent-1").click();
   await browser.keys(["Delete"]);
-  await node(browser, "agent-1").waitForExist({ reverse: true, timeout: 5_000 });
+  await waitUntilGone(browser, "node-agent-1");
   assert.equal((await browser.$$(".react-flow__edge")).length, 0, "its two edges went with it");
   assert.equal(await byTestId(browser, "title").getAttribute("data-dirty"), "true");
   await browser.keys(["Control", "z"]);

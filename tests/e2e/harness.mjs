@@ -53,21 +53,40 @@ export function node(browser, nodeId) {
   return byTestId(browser, `node-${nodeId}`);
 }
 
+/** Reads an attribute (or, with attribute null, the text) of the element with data-testid
+ *  `id` inside the page, or null when there is none: a poll that cannot hit a stale element. */
+export function readTestId(browser, id, attribute = null) {
+  return browser.execute(
+    (testId, name) => {
+      const element = document.querySelector(`[data-testid="${testId}"]`);
+      if (!element) return null;
+      return name === null ? element.textContent.trim() : element.getAttribute(name);
+    },
+    id,
+    attribute,
+  );
+}
+
 export async function waitForStatus(browser, nodeId, status, timeout = 20_000) {
-  const element = node(browser, nodeId);
-  await element.waitForExist({ timeout });
-  await browser.waitUntil(async () => (await element.getAttribute("data-status")) === status, {
-    timeout,
-    timeoutMsg: `node ${nodeId} did not become ${status} (it is ${await element.getAttribute("data-status")})`,
-  });
+  let seen = null;
+  await browser.waitUntil(
+    async () => {
+      seen = await readTestId(browser, `node-${nodeId}`, "data-status");
+      return seen === status;
+    },
+    { timeout, timeoutMsg: `node ${nodeId} did not become ${status} (it is ${seen})` },
+  );
 }
 
 export async function waitForRunStatus(browser, status, timeout = 20_000) {
-  const element = byTestId(browser, "run-status");
-  await browser.waitUntil(async () => (await element.getText()).trim() === status, {
-    timeout,
-    timeoutMsg: `the run did not become ${status} (it shows "${await element.getText()}")`,
-  });
+  let seen = null;
+  await browser.waitUntil(
+    async () => {
+      seen = await readTestId(browser, "run-status");
+      return seen === status;
+    },
+    { timeout, timeoutMsg: `the run did not become ${status} (it shows "${seen}")` },
+  );
 }
 
 /** Presses the mouse on `from`, moves in steps to `to` (an element, or {x, y} in the
@@ -155,5 +174,14 @@ export async function openFile(browser, file) {
   await input.waitForDisplayed();
   await typeInto(browser, input, file);
   await byTestId(browser, "path-confirm").click();
-  await byTestId(browser, "path-dialog").waitForExist({ reverse: true });
+  await waitUntilGone(browser, "path-dialog");
+}
+
+/** Waits until no element has data-testid `id`. Asked inside the page: WebKitWebDriver can
+ *  answer a find with "stale element" while React is removing the element. */
+export async function waitUntilGone(browser, id, timeout = 5_000) {
+  await browser.waitUntil(
+    () => browser.execute((testId) => document.querySelector(`[data-testid="${testId}"]`) === null, id),
+    { timeout, timeoutMsg: `${id} did not go away` },
+  );
 }

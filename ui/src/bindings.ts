@@ -168,8 +168,11 @@ export type HandleDescription = {
 	id: string,
 	label: string,
 	kind: HandleKind,
-	/**  One handle per row of a list field (`if`'s conditions) rather than a fixed one. */
-	dynamic: boolean,
+	/**
+	 *  For a handle repeated once per row of a list field rather than a fixed one: that
+	 *  field's name (`conditions` for `if`); `id` and `label` then hold `{i}`.
+	 */
+	rows: string | null,
 };
 
 /**  What an edge leaving by a handle means. */

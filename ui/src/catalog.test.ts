@@ -13,16 +13,16 @@ describe('catalog', () => {
     expect(description?.help).toBe('Told to a parent agent.');
   });
 
-  it('gives a new node the non-null defaults, nested by dotted name, and the kind title as label', () => {
-    const data = defaultData(catalog, kindOf(catalog, 'agent')!);
+  it("gives a new node its kind's non-null defaults, nested by dotted name, and the kind title as label", () => {
+    const data = defaultData(kindOf(catalog, 'agent')!);
     expect(data).toEqual({
       label: 'Agent',
       userPrompt: '',
       model: '',
       tools: { web_search: false, subagents: false },
-      retry: { maxAttempts: 1 },
     });
-    // The agent's own description (default null) replaced the common one (default '').
+    // Common fields (retry, description) are left to the engine's defaults.
+    expect(data).not.toHaveProperty('retry');
     expect(data).not.toHaveProperty('description');
   });
 

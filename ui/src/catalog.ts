@@ -24,17 +24,6 @@ export function kindOf(catalog: KindCatalog | null, kindId: string): KindDescrip
 
 const ROW_INDEX = '{i}';
 
-/**
- * The list field whose rows a dynamic handle is expanded from. The description says a
- * dynamic handle has "one handle per row of a list field"; the field is the kind's
- * conditions field, or else its first field whose default is a list.
- */
-export function rowsFieldOf(kind: KindDescription): FieldDescription | undefined {
-  return (
-    kind.fields.find((field) => field.fieldType.type === 'conditions') ??
-    kind.fields.find((field) => Array.isArray(field.default))
-  );
-}
 
 /** What a row says, for a handle's label: `contains refund`, `amount gt 100`. */
 function rowLabel(row: JsonValue | undefined): string | undefined {
@@ -51,12 +40,12 @@ export function handlesOf(kind: KindDescription | undefined, data: NodeData | un
   if (!kind) return [];
   const handles: NodeHandle[] = [];
   for (const handle of kind.handles) {
-    if (!handle.dynamic) {
+    if (handle.rows === null) {
       handles.push({ id: handle.id, label: handle.label, kind: handle.kind });
       continue;
     }
-    const field = rowsFieldOf(kind);
-    const rows = field ? getPath(data, field.name) : undefined;
+    // One handle per row of the list field the description names (`if`: its conditions).
+    const rows = getPath(data, handle.rows);
     if (!Array.isArray(rows)) continue;
     rows.forEach((row, index) => {
       const i = String(index);
@@ -84,10 +73,14 @@ export function fieldsOf(catalog: KindCatalog, kind: KindDescription | undefined
   return [...leading, ...own, ...trailing];
 }
 
-/** A new node's data: every field's non-null default, and the kind's title as its label. */
-export function defaultData(catalog: KindCatalog, kind: KindDescription): NodeData {
+/**
+ * A new node's data: the non-null defaults of the kind's own fields, and the kind's title as
+ * its label. The common fields (timeouts, retries) stay out of the file until someone sets
+ * them: the engine's defaults apply, and new nodes do not fill files with noise.
+ */
+export function defaultData(kind: KindDescription): NodeData {
   let data: NodeData = {};
-  for (const field of fieldsOf(catalog, kind)) {
+  for (const field of kind.fields) {
     if (field.default !== null && field.default !== undefined) {
       data = setPath(data, field.name, structuredClone(field.default) as JsonValue);
     }

@@ -123,7 +123,7 @@ export class Session {
   newFlow(): CanvasFlow {
     const catalog = this.state.catalog;
     const start = kindOf(catalog, 'start');
-    return emptyFlow(catalog && start ? defaultData(catalog, start) : {});
+    return emptyFlow(catalog && start ? defaultData(start) : {});
   }
 
   createNew(): void {

@@ -873,7 +873,7 @@ fn kinds_json_describes_every_kind_with_its_handles() {
     assert_eq!(handles("if"), ["condition-{i}", "false"]);
     assert_eq!(handles("http"), ["output", "error"]);
     assert!(handles("output").is_empty() && handles("note").is_empty());
-    assert_eq!(kind("if")["handles"][0]["dynamic"], true);
+    assert_eq!(kind("if")["handles"][0]["rows"], "conditions");
     assert_eq!(kind("agent")["handles"][1]["kind"], "subagent");
     assert_eq!(kind("note")["inputs"], false);
     assert_eq!(kind("forEach")["title"], "For each");

@@ -47,7 +47,7 @@ export function Palette() {
   const addAt = (kind: KindDescription, screen: { x: number; y: number }) => {
     if (!catalog) return;
     const position = screenToFlowPosition(screen);
-    session.canvas.addNode(kind.id, defaultData(catalog, kind), position);
+    session.canvas.addNode(kind.id, defaultData(kind), position);
   };
 
   const addAtCentre = (kind: KindDescription) => {

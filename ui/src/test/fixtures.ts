@@ -19,7 +19,7 @@ export const catalog = {
       title: 'Start',
       help: 'The entry point.',
       inputs: false,
-      handles: [{ id: 'output', label: 'Output', kind: 'execution', dynamic: false }],
+      handles: [{ id: 'output', label: 'Output', kind: 'execution', rows: null }],
       fields: [{ name: 'initialInput', label: 'Initial input', help: '', fieldType: { type: 'json' }, default: null, required: false }],
     },
     {
@@ -28,9 +28,9 @@ export const catalog = {
       help: 'Calls a model.',
       inputs: true,
       handles: [
-        { id: 'output', label: 'Output', kind: 'execution', dynamic: false },
-        { id: 'subagent', label: 'Subagents', kind: 'subagent', dynamic: false },
-        { id: 'error', label: 'Error', kind: 'error', dynamic: false },
+        { id: 'output', label: 'Output', kind: 'execution', rows: null },
+        { id: 'subagent', label: 'Subagents', kind: 'subagent', rows: null },
+        { id: 'error', label: 'Error', kind: 'error', rows: null },
       ],
       fields: [
         { name: 'userPrompt', label: 'User prompt', help: '', fieldType: { type: 'template' }, default: '', required: false },
@@ -46,8 +46,8 @@ export const catalog = {
       help: 'Tests the previous output.',
       inputs: true,
       handles: [
-        { id: 'condition-{i}', label: 'Condition {i}', kind: 'execution', dynamic: true },
-        { id: 'false', label: 'Otherwise', kind: 'execution', dynamic: false },
+        { id: 'condition-{i}', label: 'Condition {i}', kind: 'execution', rows: 'conditions' },
+        { id: 'false', label: 'Otherwise', kind: 'execution', rows: null },
       ],
       fields: [
         { name: 'conditions', label: 'Conditions', help: '', fieldType: { type: 'conditions', operators: ['equal', 'contains', 'gt'] }, default: [], required: false },
@@ -59,8 +59,8 @@ export const catalog = {
       help: 'Pauses the run.',
       inputs: true,
       handles: [
-        { id: 'approve', label: 'Approve', kind: 'execution', dynamic: false },
-        { id: 'reject', label: 'Reject', kind: 'execution', dynamic: false },
+        { id: 'approve', label: 'Approve', kind: 'execution', rows: null },
+        { id: 'reject', label: 'Reject', kind: 'execution', rows: null },
       ],
       fields: [{ name: 'message', label: 'Message', help: '', fieldType: { type: 'template' }, default: '', required: false }],
     },

@@ -52,7 +52,7 @@ fn text(kinds: &[KindDescription], common: &[FieldDescription], style: Style) ->
 }
 
 fn handle(handle: &HandleDescription) -> String {
-    let note = match (handle.kind, handle.dynamic) {
+    let note = match (handle.kind, handle.rows.is_some()) {
         (_, true) => " (one per row)",
         (HandleKind::Subagent, false) => " (subagent edges)",
         (HandleKind::Error, false) => " (on failure)",

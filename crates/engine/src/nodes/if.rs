@@ -213,7 +213,7 @@ pub(super) fn describe() -> KindDescription {
     KindDescription {
         handles: vec![
             HandleDescription {
-                dynamic: true,
+                rows: Some("conditions"),
                 ..HandleDescription::execution("condition-{i}", "Condition {i}")
             },
             HandleDescription::execution("false", "Otherwise"),

@@ -475,8 +475,9 @@ pub struct HandleDescription {
     pub id: String,
     pub label: String,
     pub kind: HandleKind,
-    /// One handle per row of a list field (`if`'s conditions) rather than a fixed one.
-    pub dynamic: bool,
+    /// For a handle repeated once per row of a list field rather than a fixed one: that
+    /// field's name (`conditions` for `if`); `id` and `label` then hold `{i}`.
+    pub rows: Option<&'static str>,
 }
 
 impl HandleDescription {
@@ -486,7 +487,7 @@ impl HandleDescription {
             id: id.to_string(),
             label: label.to_string(),
             kind: HandleKind::Execution,
-            dynamic: false,
+            rows: None,
         }
     }
 
@@ -990,7 +991,7 @@ mod tests {
             let fixed: Vec<String> = description
                 .handles
                 .iter()
-                .filter(|handle| !handle.dynamic)
+                .filter(|handle| handle.rows.is_none())
                 .map(|handle| handle.id.clone())
                 .collect();
             assert_eq!(config.handles(), fixed, "{}", kind.id());
@@ -1001,7 +1002,20 @@ mod tests {
                     _ => HandleKind::Execution,
                 };
                 assert_eq!(handle.kind, expected, "{}.{}", kind.id(), handle.id);
-                assert_eq!(handle.dynamic, handle.id.contains("{i}"), "{}", handle.id);
+                assert_eq!(
+                    handle.rows.is_some(),
+                    handle.id.contains("{i}"),
+                    "{}",
+                    handle.id
+                );
+                if let Some(rows) = handle.rows {
+                    assert!(
+                        description.fields.iter().any(|field| field.name == rows),
+                        "{}: the rows of {} are a field of the kind",
+                        kind.id(),
+                        handle.id
+                    );
+                }
             }
         }
         let conditions = json!([
@@ -1015,7 +1029,7 @@ mod tests {
             .handles
             .iter()
             .flat_map(|handle| {
-                if handle.dynamic {
+                if handle.rows.is_some() {
                     (0..2)
                         .map(|index| handle.id.replace("{i}", &index.to_string()))
                         .collect()
