@@ -142,6 +142,14 @@ test("runs it: statuses and streamed tokens arrive live", async () => {
   for (const type of ["run_start", "step_start", "llm_delta", "step_end", "run_end"]) {
     assert.ok(types.includes(type), `the log shows ${type} (it shows ${[...new Set(types)]})`);
   }
+  // The log has room, and follow mode keeps the newest row inside it.
+  const [log, newest] = await browser.execute(() => {
+    const rows = document.querySelectorAll('[data-testid="log-row"]');
+    const box = (element) => element.getBoundingClientRect().toJSON();
+    return [box(document.querySelector(".log-rows")), box(rows[rows.length - 1])];
+  });
+  assert.ok(log.height >= 100, `the log's rows get room (${log.height} px)`);
+  assert.ok(newest.top >= log.top && newest.bottom <= log.bottom + 1, "the newest row is in sight");
   await shot(browser, "05-run-completed");
 });
 
