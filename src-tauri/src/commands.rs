@@ -92,6 +92,13 @@ pub fn save_flow(state: State<'_, AppState>, path: String, flow: Flow) -> Result
     Ok(path)
 }
 
+/// The flow file named on the command line (`weft-app FLOW`), for the canvas to open first.
+#[tauri::command]
+#[specta::specta]
+pub fn startup_file(state: State<'_, AppState>) -> Option<String> {
+    state.startup_file.clone()
+}
+
 /// Recently opened or saved flow files, newest first.
 #[tauri::command]
 #[specta::specta]

@@ -29,11 +29,13 @@ pub struct AppState {
     engine: Mutex<Engine>,
     /// Runs going in this app, by id, so `cancel_run` can stop them.
     active: Arc<Mutex<HashMap<String, CancellationToken>>>,
+    /// The flow file given on the command line, opened first.
+    startup_file: Option<String>,
 }
 
 impl AppState {
-    /// Opens the run store and reads the settings.
-    pub fn open(paths: AppPaths) -> Result<AppState, AppError> {
+    /// Opens the run store and reads the settings. `startup_file` is a flow to open first.
+    pub fn open(paths: AppPaths, startup_file: Option<String>) -> Result<AppState, AppError> {
         if let Some(dir) = paths.db_path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| {
                 AppError::new(
@@ -54,6 +56,7 @@ impl AppState {
             settings: Mutex::new(settings),
             engine: Mutex::new(engine),
             active: Arc::default(),
+            startup_file,
         })
     }
 
@@ -99,6 +102,7 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::describe_kinds,
             commands::open_flow,
             commands::save_flow,
+            commands::startup_file,
             commands::recent_files,
             commands::validate_flow,
             commands::start_run,
@@ -129,10 +133,16 @@ pub fn bindings_typescript() -> Result<String, String> {
     text
 }
 
-/// Opens the window and serves the commands until the window closes.
+/// Opens the window and serves the commands until the window closes. The first argument, if
+/// any, is a flow file to open (`weft-app flows/offline.json`).
 pub fn run() -> Result<(), String> {
     let paths = AppPaths::from_env().map_err(|e| e.message)?;
-    let state = AppState::open(paths).map_err(|e| e.message)?;
+    let startup_file = std::env::args().nth(1).and_then(|arg| {
+        std::path::absolute(&arg)
+            .ok()
+            .map(|path| path.display().to_string())
+    });
+    let state = AppState::open(paths, startup_file).map_err(|e| e.message)?;
     let builder = bindings_builder();
     tauri::Builder::default()
         .manage(state)

@@ -18,6 +18,7 @@ function fakeApi(overrides: Partial<Api> = {}): Api {
     openFlow: fail,
     saveFlow: (path) => Promise.resolve(path),
     recentFiles: () => Promise.resolve([]),
+    startupFile: () => Promise.resolve(null),
     validateFlow: () => Promise.resolve([]),
     startRun: fail,
     resumeRun: fail,
@@ -56,6 +57,19 @@ describe('App', () => {
     // The new node is selected: the inspector shows its fields.
     expect((screen.getByTestId('field-label') as HTMLInputElement).value).toBe('Agent');
     expect(screen.getByTestId('field-tools.web_search')).toBeTruthy();
+  });
+
+  it('opens the flow file named on the command line first', async () => {
+    const opened = { ...offlineFlow(), name: 'From the command line' };
+    const session = await mount(
+      fakeApi({
+        startupFile: () => Promise.resolve('/work/flows/cli.json'),
+        openFlow: (path) => Promise.resolve({ path, flow: opened }),
+      }),
+    );
+    expect(session.canvas.getSnapshot().path).toBe('/work/flows/cli.json');
+    expect(screen.getByTestId('title').textContent).toContain('cli.json');
+    expect(screen.getByTestId('title').dataset.dirty).toBe('false');
   });
 
   it('blocks Run while the validator reports an error, and says why', async () => {

@@ -28,6 +28,7 @@ export interface Api {
   openFlow(path: string): Promise<OpenedFlow>;
   saveFlow(path: string, flow: Flow): Promise<string>;
   recentFiles(): Promise<string[]>;
+  startupFile(): Promise<string | null>;
   validateFlow(flow: Flow, path: string | null): Promise<Problem[]>;
   startRun(request: RunRequest, onEvent: EventListener): Promise<RunResult>;
   resumeRun(answer: ApprovalAnswer, onEvent: EventListener): Promise<RunResult>;
@@ -51,6 +52,7 @@ export const tauriApi: Api = {
   openFlow: (path) => commands.openFlow(path),
   saveFlow: (path, flow) => commands.saveFlow(path, flow),
   recentFiles: () => commands.recentFiles(),
+  startupFile: () => commands.startupFile(),
   validateFlow: (flow, path) => commands.validateFlow(flow, path),
   startRun: (request, onEvent) => commands.startRun(request, channelTo(onEvent)),
   resumeRun: (answer, onEvent) => commands.resumeRun(answer, channelTo(onEvent)),

@@ -18,6 +18,8 @@ export const commands = {
 	 *  the file among the recent files. Returns the absolute path written.
 	 */
 	saveFlow: (path: string, flow: Flow) => __TAURI_INVOKE<string>("save_flow", { path, flow }),
+	/**  The flow file named on the command line (`weft-app FLOW`), for the canvas to open first. */
+	startupFile: () => __TAURI_INVOKE<string | null>("startup_file"),
 	/**  Recently opened or saved flow files, newest first. */
 	recentFiles: () => __TAURI_INVOKE<string[]>("recent_files"),
 	/**

@@ -100,6 +100,8 @@ export class Session {
         // The empty flow made before the catalog was known gets the start kind's defaults.
         this.canvas.load(this.newFlow(), null);
       }
+      const startup = await this.api.startupFile();
+      if (startup !== null) await this.open(startup);
     } catch (error) {
       this.reportError(error);
     }
