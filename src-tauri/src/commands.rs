@@ -59,7 +59,7 @@ pub struct OpenedFlow {
 /// among the recent files.
 #[tauri::command]
 #[specta::specta]
-pub fn open_flow(state: State<'_, AppState>, path: String) -> Result<OpenedFlow, AppError> {
+pub async fn open_flow(state: State<'_, AppState>, path: String) -> Result<OpenedFlow, AppError> {
     let path = absolute(&path)?;
     let flow = Flow::load(&path)?;
     let path = path.display().to_string();
@@ -71,7 +71,11 @@ pub fn open_flow(state: State<'_, AppState>, path: String) -> Result<OpenedFlow,
 /// the file among the recent files. Returns the absolute path written.
 #[tauri::command]
 #[specta::specta]
-pub fn save_flow(state: State<'_, AppState>, path: String, flow: Flow) -> Result<String, AppError> {
+pub async fn save_flow(
+    state: State<'_, AppState>,
+    path: String,
+    flow: Flow,
+) -> Result<String, AppError> {
     let path = absolute(&path)?;
     if let Some(dir) = path.parent()
         && !dir.is_dir()
@@ -124,15 +128,23 @@ fn absolute(path: &str) -> Result<PathBuf, AppError> {
 
 /// Every problem of `flow` (the engine's validator), plus warnings about providers the flow
 /// uses that the settings leave unconfigured. `path` locates the files `subflow` and `forEach`
-/// nodes refer to.
+/// nodes refer to. Async, like the file commands, so a large flow is never checked on the
+/// window's thread.
 #[tauri::command]
 #[specta::specta]
-pub fn validate_flow(state: State<'_, AppState>, flow: Flow, path: Option<String>) -> Vec<Problem> {
-    let path = path.map(PathBuf::from);
-    let mut problems = weft_engine::validate(&flow, path.as_deref());
+pub async fn validate_flow(
+    state: State<'_, AppState>,
+    flow: Flow,
+    path: Option<String>,
+) -> Result<Vec<Problem>, AppError> {
     let settings = state.provider_settings();
-    problems.extend(weft_engine::provider_problems(&flow, &settings));
-    problems
+    blocking(move || {
+        let path = path.map(PathBuf::from);
+        let mut problems = weft_engine::validate(&flow, path.as_deref());
+        problems.extend(weft_engine::provider_problems(&flow, &settings));
+        Ok(problems)
+    })
+    .await
 }
 
 /// Where a run stands when its command returns.

@@ -11,6 +11,7 @@ mod settings;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use tauri::Manager;
 use tokio_util::sync::CancellationToken;
 use weft_engine::providers::{LlmClients, ProviderSettings};
 use weft_engine::{Engine, Store};
@@ -66,6 +67,22 @@ impl AppState {
 
     fn provider_settings(&self) -> ProviderSettings {
         lock(&self.settings).provider_settings(env)
+    }
+
+    /// Cancels the runs going (the window is closing) and waits up to `grace` until each has
+    /// been stored as cancelled, so none is left `running` in the store. Paused runs are not
+    /// going: they stay paused and can be answered after the next start.
+    fn stop_runs(&self, grace: std::time::Duration) {
+        for token in lock(&self.active).values() {
+            token.cancel();
+        }
+        let deadline = std::time::Instant::now() + grace;
+        while !lock(&self.active).is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        if let Err(error) = self.store.flush() {
+            tracing::warn!("the run store could not be flushed on exit: {error}");
+        }
     }
 
     /// New settings apply to runs started after this; runs going keep theirs.
@@ -144,9 +161,39 @@ pub fn run() -> Result<(), String> {
     });
     let state = AppState::open(paths, startup_file).map_err(|e| e.message)?;
     let builder = bindings_builder();
-    tauri::Builder::default()
+    let app = tauri::Builder::default()
         .manage(state)
         .invoke_handler(builder.invoke_handler())
-        .run(tauri::generate_context!())
-        .map_err(|e| e.to_string())
+        .setup(|app| {
+            exit_on_terminate(app.handle().clone());
+            Ok(())
+        })
+        .build(tauri::generate_context!())
+        .map_err(|e| e.to_string())?;
+    app.run(|handle, event| {
+        if let tauri::RunEvent::Exit = event {
+            handle.state::<AppState>().stop_runs(EXIT_GRACE);
+        }
+    });
+    Ok(())
 }
+
+/// SIGTERM (a logout, `kill`, a test harness ending its session) closes the app like its
+/// window's close button does, so runs going are stored as cancelled rather than left
+/// `running`.
+fn exit_on_terminate(handle: tauri::AppHandle) {
+    #[cfg(unix)]
+    tauri::async_runtime::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut terminate) = signal(SignalKind::terminate())
+            && terminate.recv().await.is_some()
+        {
+            handle.exit(0);
+        }
+    });
+    #[cfg(not(unix))]
+    let _ = handle;
+}
+
+/// How long closing the app waits for cancelled runs to be stored as such.
+const EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(3);

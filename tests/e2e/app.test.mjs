@@ -3,11 +3,13 @@
 // Screenshots of the key moments are written to screenshots/.
 
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
 
 import {
+  APP,
   ROOT,
   TMP,
   allByTestId,
@@ -47,6 +49,20 @@ async function waitForProblem(browser, code, present) {
     timeout: 10_000,
     timeoutMsg: `problem ${code} ${present ? "never appeared" : "never went away"}`,
   });
+}
+
+/** Waits until process `pid` has ended. */
+async function waitForExit(pid, timeout = 10_000) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+    if (Date.now() > deadline) throw new Error(`process ${pid} did not end`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 /** Text of the inspector's "Latest output" of a node. */
@@ -381,4 +397,25 @@ test("a run paused before the app restarted is shown paused and can be approved"
   await waitForRunStatus(browser, "completed");
   await waitForStatus(browser, "sent", "done");
   await shot(browser, "15-resumed-after-restart");
+});
+
+test("quitting the app (SIGTERM) during a run stores the run as cancelled, not running", async () => {
+  await openFile(browser, builtFile);
+  await node(browser, "agent-1").waitForExist();
+  await byTestId(browser, "run").click();
+  await waitForStatus(browser, "agent-1", "running");
+  // Ask the app to quit the way a desktop session does (SIGTERM) while the agent streams.
+  const pid = Number(execFileSync("pgrep", ["-n", "-f", `^${APP}`]).toString().trim());
+  process.kill(pid, "SIGTERM");
+  await waitForExit(pid);
+  await browser.deleteSession().catch(() => {}); // the app is gone already
+  browser = await openApp();
+
+  await byTestId(browser, "tab-history").click();
+  await browser.waitUntil(async () => (await allByTestId(browser, "history-row")).length > 0, {
+    timeout: 5_000,
+  });
+  const newest = (await allByTestId(browser, "history-row"))[0];
+  assert.equal(await newest.getAttribute("data-status"), "cancelled");
+  await shot(browser, "16-closed-during-run");
 });

@@ -25,7 +25,8 @@ export const commands = {
 	/**
 	 *  Every problem of `flow` (the engine's validator), plus warnings about providers the flow
 	 *  uses that the settings leave unconfigured. `path` locates the files `subflow` and `forEach`
-	 *  nodes refer to.
+	 *  nodes refer to. Async, like the file commands, so a large flow is never checked on the
+	 *  window's thread.
 	 */
 	validateFlow: (flow: Flow, path: string | null) => __TAURI_INVOKE<Problem[]>("validate_flow", { flow, path }),
 	/**

@@ -39,6 +39,21 @@ function RunData({ nodeId }: { nodeId: string }) {
   );
 }
 
+const PARTIAL_RUNS = [
+  {
+    testId: 'run-from-here',
+    text: '▶ Run from here',
+    help: 'Run this node and what follows it, reusing the outputs of the run shown',
+    only: false,
+  },
+  {
+    testId: 'run-this-node',
+    text: 'Run this node',
+    help: 'Run only this node, with the input the run shown gave it',
+    only: true,
+  },
+];
+
 /** "Run from here" and "Run this node": re-run part of the flow with the shown run's outputs. */
 function PartialRunButtons({ nodeId }: { nodeId: string }) {
   const session = useSession();
@@ -49,26 +64,19 @@ function PartialRunButtons({ nodeId }: { nodeId: string }) {
   const blocked = session.partialRunBlockedReason();
   return (
     <div className="partial-run">
-      <button
-        type="button"
-        className="button small"
-        data-testid="run-from-here"
-        disabled={blocked !== null}
-        title={blocked ?? 'Run this node and what follows it, reusing the outputs of the run shown'}
-        onClick={() => void session.startRun('', { nodeId, only: false })}
-      >
-        ▶ Run from here
-      </button>
-      <button
-        type="button"
-        className="button small"
-        data-testid="run-this-node"
-        disabled={blocked !== null}
-        title={blocked ?? 'Run only this node, with the input the run shown gave it'}
-        onClick={() => void session.startRun('', { nodeId, only: true })}
-      >
-        Run this node
-      </button>
+      {PARTIAL_RUNS.map(({ testId, text, help, only }) => (
+        <button
+          key={testId}
+          type="button"
+          className="button small"
+          data-testid={testId}
+          disabled={blocked !== null}
+          title={blocked ?? help}
+          onClick={() => void session.startRun('', { nodeId, only })}
+        >
+          {text}
+        </button>
+      ))}
     </div>
   );
 }
