@@ -240,6 +240,33 @@ test("keyboard: Delete removes the selected node with its edges, Ctrl+Z brings t
   assert.equal((await browser.$$(".react-flow__edge")).length, 2);
   // Undone back to the saved flow: nothing to save.
   assert.equal(await byTestId(browser, "title").getAttribute("data-dirty"), "false");
+
+  // Copy and paste: a second agent with a new id and the same fields.
+  await node(browser, "agent-1").click();
+  await browser.keys(["Control", "c"]);
+  await browser.keys(["Control", "v"]);
+  await node(browser, "agent-2").waitForExist({ timeout: 5_000 });
+  await selectNode(browser, "agent-2");
+  assert.equal(
+    await byTestId(browser, "field-userPrompt").getValue(),
+    "A poem about a river: {{ PREVIOUS_OUTPUT }}",
+  );
+  await node(browser, "agent-2").click();
+  await browser.keys(["Delete"]);
+  await waitUntilGone(browser, "node-agent-2");
+
+  // `?` lists the shortcuts.
+  await browser.$(".react-flow__pane").click();
+  await browser.keys(["?"]);
+  const help = byTestId(browser, "help");
+  await help.waitForDisplayed({ timeout: 5_000 });
+  const shortcuts = await help.getText();
+  for (const expected of ["Undo", "Redo", "Copy", "Paste", "Delete", "Fit the flow"]) {
+    assert.match(shortcuts, new RegExp(expected, "i"), `the help lists ${expected}`);
+  }
+  await shot(browser, "06b-shortcuts");
+  await browser.keys(["Escape"]);
+  await waitUntilGone(browser, "help");
 });
 
 test("opens an AgentFlow file with legacy forms and saves it normalized", async () => {
