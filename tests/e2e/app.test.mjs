@@ -353,6 +353,8 @@ test("pauses at an approval node; approving continues on the approve branch", as
   await waitForStatus(browser, "sent", "done");
   await waitForStatus(browser, "dropped", "skipped");
   assert.equal(await latestOutput(browser, "sent"), "Sent: Note: Refund 40 EUR to Ada");
+  // Its input is what the approval passed on: the writer's note.
+  assert.equal((await byTestId(browser, "node-input").getText()).trim(), "Note: Refund 40 EUR to Ada");
   await shot(browser, "10-approved");
 });
 
