@@ -90,6 +90,16 @@ pub(crate) struct RunArgs {
     /// Print every event as one JSON line on stdout (NDJSON) instead of progress and result.
     #[arg(long)]
     pub events: bool,
+    /// Run from NODE on, feeding it what the run given with --after left (its input, and every
+    /// node's output for templates); the nodes before it do not run again.
+    #[arg(long, value_name = "NODE", requires = "after", conflicts_with = "only")]
+    pub from: Option<String>,
+    /// Run only NODE, with what the run given with --after left.
+    #[arg(long, value_name = "NODE", requires = "after")]
+    pub only: Option<String>,
+    /// The earlier run (id or unique prefix) whose outputs --from or --only reuse.
+    #[arg(long, value_name = "RUN_ID")]
+    pub after: Option<String>,
     #[command(flatten)]
     pub store: StoreArgs,
 }

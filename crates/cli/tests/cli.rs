@@ -904,3 +904,57 @@ fn kinds_json_describes_every_kind_with_its_handles() {
         "{gate}"
     );
 }
+
+#[test]
+fn from_and_only_rerun_part_of_a_flow_with_an_earlier_runs_outputs() {
+    let sandbox = Sandbox::new();
+    let db = sandbox.db_arg();
+    let flow = sandbox.flow("review.json", &approval_flow());
+    let first = sandbox.run(&[
+        "run",
+        &flow,
+        "--db",
+        &db,
+        "--decide",
+        "review=approve",
+        "--events",
+    ]);
+    assert_eq!(first.code, Some(0), "{first:?}");
+    let first_id = parse_events(&first.stdout)[0]["runId"]
+        .as_str()
+        .expect("run id")
+        .to_string();
+
+    // The person changes `yes` and re-runs from it: draft and review do not run again.
+    let mut edited = approval_flow();
+    edited["nodes"][3]["data"]["template"] = json!("SHIPPED {{PREVIOUS_OUTPUT}}");
+    let edited = sandbox.flow("review.json", &edited);
+    let ran = sandbox.run(&[
+        "run", &edited, "--db", &db, "--from", "yes", "--after", &first_id,
+    ]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout, "SHIPPED Draft: the plan\n");
+
+    let ran = sandbox.run(&[
+        "run", &edited, "--db", &db, "--only", "yes", "--after", &first_id, "--events",
+    ]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    let started: Vec<String> = parse_events(&ran.stdout)
+        .iter()
+        .filter(|event| event["type"] == "step_start")
+        .map(|event| event["nodeId"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(started, ["yes"], "only the node asked for ran");
+
+    // Where nothing before the node has run yet, the refusal names the node: exit 2.
+    let paused = sandbox.run(&["run", &flow, "--db", &db]);
+    let paused_id = paused_run_id(&paused);
+    let ran = sandbox.run(&[
+        "run", &flow, "--db", &db, "--from", "yes", "--after", &paused_id,
+    ]);
+    assert_eq!(ran.code, Some(2), "{ran:?}");
+    assert!(ran.stderr.contains("`yes`"), "{ran:?}");
+    // --from without --after is a usage error.
+    let ran = sandbox.run(&["run", &flow, "--db", &db, "--from", "yes"]);
+    assert_eq!(ran.code, Some(2), "{ran:?}");
+}

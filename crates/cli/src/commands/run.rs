@@ -9,8 +9,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use weft_engine::providers::{LlmClients, ProviderSettings};
 use weft_engine::{
-    Engine, EventListener, Problem, RunError, RunEvent, RunOptions, RunOutcome, RunStatus, Store,
-    provider_problems, validate,
+    Engine, Entry, EventListener, Problem, RunError, RunEvent, RunOptions, RunOutcome, RunStatus,
+    Store, provider_problems, validate,
 };
 
 use super::validate::print_problems_to_stderr;
@@ -62,6 +62,18 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
     let store = super::open_store(&db)?;
     let engine = engine(store);
     let flow_path = std::path::absolute(&args.flow).unwrap_or_else(|_| args.flow.clone());
+    let entry = match (&args.after, &args.from, &args.only) {
+        (Some(after), Some(node), None) => engine.entry_after(after, &flow, node, false).await,
+        (Some(after), None, Some(node)) => engine.entry_after(after, &flow, node, true).await,
+        (Some(_), _, _) => return Err(usage_error("--after needs --from NODE or --only NODE")),
+        (None, _, _) => Ok(Entry::Start),
+    };
+    let entry = entry.map_err(|error| match error {
+        RunError::NoSuchEntry(_) | RunError::NoEarlierOutput { .. } => {
+            usage_error(error.to_string())
+        }
+        other => run_error(other),
+    })?;
 
     let live = Live::start(args.events);
     let options = RunOptions {
@@ -70,7 +82,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
         flow_path: Some(flow_path),
         on_event: Some(live.listener.clone()),
         cancel: live.cancel.clone(),
-        ..RunOptions::default()
+        entry,
     };
     let outcome = engine.start(flow, options).await;
     live.end();
