@@ -11,7 +11,9 @@ use serde_json::Value;
 use tauri::State;
 use tauri::ipc::Channel;
 use tokio_util::sync::CancellationToken;
-use weft_engine::nodes::{FieldDescription, KindDescription, all_kinds, common_fields};
+use weft_engine::nodes::{
+    DecisionChoice, FieldDescription, KindDescription, all_kinds, common_fields,
+};
 use weft_engine::providers::{ConnectionReport, ProviderKind};
 use weft_engine::store::{NodeOutputRecord, RunSummary};
 use weft_engine::template::SCOPE_NAMES;
@@ -260,11 +262,14 @@ pub async fn resume_run(
     answer: ApprovalAnswer,
     events: Channel<RunEvent>,
 ) -> Result<RunResult, AppError> {
-    let decision = Decision::parse(
-        if answer.approve { "approve" } else { "reject" },
-        answer.note,
-    )
-    .map_err(|e| AppError::new(ErrorCode::BadRequest, e))?;
+    let decision = Decision {
+        decision: if answer.approve {
+            DecisionChoice::Approve
+        } else {
+            DecisionChoice::Reject
+        },
+        note: answer.note,
+    };
     let cancel = CancellationToken::new();
     state.watch(&answer.run_id, cancel.clone());
     let options = ResumeOptions {
