@@ -2,7 +2,6 @@
 //! arguments, call the engine or the store, shape the answer. Nothing here decides how a flow
 //! runs; the `weft` command and the app run flows through the same [`weft_engine::Engine`].
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -10,7 +9,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tauri::State;
 use tauri::ipc::Channel;
-use tokio_util::sync::CancellationToken;
 use weft_engine::nodes::{
     DecisionChoice, FieldDescription, KindDescription, all_kinds, common_fields,
 };
@@ -18,8 +16,8 @@ use weft_engine::providers::{ConnectionReport, ProviderKind};
 use weft_engine::store::{NodeOutputRecord, RunSummary};
 use weft_engine::template::SCOPE_NAMES;
 use weft_engine::{
-    Decision, Entry, EventListener, EventType, Flow, Problem, ResumeOptions, RunEvent, RunOptions,
-    RunOutcome, RunStatus,
+    Decision, Entry, EventListener, Flow, Problem, ResumeOptions, RunEvent, RunOptions, Waiting,
+    waiting_of,
 };
 
 use crate::AppState;
@@ -44,7 +42,7 @@ pub struct KindCatalog {
 pub fn describe_kinds() -> KindCatalog {
     KindCatalog {
         kinds: all_kinds(),
-        common_fields: common_fields(),
+        common_fields: common_fields().to_vec(),
         template_names: SCOPE_NAMES.iter().map(|name| name.to_string()).collect(),
     }
 }
@@ -139,50 +137,12 @@ pub async fn validate_flow(
     flow: Flow,
     path: Option<String>,
 ) -> Result<Vec<Problem>, AppError> {
-    let settings = state.provider_settings();
+    let engine = state.engine();
     blocking(move || {
         let path = path.map(PathBuf::from);
-        let mut problems = weft_engine::validate(&flow, path.as_deref());
-        problems.extend(weft_engine::provider_problems(&flow, &settings));
-        Ok(problems)
+        Ok(engine.check(&flow, path.as_deref()))
     })
     .await
-}
-
-/// Where a run stands when its command returns.
-#[derive(Debug, Clone, Serialize, specta::Type)]
-#[serde(rename_all = "camelCase")]
-pub struct RunResult {
-    pub run_id: String,
-    pub status: RunStatus,
-    pub result: Option<Value>,
-    pub error: Option<String>,
-    /// The approval a paused run waits for.
-    pub waiting: Option<WaitingApproval>,
-}
-
-/// An approval a paused run waits for: the node (a path for one inside a subflow) and the
-/// rendered message.
-#[derive(Debug, Clone, Serialize, specta::Type)]
-#[serde(rename_all = "camelCase")]
-pub struct WaitingApproval {
-    pub node_id: String,
-    pub message: String,
-}
-
-impl From<RunOutcome> for RunResult {
-    fn from(outcome: RunOutcome) -> RunResult {
-        RunResult {
-            run_id: outcome.run_id,
-            status: outcome.status,
-            result: outcome.result,
-            error: outcome.error,
-            waiting: outcome.waiting.map(|w| WaitingApproval {
-                node_id: w.node_id,
-                message: w.message,
-            }),
-        }
-    }
 }
 
 /// What to run.
@@ -211,15 +171,15 @@ pub struct RunFrom {
     pub only: bool,
 }
 
-/// Runs a flow until it completes, fails, is cancelled or pauses at an approval. Its events
-/// arrive on `events` as they happen (the first is `run_start`, which names the run).
+/// Starts a flow and returns its run id at once. Its events arrive on `events` as they happen:
+/// the first is `run_start`; the run ends with `run_end`, or pauses at a `wait_input`.
 #[tauri::command]
 #[specta::specta]
 pub async fn start_run(
     state: State<'_, AppState>,
     request: RunRequest,
     events: Channel<RunEvent>,
-) -> Result<RunResult, AppError> {
+) -> Result<String, AppError> {
     let engine = state.engine();
     let entry = match &request.from {
         Some(from) => {
@@ -229,18 +189,14 @@ pub async fn start_run(
         }
         None => Entry::Start,
     };
-    let cancel = CancellationToken::new();
     let options = RunOptions {
         input: request.input.filter(|input| !input.trim().is_empty()),
-        decisions: HashMap::new(),
         flow_path: request.path.map(PathBuf::from),
-        on_event: Some(state.forward(events, cancel.clone())),
-        cancel,
+        on_event: Some(forward(events)),
         entry,
+        ..RunOptions::default()
     };
-    let outcome = engine.start(request.flow, options).await;
-    state.forget(outcome.as_ref().ok().map(|o| o.run_id.as_str()));
-    Ok(outcome?.into())
+    Ok(engine.spawn(request.flow, options).await?.run_id)
 }
 
 /// A person's answer at a paused approval.
@@ -254,14 +210,15 @@ pub struct ApprovalAnswer {
 }
 
 /// Resumes a paused run (paused in this session or an earlier one, or by `weft`) with a
-/// person's decision; events continue on `events`.
+/// person's decision and returns once it is claimed; its events continue on `events`. A run
+/// that is not paused is refused and left as it is.
 #[tauri::command]
 #[specta::specta]
 pub async fn resume_run(
     state: State<'_, AppState>,
     answer: ApprovalAnswer,
     events: Channel<RunEvent>,
-) -> Result<RunResult, AppError> {
+) -> Result<String, AppError> {
     let decision = Decision {
         decision: if answer.approve {
             DecisionChoice::Approve
@@ -270,30 +227,22 @@ pub async fn resume_run(
         },
         note: answer.note,
     };
-    let cancel = CancellationToken::new();
-    state.watch(&answer.run_id, cancel.clone());
     let options = ResumeOptions {
-        decisions: HashMap::new(),
-        on_event: Some(state.forward(events, cancel.clone())),
-        cancel,
+        on_event: Some(forward(events)),
+        ..ResumeOptions::default()
     };
     let engine = state.engine();
-    let outcome = engine.resume(&answer.run_id, decision, options).await;
-    state.forget(Some(&answer.run_id));
-    Ok(outcome?.into())
+    Ok(engine
+        .spawn_resume(&answer.run_id, decision, options)
+        .await?
+        .run_id)
 }
 
-/// Cancels a run started or resumed by this app. Returns whether such a run was going.
+/// Cancels a run going in this app. Returns whether such a run was going.
 #[tauri::command]
 #[specta::specta]
 pub fn cancel_run(state: State<'_, AppState>, run_id: String) -> bool {
-    match crate::lock(&state.active).get(&run_id) {
-        Some(token) => {
-            token.cancel();
-            true
-        }
-        None => false,
-    }
+    state.engine().cancel(&run_id)
 }
 
 /// The most recent runs, newest first (runs of `weft` in the same store too).
@@ -316,8 +265,8 @@ pub struct RunDetail {
     pub input: Value,
     pub result: Option<Value>,
     pub error: Option<String>,
-    /// For a paused run: the approval it waits for.
-    pub waiting: Option<WaitingApproval>,
+    /// For a paused run: what it waits for.
+    pub waiting: Option<Waiting>,
     pub events: Vec<RunEvent>,
     pub outputs: Vec<NodeOutputRecord>,
 }
@@ -333,10 +282,7 @@ pub async fn open_run(state: State<'_, AppState>, run_id: String) -> Result<RunD
         let events = store.events(&run_id)?;
         let outputs = store.node_outputs(&run_id)?;
         let flow = Flow::parse(&record.flow_json, "the stored flow")?;
-        let waiting = match record.summary.status {
-            RunStatus::Paused => waiting_of(&record.summary, &events),
-            _ => None,
-        };
+        let waiting = waiting_of(&record);
         Ok(RunDetail {
             summary: record.summary,
             flow,
@@ -349,18 +295,6 @@ pub async fn open_run(state: State<'_, AppState>, run_id: String) -> Result<RunD
         })
     })
     .await
-}
-
-/// The approval a paused run waits for: its node and the message of its last `wait_input`.
-fn waiting_of(summary: &RunSummary, events: &[RunEvent]) -> Option<WaitingApproval> {
-    let node_id = summary.waiting_node_id.clone()?;
-    let message = events
-        .iter()
-        .rev()
-        .find(|event| event.kind == EventType::WaitInput)
-        .map(|event| event.content.clone())
-        .unwrap_or_default();
-    Some(WaitingApproval { node_id, message })
 }
 
 /// One provider's settings as the canvas sees them: whether a key is set, never the key.
@@ -460,30 +394,15 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| AppError::new(ErrorCode::Store, format!("the store task failed: {e}")))?
 }
 
+/// A listener that sends each event of one run down that run's channel.
+fn forward(events: Channel<RunEvent>) -> EventListener {
+    Arc::new(move |event: &RunEvent| {
+        // A closed window has dropped its end of the channel; the run goes on and is stored.
+        let _ = events.send(event.clone());
+    })
+}
+
 impl AppState {
-    /// A listener that sends each event down the run's channel and, on `run_start`, records
-    /// the run's cancellation token under its id so `cancel_run` can find it.
-    fn forward(&self, events: Channel<RunEvent>, cancel: CancellationToken) -> EventListener {
-        let active = Arc::clone(&self.active);
-        Arc::new(move |event: &RunEvent| {
-            if event.kind == EventType::RunStart && event.scope.is_none() {
-                crate::lock(&active).insert(event.run_id.clone(), cancel.clone());
-            }
-            // A closed window has dropped its end of the channel; the run goes on and is stored.
-            let _ = events.send(event.clone());
-        })
-    }
-
-    fn watch(&self, run_id: &str, cancel: CancellationToken) {
-        crate::lock(&self.active).insert(run_id.to_string(), cancel);
-    }
-
-    fn forget(&self, run_id: Option<&str>) {
-        if let Some(run_id) = run_id {
-            crate::lock(&self.active).remove(run_id);
-        }
-    }
-
     fn settings_view(&self) -> SettingsView {
         let settings = crate::lock(&self.settings).clone();
         let effective = self.provider_settings();

@@ -19,6 +19,8 @@ pub enum ErrorCode {
     Provider,
     /// The request itself was wrong (an unknown node, a bad argument).
     BadRequest,
+    /// Weft itself went wrong (a bug); the message says where.
+    Internal,
 }
 
 /// A failed command, as the canvas receives it: `{ code, message }`.
@@ -44,7 +46,9 @@ impl From<weft_engine::RunError> for AppError {
             weft_engine::RunError::Invalid { .. } => ErrorCode::InvalidFlow,
             weft_engine::RunError::Store(_) => ErrorCode::Store,
             weft_engine::RunError::NoSuchEntry(_)
-            | weft_engine::RunError::NoEarlierOutput { .. } => ErrorCode::BadRequest,
+            | weft_engine::RunError::NoEarlierOutput { .. }
+            | weft_engine::RunError::Decide(_) => ErrorCode::BadRequest,
+            weft_engine::RunError::Lost(_) => ErrorCode::Internal,
         };
         AppError::new(code, error.to_string())
     }

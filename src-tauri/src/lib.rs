@@ -8,11 +8,9 @@ mod commands;
 mod error;
 mod settings;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use tauri::Manager;
-use tokio_util::sync::CancellationToken;
 use weft_engine::providers::{LlmClients, ProviderSettings};
 use weft_engine::{Engine, Store};
 
@@ -28,8 +26,6 @@ pub struct AppState {
     store: Store,
     settings: Mutex<SettingsFile>,
     engine: Mutex<Engine>,
-    /// Runs going in this app, by id, so `cancel_run` can stop them.
-    active: Arc<Mutex<HashMap<String, CancellationToken>>>,
     /// The flow file given on the command line, opened first.
     startup_file: Option<String>,
 }
@@ -56,7 +52,6 @@ impl AppState {
             store,
             settings: Mutex::new(settings),
             engine: Mutex::new(engine),
-            active: Arc::default(),
             startup_file,
         })
     }
@@ -73,24 +68,18 @@ impl AppState {
     /// been stored as cancelled, so none is left `running` in the store. Paused runs are not
     /// going: they stay paused and can be answered after the next start.
     fn stop_runs(&self, grace: std::time::Duration) {
-        for token in lock(&self.active).values() {
-            token.cancel();
-        }
-        let deadline = std::time::Instant::now() + grace;
-        while !lock(&self.active).is_empty() && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        if let Err(error) = self.store.flush() {
-            tracing::warn!("the run store could not be flushed on exit: {error}");
+        let engine = self.engine();
+        if !tauri::async_runtime::block_on(engine.shutdown(grace)) {
+            tracing::warn!("some runs were still going when the app closed");
         }
     }
 
-    /// New settings apply to runs started after this; runs going keep theirs.
+    /// New settings apply to runs started after this; runs going keep theirs (and can still
+    /// be cancelled: engines made this way share the runs going).
     fn rebuild_engine(&self) {
-        let engine = Engine::new(
-            LlmClients::new(self.provider_settings()),
-            self.store.clone(),
-        );
+        let engine = self
+            .engine()
+            .with_llm(LlmClients::new(self.provider_settings()));
         *lock(&self.engine) = engine;
     }
 }

@@ -1,66 +1,71 @@
 //! Small helpers for what the commands print: styles (ANSI only on a color terminal), stdout
 //! writes that tolerate a closed pipe, one-line previews, durations and times.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 use chrono::{DateTime, Local};
 use serde_json::Value;
 
-/// Whether to decorate text with ANSI colors.
+/// Whether to decorate text with colors (ANSI, through `anstyle`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Style {
     pub color: bool,
 }
 
 impl Style {
-    /// Colors on stderr: only when it is a terminal and `NO_COLOR` is unset or empty.
+    /// Colors on stderr: as `anstream` decides for it (a terminal, `NO_COLOR` unset or empty,
+    /// `CLICOLOR_FORCE` honoured).
     pub fn stderr() -> Style {
         Style {
-            color: std::io::stderr().is_terminal() && no_color_unset(),
+            color: colors(&std::io::stderr()),
         }
     }
 
-    /// Colors on stdout: only when it is a terminal and `NO_COLOR` is unset or empty.
+    /// Colors on stdout, decided the same way.
     pub fn stdout() -> Style {
         Style {
-            color: std::io::stdout().is_terminal() && no_color_unset(),
+            color: colors(&std::io::stdout()),
         }
     }
 
-    fn paint(self, code: &str, text: &str) -> String {
+    fn paint(self, style: anstyle::Style, text: &str) -> String {
         if self.color {
-            format!("\x1b[{code}m{text}\x1b[0m")
+            format!("{}{text}{}", style.render(), style.render_reset())
         } else {
             text.to_string()
         }
     }
 
+    fn colored(color: anstyle::AnsiColor) -> anstyle::Style {
+        anstyle::Style::new().fg_color(Some(color.into()))
+    }
+
     pub fn bold(self, text: &str) -> String {
-        self.paint("1", text)
+        self.paint(anstyle::Style::new().bold(), text)
     }
 
     pub fn dim(self, text: &str) -> String {
-        self.paint("2", text)
+        self.paint(anstyle::Style::new().dimmed(), text)
     }
 
     pub fn red(self, text: &str) -> String {
-        self.paint("31", text)
+        self.paint(Style::colored(anstyle::AnsiColor::Red), text)
     }
 
     pub fn red_bold(self, text: &str) -> String {
-        self.paint("1;31", text)
+        self.paint(Style::colored(anstyle::AnsiColor::Red).bold(), text)
     }
 
     pub fn green(self, text: &str) -> String {
-        self.paint("32", text)
+        self.paint(Style::colored(anstyle::AnsiColor::Green), text)
     }
 
     pub fn yellow(self, text: &str) -> String {
-        self.paint("33", text)
+        self.paint(Style::colored(anstyle::AnsiColor::Yellow), text)
     }
 
     pub fn cyan(self, text: &str) -> String {
-        self.paint("36", text)
+        self.paint(Style::colored(anstyle::AnsiColor::Cyan), text)
     }
 
     /// A run status, colored by its meaning.
@@ -76,13 +81,14 @@ impl Style {
     }
 }
 
-fn no_color_unset() -> bool {
-    std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty())
+fn colors<S: anstream::stream::RawStream>(stream: &S) -> bool {
+    anstream::AutoStream::choice(stream) != anstream::ColorChoice::Never
 }
 
 /// Writes `text` to stdout and flushes. A closed pipe (`weft runs | head`) is not an error.
+/// Colors are stripped where stdout takes none.
 pub(crate) fn out(text: &str) -> std::io::Result<()> {
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = anstream::stdout().lock();
     match stdout
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
@@ -94,7 +100,7 @@ pub(crate) fn out(text: &str) -> std::io::Result<()> {
 
 /// Writes `text` to stderr, ignoring failures (there is nowhere left to report them).
 pub(crate) fn err(text: &str) {
-    let mut stderr = std::io::stderr().lock();
+    let mut stderr = anstream::stderr().lock();
     let _ = stderr.write_all(text.as_bytes());
     let _ = stderr.flush();
 }
@@ -270,6 +276,7 @@ mod tests {
         let style = Style { color: false };
         assert_eq!(style.red_bold("x"), "x");
         assert_eq!(Style { color: true }.bold("x"), "\x1b[1mx\x1b[0m");
+        assert_eq!(Style { color: true }.red("x"), "\x1b[31mx\x1b[0m");
     }
 
     #[test]

@@ -417,6 +417,7 @@ mod tests {
             content: content.into(),
             scope: None,
             item: None,
+            from: None,
             usage: None,
         }
     }

@@ -6,8 +6,21 @@ use crate::providers::Usage;
 
 /// What happened. Serialized in snake_case (`run_start`, `llm_delta`, ...).
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::Display,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum EventType {
     RunStart,
     StepStart,
@@ -28,33 +41,7 @@ pub enum EventType {
 
 impl EventType {
     pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::RunStart => "run_start",
-            EventType::StepStart => "step_start",
-            EventType::StartPrompt => "start_prompt",
-            EventType::LogicCheck => "logic_check",
-            EventType::WaitInput => "wait_input",
-            EventType::InputReceived => "input_received",
-            EventType::LlmDelta => "llm_delta",
-            EventType::LlmResponse => "llm_response",
-            EventType::LlmError => "llm_error",
-            EventType::SubagentCallStart => "subagent_call_start",
-            EventType::SubagentCallEnd => "subagent_call_end",
-            EventType::SubagentCallError => "subagent_call_error",
-            EventType::StepEnd => "step_end",
-            EventType::Error => "error",
-            EventType::RunEnd => "run_end",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<EventType> {
-        serde_json::from_value(serde_json::Value::String(text.to_string())).ok()
-    }
-}
-
-impl std::fmt::Display for EventType {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        self.into()
     }
 }
 
@@ -79,6 +66,10 @@ pub struct RunEvent {
     /// For events of one `forEach` item: the item's index in the list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub item: Option<u64>,
+    /// On `step_start`: the node whose output started this step (absent for `start`, for the
+    /// node a partial run begins at, and for a `join`, whose input comes from several).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
     /// Tokens used, on `llm_response` events (and the run's total on `run_end`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
@@ -86,8 +77,21 @@ pub struct RunEvent {
 
 /// A run's status (SPEC §4).
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::Display,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum RunStatus {
     Running,
     Paused,
@@ -98,17 +102,7 @@ pub enum RunStatus {
 
 impl RunStatus {
     pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Running => "running",
-            RunStatus::Paused => "paused",
-            RunStatus::Completed => "completed",
-            RunStatus::Failed => "failed",
-            RunStatus::Cancelled => "cancelled",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<RunStatus> {
-        serde_json::from_value(serde_json::Value::String(text.to_string())).ok()
+        self.into()
     }
 
     /// Completed, failed and cancelled runs never change again.
@@ -117,11 +111,5 @@ impl RunStatus {
             self,
             RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled
         )
-    }
-}
-
-impl std::fmt::Display for RunStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
     }
 }

@@ -3,19 +3,23 @@
 //!
 //! - [`flow`]: the flow file: load (with normalization of older forms), save.
 //! - [`validate()`]: every problem of a flow at once, each naming its node or edge.
-//! - [`nodes`]: the node kinds, one file each.
-//! - [`run`]: the scheduler: concurrent branches, loops, approvals, cancellation.
+//! - [`nodes`]: the node kinds, one file each, and the registry that lists them.
+//! - [`step`]: what a node kind sees of a run while it runs (the step interface).
+//! - [`run`]: the [`Engine`]: start, resume, cancel, shut down; the scheduler.
 //! - [`template`]: MiniJinja templates with the names of SPEC §3.
 //! - [`providers`]: LLM providers over their real HTTP wire formats.
 //! - [`event`]: the ordered events every run emits.
 //! - [`store`]: the SQLite run store (runs, events, node outputs, paused queues).
 
+pub mod backoff;
 pub mod event;
 pub mod flow;
 pub mod nodes;
+pub mod output_schema;
+pub mod path;
 pub mod providers;
 pub mod run;
-pub mod schema;
+pub mod step;
 pub mod store;
 pub mod template;
 pub mod validate;
@@ -24,7 +28,8 @@ pub use event::{EventType, RunEvent, RunStatus};
 pub use flow::{Edge, Flow, LoadError, Node};
 pub use nodes::Decision;
 pub use run::{
-    Engine, Entry, EventListener, ResumeOptions, RunError, RunOptions, RunOutcome, Waiting,
+    DecideError, Engine, Entry, EventListener, ResumeOptions, RunError, RunHandle, RunOptions,
+    RunOutcome, Waiting, check_decisions, waiting_of,
 };
 pub use store::{Store, StoreError};
-pub use validate::{Problem, Severity, provider_problems, validate};
+pub use validate::{Problem, ProblemCode, Severity, check_flow, provider_problems, validate};

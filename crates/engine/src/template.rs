@@ -213,7 +213,7 @@ fn missing_part(name: &str, scope: &Scope<'_>) -> Option<TemplateError> {
     let mut parts = name.split('.');
     let head = parts.next()?;
     let unknown = |name: String, hint: String| Some(TemplateError::UnknownName { name, hint });
-    let mut current: Value = match head {
+    let current: Value = match head {
         "PREVIOUS_OUTPUT" => return None,
         "input" => scope.input.clone(),
         "initial" => scope.initial.clone(),
@@ -256,27 +256,15 @@ fn missing_part(name: &str, scope: &Scope<'_>) -> Option<TemplateError> {
             }
         },
     };
-    let mut path = name
-        .split('.')
-        .take(if head == "nodes" { 2 } else { 1 })
-        .collect::<Vec<_>>()
-        .join(".");
-    for part in parts {
-        let next = match &current {
-            Value::Object(map) => map.get(part).cloned(),
-            Value::Array(items) => part
-                .parse::<usize>()
-                .ok()
-                .and_then(|index| items.get(index).cloned()),
-            _ => None,
-        };
-        path = format!("{path}.{part}");
-        match next {
-            Some(value) => current = value,
-            None => return unknown(path, String::new()),
+    let kept = if head == "nodes" { 2 } else { 1 };
+    let rest: Vec<&str> = name.split('.').skip(kept).collect();
+    match crate::path::resolve(&current, &rest.join(".")) {
+        Ok(_) => None,
+        Err(resolved) => {
+            let path: Vec<&str> = name.split('.').take(kept + resolved + 1).collect();
+            unknown(path.join("."), String::new())
         }
     }
-    None
 }
 
 #[cfg(test)]

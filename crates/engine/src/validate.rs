@@ -2,15 +2,16 @@
 //! validate`, `weft run` and the canvas, that returns every problem at once, each naming the
 //! node or edge it concerns.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::flow::{DEFAULT_TARGET_HANDLE, Flow, SUBAGENT_HANDLE};
-use crate::nodes::{CommonSettings, NodeConfig, NodeKind, child_flow_path};
+use crate::nodes::{CommonSettings, NodeConfig, NodeKind, Scheduling};
 use crate::providers::{ProviderSettings, route_model, supports_web_search};
-use crate::run::MAX_DEPTH;
+use crate::step::MAX_CHILD_DEPTH;
 use crate::template::check_syntax;
 
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -23,6 +24,55 @@ pub enum Severity {
     Warning,
 }
 
+/// Which rule a problem breaks: a stable name the canvas and scripts can branch on.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, strum::IntoStaticStr)]
+#[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
+pub enum ProblemCode {
+    /// The flow has no `start` node.
+    NoStart,
+    /// A second `start` node.
+    SeveralStarts,
+    /// Two nodes or two edges share an id.
+    DuplicateId,
+    EmptyId,
+    /// A node type Weft does not know.
+    UnknownType,
+    /// A field of the wrong type, out of range, or empty where it is required.
+    InvalidField,
+    /// A template that does not parse.
+    TemplateSyntax,
+    /// `settings.maxNodeVisits` or `settings.vars` of the wrong shape.
+    InvalidSetting,
+    /// An edge whose source or target node does not exist.
+    DanglingEdge,
+    /// An edge leaving or entering by a handle its node does not have.
+    UnknownHandle,
+    /// A broken subagent rule (SPEC §2).
+    SubagentRule,
+    /// `start` has no outgoing edge.
+    StartUnconnected,
+    /// A node that can never run.
+    Unreachable,
+    /// An `if` with no branch, or only some, connected.
+    IfBranches,
+    /// An `approval` with no branch, or only some, connected.
+    ApprovalBranches,
+    /// A `subflow` or `forEach` flow file that is missing, invalid, or in a cycle.
+    ChildFlow,
+    /// Web search on a provider that has none.
+    WebSearch,
+    /// A model this machine's provider settings cannot serve.
+    Provider,
+}
+
+impl ProblemCode {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
 /// One problem with a flow. At most one of `node_id` and `edge_id` is set; neither means the
 /// flow as a whole.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -30,8 +80,8 @@ pub enum Severity {
 #[serde(rename_all = "camelCase")]
 pub struct Problem {
     pub severity: Severity,
-    /// A stable machine-readable name of the rule (`no-start`, `unknown-handle`, ...).
-    pub code: &'static str,
+    /// The rule it breaks (`no-start`, `unknown-handle`, ...).
+    pub code: ProblemCode,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -40,7 +90,7 @@ pub struct Problem {
 }
 
 impl Problem {
-    pub fn node_error(node_id: &str, code: &'static str, message: impl Into<String>) -> Problem {
+    pub fn node_error(node_id: &str, code: ProblemCode, message: impl Into<String>) -> Problem {
         Problem {
             severity: Severity::Error,
             code,
@@ -50,14 +100,14 @@ impl Problem {
         }
     }
 
-    fn node_warning(node_id: &str, code: &'static str, message: impl Into<String>) -> Problem {
+    fn node_warning(node_id: &str, code: ProblemCode, message: impl Into<String>) -> Problem {
         Problem {
             severity: Severity::Warning,
             ..Problem::node_error(node_id, code, message)
         }
     }
 
-    fn edge_error(edge_id: &str, code: &'static str, message: impl Into<String>) -> Problem {
+    fn edge_error(edge_id: &str, code: ProblemCode, message: impl Into<String>) -> Problem {
         Problem {
             severity: Severity::Error,
             code,
@@ -67,7 +117,7 @@ impl Problem {
         }
     }
 
-    fn flow_error(code: &'static str, message: impl Into<String>) -> Problem {
+    fn flow_error(code: ProblemCode, message: impl Into<String>) -> Problem {
         Problem {
             severity: Severity::Error,
             code,
@@ -119,13 +169,14 @@ fn validate_within(
 
     // Nodes: ids, types, fields, templates.
     let mut configs: HashMap<&str, NodeConfig> = HashMap::new();
+    let mut handles: HashMap<&str, Vec<Cow<'static, str>>> = HashMap::new();
     let mut kinds: HashMap<&str, Option<NodeKind>> = HashMap::new();
     let mut seen = HashSet::new();
     for node in &flow.nodes {
         if !seen.insert(node.id.as_str()) {
             problems.push(Problem::node_error(
                 &node.id,
-                "duplicate-id",
+                ProblemCode::DuplicateId,
                 "another node has the same id",
             ));
             continue;
@@ -133,17 +184,17 @@ fn validate_within(
         if node.id.trim().is_empty() {
             problems.push(Problem::node_error(
                 &node.id,
-                "empty-id",
+                ProblemCode::EmptyId,
                 "a node id cannot be empty",
             ));
         }
-        let kind = NodeKind::from_id(&node.kind);
+        let kind = NodeKind::of(node);
         kinds.insert(&node.id, kind);
         let Some(kind) = kind else {
-            let known: Vec<&str> = NodeKind::ALL.iter().map(|kind| kind.id()).collect();
+            let known: Vec<&str> = NodeKind::all().iter().map(|kind| kind.id()).collect();
             problems.push(Problem::node_error(
                 &node.id,
-                "unknown-type",
+                ProblemCode::UnknownType,
                 format!(
                     "node type `{}` is unknown (known types: {})",
                     node.kind,
@@ -155,26 +206,27 @@ fn validate_within(
         if let Err(error) = CommonSettings::parse(&node.data) {
             problems.push(Problem::node_error(
                 &node.id,
-                "invalid-field",
+                ProblemCode::InvalidField,
                 error.to_string(),
             ));
         }
         match NodeConfig::parse(kind, &node.data) {
             Ok(config) => {
-                for (field, source) in config.templates() {
+                for (field, source) in kind.templates(&node.data) {
                     if let Err(error) = check_syntax(source) {
                         problems.push(Problem::node_error(
                             &node.id,
-                            "template-syntax",
+                            ProblemCode::TemplateSyntax,
                             format!("{field}: {error}"),
                         ));
                     }
                 }
+                handles.insert(&node.id, kind.handles(&node.data));
                 configs.insert(&node.id, config);
             }
             Err(error) => problems.push(Problem::node_error(
                 &node.id,
-                "invalid-field",
+                ProblemCode::InvalidField,
                 error.to_string(),
             )),
         }
@@ -183,12 +235,12 @@ fn validate_within(
     let starts: Vec<&str> = flow
         .nodes
         .iter()
-        .filter(|node| node.kind == NodeKind::Start.id())
+        .filter(|node| NodeKind::of(node) == Some(NodeKind::Start))
         .map(|node| node.id.as_str())
         .collect();
     match starts.as_slice() {
         [] => problems.push(Problem::flow_error(
-            "no-start",
+            ProblemCode::NoStart,
             "the flow has no `start` node",
         )),
         [_] => {}
@@ -196,7 +248,7 @@ fn validate_within(
             for id in rest {
                 problems.push(Problem::node_error(
                     id,
-                    "several-starts",
+                    ProblemCode::SeveralStarts,
                     "a flow has exactly one `start` node; this is another",
                 ));
             }
@@ -209,20 +261,20 @@ fn validate_within(
             check_web_search(&node.id, config, &mut problems);
         }
     }
-    check_edges(flow, &kinds, &configs, &mut problems);
+    check_edges(flow, &kinds, &handles, &mut problems);
     check_subagents(flow, &kinds, &configs, &mut problems);
     check_reachability(
         flow,
         starts.first().copied(),
         &kinds,
-        &configs,
+        &handles,
         &mut problems,
     );
     problems
 }
 
 /// A `subflow` or `forEach` node's flow file: present, valid itself, no cycle of files, at most
-/// [`MAX_DEPTH`] deep, and (for `forEach`) without approvals, which cannot pause one item.
+/// [`MAX_CHILD_DEPTH`] deep, and (for `forEach`) without approvals, which cannot pause one item.
 fn check_child_flow(
     node_id: &str,
     config: &NodeConfig,
@@ -230,11 +282,17 @@ fn check_child_flow(
     stack: &mut Vec<PathBuf>,
     problems: &mut Vec<Problem>,
 ) {
-    let Some(path) = child_flow_path(config, flow_path) else {
+    let Some(child) = config.child_flow() else {
         return;
     };
-    let mut error = |code: &'static str, message: String| {
-        problems.push(Problem::node_error(node_id, code, message))
+    let folder = flow_path.and_then(Path::parent).unwrap_or(Path::new(""));
+    let path = folder.join(child.path);
+    let mut error = |message: String| {
+        problems.push(Problem::node_error(
+            node_id,
+            ProblemCode::ChildFlow,
+            message,
+        ))
     };
     let written = path
         .file_name()
@@ -242,16 +300,14 @@ fn check_child_flow(
         .unwrap_or_default();
     if flow_path.is_none() {
         error(
-            "child-flow",
             "the flow must be saved to a file first: `flow` is a path relative to it".to_string(),
         );
         return;
     }
     if !path.is_file() {
-        error(
-            "child-flow",
-            format!("the flow file {written} does not exist (next to this flow's file)"),
-        );
+        error(format!(
+            "the flow file {written} does not exist (next to this flow's file)"
+        ));
         return;
     }
     let key = canonical(&path);
@@ -265,71 +321,78 @@ fn check_child_flow(
                     .unwrap_or_default()
             })
             .collect();
-        error(
-            "child-flow",
-            format!("flow files form a cycle: {}", chain.join(" → ")),
-        );
+        error(format!("flow files form a cycle: {}", chain.join(" → ")));
         return;
     }
-    if stack.len() > MAX_DEPTH {
-        error(
-            "child-flow",
-            format!("flows nest more than {MAX_DEPTH} deep here"),
-        );
+    if stack.len() > MAX_CHILD_DEPTH {
+        error(format!("flows nest more than {MAX_CHILD_DEPTH} deep here"));
         return;
     }
-    let child = match Flow::load(&path) {
-        Ok(child) => child,
+    let flow = match Flow::load(&path) {
+        Ok(flow) => flow,
         Err(load) => {
-            error("child-flow", load.to_string());
+            error(load.to_string());
             return;
         }
     };
-    if matches!(config, NodeConfig::ForEach(_))
-        && child.nodes.iter().any(|node| node.kind == "approval")
-    {
-        error(
-            "child-flow",
-            format!(
-                "{written} has an approval node; approvals cannot pause a single forEach item (use a subflow)"
-            ),
-        );
+    let pauses = flow
+        .nodes
+        .iter()
+        .any(|node| NodeKind::of(node).is_some_and(|kind| kind.scheduling() == Scheduling::Pause));
+    if !child.may_pause && pauses {
+        error(format!(
+            "{written} has an approval node; approvals cannot pause a single forEach item (use a subflow)"
+        ));
     }
     stack.push(key);
-    let child_errors: Vec<String> = validate_within(&child, Some(&path), stack)
+    let child_errors: Vec<String> = validate_within(&flow, Some(&path), stack)
         .into_iter()
         .filter(Problem::is_error)
         .map(|problem| problem.to_string())
         .collect();
     stack.pop();
     if !child_errors.is_empty() {
-        error(
-            "child-flow",
-            format!("{written} is not valid: {}", child_errors.join("; ")),
-        );
+        error(format!(
+            "{written} is not valid: {}",
+            child_errors.join("; ")
+        ));
     }
 }
 
+/// Every problem of `flow` that stops it from running on this machine: the validator's, plus
+/// warnings for models that `settings` cannot serve. What `weft validate`, `weft run` and the
+/// canvas show.
+pub fn check_flow(
+    flow: &Flow,
+    flow_path: Option<&Path>,
+    settings: &ProviderSettings,
+) -> Vec<Problem> {
+    let mut problems = validate(flow, flow_path);
+    problems.extend(provider_problems(flow, settings));
+    problems
+}
+
 /// Warnings for LLM nodes this machine's provider settings cannot serve: no model and no
-/// default model, or a provider without its key. Shown by `weft validate` and the canvas; a
-/// run would stop at such a node with the same message.
+/// default model, or a provider without its key. A run would stop at such a node with the same
+/// message.
 pub fn provider_problems(flow: &Flow, settings: &ProviderSettings) -> Vec<Problem> {
     let mut problems = Vec::new();
     for node in &flow.nodes {
-        let Some(kind) = NodeKind::from_id(&node.kind) else {
+        let Some(kind) = NodeKind::of(node) else {
             continue;
         };
-        let model = match NodeConfig::parse(kind, &node.data) {
-            Ok(NodeConfig::Agent(agent)) => agent.model,
-            Ok(NodeConfig::Gate(gate)) => gate.model,
-            _ => continue,
+        let Ok(config) = NodeConfig::parse(kind, &node.data) else {
+            continue;
         };
-        let checked = route_model(&model, settings)
+        let Some(model) = config.model() else {
+            continue;
+        };
+        let checked = route_model(model.model, settings)
             .and_then(|route| settings.check_configured(route.provider));
         if let Err(error) = checked {
             problems.push(Problem::node_warning(
                 &node.id,
-                "provider",
+                ProblemCode::Provider,
                 error.to_string(),
             ));
         }
@@ -339,18 +402,18 @@ pub fn provider_problems(flow: &Flow, settings: &ProviderSettings) -> Vec<Proble
 
 /// Web search on a model whose provider has none is refused before the run starts.
 fn check_web_search(node_id: &str, config: &NodeConfig, problems: &mut Vec<Problem>) {
-    let NodeConfig::Agent(agent) = config else {
+    let Some(model) = config.model() else {
         return;
     };
-    if !agent.tools.web_search || agent.model.trim().is_empty() {
+    if !model.web_search || model.model.trim().is_empty() {
         return;
     }
-    if let Ok(route) = route_model(&agent.model, &ProviderSettings::default())
+    if let Ok(route) = route_model(model.model, &ProviderSettings::default())
         && !supports_web_search(route.provider)
     {
         problems.push(Problem::node_error(
             node_id,
-            "web-search",
+            ProblemCode::WebSearch,
             format!(
                 "tools.web_search: provider {} has no web search",
                 route.provider.as_str()
@@ -364,7 +427,7 @@ fn check_settings(flow: &Flow, problems: &mut Vec<Problem>) {
         && value.as_u64().is_none_or(|n| n < 1)
     {
         problems.push(Problem::flow_error(
-            "invalid-setting",
+            ProblemCode::InvalidSetting,
             format!("settings.maxNodeVisits must be a whole number of at least 1, found {value}"),
         ));
     }
@@ -372,7 +435,7 @@ fn check_settings(flow: &Flow, problems: &mut Vec<Problem>) {
         && !value.is_object()
     {
         problems.push(Problem::flow_error(
-            "invalid-setting",
+            ProblemCode::InvalidSetting,
             format!("settings.vars must be an object of names and values, found {value}"),
         ));
     }
@@ -381,7 +444,7 @@ fn check_settings(flow: &Flow, problems: &mut Vec<Problem>) {
 fn check_edges(
     flow: &Flow,
     kinds: &HashMap<&str, Option<NodeKind>>,
-    configs: &HashMap<&str, NodeConfig>,
+    handles: &HashMap<&str, Vec<Cow<'static, str>>>,
     problems: &mut Vec<Problem>,
 ) {
     let mut seen = HashSet::new();
@@ -389,7 +452,7 @@ fn check_edges(
         if !seen.insert(edge.id.as_str()) {
             problems.push(Problem::edge_error(
                 &edge.id,
-                "duplicate-id",
+                ProblemCode::DuplicateId,
                 "another edge has the same id",
             ));
             continue;
@@ -399,20 +462,19 @@ fn check_edges(
         if source.is_none() {
             problems.push(Problem::edge_error(
                 &edge.id,
-                "dangling-edge",
+                ProblemCode::DanglingEdge,
                 format!("its source node `{}` does not exist", edge.source),
             ));
         }
         if target.is_none() {
             problems.push(Problem::edge_error(
                 &edge.id,
-                "dangling-edge",
+                ProblemCode::DanglingEdge,
                 format!("its target node `{}` does not exist", edge.target),
             ));
         }
         // The source handle must be one the source node has.
-        if let Some(config) = configs.get(edge.source.as_str()) {
-            let handles = config.handles();
+        if let Some(handles) = handles.get(edge.source.as_str()) {
             if !handles.iter().any(|handle| handle == edge.source_handle()) {
                 let has = if handles.is_empty() {
                     "it has no outgoing handles".to_string()
@@ -421,11 +483,15 @@ fn check_edges(
                 };
                 problems.push(Problem::edge_error(
                     &edge.id,
-                    "unknown-handle",
+                    ProblemCode::UnknownHandle,
                     format!(
                         "node `{}` ({}) has no handle `{}`; {has}",
                         edge.source,
-                        config.kind().id(),
+                        kinds
+                            .get(edge.source.as_str())
+                            .copied()
+                            .flatten()
+                            .map_or("?", NodeKind::id),
                         edge.source_handle()
                     ),
                 ));
@@ -436,7 +502,7 @@ fn check_edges(
             if !kind.has_input() {
                 problems.push(Problem::edge_error(
                     &edge.id,
-                    "unknown-handle",
+                    ProblemCode::UnknownHandle,
                     format!(
                         "node `{}` ({}) takes no incoming edges",
                         edge.target,
@@ -446,7 +512,7 @@ fn check_edges(
             } else if edge.target_handle() != DEFAULT_TARGET_HANDLE {
                 problems.push(Problem::edge_error(
                     &edge.id,
-                    "unknown-handle",
+                    ProblemCode::UnknownHandle,
                     format!(
                         "node `{}` has no input handle `{}`; its only input handle is `input`",
                         edge.target,
@@ -480,7 +546,11 @@ fn check_subagents(
             continue; // dangling: reported already
         };
         let mut broken = |message: String| {
-            problems.push(Problem::edge_error(&edge.id, "subagent-rule", message))
+            problems.push(Problem::edge_error(
+                &edge.id,
+                ProblemCode::SubagentRule,
+                message,
+            ))
         };
         if *source_kind != Some(NodeKind::Agent) || *target_kind != Some(NodeKind::Agent) {
             // The unknown-handle check reports non-agent sources; say it plainly for targets.
@@ -521,7 +591,7 @@ fn check_subagents(
         {
             problems.push(Problem::node_error(
                 &edge.target,
-                "subagent-rule",
+                ProblemCode::SubagentRule,
                 "a subagent cannot also be connected by execution edges",
             ));
         }
@@ -557,7 +627,7 @@ fn check_subagents(
     for node in in_cycle {
         problems.push(Problem::node_error(
             node,
-            "subagent-rule",
+            ProblemCode::SubagentRule,
             "subagent edges form a cycle through this agent",
         ));
     }
@@ -567,7 +637,7 @@ fn check_reachability(
     flow: &Flow,
     start: Option<&str>,
     kinds: &HashMap<&str, Option<NodeKind>>,
-    configs: &HashMap<&str, NodeConfig>,
+    handles: &HashMap<&str, Vec<Cow<'static, str>>>,
     problems: &mut Vec<Problem>,
 ) {
     let Some(start) = start else { return };
@@ -589,7 +659,7 @@ fn check_reachability(
     if outgoing.get(start).is_none_or(Vec::is_empty) {
         problems.push(Problem::node_error(
             start,
-            "start-unconnected",
+            ProblemCode::StartUnconnected,
             "`start` has no outgoing edge, so nothing would run",
         ));
     }
@@ -616,12 +686,25 @@ fn check_reachability(
         if !reachable.contains(id) {
             problems.push(Problem::node_warning(
                 id,
-                "unreachable",
+                ProblemCode::Unreachable,
                 "not reachable from `start`; it will never run",
             ));
             continue;
         }
-        let Some(config) = configs.get(id) else {
+        // A node that takes exactly one of its branches (SPEC §1): none connected is an error,
+        // some is a warning.
+        let (code, none_connected) = match kinds.get(id).copied().flatten() {
+            Some(NodeKind::If) => (
+                ProblemCode::IfBranches,
+                "`if` has no outgoing branch; connect condition-N or false",
+            ),
+            Some(NodeKind::Approval) => (
+                ProblemCode::ApprovalBranches,
+                "`approval` has neither an `approve` nor a `reject` edge",
+            ),
+            _ => continue,
+        };
+        let Some(branch_handles) = handles.get(id) else {
             continue;
         };
         let connected: HashSet<&str> = outgoing
@@ -630,27 +713,13 @@ fn check_reachability(
             .flatten()
             .map(|(handle, _)| *handle)
             .collect();
-        let branch_handles: Vec<String> = match config {
-            NodeConfig::If(_) | NodeConfig::Approval(_) => config.handles(),
-            _ => continue,
-        };
         let missing: Vec<&str> = branch_handles
             .iter()
-            .map(String::as_str)
+            .map(|handle| handle.as_ref())
             .filter(|handle| !connected.contains(handle))
             .collect();
-        let (code, what) = match config {
-            NodeConfig::If(_) => ("if-branches", "`if`"),
-            _ => ("approval-branches", "`approval`"),
-        };
         if missing.len() == branch_handles.len() {
-            let message = match config {
-                NodeConfig::If(_) => {
-                    format!("{what} has no outgoing branch; connect condition-N or false")
-                }
-                _ => format!("{what} has neither an `approve` nor a `reject` edge"),
-            };
-            problems.push(Problem::node_error(id, code, message));
+            problems.push(Problem::node_error(id, code, none_connected));
         } else if !missing.is_empty() {
             problems.push(Problem::node_warning(
                 id,

@@ -8,7 +8,7 @@
 //! Run with `WEFT_UPDATE_SNAPSHOTS=1` to write snapshots (and to rewrite `flows/` in the
 //! normalized form); review the diff before committing.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -138,10 +138,14 @@ fn normalized_trace(flow: &Flow, events: &[RunEvent]) -> String {
         if let Some((count, text)) = deltas.remove(&key) {
             push(&mut top, &key, format!("llm_delta x{count}: {text:?}"));
         }
+        let from = match &event.from {
+            Some(from) => format!(" (from {from})"),
+            None => String::new(),
+        };
         push(
             &mut top,
             &key,
-            format!("{}: {:?}", event.kind, event.content),
+            format!("{}: {:?}{from}", event.kind, event.content),
         );
     }
     let mut pending: Vec<(String, (usize, String))> = deltas.into_iter().collect();
@@ -195,6 +199,143 @@ fn check_trace_invariants(events: &[RunEvent], status: RunStatus) -> Result<(), 
         ));
     }
     Ok(())
+}
+
+/// The order between nodes that every trace keeps, whatever order concurrent branches finish
+/// in (snapshots group events by node, so they cannot see it):
+/// - a step starts after the step that started it (`from`) ended, or failed into an `error`
+///   edge;
+/// - a `join` starts after every branch it joined (the keys of its output) ended;
+/// - while a run waits for a person (`wait_input` .. `input_received` of that node), only steps
+///   that were ready before it paused may start: a step queued behind the pause must wait.
+/// `joins` holds the `join` nodes by scope (`""` at the top, `sub` inside the subflow `sub`).
+fn check_order_between_nodes(
+    events: &[RunEvent],
+    joins: &HashSet<(String, String)>,
+) -> Result<(), String> {
+    let scoped =
+        |event: &RunEvent, node: &str| format!("{}/{node}", event.scope.as_deref().unwrap_or(""));
+    // When each node's steps ended (or failed), by position in the trace.
+    let mut ended: HashMap<String, Vec<usize>> = HashMap::new();
+    for (position, event) in events.iter().enumerate() {
+        if matches!(event.kind, EventType::StepEnd | EventType::Error)
+            && let Some(node) = &event.node_id
+        {
+            ended.entry(scoped(event, node)).or_default().push(position);
+        }
+    }
+    let ended_before = |node: &str, position: usize| -> Option<usize> {
+        ended
+            .get(node)?
+            .iter()
+            .copied()
+            .filter(|end| *end < position)
+            .max()
+    };
+    let mut pauses: Vec<(usize, usize)> = Vec::new();
+    for (position, event) in events.iter().enumerate() {
+        if event.kind == EventType::WaitInput {
+            let answered = events[position..].iter().position(|later| {
+                later.kind == EventType::InputReceived
+                    && later.node_id == event.node_id
+                    && later.scope == event.scope
+            });
+            pauses.push((
+                position,
+                answered.map_or(events.len(), |offset| position + offset),
+            ));
+        }
+    }
+    for (position, event) in events.iter().enumerate() {
+        if event.kind != EventType::StepStart {
+            continue;
+        }
+        let node = event.node_id.as_deref().unwrap_or("?");
+        let sources: Vec<String> = match &event.from {
+            Some(from) => vec![from.clone()],
+            None => {
+                // A join's sources are the keys of the output it ends with.
+                let end = events[position..].iter().find(|later| {
+                    later.kind == EventType::StepEnd
+                        && later.node_id == event.node_id
+                        && later.scope == event.scope
+                });
+                let joined = end
+                    .and_then(|end| serde_json::from_str::<serde_json::Value>(&end.content).ok());
+                match joined {
+                    Some(serde_json::Value::Object(map))
+                        if joins.contains(&(
+                            event.scope.clone().unwrap_or_default(),
+                            node.to_string(),
+                        )) =>
+                    {
+                        map.keys().cloned().collect()
+                    }
+                    _ => Vec::new(),
+                }
+            }
+        };
+        for source in &sources {
+            let Some(end) = ended_before(&scoped(event, source), position) else {
+                return Err(format!(
+                    "step {node} (event {}) started before {source}, which it came from, ended",
+                    event.seq
+                ));
+            };
+            if let Some((paused, _)) = pauses
+                .iter()
+                .find(|(paused, answered)| *paused < position && position < *answered)
+                && end > *paused
+            {
+                return Err(format!(
+                    "step {node} (event {}) started while the run waited at event {}, though \
+                     {source} ended only after the pause",
+                    event.seq, events[*paused].seq
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The `join` nodes of `flow` and of every flow it runs as a subflow or forEach, by scope as
+/// events name it (forEach items by the node: `each[0]`, `each[1]`, ... share it).
+fn join_nodes(flow: &Flow, flow_path: &Path, scope: &str, joins: &mut HashSet<(String, String)>) {
+    for node in &flow.nodes {
+        match node.kind.as_str() {
+            "join" => {
+                joins.insert((scope.to_string(), node.id.clone()));
+            }
+            "subflow" | "forEach" => {
+                let Some(child) = node.data.get("flow").and_then(serde_json::Value::as_str) else {
+                    continue;
+                };
+                let path = flow_path.parent().unwrap_or(Path::new("")).join(child);
+                let Ok(child) = Flow::load(&path) else {
+                    continue;
+                };
+                let prefix = if scope.is_empty() {
+                    String::new()
+                } else {
+                    format!("{scope}/")
+                };
+                if node.kind == "subflow" {
+                    join_nodes(&child, &path, &format!("{prefix}{}", node.id), joins);
+                } else {
+                    // Items are scoped `each[i]`; a handful covers every fixture.
+                    for item in 0..64 {
+                        join_nodes(
+                            &child,
+                            &path,
+                            &format!("{prefix}{}[{item}]", node.id),
+                            joins,
+                        );
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 fn chrono_like(ts: &str) -> Result<(), String> {
@@ -272,6 +413,9 @@ async fn run_case(
         .events(&outcome.run_id)
         .map_err(|error| error.to_string())?;
     check_trace_invariants(&events, outcome.status)?;
+    let mut joins = HashSet::new();
+    join_nodes(flow, flow_path, "", &mut joins);
+    check_order_between_nodes(&events, &joins)?;
     let record = store
         .run(&outcome.run_id)
         .map_err(|error| error.to_string())?;
@@ -411,4 +555,70 @@ async fn fixtures_match_their_snapshots() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The order checks catch what grouping events by node hides.
+#[test]
+fn order_checks_catch_a_join_that_fires_early_and_a_step_started_during_a_pause() {
+    fn event(seq: u64, kind: EventType, node: &str, content: &str, from: Option<&str>) -> RunEvent {
+        RunEvent {
+            seq,
+            run_id: "r".into(),
+            ts: "2026-01-01T00:00:00.000Z".into(),
+            kind,
+            node_id: (!node.is_empty()).then(|| node.to_string()),
+            content: content.into(),
+            scope: None,
+            item: None,
+            from: from.map(str::to_string),
+            usage: None,
+        }
+    }
+    use EventType::{InputReceived, StepEnd, StepStart, WaitInput};
+    let joins: HashSet<(String, String)> = [(String::new(), "join".to_string())].into();
+    let good = [
+        event(1, StepStart, "a", "A", None),
+        event(2, StepEnd, "a", "x", None),
+        event(3, StepStart, "b", "B", Some("a")),
+        event(4, StepStart, "c", "C", Some("a")),
+        event(5, StepEnd, "c", "y", None),
+        event(6, StepEnd, "b", "z", None),
+        event(7, StepStart, "join", "J", None),
+        event(8, StepEnd, "join", r#"{"b":"z","c":"y"}"#, None),
+    ];
+    assert_eq!(check_order_between_nodes(&good, &joins), Ok(()));
+
+    let mut early_join = good.to_vec();
+    early_join.swap(5, 6); // the join starts before `b` ended
+    let error = check_order_between_nodes(&early_join, &joins).expect_err("early join");
+    assert!(
+        error.contains("step join") && error.contains("before b"),
+        "{error}"
+    );
+
+    let before_source = [
+        event(1, StepStart, "a", "A", None),
+        event(2, StepStart, "b", "B", Some("a")),
+        event(3, StepEnd, "a", "x", None),
+    ];
+    let error = check_order_between_nodes(&before_source, &joins).expect_err("too soon");
+    assert!(error.contains("before a"), "{error}");
+
+    // `review` pauses the run; `slow` was already running and ends during the pause, so the
+    // step it leads to (`next`) must wait for the decision.
+    let paused = [
+        event(1, StepStart, "a", "A", None),
+        event(2, StepEnd, "a", "x", None),
+        event(3, StepStart, "slow", "S", Some("a")),
+        event(4, StepStart, "review", "R", Some("a")),
+        event(5, WaitInput, "review", "ok?", None),
+        event(6, StepEnd, "slow", "s", None),
+        event(7, StepStart, "next", "N", Some("slow")),
+        event(8, InputReceived, "review", "{}", None),
+    ];
+    let error = check_order_between_nodes(&paused, &joins).expect_err("started during a pause");
+    assert!(error.contains("while the run waited at event 5"), "{error}");
+    let mut waited = paused.to_vec();
+    waited.swap(6, 7); // `next` starts after the decision: fine
+    assert_eq!(check_order_between_nodes(&waited, &joins), Ok(()));
 }

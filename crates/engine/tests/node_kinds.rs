@@ -396,8 +396,9 @@ async fn code_that_runs_forever_is_stopped_by_its_timeout() {
     let (outcome, _) = setup.run(&path, None).await;
     assert_eq!(outcome.status, RunStatus::Failed);
     assert!(
-        outcome.error.unwrap_or_default().contains("0.5"),
-        "the error names the timeout"
+        outcome.error.clone().unwrap_or_default().contains("0.5"),
+        "the error names the timeout: {:?}",
+        outcome.error
     );
     // The engine is still usable afterwards.
     let again = setup.write(
@@ -618,12 +619,10 @@ async fn output_schema_answers_are_validated_with_one_repair_try() {
         requests[0].body["response_format"]["json_schema"]["schema"],
         schema
     );
+    let repair = requests[1].last_user_text().unwrap_or_default();
     assert!(
-        requests[1]
-            .last_user_text()
-            .unwrap_or_default()
-            .contains("$.score should be integer"),
-        "the repair request says what was wrong"
+        repair.contains(r#"at /score: "high" is not of type "integer""#),
+        "the repair request says what was wrong and where: {repair}"
     );
     // Usage is on llm_response events and summed per node and run in the store.
     let usage = events

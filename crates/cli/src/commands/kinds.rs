@@ -18,7 +18,7 @@ pub(crate) fn kinds(args: &KindsArgs) -> anyhow::Result<Exit> {
         let described = json!({ "kinds": all_kinds(), "commonFields": common_fields() });
         output::out(&format!("{}\n", serde_json::to_string_pretty(&described)?))?;
     } else {
-        output::out(&text(&all_kinds(), &common_fields(), Style::stdout()))?;
+        output::out(&text(&all_kinds(), common_fields(), Style::stdout()))?;
     }
     Ok(Exit::Success)
 }
@@ -68,7 +68,7 @@ fn fields(fields: &[FieldDescription], style: Style) -> String {
     }
     let rows: Vec<(&str, String, &str)> = fields
         .iter()
-        .map(|field| (field.name, type_text(field), field.help.as_str()))
+        .map(|field| (field.name.as_str(), type_text(field), field.help.as_str()))
         .collect();
     let name_width = rows
         .iter()
@@ -104,10 +104,23 @@ fn type_text(field: &FieldDescription) -> String {
     let mut text = match &field.field_type {
         FieldType::Text => "text".to_string(),
         FieldType::Template => "template".to_string(),
-        FieldType::Number { min, max } => format!(
+        FieldType::Number {
+            min,
+            max,
+            min_exclusive: false,
+        } => format!(
             "number{}",
             bounds(min.map(|n| n.to_string()), max.map(|n| n.to_string()))
         ),
+        FieldType::Number {
+            min,
+            max,
+            min_exclusive: true,
+        } => match (min, max) {
+            (Some(min), Some(max)) => format!("number > {min}, ≤ {max}"),
+            (Some(min), None) => format!("number > {min}"),
+            (None, max) => format!("number{}", bounds(None, max.map(|n| n.to_string()))),
+        },
         FieldType::Integer { min, max } => format!(
             "integer{}",
             bounds(min.map(|n| n.to_string()), max.map(|n| n.to_string()))
@@ -118,7 +131,8 @@ fn type_text(field: &FieldDescription) -> String {
         FieldType::Json => "json".to_string(),
         FieldType::Conditions { .. } => "conditions".to_string(),
         FieldType::StringList => "list of text".to_string(),
-        FieldType::StringMap => "map of text".to_string(),
+        FieldType::StringMap { templates: false } => "map of text".to_string(),
+        FieldType::StringMap { templates: true } => "map of templates".to_string(),
         FieldType::FlowPath => "flow file".to_string(),
     };
     if field.required {
@@ -163,7 +177,7 @@ mod tests {
 
     #[test]
     fn types_read_briefly() {
-        let text = text(&all_kinds(), &common_fields(), Style { color: false });
+        let text = text(&all_kinds(), common_fields(), Style { color: false });
         let line = |start: &str| {
             text.lines()
                 .find(|line| line.trim_start().starts_with(start))

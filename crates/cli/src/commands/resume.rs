@@ -23,10 +23,9 @@ pub(crate) async fn resume(args: ResumeArgs) -> anyhow::Result<Exit> {
         ));
     }
     let engine = engine(store);
-    let live = Live::start(args.events);
+    let live = Live::start(args.events, &engine);
     let options = ResumeOptions {
         on_event: Some(live.listener.clone()),
-        cancel: live.cancel.clone(),
         ..ResumeOptions::default()
     };
     let outcome = engine.resume(&run_id, decision, options).await;

@@ -4,13 +4,13 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 use weft_engine::providers::{LlmClients, ProviderSettings};
 use weft_engine::{
     Engine, Entry, EventListener, Problem, RunError, RunEvent, RunOptions, RunOutcome, RunStatus,
-    Store, provider_problems, validate,
+    Store, check_decisions, check_flow,
 };
 
 use super::validate::print_problems_to_stderr;
@@ -20,8 +20,7 @@ use crate::{Exit, RunArgs, usage_error};
 
 pub(crate) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
     let flow = super::load_flow(&args.flow)?;
-    let mut problems = validate(&flow, Some(&args.flow));
-    problems.extend(provider_problems(&flow, &ProviderSettings::from_env()));
+    let problems = check_flow(&flow, Some(&args.flow), &ProviderSettings::from_env());
     if !problems.is_empty() {
         print_problems_to_stderr(&problems);
     }
@@ -30,34 +29,14 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
     }
     let mut decisions = HashMap::new();
     for (node_id, decision) in args.decisions {
-        // `sub/review` answers the approval `review` inside the subflow `sub`.
-        let (head, nested) = match node_id.split_once('/') {
-            Some((head, _)) => (head, true),
-            None => (node_id.as_str(), false),
-        };
-        let Some(node) = flow.node(head) else {
-            return Err(usage_error(format!(
-                "--decide {node_id}: the flow has no node `{node_id}`"
-            )));
-        };
-        if nested && node.kind != "subflow" {
-            return Err(usage_error(format!(
-                "--decide {node_id}: node `{head}` is a {} node, not a subflow",
-                node.kind
-            )));
-        }
-        if !nested && node.kind != "approval" {
-            return Err(usage_error(format!(
-                "--decide {node_id}: node `{node_id}` is a {} node, not an approval",
-                node.kind
-            )));
-        }
         if decisions.insert(node_id.clone(), decision).is_some() {
             return Err(usage_error(format!(
                 "--decide {node_id}: given more than once"
             )));
         }
     }
+    // Checked before the store is opened, so a wrong target leaves no trace.
+    check_decisions(&flow, &decisions).map_err(|error| usage_error(error.to_string()))?;
     let db = super::db_path(&args.store)?;
     let store = super::open_store(&db)?;
     let engine = engine(store);
@@ -68,21 +47,16 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
         (Some(_), _, _) => return Err(usage_error("--after needs --from NODE or --only NODE")),
         (None, _, _) => Ok(Entry::Start),
     };
-    let entry = entry.map_err(|error| match error {
-        RunError::NoSuchEntry(_) | RunError::NoEarlierOutput { .. } => {
-            usage_error(error.to_string())
-        }
-        other => run_error(other),
-    })?;
+    let entry = entry.map_err(run_error)?;
 
-    let live = Live::start(args.events);
+    let live = Live::start(args.events, &engine);
     let options = RunOptions {
         input: args.input,
         decisions,
         flow_path: Some(flow_path),
         on_event: Some(live.listener.clone()),
-        cancel: live.cancel.clone(),
         entry,
+        ..RunOptions::default()
     };
     let outcome = engine.start(flow, options).await;
     live.end();
@@ -94,7 +68,7 @@ pub(crate) fn engine(store: Store) -> Engine {
     Engine::new(LlmClients::new(ProviderSettings::from_env()), store)
 }
 
-/// Why a run could not start or resume, as the CLI reports it.
+/// Why a run could not start or resume, as the CLI reports it: what the caller can fix exits 2.
 pub(crate) fn run_error(error: RunError) -> anyhow::Error {
     match error {
         RunError::Invalid { problems } => {
@@ -102,26 +76,30 @@ pub(crate) fn run_error(error: RunError) -> anyhow::Error {
             usage_error("the flow is not valid")
         }
         RunError::Store(error) => super::store_error(error),
-        other => anyhow::Error::new(other),
+        RunError::NoSuchEntry(_) | RunError::NoEarlierOutput { .. } | RunError::Decide(_) => {
+            usage_error(error.to_string())
+        }
+        RunError::Lost(_) => anyhow::Error::new(error),
     }
 }
 
 /// What runs alongside a run in this process: the event listener (NDJSON on stdout, or the
-/// progress printer on stderr), the status-line ticker, and the signal watcher that cancels
-/// the run on Ctrl-C or SIGTERM.
+/// progress printer on stderr), the status-line ticker, and the signal watcher that shuts the
+/// engine down (the run is cancelled and stored so) on Ctrl-C or SIGTERM.
 pub(crate) struct Live {
     pub listener: EventListener,
-    pub cancel: CancellationToken,
     progress: Option<Arc<Progress>>,
     ticker: Option<JoinHandle<()>>,
     signals: JoinHandle<()>,
 }
 
+/// How long a Ctrl-C waits for the cancelled run to be stored before the process moves on.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
 impl Live {
     /// Starts listening; with `events`, every event is a JSON line on stdout. Must be called
     /// within the tokio runtime.
-    pub fn start(events: bool) -> Live {
-        let cancel = CancellationToken::new();
+    pub fn start(events: bool, engine: &Engine) -> Live {
         let progress = (!events).then(Progress::for_stderr);
         let listener: EventListener = match &progress {
             Some(progress) => {
@@ -133,12 +111,11 @@ impl Live {
         let ticker = progress.as_ref().and_then(Progress::start_ticker);
         let signals = tokio::spawn(watch_signals(
             Signals::register(),
-            cancel.clone(),
+            engine.clone(),
             progress.clone(),
         ));
         Live {
             listener,
-            cancel,
             progress,
             ticker,
             signals,
@@ -165,20 +142,22 @@ fn print_event_line(event: &RunEvent) {
     }
 }
 
-/// The first Ctrl-C (or SIGTERM) cancels the run, which then ends as `cancelled`; a second
-/// one quits at once.
-async fn watch_signals(
-    mut signals: Signals,
-    cancel: CancellationToken,
-    progress: Option<Arc<Progress>>,
-) {
+/// The first Ctrl-C (or SIGTERM) shuts the engine down: the run is cancelled and ends as
+/// `cancelled`; a second one quits at once.
+async fn watch_signals(mut signals: Signals, engine: Engine, progress: Option<Arc<Progress>>) {
     signals.recv().await;
     let message = "cancelling the run (press Ctrl-C again to quit at once)\n";
     match &progress {
         Some(progress) => progress.message(message),
         None => output::err(message),
     }
-    cancel.cancel();
+    tokio::select! {
+        _ = engine.shutdown(SHUTDOWN_GRACE) => {}
+        () = signals.recv() => {
+            output::err("quit before the run ended\n");
+            std::process::exit(130);
+        }
+    }
     signals.recv().await;
     output::err("quit before the run ended\n");
     std::process::exit(130);

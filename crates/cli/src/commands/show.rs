@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde_json::json;
 use weft_engine::store::{NodeOutputRecord, RunRecord};
-use weft_engine::{EventType, RunEvent, RunStatus};
+use weft_engine::{EventType, RunEvent};
 
 use crate::output::{self, Style};
 use crate::{Exit, ShowArgs};
@@ -25,7 +25,7 @@ pub(crate) fn show(args: &ShowArgs) -> anyhow::Result<Exit> {
         return Ok(Exit::Success);
     }
     let style = Style::stdout();
-    let mut text = summary(&record, &events, &db, style);
+    let mut text = summary(&record, &db, style);
     text.push_str(&node_outputs(&outputs, style));
     text.push_str(&trace(&events, args.deltas, style));
     output::out(&text)?;
@@ -33,7 +33,7 @@ pub(crate) fn show(args: &ShowArgs) -> anyhow::Result<Exit> {
 }
 
 /// The run's identity, status, times, input, result or error, and what it waits for.
-fn summary(record: &RunRecord, events: &[RunEvent], db: &Path, style: Style) -> String {
+fn summary(record: &RunRecord, db: &Path, style: Style) -> String {
     let run = &record.summary;
     let mut rows: Vec<(&str, String)> = vec![
         ("run", run.id.clone()),
@@ -74,27 +74,12 @@ fn summary(record: &RunRecord, events: &[RunEvent], db: &Path, style: Style) -> 
     if let Some(error) = &record.error {
         rows.push(("error", style.red(&output::one_line(error, 400))));
     }
-    if run.status == RunStatus::Paused {
-        let node = record
-            .waiting
-            .as_ref()
-            .map(|step| step.node_id.clone())
-            .or_else(|| run.waiting_node_id.clone())
-            .unwrap_or_else(|| "?".to_string());
-        // The message shown is the one of the latest `wait_input` event at that node.
-        let message = events
-            .iter()
-            .rev()
-            .find(|event| {
-                event.kind == EventType::WaitInput
-                    && event.node_id.as_deref() == Some(node.as_str())
-            })
-            .map(|event| output::one_line(&event.content, CELL))
-            .unwrap_or_default();
+    if let Some(waiting) = weft_engine::waiting_of(record) {
+        let message = output::one_line(&waiting.message, CELL);
         let waiting = if message.is_empty() {
-            node
+            waiting.node_id
         } else {
-            format!("{node}: {message}")
+            format!("{}: {message}", waiting.node_id)
         };
         rows.push(("waiting", style.yellow(&waiting)));
         rows.push((

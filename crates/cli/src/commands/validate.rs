@@ -2,16 +2,15 @@
 
 use serde_json::json;
 use weft_engine::providers::ProviderSettings;
-use weft_engine::{Problem, provider_problems, validate as validate_flow};
+use weft_engine::{Problem, check_flow};
 
 use crate::output::{self, Style};
 use crate::{Exit, ValidateArgs};
 
 pub(crate) fn validate(args: &ValidateArgs) -> anyhow::Result<Exit> {
     let flow = super::load_flow(&args.flow)?;
-    let mut problems = validate_flow(&flow, Some(&args.flow));
     // Provider settings come from this machine's environment: they warn, never block.
-    problems.extend(provider_problems(&flow, &ProviderSettings::from_env()));
+    let problems = check_flow(&flow, Some(&args.flow), &ProviderSettings::from_env());
     let valid = !problems.iter().any(Problem::is_error);
     if args.json {
         let report = json!({ "valid": valid, "problems": problems });

@@ -3,98 +3,67 @@
 use std::collections::HashSet;
 
 use futures_util::future::{BoxFuture, FutureExt, join_all};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{FieldError, NodeConfig};
+use super::{FieldError, Handle, Kind, ModelUse, Scheduling};
 use crate::event::EventType;
+use crate::output_schema::OutputSchema;
 use crate::providers::{
     ChatMessage, ChatRequest, ChatResponse, ModelRoute, ProviderError, ToolCall, ToolSpec,
     route_model, supports_web_search,
 };
-use crate::run::{RunContext, Step, StepError, StepOutput};
+use crate::step::{Step, StepEnv, StepError, StepErrorKind, StepOutput};
 use crate::template::output_text;
 
-// Each help text once: a doc comment below (`#[doc = help!(..)]`) and a help in `describe()`.
-// Why a macro: see `common_help!` in nodes/mod.rs.
-macro_rules! help {
-    (kind) => {
-        "Calls a language model. `{{PREVIOUS_OUTPUT}}` in either prompt is the previous output; an \
-         empty user prompt sends the previous output as the user message. With `tools.subagents`, \
-         agents connected by subagent edges become tools the model may call."
-    };
-    (systemPrompt) => {
-        "Instructions for the model (a template)."
-    };
-    (userPrompt) => {
-        "The user message (a template); empty means the previous output."
-    };
-    (model) => {
-        "`provider/name` or a bare name; empty uses the default model."
-    };
-    (reasoningEffort) => {
-        "How hard a reasoning model thinks: `low`, `medium` or `high`."
-    };
-    (temperature) => {
-        "Sampling temperature, 0–2."
-    };
-    (outputSchema) => {
-        "A JSON Schema: the answer must be JSON, and the output is the parsed value."
-    };
-    (keepHistory) => {
-        "On a revisit inside a loop, send the conversation so far again."
-    };
-    (agentName) => {
-        "The tool name this agent has when it is another agent's subagent (else its label)."
-    };
-    (description) => {
-        "What this agent does, told to a parent agent that may call it."
-    };
-    (web_search) => {
-        "The provider's own web search."
-    };
-    (subagents) => {
-        "Agents connected by subagent edges become tools of this one."
-    };
-}
-
-#[doc = help!(kind)]
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+/// Calls a language model. `{{PREVIOUS_OUTPUT}}` in either prompt is the previous output; an
+/// empty user prompt sends the previous output as the user message. With `tools.subagents`,
+/// agents connected by subagent edges become tools the model may call.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentConfig {
-    #[doc = help!(systemPrompt)]
+    /// Instructions for the model (a template).
     #[serde(default)]
+    #[schemars(extend("x-weft" = "template"))]
     pub system_prompt: String,
-    #[doc = help!(userPrompt)]
+    /// The user message (a template); empty means the previous output.
     #[serde(default)]
+    #[schemars(extend("x-weft" = "template"))]
     pub user_prompt: String,
-    #[doc = help!(model)]
+    /// `provider/name` or a bare name; empty uses the default model.
     #[serde(default)]
     pub model: String,
-    #[doc = help!(reasoningEffort)]
+    /// How hard a reasoning model thinks.
     #[serde(default)]
     pub reasoning_effort: Option<ReasoningEffort>,
-    #[doc = help!(temperature)]
+    /// Sampling temperature.
     #[serde(default)]
+    #[schemars(range(min = 0, max = 2))]
     pub temperature: Option<f64>,
     #[serde(default)]
     pub tools: AgentTools,
-    #[doc = help!(outputSchema)]
+    /// A JSON Schema: the answer must be JSON matching it, and the output is the parsed value.
     #[serde(default)]
+    #[schemars(extend("x-weft" = "json"))]
     pub output_schema: Option<Value>,
-    #[doc = help!(keepHistory)]
+    /// On a revisit inside a loop, send the conversation so far again.
     #[serde(default)]
     pub keep_history: bool,
-    #[doc = help!(agentName)]
+    /// The tool name this agent has when it is another agent's subagent (else its label).
     #[serde(default)]
+    #[schemars(title = "Tool name")]
     pub agent_name: Option<String>,
-    #[doc = help!(description)]
+    /// What this agent does, told to a parent agent that may call it.
     #[serde(default)]
     pub description: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, strum::IntoStaticStr,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum ReasoningEffort {
     Low,
     Medium,
@@ -103,22 +72,18 @@ pub enum ReasoningEffort {
 
 impl ReasoningEffort {
     pub fn as_str(self) -> &'static str {
-        match self {
-            ReasoningEffort::Low => "low",
-            ReasoningEffort::Medium => "medium",
-            ReasoningEffort::High => "high",
-        }
+        self.into()
     }
 }
 
 /// The tools an agent may use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub struct AgentTools {
-    #[doc = help!(web_search)]
+    /// The provider's own web search.
     #[serde(default)]
     pub web_search: bool,
-    #[doc = help!(subagents)]
+    /// Agents connected by subagent edges become tools of this one.
     #[serde(default)]
     pub subagents: bool,
 }
@@ -126,48 +91,51 @@ pub struct AgentTools {
 /// Rounds of tool calls one agent step may make before it must answer.
 const MAX_TOOL_ROUNDS: usize = 10;
 
-impl AgentConfig {
-    pub(super) fn check_ranges(&self) -> Result<(), FieldError> {
-        if let Some(temperature) = self.temperature
-            && !(0.0..=2.0).contains(&temperature)
-        {
-            return Err(FieldError::new("temperature", "must be between 0 and 2"));
-        }
-        if let Some(schema) = &self.output_schema
-            && !schema.is_object()
-        {
-            return Err(FieldError::new(
-                "outputSchema",
-                "must be a JSON Schema object",
-            ));
+impl Kind for AgentConfig {
+    const ID: &'static str = "agent";
+    const TITLE: &'static str = "Agent";
+    const SCHEDULING: Scheduling = Scheduling::Task;
+    const HANDLES: &'static [Handle] = &[Handle::OUTPUT, Handle::SUBAGENT, Handle::ERROR];
+
+    fn check(&self) -> Result<(), FieldError> {
+        if let Some(schema) = &self.output_schema {
+            OutputSchema::compile(schema)
+                .map_err(|problem| FieldError::new("outputSchema", problem))?;
         }
         Ok(())
     }
-}
 
-pub(super) async fn run(config: &AgentConfig, step: &Step<'_>) -> Result<StepOutput, StepError> {
-    let system = step.render("systemPrompt")?;
-    let mut user = step.render("userPrompt")?;
-    if user.trim().is_empty() {
-        user = output_text(step.input);
+    fn model(&self) -> Option<ModelUse<'_>> {
+        Some(ModelUse {
+            model: &self.model,
+            web_search: self.tools.web_search,
+        })
     }
-    let value = run_agent(step.ctx, &step.node.id, config, system, user).await?;
-    Ok(StepOutput::new(value, "output"))
+
+    async fn run(&self, step: &Step<'_>, env: &dyn StepEnv) -> Result<StepOutput, StepError> {
+        let system = env.render(step.node_id, "systemPrompt", step.input)?;
+        let mut user = env.render(step.node_id, "userPrompt", step.input)?;
+        if user.trim().is_empty() {
+            user = output_text(step.input);
+        }
+        let value = run_agent(env, step.node_id, self, system, user).await?;
+        Ok(StepOutput::new(value, Handle::OUTPUT.id))
+    }
 }
 
 /// Runs agent `node_id` once: the model call, the subagent tool loop, and the answer.
 /// Used for agent steps and, nested, for subagent calls.
 pub(crate) fn run_agent<'a>(
-    ctx: &'a RunContext,
+    env: &'a dyn StepEnv,
     node_id: &'a str,
     config: &'a AgentConfig,
     system: String,
     user: String,
 ) -> BoxFuture<'a, Result<Value, StepError>> {
     async move {
-        let route = route_for(ctx, node_id, &config.model, config.tools.web_search)?;
+        let route = route_for(env, node_id, &config.model, config.tools.web_search)?;
         let tools = if config.tools.subagents {
-            subagent_tools(ctx, node_id)
+            subagent_tools(env, node_id)
         } else {
             Vec::new()
         };
@@ -178,7 +146,7 @@ pub(crate) fn run_agent<'a>(
         }
         let history_start = messages.len();
         if config.keep_history {
-            messages.extend(ctx.history(node_id));
+            messages.extend(env.history(node_id));
         }
         messages.push(ChatMessage::User { content: user });
         let base = ChatRequest {
@@ -197,7 +165,7 @@ pub(crate) fn run_agent<'a>(
                 messages: messages.clone(),
                 ..base.clone()
             };
-            let response = call_model(ctx, node_id, &route, &request).await?;
+            let response = call_model(env, node_id, &route, &request).await?;
             if response.tool_calls.is_empty() || tools.is_empty() {
                 messages.push(ChatMessage::Assistant {
                     content: response.content.clone(),
@@ -211,7 +179,7 @@ pub(crate) fn run_agent<'a>(
                             ..base.clone()
                         };
                         structured_answer(
-                            ctx,
+                            env,
                             node_id,
                             &route,
                             repair,
@@ -223,7 +191,7 @@ pub(crate) fn run_agent<'a>(
                     }
                 };
                 if config.keep_history {
-                    ctx.set_history(node_id, messages[history_start..].to_vec());
+                    env.set_history(node_id, messages[history_start..].to_vec());
                 }
                 return Ok(value);
             }
@@ -236,7 +204,7 @@ pub(crate) fn run_agent<'a>(
                 response
                     .tool_calls
                     .iter()
-                    .map(|call| call_subagent(ctx, node_id, &tools, call)),
+                    .map(|call| call_subagent(env, node_id, &tools, call)),
             )
             .await;
             for (call, content) in response.tool_calls.iter().zip(results) {
@@ -247,10 +215,10 @@ pub(crate) fn run_agent<'a>(
             }
         }
         let error = StepError::new(
-            "provider",
+            StepErrorKind::Provider,
             format!("the model was still calling tools after {MAX_TOOL_ROUNDS} rounds"),
         );
-        ctx.emit(EventType::LlmError, Some(node_id), error.message.clone());
+        env.emit(node_id, EventType::LlmError, error.message.clone(), None);
         Err(error)
     }
     .boxed()
@@ -258,22 +226,22 @@ pub(crate) fn run_agent<'a>(
 
 /// The provider and model an LLM node of `node_id` uses, checked for web search support.
 pub(crate) fn route_for(
-    ctx: &RunContext,
+    env: &dyn StepEnv,
     node_id: &str,
     model: &str,
     web_search: bool,
 ) -> Result<ModelRoute, StepError> {
     let route =
-        route_model(model, ctx.llm.settings()).map_err(|error| llm_failure(ctx, node_id, error))?;
+        route_model(model, env.llm().settings()).map_err(|error| llm_failure(env, node_id, error))?;
     if web_search && !supports_web_search(route.provider) {
         let error = StepError::new(
-            "provider",
+            StepErrorKind::Provider,
             format!(
                 "tools.web_search: provider {} has no web search; use an openai/ or anthropic/ model",
                 route.provider.as_str()
             ),
         );
-        ctx.emit(EventType::LlmError, Some(node_id), error.message.clone());
+        env.emit(node_id, EventType::LlmError, error.message.clone(), None);
         return Err(error);
     }
     Ok(route)
@@ -282,24 +250,24 @@ pub(crate) fn route_for(
 /// One model call: streams `llm_delta` events, then `llm_response` with the tokens used
 /// (a call that only asks for tools logs no `llm_response`), and records the usage.
 async fn call_model(
-    ctx: &RunContext,
+    env: &dyn StepEnv,
     node_id: &str,
     route: &ModelRoute,
     request: &ChatRequest,
 ) -> Result<ChatResponse, StepError> {
-    let on_delta = |piece: &str| ctx.emit(EventType::LlmDelta, Some(node_id), piece.to_string());
-    let response = ctx
-        .llm
-        .complete(route, request, &on_delta, &ctx.cancel)
+    let on_delta = |piece: &str| env.emit(node_id, EventType::LlmDelta, piece.to_string(), None);
+    let response = env
+        .llm()
+        .complete(route, request, &on_delta, env.cancel())
         .await
-        .map_err(|error| llm_failure(ctx, node_id, error))?;
+        .map_err(|error| llm_failure(env, node_id, error))?;
     if let Some(usage) = response.usage {
-        ctx.record_usage(node_id, usage);
+        env.record_usage(node_id, usage);
     }
     if response.tool_calls.is_empty() || request.tools.is_empty() {
-        ctx.events.emit_with_usage(
+        env.emit(
+            node_id,
             EventType::LlmResponse,
-            Some(node_id),
             response.content.clone(),
             response.usage,
         );
@@ -309,12 +277,8 @@ async fn call_model(
                 .iter()
                 .map(|source| source.url.as_str())
                 .collect();
-            ctx.emit(
-                EventType::LogicCheck,
-                Some(node_id),
-                format!("web sources: {}", sources.join(" ")),
-            );
-            ctx.record_metadata(node_id, &json!({ "sources": response.sources }));
+            env.emit(node_id, EventType::LogicCheck, format!("web sources: {}", sources.join(" ")), None);
+            env.record_metadata(node_id, &json!({ "sources": response.sources }));
         }
     }
     Ok(response)
@@ -323,7 +287,7 @@ async fn call_model(
 /// A structured answer: `first` parsed as JSON and checked against `schema`; when it does not
 /// match, the model is told what is wrong and asked once more (one repair try).
 async fn structured_answer(
-    ctx: &RunContext,
+    env: &dyn StepEnv,
     node_id: &str,
     route: &ModelRoute,
     request: ChatRequest,
@@ -335,10 +299,8 @@ async fn structured_answer(
         Ok(value) => return Ok(value),
         Err(problems) => problems,
     };
-    ctx.emit(
-        EventType::LogicCheck,
-        Some(node_id),
-        format!("the answer does not match the output schema ({problems}); asking once more"),
+    env.emit(node_id, EventType::LogicCheck, format!("the answer does not match the output schema ({problems}); asking once more"),
+        None,
     );
     messages.push(ChatMessage::User {
         content: format!(
@@ -349,14 +311,14 @@ async fn structured_answer(
         messages: messages.clone(),
         ..request
     };
-    let response = call_model(ctx, node_id, route, &retry).await?;
+    let response = call_model(env, node_id, route, &retry).await?;
     messages.push(ChatMessage::Assistant {
         content: response.content.clone(),
         tool_calls: Vec::new(),
     });
     parse_against(schema, &response.content).map_err(|problems| {
         StepError::new(
-            "output_schema",
+            StepErrorKind::OutputSchema,
             format!(
                 "the model's answer does not match outputSchema after one repair try: {problems}"
             ),
@@ -367,21 +329,21 @@ async fn structured_answer(
 /// Asks `node_id`'s model for JSON matching `schema` (with one repair try) and returns it.
 /// Used by nodes that need a structured verdict (`gate`).
 pub(crate) async fn complete_structured(
-    ctx: &RunContext,
+    env: &dyn StepEnv,
     node_id: &str,
     route: &ModelRoute,
     mut request: ChatRequest,
     schema: &Value,
 ) -> Result<Value, StepError> {
     request.response_schema = Some(schema.clone());
-    let response = call_model(ctx, node_id, route, &request).await?;
+    let response = call_model(env, node_id, route, &request).await?;
     let mut messages = request.messages.clone();
     messages.push(ChatMessage::Assistant {
         content: response.content.clone(),
         tool_calls: Vec::new(),
     });
     structured_answer(
-        ctx,
+        env,
         node_id,
         route,
         request,
@@ -392,13 +354,13 @@ pub(crate) async fn complete_structured(
     .await
 }
 
-fn llm_failure(ctx: &RunContext, node_id: &str, error: ProviderError) -> StepError {
+fn llm_failure(env: &dyn StepEnv, node_id: &str, error: ProviderError) -> StepError {
     if error == ProviderError::Cancelled {
-        return StepError::new("cancelled", error.to_string());
+        return StepError::cancelled();
     }
     let message = error.to_string();
-    ctx.emit(EventType::LlmError, Some(node_id), message.clone());
-    StepError::new("provider", message)
+    env.emit(node_id, EventType::LlmError, message.clone(), None);
+    StepError::new(StepErrorKind::Provider, message)
 }
 
 /// `content` as JSON matching `schema`, or what is wrong with it.
@@ -412,7 +374,7 @@ fn parse_against(schema: &Value, content: &str) -> Result<Value, String> {
         .trim();
     let value: Value =
         serde_json::from_str(unfenced).map_err(|error| format!("it is not JSON ({error})"))?;
-    let problems = crate::schema::violations(schema, &value);
+    let problems = OutputSchema::compile(schema)?.problems(&value);
     if problems.is_empty() {
         Ok(value)
     } else {
@@ -421,16 +383,14 @@ fn parse_against(schema: &Value, content: &str) -> Result<Value, String> {
 }
 
 /// The subagents of `node_id` as tools: (spec, child node id).
-fn subagent_tools(ctx: &RunContext, node_id: &str) -> Vec<(ToolSpec, String)> {
+fn subagent_tools(env: &dyn StepEnv, node_id: &str) -> Vec<(ToolSpec, String)> {
     let mut taken = HashSet::new();
-    ctx.subagents_of(node_id)
+    env.subagents(node_id)
         .iter()
         .filter_map(|child_id| {
-            let node = ctx.node(child_id)?;
-            let Some(NodeConfig::Agent(child)) = ctx.config(child_id) else {
-                return None;
-            };
-            let name = unique_tool_name(child.agent_name.as_deref().unwrap_or(node.label()), &mut taken);
+            let label = env.label(child_id)?;
+            let child = env.config(child_id)?.downcast_ref::<AgentConfig>()?;
+            let name = unique_tool_name(child.agent_name.as_deref().unwrap_or(label), &mut taken);
             let description = child
                 .description
                 .clone()
@@ -438,7 +398,7 @@ fn subagent_tools(ctx: &RunContext, node_id: &str) -> Vec<(ToolSpec, String)> {
                 .unwrap_or_else(|| {
                     let start: String = child.system_prompt.chars().take(200).collect();
                     if start.trim().is_empty() {
-                        format!("Asks the agent `{}` to do a task.", node.label())
+                        format!("Asks the agent `{label}` to do a task.")
                     } else {
                         start
                     }
@@ -487,7 +447,7 @@ fn unique_tool_name(text: &str, taken: &mut HashSet<String>) -> String {
 
 /// Runs the subagent a tool call names and returns the tool result text.
 async fn call_subagent(
-    ctx: &RunContext,
+    env: &dyn StepEnv,
     parent: &str,
     tools: &[(ToolSpec, String)],
     call: &ToolCall,
@@ -499,29 +459,24 @@ async fn call_subagent(
     let Some((_, child_id)) = tools.iter().find(|(spec, _)| spec.name == call.name) else {
         let error = format!("there is no tool named `{}`", call.name);
         let payload = json!({ "parent": parent, "child": call.name, "task": task, "error": error });
-        ctx.emit(
-            EventType::SubagentCallError,
-            Some(parent),
-            payload.to_string(),
-        );
+        env.emit(parent, EventType::SubagentCallError, payload.to_string(), None);
         return format!("error: {error}");
     };
     let start = json!({ "parent": parent, "child": child_id, "task": task });
-    ctx.emit(
-        EventType::SubagentCallStart,
-        Some(parent),
-        start.to_string(),
-    );
-    let result = match ctx.config(child_id) {
-        Some(NodeConfig::Agent(child)) => {
-            let system = ctx.render(child_id, "systemPrompt", &Value::String(task.clone()));
+    env.emit(parent, EventType::SubagentCallStart, start.to_string(), None);
+    let child = env
+        .config(child_id)
+        .and_then(|config| config.downcast_ref::<AgentConfig>());
+    let result = match child {
+        Some(child) => {
+            let system = env.render(child_id, "systemPrompt", &Value::String(task.clone()));
             match system {
-                Ok(system) => run_agent(ctx, child_id, child, system, task.clone()).await,
+                Ok(system) => run_agent(env, child_id, child, system, task.clone()).await,
                 Err(error) => Err(error),
             }
         }
-        _ => Err(StepError::new(
-            "internal",
+        None => Err(StepError::new(
+            StepErrorKind::Internal,
             format!("`{child_id}` is not an agent"),
         )),
     };
@@ -530,102 +485,14 @@ async fn call_subagent(
             let output = output_text(&output);
             let end =
                 json!({ "parent": parent, "child": child_id, "task": task, "output": output });
-            ctx.emit(EventType::SubagentCallEnd, Some(parent), end.to_string());
+            env.emit(parent, EventType::SubagentCallEnd, end.to_string(), None);
             output
         }
         Err(error) => {
             let failed = json!({ "parent": parent, "child": child_id, "task": task, "error": error.message });
-            ctx.emit(
-                EventType::SubagentCallError,
-                Some(parent),
-                failed.to_string(),
-            );
+            env.emit(parent, EventType::SubagentCallError, failed.to_string(), None);
             format!("error: {}", error.message)
         }
-    }
-}
-
-/// What a canvas needs to draw an agent (see [`super::KindDescription`]).
-pub(super) fn describe() -> super::KindDescription {
-    use super::{FieldDescription, FieldType, HandleDescription, HandleKind, KindDescription};
-    KindDescription {
-        handles: vec![
-            HandleDescription::execution("output", "Output"),
-            HandleDescription {
-                kind: HandleKind::Subagent,
-                ..HandleDescription::execution(crate::flow::SUBAGENT_HANDLE, "Subagents")
-            },
-            HandleDescription::error(),
-        ],
-        fields: vec![
-            FieldDescription::new(
-                "systemPrompt",
-                "System prompt",
-                help!(systemPrompt),
-                FieldType::Template,
-            )
-            .default(""),
-            FieldDescription::new(
-                "userPrompt",
-                "User prompt",
-                help!(userPrompt),
-                FieldType::Template,
-            )
-            .default(""),
-            FieldDescription::new("model", "Model", help!(model), FieldType::Text).default(""),
-            FieldDescription::new(
-                "reasoningEffort",
-                "Reasoning effort",
-                help!(reasoningEffort),
-                FieldType::Choice {
-                    options: super::serde_names::<ReasoningEffort>(),
-                },
-            ),
-            FieldDescription::new(
-                "temperature",
-                "Temperature",
-                help!(temperature),
-                FieldType::Number {
-                    min: Some(0.0),
-                    max: Some(2.0),
-                },
-            ),
-            FieldDescription::new(
-                "tools.web_search",
-                "Web search",
-                help!(web_search),
-                FieldType::Boolean,
-            )
-            .default(false),
-            FieldDescription::new(
-                "tools.subagents",
-                "Subagents",
-                help!(subagents),
-                FieldType::Boolean,
-            )
-            .default(false),
-            FieldDescription::new(
-                "outputSchema",
-                "Output schema",
-                help!(outputSchema),
-                FieldType::Json,
-            ),
-            FieldDescription::new(
-                "keepHistory",
-                "Keep history",
-                help!(keepHistory),
-                FieldType::Boolean,
-            )
-            .default(false),
-            FieldDescription::new("agentName", "Tool name", help!(agentName), FieldType::Text),
-            FieldDescription::new(
-                "description",
-                "Description",
-                help!(description),
-                FieldType::Text,
-            ),
-        ],
-        ..KindDescription::new(super::NodeKind::Agent, "Agent", help!(kind))
     }
 }
 

@@ -1,30 +1,40 @@
-//! `approval`: pauses the run until a person approves or rejects. The pausing itself is the
-//! scheduler's (it owns the run's status and queue); this file holds the config and the
-//! normalization of a person's answer.
+//! `approval`: pauses the run until a person approves or rejects. The node renders its message
+//! and asks the scheduler to wait; the scheduler owns pausing (the run's status and queue) and
+//! applies the decision. This file also holds the normalization of a person's answer.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{FieldDescription, FieldType, HandleDescription, KindDescription, NodeKind};
+use super::{Handle, Kind, Scheduling};
+use crate::step::{Step, StepEnv, StepError, StepOutput, Wait};
 
-// Each help text once: a doc comment below (`#[doc = help!(..)]`) and a help in `describe()`.
-// Why a macro: see `common_help!` in nodes/mod.rs.
-macro_rules! help {
-    (kind) => {
-        "Pauses the run and shows `message` (a template) to a person, who approves or rejects. \
-         The run continues along the `approve` or `reject` edges; the output is what the node was \
-         given, so the next node works on the approved draft."
-    };
-    (message) => {
-        "What the person is asked (a template; `{{PREVIOUS_OUTPUT}}` shows the draft)."
-    };
+/// Pauses the run and shows `message` (a template) to a person, who approves or rejects. The
+/// run continues along the `approve` or `reject` edges; the output is what the node was given,
+/// so the next node works on the approved draft.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ApprovalConfig {
+    /// What the person is asked (a template; `{{PREVIOUS_OUTPUT}}` shows the draft).
+    #[serde(default)]
+    #[schemars(extend("x-weft" = "template"))]
+    pub message: String,
 }
 
-#[doc = help!(kind)]
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
-pub struct ApprovalConfig {
-    #[doc = help!(message)]
-    #[serde(default)]
-    pub message: String,
+const APPROVE: Handle = Handle::execution("approve", "Approve");
+const REJECT: Handle = Handle::execution("reject", "Reject");
+
+impl Kind for ApprovalConfig {
+    const ID: &'static str = "approval";
+    const TITLE: &'static str = "Approval";
+    const SCHEDULING: Scheduling = Scheduling::Pause;
+    const HANDLES: &'static [Handle] = &[APPROVE, REJECT];
+
+    async fn run(&self, step: &Step<'_>, env: &dyn StepEnv) -> Result<StepOutput, StepError> {
+        let message = env.render(step.node_id, "message", step.input)?;
+        Ok(StepOutput::waiting(
+            step.input.clone(),
+            Wait::Decision { message },
+        ))
+    }
 }
 
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -39,8 +49,8 @@ impl DecisionChoice {
     /// The handle the run continues by.
     pub fn handle(self) -> &'static str {
         match self {
-            DecisionChoice::Approve => "approve",
-            DecisionChoice::Reject => "reject",
+            DecisionChoice::Approve => APPROVE.id,
+            DecisionChoice::Reject => REJECT.id,
         }
     }
 }
@@ -86,22 +96,9 @@ impl Decision {
         Ok((node.to_string(), Decision::parse(answer, note)?))
     }
 
+    /// The decision as `{{ approval }}` sees it and the store keeps it.
     pub fn to_value(&self) -> serde_json::Value {
         serde_json::json!({ "decision": self.decision.handle(), "note": self.note })
-    }
-}
-
-pub(super) fn describe() -> KindDescription {
-    KindDescription {
-        handles: vec![
-            HandleDescription::execution(DecisionChoice::Approve.handle(), "Approve"),
-            HandleDescription::execution(DecisionChoice::Reject.handle(), "Reject"),
-        ],
-        fields: vec![
-            FieldDescription::new("message", "Message", help!(message), FieldType::Template)
-                .default(""),
-        ],
-        ..KindDescription::new(NodeKind::Approval, "Approval", help!(kind))
     }
 }
 

@@ -1,132 +1,97 @@
 //! `gate`: an LLM judges the previous output against criteria and routes by `pass` / `fail`.
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::agent::ReasoningEffort;
-use super::{
-    FieldDescription, FieldError, FieldType, HandleDescription, KindDescription, NodeKind,
-    serde_names,
-};
+use super::agent::{ReasoningEffort, complete_structured, route_for};
+use super::{Handle, Kind, ModelUse, Scheduling};
 use crate::event::EventType;
 use crate::providers::{ChatMessage, ChatRequest};
-use crate::run::{Step, StepError, StepOutput};
+use crate::step::{Step, StepEnv, StepError, StepOutput};
 use crate::template::output_text;
 
-// Each help text once: a doc comment below (`#[doc = help!(..)]`) and a help in `describe()`.
-// Why a macro: see `common_help!` in nodes/mod.rs.
-macro_rules! help {
-    (kind) => {
-        "A quality gate: a model judges the previous output against `criteria` and must \
-         answer pass or fail with a reason (structured output). The run continues by `pass` or \
-         `fail`; the output is the previous output, unchanged, so a `fail` branch can revise it."
-    };
-    (criteria) => {
-        "What a passing output must satisfy (a template)."
-    };
-    (model) => {
-        "`provider/name` or a bare name; empty uses the default model."
-    };
-    (reasoningEffort) => {
-        "How hard a reasoning model thinks: `low`, `medium` or `high`."
-    };
-}
-
-#[doc = help!(kind)]
-///
-/// From seed 001.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+/// A quality gate: a model judges the previous output against `criteria` and must answer pass
+/// or fail with a reason (structured output). The run continues by `pass` or `fail`; the output
+/// is the previous output, unchanged, so a `fail` branch can revise it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GateConfig {
-    #[doc = help!(criteria)]
+    /// What a passing output must satisfy (a template).
     #[serde(default)]
+    #[schemars(
+        extend("x-weft" = "template", "x-weft-empty" = "say what a passing output must satisfy"),
+        length(min = 1)
+    )]
     pub criteria: String,
-    #[doc = help!(model)]
+    /// `provider/name` or a bare name; empty uses the default model.
     #[serde(default)]
     pub model: String,
-    #[doc = help!(reasoningEffort)]
+    /// How hard a reasoning model thinks.
     #[serde(default)]
     pub reasoning_effort: Option<ReasoningEffort>,
 }
 
-impl GateConfig {
-    pub(super) fn check_ranges(&self) -> Result<(), FieldError> {
-        if self.criteria.trim().is_empty() {
-            return Err(FieldError::new(
-                "criteria",
-                "is empty: say what a passing output must satisfy",
-            ));
-        }
-        Ok(())
-    }
-}
+const PASS: Handle = Handle::execution("pass", "Pass");
+const FAIL: Handle = Handle::execution("fail", "Fail");
 
 const JUDGE_INSTRUCTIONS: &str = "You are a strict reviewer. Judge whether the text meets every criterion. \
 Answer only with JSON: {\"pass\": true or false, \"reason\": \"one sentence\"}.";
 
-pub(super) async fn run(config: &GateConfig, step: &Step<'_>) -> Result<StepOutput, StepError> {
-    let criteria = step.render("criteria")?;
-    let route = super::route_for(step.ctx, &step.node.id, &config.model, false)?;
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "pass": { "type": "boolean" },
-            "reason": { "type": "string" },
-        },
-        "required": ["pass", "reason"],
-    });
-    let request = ChatRequest {
-        reasoning_effort: config
-            .reasoning_effort
-            .map(|effort| effort.as_str().to_string()),
-        ..ChatRequest::new(
-            route.model.clone(),
-            vec![
-                ChatMessage::System {
-                    content: JUDGE_INSTRUCTIONS.into(),
-                },
-                ChatMessage::User {
-                    content: format!(
-                        "Criteria:\n{criteria}\n\nText:\n{}",
-                        output_text(step.input)
-                    ),
-                },
-            ],
-        )
-    };
-    let verdict =
-        super::complete_structured(step.ctx, &step.node.id, &route, request, &schema).await?;
-    let passed = verdict
-        .get("pass")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    let reason = verdict.get("reason").map(output_text).unwrap_or_default();
-    let handle = if passed { "pass" } else { "fail" };
-    step.emit(EventType::LogicCheck, format!("{handle}: {reason}"));
-    Ok(StepOutput::new(step.input.clone(), handle))
-}
+impl Kind for GateConfig {
+    const ID: &'static str = "gate";
+    const TITLE: &'static str = "Gate";
+    const SCHEDULING: Scheduling = Scheduling::Task;
+    const HANDLES: &'static [Handle] = &[PASS, FAIL, Handle::ERROR];
 
-pub(super) fn describe() -> KindDescription {
-    KindDescription {
-        handles: vec![
-            HandleDescription::execution("pass", "Pass"),
-            HandleDescription::execution("fail", "Fail"),
-            HandleDescription::error(),
-        ],
-        fields: vec![
-            FieldDescription::new("criteria", "Criteria", help!(criteria), FieldType::Template)
-                .default("")
-                .required(),
-            FieldDescription::new("model", "Model", help!(model), FieldType::Text).default(""),
-            FieldDescription::new(
-                "reasoningEffort",
-                "Reasoning effort",
-                help!(reasoningEffort),
-                FieldType::Choice {
-                    options: serde_names::<ReasoningEffort>(),
-                },
-            ),
-        ],
-        ..KindDescription::new(NodeKind::Gate, "Gate", help!(kind))
+    fn model(&self) -> Option<ModelUse<'_>> {
+        Some(ModelUse {
+            model: &self.model,
+            web_search: false,
+        })
+    }
+
+    async fn run(&self, step: &Step<'_>, env: &dyn StepEnv) -> Result<StepOutput, StepError> {
+        let criteria = env.render(step.node_id, "criteria", step.input)?;
+        let route = route_for(env, step.node_id, &self.model, false)?;
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "pass": { "type": "boolean" },
+                "reason": { "type": "string" },
+            },
+            "required": ["pass", "reason"],
+        });
+        let request = ChatRequest {
+            reasoning_effort: self.reasoning_effort.map(|effort| effort.as_str().to_string()),
+            ..ChatRequest::new(
+                route.model.clone(),
+                vec![
+                    ChatMessage::System {
+                        content: JUDGE_INSTRUCTIONS.into(),
+                    },
+                    ChatMessage::User {
+                        content: format!(
+                            "Criteria:\n{criteria}\n\nText:\n{}",
+                            output_text(step.input)
+                        ),
+                    },
+                ],
+            )
+        };
+        let verdict = complete_structured(env, step.node_id, &route, request, &schema).await?;
+        let passed = verdict
+            .get("pass")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let reason = verdict.get("reason").map(output_text).unwrap_or_default();
+        let handle = if passed { PASS } else { FAIL };
+        env.emit(
+            step.node_id,
+            EventType::LogicCheck,
+            format!("{}: {reason}", handle.id),
+            None,
+        );
+        Ok(StepOutput::new(step.input.clone(), handle.id))
     }
 }

@@ -1,95 +1,89 @@
-//! `http`: one HTTP request, with templated method, URL, headers and body.
+//! `http`: one HTTP request, with templated URL, headers and body.
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{
-    FieldDescription, FieldError, FieldType, HandleDescription, KindDescription, NodeKind,
-};
-use crate::run::{Step, StepError, StepOutput};
+use super::{FieldError, Handle, Kind, Scheduling};
+use crate::step::{Step, StepEnv, StepError, StepErrorKind, StepOutput};
 
-// Each help text once: a doc comment below (`#[doc = help!(..)]`) and a help in `describe()`.
-// Why a macro: see `common_help!` in nodes/mod.rs.
-macro_rules! help {
-    (kind) => {
-        "Sends one HTTP request. `url`, header values and `body` are templates. The output is \
-         `{ \"status\", \"headers\", \"body\" }`, the body parsed when the response is JSON. A \
-         status outside 200–299 fails the node (so `error` edges and retries apply) unless \
-         `allowErrorStatus` is set."
-    };
-    (method) => {
-        "`GET`, `POST`, `PUT`, `PATCH`, `DELETE` or `HEAD`."
-    };
-    (url) => {
-        "The address (a template)."
-    };
-    (headers) => {
-        "Request headers; values are templates."
-    };
-    (body) => {
-        "The request body (a template); sent as JSON when it parses as JSON."
-    };
-    (allowErrorStatus) => {
-        "Treat any status as success and pass it on."
-    };
-}
-
-#[doc = help!(kind)]
-///
-/// Templates: SPEC §3.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// Sends one HTTP request. `url`, header values and `body` are templates. The output is
+/// `{ "status", "headers", "body" }`, the body parsed when the response is JSON. A status outside
+/// 200–299 fails the node (so `error` edges and retries apply) unless `allowErrorStatus` is set.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HttpConfig {
-    #[doc = help!(method)]
-    #[serde(default = "default_method")]
-    pub method: String,
-    #[doc = help!(url)]
+    /// The request method.
     #[serde(default)]
+    pub method: HttpMethod,
+    /// The address (a template).
+    #[serde(default)]
+    #[schemars(title = "URL", extend("x-weft" = "template"), length(min = 1))]
     pub url: String,
-    #[doc = help!(headers)]
+    /// Request headers; values are templates.
     #[serde(default)]
+    #[schemars(extend("x-weft" = "templateMap"))]
     pub headers: BTreeMap<String, String>,
-    #[doc = help!(body)]
+    /// The request body (a template); sent as JSON when it parses as JSON.
     #[serde(default)]
+    #[schemars(extend("x-weft" = "template"))]
     pub body: Option<String>,
-    #[doc = help!(allowErrorStatus)]
+    /// Treat any status as success and pass it on.
     #[serde(default)]
     pub allow_error_status: bool,
 }
 
-fn default_method() -> String {
-    "GET".into()
+/// An HTTP method, read in any case (`post` is `POST`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Serialize,
+    JsonSchema,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::VariantNames,
+)]
+#[serde(rename_all = "UPPERCASE")]
+#[strum(serialize_all = "UPPERCASE", ascii_case_insensitive)]
+pub enum HttpMethod {
+    #[default]
+    Get,
+    Post,
+    Put,
+    Patch,
+    Delete,
+    Head,
 }
 
-impl Default for HttpConfig {
-    fn default() -> Self {
-        HttpConfig {
-            method: default_method(),
-            url: String::new(),
-            headers: BTreeMap::new(),
-            body: None,
-            allow_error_status: false,
-        }
+impl<'de> Deserialize<'de> for HttpMethod {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<HttpMethod, D::Error> {
+        use strum::VariantNames as _;
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(|_| {
+            serde::de::Error::custom(format!(
+                "`{text}` is not a method: use one of {}",
+                HttpMethod::VARIANTS.join(", ")
+            ))
+        })
     }
 }
 
 /// Largest response body kept (bytes); a larger one fails the step.
 const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
-const METHODS: [&str; 6] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"];
 
-impl HttpConfig {
-    pub(super) fn check_ranges(&self) -> Result<(), FieldError> {
-        if !METHODS.contains(&self.method.to_ascii_uppercase().as_str()) {
-            return Err(FieldError::new(
-                "method",
-                format!("must be one of {}", METHODS.join(", ")),
-            ));
-        }
-        if self.url.trim().is_empty() {
-            return Err(FieldError::new("url", "is empty"));
-        }
+impl Kind for HttpConfig {
+    const ID: &'static str = "http";
+    const TITLE: &'static str = "HTTP request";
+    const SCHEDULING: Scheduling = Scheduling::Task;
+    const HANDLES: &'static [Handle] = &[Handle::OUTPUT, Handle::ERROR];
+
+    fn check(&self) -> Result<(), FieldError> {
         for name in self.headers.keys() {
             if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
                 return Err(FieldError::new(
@@ -101,45 +95,40 @@ impl HttpConfig {
         Ok(())
     }
 
-    pub(super) fn templates(&self) -> Vec<(String, &str)> {
-        let mut fields = vec![("url".to_string(), self.url.as_str())];
-        fields.extend(
-            self.headers
-                .iter()
-                .map(|(name, value)| (format!("headers.{name}"), value.as_str())),
-        );
-        if let Some(body) = &self.body {
-            fields.push(("body".to_string(), body.as_str()));
-        }
-        fields
+    async fn run(&self, step: &Step<'_>, env: &dyn StepEnv) -> Result<StepOutput, StepError> {
+        request(self, step, env).await
     }
 }
 
-pub(super) async fn run(config: &HttpConfig, step: &Step<'_>) -> Result<StepOutput, StepError> {
-    let url = step.render("url")?;
-    let method = reqwest::Method::from_bytes(config.method.to_ascii_uppercase().as_bytes())
-        .map_err(|_| {
-            StepError::new("http", format!("`{}` is not an HTTP method", config.method))
-        })?;
-    let mut request = step.ctx.http.request(method.clone(), url.trim());
+async fn request(
+    config: &HttpConfig,
+    step: &Step<'_>,
+    env: &dyn StepEnv,
+) -> Result<StepOutput, StepError> {
+    let url = env.render(step.node_id, "url", step.input)?;
+    let method: &'static str = config.method.into();
+    let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|_| {
+        StepError::new(StepErrorKind::Internal, format!("`{method}` is not an HTTP method"))
+    })?;
+    let mut request = env.http().request(method.clone(), url.trim());
     let mut has_content_type = false;
     for name in config.headers.keys() {
-        let value = step.render(&format!("headers.{name}"))?;
+        let value = env.render(step.node_id, &format!("headers.{name}"), step.input)?;
         has_content_type |= name.eq_ignore_ascii_case("content-type");
         request = request.header(name.as_str(), value);
     }
     if config.body.is_some() {
-        let body = step.render("body")?;
+        let body = env.render(step.node_id, "body", step.input)?;
         if !has_content_type && serde_json::from_str::<Value>(&body).is_ok() {
             request = request.header("content-type", "application/json");
         }
         request = request.body(body);
     }
     let failed = |error: reqwest::Error| {
-        StepError::new("http", format!("{method} {url}: {}", failure_text(&error)))
+        StepError::new(StepErrorKind::Http, format!("{method} {url}: {}", failure_text(&error)))
     };
     let response = tokio::select! {
-        () = step.ctx.cancel.cancelled() => return Err(StepError::new("cancelled", "the run was cancelled")),
+        () = env.cancel().cancelled() => return Err(StepError::cancelled()),
         response = request.send() => response.map_err(failed)?,
     };
     let status = response.status();
@@ -164,13 +153,13 @@ pub(super) async fn run(config: &HttpConfig, step: &Step<'_>) -> Result<StepOutp
     let mut bytes = Vec::new();
     loop {
         let chunk = tokio::select! {
-            () = step.ctx.cancel.cancelled() => return Err(StepError::new("cancelled", "the run was cancelled")),
+            () = env.cancel().cancelled() => return Err(StepError::cancelled()),
             chunk = response.chunk() => chunk.map_err(failed)?,
         };
         let Some(chunk) = chunk else { break };
         if bytes.len() + chunk.len() > MAX_BODY_BYTES {
             return Err(StepError::new(
-                "http",
+                StepErrorKind::Http,
                 format!(
                     "{method} {url}: the response is larger than {} MiB",
                     MAX_BODY_BYTES / 1024 / 1024
@@ -188,7 +177,7 @@ pub(super) async fn run(config: &HttpConfig, step: &Step<'_>) -> Result<StepOutp
     if !status.is_success() && !config.allow_error_status {
         let excerpt: String = text.chars().take(300).collect();
         return Err(StepError::new(
-            "http",
+            StepErrorKind::Http,
             format!(
                 "{method} {url} answered {}: {}",
                 status.as_u16(),
@@ -197,7 +186,7 @@ pub(super) async fn run(config: &HttpConfig, step: &Step<'_>) -> Result<StepOutp
         ));
     }
     let output = serde_json::json!({ "status": status.as_u16(), "headers": headers, "body": body });
-    Ok(StepOutput::new(output, "output"))
+    Ok(StepOutput::new(output, Handle::OUTPUT.id))
 }
 
 fn failure_text(error: &reqwest::Error) -> String {
@@ -210,36 +199,3 @@ fn failure_text(error: &reqwest::Error) -> String {
     }
 }
 
-pub(super) fn describe() -> KindDescription {
-    KindDescription {
-        handles: vec![
-            HandleDescription::execution("output", "Output"),
-            HandleDescription::error(),
-        ],
-        fields: vec![
-            FieldDescription::new(
-                "method",
-                "Method",
-                help!(method),
-                FieldType::Choice {
-                    options: METHODS.to_vec(),
-                },
-            )
-            .default(default_method()),
-            FieldDescription::new("url", "URL", help!(url), FieldType::Template)
-                .default("")
-                .required(),
-            FieldDescription::new("headers", "Headers", help!(headers), FieldType::StringMap)
-                .default(serde_json::json!({})),
-            FieldDescription::new("body", "Body", help!(body), FieldType::Template),
-            FieldDescription::new(
-                "allowErrorStatus",
-                "Allow error status",
-                help!(allowErrorStatus),
-                FieldType::Boolean,
-            )
-            .default(false),
-        ],
-        ..KindDescription::new(NodeKind::Http, "HTTP request", help!(kind))
-    }
-}

@@ -1,39 +1,27 @@
 //! `if`: routes by testing the previous output; the first matching condition wins.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{
-    FieldDescription, FieldError, FieldType, HandleDescription, KindDescription, NodeKind,
-    serde_names,
-};
+use super::{FieldError, Handle, Kind, Scheduling};
 use crate::event::EventType;
-use crate::run::{Step, StepError, StepOutput};
+use crate::step::{Step, StepEnv, StepError, StepOutput};
 use crate::template::output_text;
 
-// Each help text once: a doc comment below (`#[doc = help!(..)]`) and a help in `describe()`.
-// Why a macro: see `common_help!` in nodes/mod.rs.
-macro_rules! help {
-    (kind) => {
-        "Tests the previous output against each condition in turn and leaves by the handle of the \
-         first that holds (`condition-<i>`), or by `false` when none does. The output is the \
-         previous output, unchanged."
-    };
-    (conditions) => {
-        "The conditions, tested in order."
-    };
-}
-
-#[doc = help!(kind)]
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+/// Tests the previous output against each condition in turn and leaves by the handle of the
+/// first that holds (`condition-<i>`), or by `false` when none does. The output is the
+/// previous output, unchanged.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct IfConfig {
-    #[doc = help!(conditions)]
+    /// The conditions, tested in order.
     #[serde(default)]
+    #[schemars(extend("x-weft" = "conditions"))]
     pub conditions: Vec<Condition>,
 }
 
 /// One test. Text is compared trimmed and lowercased on both sides.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Condition {
     pub operator: Operator,
     /// What to compare with (text or a number; unused by `is_empty` / `is_not_empty`).
@@ -44,8 +32,11 @@ pub struct Condition {
     pub field: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, strum::IntoStaticStr,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Operator {
     Equal,
     Contains,
@@ -60,33 +51,18 @@ pub enum Operator {
     Lt,
 }
 
-impl Operator {
-    fn name(self) -> &'static str {
-        match self {
-            Operator::Equal => "equal",
-            Operator::Contains => "contains",
-            Operator::NotEqual => "not_equal",
-            Operator::NotContains => "not_contains",
-            Operator::StartsWith => "starts_with",
-            Operator::EndsWith => "ends_with",
-            Operator::Regex => "regex",
-            Operator::IsEmpty => "is_empty",
-            Operator::IsNotEmpty => "is_not_empty",
-            Operator::Gt => "gt",
-            Operator::Lt => "lt",
-        }
-    }
-}
+/// The handle of the condition that held; one per row of `conditions`.
+const CONDITION: Handle = Handle::per_row("condition-{i}", "Condition {i}", "conditions");
+/// The handle taken when no condition holds.
+const OTHERWISE: Handle = Handle::execution("false", "Otherwise");
 
-impl IfConfig {
-    pub(super) fn handles(&self) -> Vec<String> {
-        (0..self.conditions.len())
-            .map(|index| format!("condition-{index}"))
-            .chain(std::iter::once("false".to_string()))
-            .collect()
-    }
+impl Kind for IfConfig {
+    const ID: &'static str = "if";
+    const TITLE: &'static str = "If";
+    const SCHEDULING: Scheduling = Scheduling::Instant;
+    const HANDLES: &'static [Handle] = &[CONDITION, OTHERWISE];
 
-    pub(super) fn check_ranges(&self) -> Result<(), FieldError> {
+    fn check(&self) -> Result<(), FieldError> {
         for (index, condition) in self.conditions.iter().enumerate() {
             if !matches!(
                 condition.value,
@@ -111,6 +87,32 @@ impl IfConfig {
         }
         Ok(())
     }
+
+    async fn run(&self, step: &Step<'_>, env: &dyn StepEnv) -> Result<StepOutput, StepError> {
+        let matched = self
+            .conditions
+            .iter()
+            .position(|condition| holds(condition, step.input));
+        let handle = matched.map_or(OTHERWISE.id.to_string(), |index| CONDITION.row(index));
+        let description = match matched {
+            Some(index) => {
+                let condition = &self.conditions[index];
+                let field = condition
+                    .field
+                    .as_deref()
+                    .map(|field| format!("{field} "))
+                    .unwrap_or_default();
+                let operator: &str = condition.operator.into();
+                format!(
+                    "condition {index} ({field}{operator} {}) is true: taking {handle}",
+                    condition.value
+                )
+            }
+            None => format!("no condition is true: taking {handle}"),
+        };
+        env.emit(step.node_id, EventType::LogicCheck, description, None);
+        Ok(StepOutput::new(step.input.clone(), handle))
+    }
 }
 
 /// The last line of a regex error (the full message draws a caret diagram over several lines).
@@ -134,19 +136,6 @@ fn value_text(value: &Value) -> String {
     output_text(value).trim().to_lowercase()
 }
 
-/// The value at a dotted path (`a.b.0`) of `value`.
-fn field_at<'v>(value: &'v Value, path: &str) -> Option<&'v Value> {
-    path.split('.')
-        .try_fold(value, |current, part| match current {
-            Value::Object(map) => map.get(part),
-            Value::Array(items) => part
-                .parse::<usize>()
-                .ok()
-                .and_then(|index| items.get(index)),
-            _ => None,
-        })
-}
-
 /// Whether `condition` holds for `input`.
 pub(crate) fn holds(condition: &Condition, input: &Value) -> bool {
     let subject = match &condition.field {
@@ -160,7 +149,7 @@ pub(crate) fn holds(condition: &Condition, input: &Value) -> bool {
                 }
                 other => other,
             };
-            field_at(value, path).map(value_text).unwrap_or_default()
+            crate::path::get(value, path).map(value_text).unwrap_or_default()
         }
         None => value_text(input),
     };
@@ -180,56 +169,6 @@ pub(crate) fn holds(condition: &Condition, input: &Value) -> bool {
         Operator::IsNotEmpty => !subject.is_empty(),
         Operator::Gt => matches!((number(&subject), number(&wanted)), (Some(a), Some(b)) if a > b),
         Operator::Lt => matches!((number(&subject), number(&wanted)), (Some(a), Some(b)) if a < b),
-    }
-}
-
-pub(super) fn run(config: &IfConfig, step: &Step<'_>) -> Result<StepOutput, StepError> {
-    let matched = config
-        .conditions
-        .iter()
-        .position(|condition| holds(condition, step.input));
-    let handle = matched.map_or("false".to_string(), |index| format!("condition-{index}"));
-    let description = match matched {
-        Some(index) => {
-            let condition = &config.conditions[index];
-            let field = condition
-                .field
-                .as_deref()
-                .map(|field| format!("{field} "))
-                .unwrap_or_default();
-            format!(
-                "condition {index} ({field}{} {}) is true: taking {handle}",
-                condition.operator.name(),
-                condition.value
-            )
-        }
-        None => format!("no condition is true: taking {handle}"),
-    };
-    step.emit(EventType::LogicCheck, description);
-    Ok(StepOutput::new(step.input.clone(), handle))
-}
-
-pub(super) fn describe() -> KindDescription {
-    KindDescription {
-        handles: vec![
-            HandleDescription {
-                rows: Some("conditions"),
-                ..HandleDescription::execution("condition-{i}", "Condition {i}")
-            },
-            HandleDescription::execution("false", "Otherwise"),
-        ],
-        fields: vec![
-            FieldDescription::new(
-                "conditions",
-                "Conditions",
-                help!(conditions),
-                FieldType::Conditions {
-                    operators: serde_names::<Operator>(),
-                },
-            )
-            .default(serde_json::json!([])),
-        ],
-        ..KindDescription::new(NodeKind::If, "If", help!(kind))
     }
 }
 

@@ -1,34 +1,25 @@
 //! `join`: waits for every incoming branch that can still arrive, then runs once.
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-use super::{HandleDescription, KindDescription, NodeKind};
+use super::{Handle, Kind, Scheduling};
+use crate::step::{Step, StepEnv, StepError, StepOutput};
 
-use crate::run::{Step, StepError, StepOutput};
-
-// Each help text once: a doc comment below (`#[doc = help!(..)]`) and a help in `describe()`.
-// Why a macro: see `common_help!` in nodes/mod.rs.
-macro_rules! help {
-    (kind) => {
-        "Waits for every incoming branch that can still arrive (branches that an `if`, `gate` or \
-         `approval` upstream did not take are not waited for), then continues once. Its output is \
-         `{ \"<source node id>\": <that branch's output>, ... }`."
-    };
-}
-
-#[doc = help!(kind)]
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+/// Waits for every incoming branch that can still arrive (branches that an `if`, `gate` or
+/// `approval` upstream did not take are not waited for), then continues once. Its output is
+/// `{ "<source node id>": <that branch's output>, ... }`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct JoinConfig {}
 
-/// The scheduler collects the arrivals and calls this once they are complete; the input is
-/// already the object of arrivals.
-pub(super) fn run(step: &Step<'_>) -> Result<StepOutput, StepError> {
-    Ok(StepOutput::new(step.input.clone(), "output"))
-}
+impl Kind for JoinConfig {
+    const ID: &'static str = "join";
+    const TITLE: &'static str = "Join";
+    const SCHEDULING: Scheduling = Scheduling::Join;
+    const HANDLES: &'static [Handle] = &[Handle::OUTPUT];
 
-pub(super) fn describe() -> KindDescription {
-    KindDescription {
-        handles: vec![HandleDescription::execution("output", "Output")],
-        ..KindDescription::new(NodeKind::Join, "Join", help!(kind))
+    /// The scheduler collects the arrivals; the input is already the object of them.
+    async fn run(&self, step: &Step<'_>, _env: &dyn StepEnv) -> Result<StepOutput, StepError> {
+        Ok(StepOutput::new(step.input.clone(), Handle::OUTPUT.id))
     }
 }

@@ -1,33 +1,30 @@
 //! `note`: a comment on the canvas. It has no handles and never runs.
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-use super::{FieldDescription, FieldType, KindDescription, NodeKind};
+use super::{Handle, Kind, Scheduling};
+use crate::step::{Step, StepEnv, StepError, StepErrorKind, StepOutput};
 
-// Each help text once: a doc comment below (`#[doc = help!(..)]`) and a help in `describe()`.
-// Why a macro: see `common_help!` in nodes/mod.rs.
-macro_rules! help {
-    (kind) => {
-        "A comment on the canvas; it never runs and takes no edges."
-    };
-    (text) => {
-        "The note's text."
-    };
-}
-
-#[doc = help!(kind)]
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+/// A comment on the canvas; it never runs and takes no edges.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct NoteConfig {
-    #[doc = help!(text)]
+    /// The note's text.
     #[serde(default)]
     pub text: String,
 }
 
-pub(super) fn describe() -> KindDescription {
-    KindDescription {
-        fields: vec![
-            FieldDescription::new("text", "Text", help!(text), FieldType::Text).default(""),
-        ],
-        ..KindDescription::new(NodeKind::Note, "Note", help!(kind))
+impl Kind for NoteConfig {
+    const ID: &'static str = "note";
+    const TITLE: &'static str = "Note";
+    const SCHEDULING: Scheduling = Scheduling::Never;
+    const INPUTS: bool = false;
+    const HANDLES: &'static [Handle] = &[];
+
+    async fn run(&self, step: &Step<'_>, _env: &dyn StepEnv) -> Result<StepOutput, StepError> {
+        Err(StepError::new(
+            StepErrorKind::Internal,
+            format!("note `{}` was asked to run; notes never run", step.node_id),
+        ))
     }
 }

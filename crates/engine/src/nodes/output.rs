@@ -1,27 +1,22 @@
 //! `output`: marks the run's result.
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-use super::{KindDescription, NodeKind};
+use super::{Handle, Kind, Scheduling};
+use crate::step::{Step, StepEnv, StepError, StepOutput};
 
-use crate::run::{Step, StepError, StepOutput};
-
-// Each help text once: a doc comment below (`#[doc = help!(..)]`) and a help in `describe()`.
-// Why a macro: see `common_help!` in nodes/mod.rs.
-macro_rules! help {
-    (kind) => {
-        "Marks the run's result: a run's result is the value of the last `output` node that ran."
-    };
-}
-
-#[doc = help!(kind)]
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+/// Marks the run's result: a run's result is the value of the last `output` node that ran.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct OutputConfig {}
 
-pub(super) fn run(step: &Step<'_>) -> Result<StepOutput, StepError> {
-    Ok(StepOutput::new(step.input.clone(), "output"))
-}
+impl Kind for OutputConfig {
+    const ID: &'static str = "output";
+    const TITLE: &'static str = "Output";
+    const SCHEDULING: Scheduling = Scheduling::Instant;
+    const HANDLES: &'static [Handle] = &[];
 
-pub(super) fn describe() -> KindDescription {
-    KindDescription::new(NodeKind::Output, "Output", help!(kind))
+    async fn run(&self, step: &Step<'_>, _env: &dyn StepEnv) -> Result<StepOutput, StepError> {
+        Ok(StepOutput::new(step.input.clone(), Handle::OUTPUT.id).as_result())
+    }
 }

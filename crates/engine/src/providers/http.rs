@@ -108,7 +108,7 @@ impl Exchange<'_> {
             }
             let delay = failure
                 .retry_after
-                .unwrap_or_else(|| backoff(self.settings, attempt))
+                .unwrap_or_else(|| self.settings.backoff().delay(attempt))
                 .min(self.settings.max_backoff);
             tracing::debug!(
                 provider = self.provider,
@@ -328,18 +328,6 @@ pub(super) fn secret_header(value: &str) -> Option<HeaderValue> {
 /// Whether an HTTP status is worth another attempt: 429 and 5xx (Anthropic's 529 included).
 pub(super) fn is_retryable_status(status: u16) -> bool {
     status == StatusCode::TOO_MANY_REQUESTS.as_u16() || (500..=599).contains(&status)
-}
-
-/// The wait after failed attempt number `attempt` (from 1): the initial backoff doubled
-/// per attempt, ±25 % jitter, capped at the maximum backoff.
-pub(super) fn backoff(settings: &ProviderSettings, attempt: u32) -> Duration {
-    let max = settings.max_backoff;
-    let doublings = i32::try_from(attempt.saturating_sub(1).min(30)).unwrap_or(30);
-    let base = settings.initial_backoff.as_secs_f64() * 2f64.powi(doublings);
-    let jittered = base * (0.75 + 0.5 * rand::random::<f64>());
-    Duration::try_from_secs_f64(jittered)
-        .unwrap_or(max)
-        .min(max)
 }
 
 /// A short description of a failure for logs (never the provider's message, which might echo
@@ -739,11 +727,11 @@ mod tests {
             max_backoff: Duration::from_millis(300),
             ..ProviderSettings::default()
         };
-        let first = backoff(&settings, 1);
+        let first = settings.backoff().delay(1);
         assert!(first >= Duration::from_millis(75) && first <= Duration::from_millis(125));
-        let second = backoff(&settings, 2);
+        let second = settings.backoff().delay(2);
         assert!(second >= Duration::from_millis(150) && second <= Duration::from_millis(250));
-        assert_eq!(backoff(&settings, 40), Duration::from_millis(300));
+        assert_eq!(settings.backoff().delay(40), Duration::from_millis(300));
         assert!(is_retryable_status(529) && is_retryable_status(429));
         assert!(!is_retryable_status(400));
     }

@@ -100,6 +100,16 @@ impl Default for ProviderSettings {
 }
 
 impl ProviderSettings {
+    /// How long to wait between attempts: doubling from `initial_backoff`, with jitter,
+    /// capped at `max_backoff`.
+    pub fn backoff(&self) -> crate::backoff::Backoff {
+        crate::backoff::Backoff {
+            initial: self.initial_backoff,
+            max: self.max_backoff,
+            jitter: true,
+        }
+    }
+
     /// Settings from environment variables (SPEC §7): `OPENAI_API_KEY`, `OPENAI_BASE_URL`,
     /// `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `OLLAMA_HOST`, `WEFT_DEFAULT_MODEL`.
     /// `lookup` is the environment (a function so tests and hosts can supply their own).
@@ -176,8 +186,19 @@ impl ProviderSettings {
 }
 
 /// The provider a model name routes to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum ProviderKind {
     OpenAi,
@@ -187,11 +208,7 @@ pub enum ProviderKind {
 
 impl ProviderKind {
     pub fn as_str(self) -> &'static str {
-        match self {
-            ProviderKind::OpenAi => "openai",
-            ProviderKind::Anthropic => "anthropic",
-            ProviderKind::Ollama => "ollama",
-        }
+        self.into()
     }
 }
 
@@ -226,13 +243,7 @@ pub fn route_model(model: &str, settings: &ProviderSettings) -> Result<ModelRout
         model
     };
     if let Some((prefix, rest)) = model.split_once('/') {
-        let provider = match prefix.to_ascii_lowercase().as_str() {
-            "openai" => Some(ProviderKind::OpenAi),
-            "anthropic" => Some(ProviderKind::Anthropic),
-            "ollama" => Some(ProviderKind::Ollama),
-            _ => None,
-        };
-        if let Some(provider) = provider {
+        if let Ok(provider) = prefix.to_ascii_lowercase().parse::<ProviderKind>() {
             return Ok(ModelRoute {
                 provider,
                 model: rest.to_string(),

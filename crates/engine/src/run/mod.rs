@@ -1,4 +1,6 @@
-//! Running flows (SPEC §4): start a run, resume a paused one, cancel either.
+//! Running flows (SPEC §4): the [`Engine`] both hosts (the `weft` command and the desktop app)
+//! call to start a run, resume a paused one, cancel one, ask what a paused run waits for, and
+//! shut down.
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
@@ -11,29 +13,33 @@
 //! ```
 
 mod context;
+mod emitter;
+mod graph;
 mod nested;
 mod scheduler;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
+use serde::Serialize;
 use serde_json::{Value, json};
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
-pub use context::EventListener;
-pub(crate) use context::MAX_DEPTH;
-pub(crate) use context::{RunContext, Step, StepError, StepOutput};
-pub(crate) use nested::{ChildFlow, NestedEnd, run_nested};
+pub use emitter::EventListener;
 
 use crate::event::{EventType, RunStatus};
 use crate::flow::Flow;
-use crate::nodes::{Decision, NodeConfig};
+use crate::nodes::{Decision, NodeConfig, NodeKind, StartConfig};
 use crate::providers::{LlmClients, Usage};
-use crate::store::{NewRun, PauseRecord, QueuedStep, Store, StoreError};
+use crate::store::{NewRun, PauseRecord, QueuedStep, RunRecord, Store, StoreError};
 use crate::template::output_text;
-use crate::validate::{Problem, validate};
-use context::{ContextSeed, Emitter, now};
+use crate::validate::{Problem, check_flow};
+use context::{ContextSeed, RunContext, Services};
+use emitter::{Emitter, now};
 use scheduler::{SavedState, Scheduler};
 
 /// Where a run begins.
@@ -59,12 +65,14 @@ pub enum Entry {
 pub struct RunOptions {
     /// The run's input text (a JSON object or array is read as JSON); else the start node's `initialInput`.
     pub input: Option<String>,
-    /// Approvals answered in advance, by node id; used every time that node is reached in this process.
+    /// Approvals answered in advance, by node id (`sub/review` for one inside the subflow
+    /// `sub`); used every time that node is reached in this process. Checked by
+    /// [`check_decisions`] before the run starts.
     pub decisions: HashMap<String, Decision>,
     /// The flow file, stored with the run for history.
     pub flow_path: Option<PathBuf>,
     pub on_event: Option<EventListener>,
-    /// Cancelling it ends the run with status `cancelled`.
+    /// Cancelling it ends the run with status `cancelled` (as [`Engine::cancel`] does).
     pub cancel: CancellationToken,
     pub entry: Entry,
 }
@@ -78,19 +86,25 @@ pub struct ResumeOptions {
     pub cancel: CancellationToken,
 }
 
-/// Where a run stands when [`Engine::start`] or [`Engine::resume`] returns.
-#[derive(Debug, Clone, PartialEq)]
+/// Where a run stands when it ended or paused.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct RunOutcome {
     pub run_id: String,
     pub status: RunStatus,
     /// The run's result when it completed: the last `output` node's value, else the last finished node's.
     pub result: Option<Value>,
     pub error: Option<String>,
-    /// The approval a paused run waits for: node id and the rendered message.
+    /// What a paused run waits for.
     pub waiting: Option<Waiting>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// What a paused run waits for: the node (a path such as `sub/review` for one inside a
+/// subflow) and the message shown to the person.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Waiting {
     pub node_id: String,
     pub message: String,
@@ -110,44 +124,156 @@ pub enum RunError {
         "cannot start at `{node_id}`: no node before it has an output in run {run_id}; run the flow up to it first"
     )]
     NoEarlierOutput { node_id: String, run_id: String },
+    #[error("{0}")]
+    Decide(#[from] DecideError),
+    /// The run's task stopped without an outcome (a bug: a panic in the engine).
+    #[error("run {0} stopped without an outcome (an internal error in Weft)")]
+    Lost(String),
 }
 
-/// Runs flows. One engine serves many runs; it is cheap to clone.
+/// A decision given in advance (`weft run --decide NODE=...`) that cannot apply.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--decide {target}: {problem}")]
+pub struct DecideError {
+    /// The target as given (`review`, `sub/review`).
+    pub target: String,
+    pub problem: String,
+}
+
+/// Checks decisions given in advance against `flow`: each must name an approval, or (as
+/// `sub/review`) a node inside a subflow of this flow.
+pub fn check_decisions(
+    flow: &Flow,
+    decisions: &HashMap<String, Decision>,
+) -> Result<(), DecideError> {
+    let mut targets: Vec<&String> = decisions.keys().collect();
+    targets.sort();
+    for target in targets {
+        let refused = |problem: String| DecideError {
+            target: target.clone(),
+            problem,
+        };
+        let (head, nested) = match target.split_once('/') {
+            Some((head, _)) => (head, true),
+            None => (target.as_str(), false),
+        };
+        let Some(node) = flow.node(head) else {
+            return Err(refused(format!("the flow has no node `{head}`")));
+        };
+        let kind = NodeKind::of(node);
+        if nested && kind != Some(NodeKind::Subflow) {
+            return Err(refused(format!(
+                "node `{head}` is a {} node, not a subflow",
+                node.kind
+            )));
+        }
+        if !nested && kind != Some(NodeKind::Approval) {
+            return Err(refused(format!(
+                "node `{head}` is a {} node, not an approval",
+                node.kind
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A run going in this process. Its outcome also arrives as the `run_end` event (a pause as
+/// `wait_input`).
+pub struct RunHandle {
+    pub run_id: String,
+    task: JoinHandle<Result<RunOutcome, RunError>>,
+}
+
+impl RunHandle {
+    /// Waits until the run ends or pauses. An error here means the store could not keep
+    /// how it ended.
+    pub async fn outcome(self) -> Result<RunOutcome, RunError> {
+        self.task.await.map_err(|_| RunError::Lost(self.run_id))?
+    }
+}
+
+/// The runs going in this process, so a host can cancel one by id and shut down cleanly.
+#[derive(Default)]
+struct ActiveRuns {
+    tokens: Mutex<HashMap<String, CancellationToken>>,
+    tracker: TaskTracker,
+}
+
+impl ActiveRuns {
+    fn tokens(&self) -> MutexGuard<'_, HashMap<String, CancellationToken>> {
+        self.tokens
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Runs flows. One engine serves many runs; it is cheap to clone, and clones share the runs
+/// going (so any clone can cancel them).
 #[derive(Clone)]
 pub struct Engine {
-    llm: LlmClients,
-    http: reqwest::Client,
-    sandbox: weft_sandbox::Sandbox,
-    store: Store,
+    services: Services,
+    active: Arc<ActiveRuns>,
 }
 
 impl Engine {
     pub fn new(llm: LlmClients, store: Store) -> Engine {
         let http = reqwest::Client::builder()
-            .connect_timeout(std::time::Duration::from_secs(10))
+            .connect_timeout(Duration::from_secs(10))
             .build()
             // Only fails when the TLS backend cannot initialize, which is a broken install.
             .unwrap_or_else(|_| reqwest::Client::new());
         Engine {
-            llm,
-            http,
-            sandbox: weft_sandbox::Sandbox::new(),
-            store,
+            services: Services {
+                llm,
+                http,
+                sandbox: weft_sandbox::Sandbox::new(),
+                store,
+            },
+            active: Arc::default(),
+        }
+    }
+
+    /// The same engine with other providers (new settings); runs going keep theirs, and stay
+    /// known to both engines.
+    pub fn with_llm(&self, llm: LlmClients) -> Engine {
+        Engine {
+            services: Services {
+                llm,
+                ..self.services.clone()
+            },
+            active: self.active.clone(),
         }
     }
 
     pub fn store(&self) -> &Store {
-        &self.store
+        &self.services.store
+    }
+
+    pub fn llm(&self) -> &LlmClients {
+        &self.services.llm
+    }
+
+    /// Every problem of `flow` that stops it running here: the validator's, plus warnings for
+    /// models this engine's providers cannot serve. What `weft validate` and the canvas show.
+    pub fn check(&self, flow: &Flow, flow_path: Option<&Path>) -> Vec<Problem> {
+        check_flow(flow, flow_path, self.services.llm.settings())
     }
 
     /// Validates and runs `flow` until it completes, fails, is cancelled or pauses.
     pub async fn start(&self, flow: Flow, options: RunOptions) -> Result<RunOutcome, RunError> {
-        let problems = validate(&flow, options.flow_path.as_deref());
+        self.spawn(flow, options).await?.outcome().await
+    }
+
+    /// Validates `flow`, stores the new run and starts it in the background; the handle has
+    /// the run's id at once. Must be called within a tokio runtime.
+    pub async fn spawn(&self, flow: Flow, options: RunOptions) -> Result<RunHandle, RunError> {
+        let problems = crate::validate::validate(&flow, options.flow_path.as_deref());
         if problems.iter().any(Problem::is_error) {
             return Err(RunError::Invalid {
                 problems: problems.into_iter().filter(Problem::is_error).collect(),
             });
         }
+        check_decisions(&flow, &options.decisions)?;
         let run_id = uuid::Uuid::new_v4().to_string();
         let initial = initial_value(&flow, options.input.as_deref());
         let mut state = SavedState::default();
@@ -156,7 +282,7 @@ impl Engine {
                 let start = flow
                     .nodes
                     .iter()
-                    .find(|node| node.kind == "start")
+                    .find(|node| NodeKind::of(node) == Some(NodeKind::Start))
                     .map(|node| node.id.clone());
                 let queue = start.map(|node_id| QueuedStep {
                     node_id,
@@ -185,7 +311,8 @@ impl Engine {
                 (vec![step], outputs)
             }
         };
-        self.store.create_run(&NewRun {
+        let store = self.store();
+        store.create_run(&NewRun {
             id: run_id.clone(),
             flow_name: flow.name.clone(),
             flow_path: options
@@ -197,8 +324,7 @@ impl Engine {
             started_at: now(),
         });
         for (node_id, value) in &outputs {
-            self.store
-                .put_node_output(&run_id, node_id, value, 0, &now());
+            store.put_node_output(&run_id, node_id, value, 0, &now());
         }
         let seed = ContextSeed {
             initial,
@@ -208,22 +334,24 @@ impl Engine {
         };
         let events = Emitter::new(
             run_id.clone(),
-            self.store.clone(),
+            store.clone(),
             options.on_event,
             1,
             Usage::default(),
         );
+        let cancel = self.track(&run_id, &options.cancel);
         let ctx = self.context(
-            run_id,
+            run_id.clone(),
             flow,
             options.flow_path,
             seed,
             events,
-            options.cancel,
+            cancel,
+            options.decisions,
         )?;
         ctx.emit(EventType::RunStart, None, output_text(&ctx.initial));
-        let scheduler = Scheduler::new(ctx.clone(), queue, &state, options.decisions);
-        self.finish(ctx, scheduler).await
+        let scheduler = Scheduler::new(ctx.clone(), queue, &state);
+        Ok(self.launch(ctx, scheduler))
     }
 
     /// Where to start "run from here" (`only == false`) or "run this node" (`only == true`)
@@ -248,7 +376,7 @@ impl Engine {
                 Ok((store.run(&run_id)?, store.node_outputs(&run_id)?))
             })
             .await?;
-        let input = if node.kind == "start" {
+        let input = if NodeKind::of(node) == Some(NodeKind::Start) {
             Some(record.input.clone())
         } else {
             flow.edges
@@ -277,15 +405,28 @@ impl Engine {
     }
 
     /// Resumes a paused run with a person's `decision` for the approval it waits at (inside
-    /// a subflow too). The run may have been paused by another process that has since exited.
-    /// A finished run, or one that is running (being resumed elsewhere), is refused and left
-    /// as it is.
+    /// a subflow too) and waits until it ends or pauses again.
     pub async fn resume(
         &self,
         run_id: &str,
         decision: Decision,
         options: ResumeOptions,
     ) -> Result<RunOutcome, RunError> {
+        self.spawn_resume(run_id, decision, options)
+            .await?
+            .outcome()
+            .await
+    }
+
+    /// Claims a paused run (it may have been paused by another process that has since exited)
+    /// and continues it in the background with `decision`. A finished run, or one that is
+    /// running (being resumed elsewhere), is refused and left as it is.
+    pub async fn spawn_resume(
+        &self,
+        run_id: &str,
+        decision: Decision,
+        options: ResumeOptions,
+    ) -> Result<RunHandle, RunError> {
         let wanted = run_id.to_string();
         let (run_id, record, stored_outputs) = self
             .blocking(move |store| {
@@ -326,17 +467,92 @@ impl Engine {
         };
         let events = Emitter::new(
             run_id.clone(),
-            self.store.clone(),
+            self.store().clone(),
             options.on_event,
             state.next_seq.max(1),
             record.usage,
         );
         let flow_path = record.summary.flow_path.as_ref().map(PathBuf::from);
-        let ctx = self.context(run_id, flow, flow_path, seed, events, options.cancel)?;
-        let mut scheduler =
-            Scheduler::new(ctx.clone(), record.queue.clone(), &state, options.decisions);
-        scheduler.resume(waiting, state.nested.map(|pause| *pause), decision);
-        self.finish(ctx, scheduler).await
+        let cancel = self.track(&run_id, &options.cancel);
+        let ctx = self.context(
+            run_id,
+            flow,
+            flow_path,
+            seed,
+            events,
+            cancel,
+            options.decisions,
+        )?;
+        let mut scheduler = Scheduler::new(ctx.clone(), record.queue.clone(), &state);
+        scheduler.resume(waiting, state.nested.clone(), decision);
+        Ok(self.launch(ctx, scheduler))
+    }
+
+    /// What the paused run `run_id` (an id or a unique prefix) waits for; `None` when it is not
+    /// paused.
+    pub async fn waiting(&self, run_id: &str) -> Result<Option<Waiting>, RunError> {
+        let wanted = run_id.to_string();
+        let record = self
+            .blocking(move |store| store.run(&store.resolve_run_id(&wanted)?))
+            .await?;
+        Ok(waiting_of(&record))
+    }
+
+    /// Cancels the run `run_id` if it is going in this process; it then ends as `cancelled`.
+    /// Returns whether it was going.
+    pub fn cancel(&self, run_id: &str) -> bool {
+        match self.active.tokens().get(run_id) {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The ids of the runs going in this process.
+    pub fn active_runs(&self) -> Vec<String> {
+        self.active.tokens().keys().cloned().collect()
+    }
+
+    /// Cancels every run going in this process and waits up to `grace` until each has been
+    /// stored as cancelled, then flushes the store. Paused runs are not going: they stay
+    /// paused. Returns whether every run was stored in time.
+    pub async fn shutdown(&self, grace: Duration) -> bool {
+        for token in self.active.tokens().values() {
+            token.cancel();
+        }
+        self.active.tracker.close();
+        let stopped = tokio::time::timeout(grace, self.active.tracker.wait())
+            .await
+            .is_ok();
+        self.active.tracker.reopen();
+        if let Err(error) = self.blocking(|store| store.flush()).await {
+            tracing::warn!("the run store could not be flushed at shutdown: {error}");
+        }
+        stopped
+    }
+
+    /// A cancellation token for the run `run_id` (a child of the host's `cancel`), known to
+    /// [`Engine::cancel`] until the run ends.
+    fn track(&self, run_id: &str, cancel: &CancellationToken) -> CancellationToken {
+        let token = cancel.child_token();
+        self.active
+            .tokens()
+            .insert(run_id.to_string(), token.clone());
+        token
+    }
+
+    /// Runs the scheduler in a tracked task that stores how the run ended or where it paused.
+    fn launch(&self, ctx: Arc<RunContext>, scheduler: Scheduler) -> RunHandle {
+        let run_id = ctx.run_id.clone();
+        let engine = self.clone();
+        let task = self.active.tracker.spawn(async move {
+            let outcome = engine.finish(&ctx, scheduler).await;
+            engine.active.tokens().remove(&ctx.run_id);
+            outcome
+        });
+        RunHandle { run_id, task }
     }
 
     /// Runs a blocking store call (SQLite, waiting for the writer) off the async workers.
@@ -344,16 +560,16 @@ impl Engine {
         &self,
         call: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let store = self.store.clone();
+        let store = self.store().clone();
         tokio::task::spawn_blocking(move || call(&store))
             .await
             .unwrap_or_else(|error| {
-                Err(StoreError::Sqlite(format!(
-                    "the store call stopped: {error}"
-                )))
+                tracing::error!("a store call stopped: {error}");
+                Err(StoreError::WriterStopped)
             })
     }
 
+    #[allow(clippy::too_many_arguments)] // everything a top-level run is made of
     fn context(
         &self,
         run_id: String,
@@ -362,6 +578,7 @@ impl Engine {
         seed: ContextSeed,
         events: Emitter,
         cancel: CancellationToken,
+        decisions: HashMap<String, Decision>,
     ) -> Result<Arc<RunContext>, RunError> {
         RunContext::build(
             run_id,
@@ -369,25 +586,20 @@ impl Engine {
             flow_path,
             0,
             seed,
-            self.llm.clone(),
-            self.http.clone(),
-            self.sandbox.clone(),
+            self.services.clone(),
             events,
-            self.store.clone(),
             cancel,
+            decisions,
         )
         .map(Arc::new)
         .map_err(|problems| RunError::Invalid { problems })
     }
 
     /// Runs the scheduler, then stores how the run ended or where it paused.
-    async fn finish(
-        &self,
-        ctx: Arc<RunContext>,
-        scheduler: Scheduler,
-    ) -> Result<RunOutcome, RunError> {
+    async fn finish(&self, ctx: &RunContext, scheduler: Scheduler) -> Result<RunOutcome, RunError> {
         let end = scheduler.run().await;
         let at = now();
+        let store = ctx.store();
         let waiting = match end.paused {
             Some(paused) => {
                 let pause = PauseRecord {
@@ -395,7 +607,7 @@ impl Engine {
                     queue: paused.queue,
                     state: serde_json::to_value(&paused.state).unwrap_or_default(),
                 };
-                ctx.store.save_pause(&ctx.run_id, &pause, &at);
+                store.save_pause(&ctx.run_id, &pause, &at);
                 Some(Waiting {
                     node_id: paused.path,
                     message: paused.message,
@@ -404,15 +616,16 @@ impl Engine {
             None => {
                 let usage = ctx.events.total_usage();
                 let content = json!({ "status": end.status.as_str(), "result": end.result, "error": end.error });
-                ctx.events.emit_with_usage(
+                ctx.events.emit_event(
                     EventType::RunEnd,
                     None,
                     content.to_string(),
+                    None,
                     Some(usage),
                 );
                 let state = serde_json::to_value(&end.state).unwrap_or_default();
-                ctx.store.set_state(&ctx.run_id, &state, &at);
-                ctx.store.finish_run(
+                store.set_state(&ctx.run_id, &state, &at);
+                store.finish_run(
                     &ctx.run_id,
                     end.status,
                     end.result.as_ref(),
@@ -433,6 +646,23 @@ impl Engine {
     }
 }
 
+/// What the stored run `record` waits for, when it is paused.
+pub fn waiting_of(record: &RunRecord) -> Option<Waiting> {
+    if record.summary.status != RunStatus::Paused {
+        return None;
+    }
+    let waiting = record.waiting.as_ref()?;
+    let state: SavedState = serde_json::from_value(record.state.clone()).unwrap_or_default();
+    let node_id = match &state.nested {
+        Some(pause) => format!("{}/{}", waiting.node_id, pause.path),
+        None => waiting.node_id.clone(),
+    };
+    Some(Waiting {
+        node_id,
+        message: state.waiting_message.unwrap_or_default(),
+    })
+}
+
 /// The run's input as a value: the given text (JSON objects and arrays parsed), else the start
 /// node's `initialInput`, else `""`.
 fn initial_value(flow: &Flow, input: Option<&str>) -> Value {
@@ -447,10 +677,10 @@ fn initial_value(flow: &Flow, input: Option<&str>) -> Value {
     }
     flow.nodes
         .iter()
-        .find(|node| node.kind == "start")
+        .find(|node| NodeKind::of(node) == Some(NodeKind::Start))
         .and_then(
-            |node| match NodeConfig::parse(crate::nodes::NodeKind::Start, &node.data) {
-                Ok(NodeConfig::Start(config)) => config.initial_input,
+            |node| match NodeConfig::parse(NodeKind::Start, &node.data) {
+                Ok(NodeConfig::Start(StartConfig { initial_input })) => initial_input,
                 _ => None,
             },
         )

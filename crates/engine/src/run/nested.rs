@@ -1,102 +1,85 @@
-//! Nested runs: a `subflow` step, or one item of a `forEach`, runs another flow file inside
-//! the same run. Its events go into the run's stream with a `scope`; its node outputs are
-//! stored under that scope; an approval inside a subflow pauses the whole run, and the pause
-//! is handed up to the parent step so the run can be resumed later, by another process.
+//! Child runs: a `subflow` step, or one item of a `forEach`, runs another flow file inside the
+//! same run. Its events go into the run's stream with a `scope`; its node outputs are stored
+//! under that scope; an approval inside a subflow pauses the whole run, and the pause is handed
+//! up to the parent step (as an opaque [`ChildPause`]) so the run can be resumed later, by
+//! another process.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
-use super::context::{ContextSeed, MAX_DEPTH, NestedResume, RunContext, StepError};
-use super::scheduler::{NestedPause, NestedState, SavedState, Scheduler};
+use super::context::{ContextSeed, RunContext};
+use super::scheduler::{SavedState, Scheduler};
 use crate::event::RunStatus;
-use crate::flow::Flow;
-use crate::nodes::Decision;
+use crate::nodes::{Decision, NodeKind};
+use crate::step::{ChildEnd, ChildPause, ChildRun, MAX_CHILD_DEPTH, StepError, StepErrorKind};
 use crate::store::QueuedStep;
 
-/// How a nested run ended.
-#[derive(Debug)]
-pub(crate) enum NestedEnd {
-    Completed(Value),
-    Failed(String),
-    Cancelled,
-    Paused(Box<NestedPause>),
+/// The state of a paused child run: [`ChildPause::state`] as the scheduler reads it back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ChildState {
+    pub input: Value,
+    pub waiting: QueuedStep,
+    pub queue: Vec<QueuedStep>,
+    pub state: SavedState,
+    pub outputs: HashMap<String, Value>,
 }
 
-/// A flow file a `subflow` or `forEach` step runs, read once per step (a forEach runs it for
-/// every item).
-pub(crate) struct ChildFlow {
-    pub flow: Arc<Flow>,
-    pub path: PathBuf,
+fn subflow_error(message: String) -> StepError {
+    StepError::new(StepErrorKind::Subflow, message)
 }
 
-impl ChildFlow {
-    pub(crate) fn load(path: &Path) -> Result<ChildFlow, StepError> {
-        let flow =
-            Flow::load(path).map_err(|error| StepError::new("subflow", error.to_string()))?;
-        Ok(ChildFlow {
-            flow: Arc::new(flow),
-            path: path.to_path_buf(),
-        })
-    }
-}
-
-/// Runs `child` nested in step `node_id` of `parent` (item `item` of a forEach),
-/// or continues it from `resume`.
-#[allow(clippy::too_many_arguments)] // the parent step's whole situation; called from two node kinds
-pub(crate) async fn run_nested(
+/// Runs `child` nested in step `node_id` of `parent`, or continues it from `child.resume`.
+pub(crate) async fn run_child(
     parent: &RunContext,
     node_id: &str,
-    item: Option<u64>,
-    child: &ChildFlow,
-    input: Value,
-    resume: Option<NestedResume>,
-    decisions: HashMap<String, Decision>,
-    cancel: CancellationToken,
-) -> Result<NestedEnd, StepError> {
+    child: ChildRun<'_>,
+) -> Result<ChildEnd, StepError> {
     let depth = parent.depth + 1;
-    if depth > MAX_DEPTH {
-        return Err(StepError::new(
-            "subflow",
-            format!("subflows nest more than {MAX_DEPTH} deep at `{node_id}`"),
-        ));
+    if depth > MAX_CHILD_DEPTH {
+        return Err(subflow_error(format!(
+            "subflows nest more than {MAX_CHILD_DEPTH} deep at `{node_id}`"
+        )));
     }
-    let (flow, path) = (&child.flow, child.path.as_path());
-    let (seed, queue, state, waiting) = match resume {
-        Some(NestedResume { pause, decision }) => {
-            let child = pause.child;
+    let (flow, path) = (&child.flow.flow, child.flow.path.as_path());
+    let (seed, queue, state, waiting) = match child.resume {
+        Some(resume) => {
+            let saved: ChildState =
+                serde_json::from_value(resume.pause.state).map_err(|error| {
+                    subflow_error(format!("the paused subflow's state is damaged: {error}"))
+                })?;
+            let decision: Decision = serde_json::from_value(resume.answer)
+                .map_err(|error| subflow_error(format!("the answer is not a decision: {error}")))?;
             let seed = ContextSeed {
-                initial: child.input,
-                outputs: child.outputs,
-                approval: child.state.approval.clone(),
-                histories: child.state.histories.clone(),
+                initial: saved.input,
+                outputs: saved.outputs,
+                approval: saved.state.approval.clone(),
+                histories: saved.state.histories.clone(),
             };
             (
                 seed,
-                child.queue,
-                child.state,
-                Some((child.waiting, decision)),
+                saved.queue,
+                saved.state,
+                Some((saved.waiting, decision)),
             )
         }
         None => {
             let start = flow
                 .nodes
                 .iter()
-                .find(|node| node.kind == "start")
+                .find(|node| NodeKind::of(node) == Some(NodeKind::Start))
                 .map(|node| node.id.clone())
-                .ok_or_else(|| {
-                    StepError::new("subflow", format!("{} has no start node", path.display()))
-                })?;
+                .ok_or_else(|| subflow_error(format!("{} has no start node", path.display())))?;
             let queue = vec![QueuedStep {
                 node_id: start,
-                input: input.clone(),
+                input: child.input.clone(),
                 source_node_id: None,
             }];
             let seed = ContextSeed {
-                initial: input,
+                initial: child.input,
                 outputs: HashMap::new(),
                 approval: None,
                 histories: HashMap::new(),
@@ -111,47 +94,51 @@ pub(crate) async fn run_nested(
         Some(path.to_path_buf()),
         depth,
         seed,
-        parent.llm.clone(),
-        parent.http.clone(),
-        parent.sandbox.clone(),
-        parent.events.nested(node_id, item),
-        parent.store.clone(),
-        cancel,
+        parent.services.clone(),
+        parent.events.nested(node_id, child.item),
+        child.cancel,
+        parent.nested_decisions(node_id),
     )
     .map_err(|problems| {
         let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
-        StepError::new(
-            "subflow",
-            format!("{} is not valid: {}", path.display(), problems.join("; ")),
-        )
+        subflow_error(format!(
+            "{} is not valid: {}",
+            path.display(),
+            problems.join("; ")
+        ))
     })?;
     let ctx = Arc::new(ctx);
     let nested = state.nested.clone();
-    let mut scheduler = Scheduler::new(ctx.clone(), queue, &state, decisions);
+    let mut scheduler = Scheduler::new(ctx.clone(), queue, &state);
     if let Some((waiting, decision)) = waiting {
-        scheduler.resume(waiting, nested.map(|pause| *pause), decision);
+        scheduler.resume(waiting, nested, decision);
     }
     let end = scheduler.run().await;
     Ok(match end.status {
-        RunStatus::Completed => NestedEnd::Completed(end.result.unwrap_or(Value::Null)),
-        RunStatus::Cancelled => NestedEnd::Cancelled,
-        RunStatus::Failed | RunStatus::Running => NestedEnd::Failed(
+        RunStatus::Completed => ChildEnd::Completed(end.result.unwrap_or(Value::Null)),
+        RunStatus::Cancelled => ChildEnd::Cancelled,
+        RunStatus::Failed | RunStatus::Running => ChildEnd::Failed(
             end.error
                 .unwrap_or_else(|| "the subflow failed".to_string()),
         ),
         RunStatus::Paused => match end.paused {
-            Some(paused) => NestedEnd::Paused(Box::new(NestedPause {
-                path: paused.path,
-                message: paused.message,
-                child: NestedState {
+            Some(paused) => {
+                let state = ChildState {
                     input: initial,
                     waiting: paused.waiting,
                     queue: paused.queue,
                     state: paused.state,
                     outputs: ctx.outputs.snapshot(),
-                },
-            })),
-            None => NestedEnd::Failed("the subflow paused without a waiting step".to_string()),
+                };
+                ChildEnd::Paused(ChildPause {
+                    path: paused.path,
+                    message: paused.message,
+                    state: serde_json::to_value(&state).map_err(|error| {
+                        subflow_error(format!("cannot keep the paused subflow's state: {error}"))
+                    })?,
+                })
+            }
+            None => ChildEnd::Failed("the subflow paused without a waiting step".to_string()),
         },
     })
 }

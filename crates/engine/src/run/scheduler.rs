@@ -1,22 +1,28 @@
-//! The scheduler (SPEC §4): runs steps concurrently, routes outputs along edges, pauses at
-//! approvals with the queue semantics of seed 003, waits at joins, bounds loops, and ends the run.
+//! The scheduler (SPEC §4): runs steps concurrently, routes outputs along edges, pauses where a
+//! step waits for a person (with the queue semantics of seed 003), waits at joins, bounds loops,
+//! and ends the run.
 //!
 //! One scheduler drives one run (or one nested run of a subflow / forEach item) in one
-//! process. Steps run as tokio tasks (instant kinds inline); the scheduler alone owns the
-//! run's status, queue, visit counts and join arrivals, so no locks guard them. Storing the
-//! run's end or pause is the caller's job: a nested run hands its pause up to its parent step.
+//! process. It knows node kinds only by how they are scheduled ([`Scheduling`]); what a step
+//! does is its kind's business. Steps run as tokio tasks (instant kinds inline); the scheduler
+//! alone owns the run's status, queue, visit counts and join arrivals, so no locks guard them.
+//! Storing the run's end or pause is the caller's job: a nested run hands its pause up to its
+//! parent step.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
+use futures_util::FutureExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use tokio::task::JoinSet;
 
-use super::context::{NestedResume, RunContext, Step, StepError, StepOutput, now};
+use super::context::RunContext;
+use super::emitter::now;
 use crate::event::{EventType, RunStatus};
-use crate::nodes::{Decision, NodeConfig};
+use crate::nodes::{Decision, Scheduling};
 use crate::providers::ChatMessage;
+use crate::step::{ChildPause, ChildResume, Step, StepError, StepErrorKind, StepOutput, Wait};
 use crate::store::QueuedStep;
 use crate::template::output_text;
 
@@ -37,15 +43,15 @@ pub(crate) struct SavedState {
     /// The output of the last node that finished.
     #[serde(default)]
     pub last_finished: Option<Value>,
-    /// The rendered message of the approval being waited on (innermost, for nested runs).
+    /// The rendered message of the step being waited on (innermost, for nested runs).
     #[serde(default)]
     pub waiting_message: Option<String>,
-    /// Set when the waiting step is a subflow whose nested run paused.
+    /// Set when the waiting step is a subflow whose child run paused.
     #[serde(default)]
-    pub nested: Option<Box<NestedPause>>,
+    pub nested: Option<ChildPause>,
     /// Further subflows that paused while the run was already waiting; they wait their turn.
     #[serde(default)]
-    pub parked: Vec<(QueuedStep, NestedPause)>,
+    pub parked: Vec<(QueuedStep, ChildPause)>,
     /// Outputs that arrived at each `join`, by source node, not yet joined.
     #[serde(default)]
     pub joins: HashMap<String, BTreeMap<String, Value>>,
@@ -54,37 +60,18 @@ pub(crate) struct SavedState {
     pub only_node: Option<String>,
 }
 
-/// A nested run (a subflow) paused at an approval: everything it needs to go on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct NestedPause {
-    /// Path of the approval waited on, from the nested run's parent step: `sub/review`.
-    pub path: String,
-    pub message: String,
-    pub child: NestedState,
-}
-
-/// The state of a paused nested run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct NestedState {
-    pub input: Value,
-    pub waiting: QueuedStep,
-    pub queue: Vec<QueuedStep>,
-    pub state: SavedState,
-    pub outputs: HashMap<String, Value>,
-}
-
 /// What the run is waiting for.
 enum Waiting {
-    Approval {
-        item: QueuedStep,
-        message: String,
-    },
-    Nested {
-        item: QueuedStep,
-        pause: Box<NestedPause>,
-    },
+    Decision { item: QueuedStep, message: String },
+    Child { item: QueuedStep, pause: ChildPause },
+}
+
+impl Waiting {
+    fn item(&self) -> &QueuedStep {
+        match self {
+            Waiting::Decision { item, .. } | Waiting::Child { item, .. } => item,
+        }
+    }
 }
 
 /// A paused run's parts, for the caller to store (or, nested, to hand up).
@@ -93,7 +80,7 @@ pub(crate) struct Paused {
     pub waiting: QueuedStep,
     pub queue: Vec<QueuedStep>,
     pub state: SavedState,
-    /// Path of the approval waited on (`review`, or `sub/review` inside a subflow).
+    /// Path of the node waited on (`review`, or `sub/review` inside a subflow).
     pub path: String,
     pub message: String,
 }
@@ -113,12 +100,11 @@ pub(crate) struct Scheduler {
     status: RunStatus,
     queue: VecDeque<QueuedStep>,
     waiting: Option<Waiting>,
-    parked: Vec<(QueuedStep, NestedPause)>,
+    parked: Vec<(QueuedStep, ChildPause)>,
     tasks: JoinSet<Result<StepOutput, StepError>>,
-    running: HashMap<tokio::task::Id, QueuedStep>,
+    running: HashMap<tokio::task::Id, (QueuedStep, u64)>,
     visits: HashMap<String, u64>,
     max_visits: u64,
-    decisions: HashMap<String, Decision>,
     joins: HashMap<String, BTreeMap<String, Value>>,
     last_output: Option<Value>,
     last_finished: Option<Value>,
@@ -131,7 +117,6 @@ impl Scheduler {
         ctx: Arc<RunContext>,
         queue: Vec<QueuedStep>,
         state: &SavedState,
-        decisions: HashMap<String, Decision>,
     ) -> Scheduler {
         let max_visits = ctx.flow.max_node_visits();
         Scheduler {
@@ -144,7 +129,6 @@ impl Scheduler {
             running: HashMap::new(),
             visits: state.visits.clone(),
             max_visits,
-            decisions,
             joins: state.joins.clone(),
             last_output: state.last_output.clone(),
             last_finished: state.last_finished.clone(),
@@ -153,19 +137,23 @@ impl Scheduler {
         }
     }
 
-    /// Continues the step the run was paused at with a person's decision: an approval goes
-    /// on along the chosen handle; a subflow re-enters its nested run, which applies it.
+    /// Continues the step the run was paused at with a person's decision: a waiting step goes
+    /// on along the chosen handle; a subflow re-enters its child run, which applies it.
     pub(crate) fn resume(
         &mut self,
         waiting: QueuedStep,
-        nested: Option<NestedPause>,
+        nested: Option<ChildPause>,
         decision: Decision,
     ) {
         match nested {
             None => self.apply_decision(waiting, &decision),
             Some(pause) => {
                 let visits = self.visits.get(&waiting.node_id).copied().unwrap_or(1);
-                self.spawn(waiting, visits, Some(NestedResume { pause, decision }));
+                let resume = ChildResume {
+                    pause,
+                    answer: serde_json::to_value(&decision).unwrap_or_default(),
+                };
+                self.spawn(waiting, visits, Some(resume));
             }
         }
     }
@@ -175,13 +163,13 @@ impl Scheduler {
         loop {
             while self.status == RunStatus::Running && !self.queue.is_empty() {
                 // Everything queued became ready while the run was running, so it all starts,
-                // as concurrent branches do; only an approval reached after one has paused
-                // the run waits in the queue (seed 003).
+                // as concurrent branches do; only a step that waits for a person, reached after
+                // one has paused the run, waits in the queue (seed 003).
                 let ready: Vec<QueuedStep> = self.queue.drain(..).collect();
                 for item in ready {
                     match self.status {
                         RunStatus::Running => self.start(item),
-                        RunStatus::Paused if !self.is_approval(&item.node_id) => self.start(item),
+                        RunStatus::Paused if !self.may_pause(&item.node_id) => self.start(item),
                         RunStatus::Paused => self.queue.push_back(item),
                         _ => break,
                     }
@@ -195,7 +183,7 @@ impl Scheduler {
                 && self.queue.is_empty()
                 && let Some((item, pause)) = self.parked.pop()
             {
-                self.wait_nested(item, pause);
+                self.wait_child(item, pause);
             }
             if self.status == RunStatus::Failed || self.tasks.is_empty() {
                 break;
@@ -217,22 +205,28 @@ impl Scheduler {
         self.end()
     }
 
-    fn is_approval(&self, node_id: &str) -> bool {
-        matches!(self.ctx.config(node_id), Some(NodeConfig::Approval(_)))
+    /// Whether a step of `node_id` may stop the run for a person: reached while the run is
+    /// paused, it waits in the queue.
+    fn may_pause(&self, node_id: &str) -> bool {
+        self.ctx
+            .graph
+            .nodes
+            .get(node_id)
+            .is_some_and(|node| node.kind.scheduling() == Scheduling::Pause)
     }
 
     fn start(&mut self, item: QueuedStep) {
-        let ctx = self.ctx.clone();
-        let Some(config) = ctx.config(&item.node_id) else {
+        let Some(node) = self.ctx.graph.nodes.get(&item.node_id) else {
             self.fail(
                 &item.node_id,
                 format!("node `{}` cannot run (its type is unknown)", item.node_id),
             );
             return;
         };
-        match config {
-            NodeConfig::Note(_) => return,
-            NodeConfig::Join(_) => {
+        let (scheduling, retries) = (node.kind.scheduling(), node.settings.max_attempts() > 1);
+        match scheduling {
+            Scheduling::Never => return,
+            Scheduling::Join => {
                 // A join records what arrives and runs once nothing more can arrive.
                 let source = item.source_node_id.clone().unwrap_or_default();
                 self.joins
@@ -241,22 +235,16 @@ impl Scheduler {
                     .insert(source, item.input);
                 return;
             }
-            _ => {}
+            Scheduling::Instant | Scheduling::Pause | Scheduling::Task => {}
         }
         let Some(visits) = self.count_visit(&item.node_id) else {
             return;
         };
-        if matches!(config, NodeConfig::Approval(_)) {
-            self.reach_approval(item);
-            return;
-        }
-        let retries = ctx
-            .graph
-            .settings
-            .get(&item.node_id)
-            .is_some_and(|settings| settings.max_attempts() > 1);
-        if !retries && let Some(outcome) = execute_instant(&ctx, &item, visits) {
-            self.settle(item, outcome);
+        if matches!(scheduling, Scheduling::Instant | Scheduling::Pause)
+            && !retries
+            && let Some(outcome) = self.run_instant(&item, visits)
+        {
+            self.settle(item, visits, outcome);
             return;
         }
         self.spawn(item, visits, None);
@@ -281,27 +269,29 @@ impl Scheduler {
         Some(visits)
     }
 
-    fn spawn(&mut self, item: QueuedStep, visits: u64, resume: Option<NestedResume>) {
-        let ctx = self.ctx.clone();
-        let task_item = item.clone();
-        let decisions = self.nested_decisions(&item.node_id);
-        let handle = self
-            .tasks
-            .spawn(async move { execute(&ctx, &task_item, visits, resume, decisions).await });
-        self.running.insert(handle.id(), item);
+    /// Runs a step of an instant kind on the scheduler's own thread; `None` when its future
+    /// was not ready at once (a kind that waited after all), which then runs as a task.
+    fn run_instant(&self, item: &QueuedStep, visits: u64) -> Option<Result<StepOutput, StepError>> {
+        let ctx = &*self.ctx;
+        let node = ctx.graph.nodes.get(&item.node_id)?;
+        let step = Step {
+            node_id: &item.node_id,
+            input: &item.input,
+            visit: visits,
+            timeout: node.settings.timeout(node.kind.default_timeout_seconds()),
+            resume: None,
+        };
+        step_started(ctx, item);
+        node.config.run(&step, ctx).now_or_never()
     }
 
-    /// Advance decisions meant for approvals inside the subflow run by `node_id`
-    /// (`--decide node/approval=...`), with that prefix taken off.
-    fn nested_decisions(&self, node_id: &str) -> HashMap<String, Decision> {
-        let prefix = format!("{node_id}/");
-        self.decisions
-            .iter()
-            .filter_map(|(key, decision)| {
-                key.strip_prefix(&prefix)
-                    .map(|rest| (rest.to_string(), decision.clone()))
-            })
-            .collect()
+    fn spawn(&mut self, item: QueuedStep, visits: u64, resume: Option<ChildResume>) {
+        let ctx = self.ctx.clone();
+        let task_item = item.clone();
+        let handle = self
+            .tasks
+            .spawn(async move { execute(&ctx, &task_item, visits, resume).await });
+        self.running.insert(handle.id(), (item, visits));
     }
 
     /// Joins whose every incoming branch has either arrived or can no longer arrive run now.
@@ -327,9 +317,13 @@ impl Scheduler {
                 input,
                 source_node_id: None,
             };
-            let outcome = execute_instant(&self.ctx, &item, visits)
-                .unwrap_or_else(|| Err(StepError::new("internal", "a join must run at once")));
-            self.settle(item, outcome);
+            let outcome = self.run_instant(&item, visits).unwrap_or_else(|| {
+                Err(StepError::new(
+                    StepErrorKind::Internal,
+                    "a join must run at once",
+                ))
+            });
+            self.settle(item, visits, outcome);
         }
         !ready.is_empty()
     }
@@ -347,14 +341,12 @@ impl Scheduler {
         if missing.is_empty() {
             return false;
         }
-        let waiting = self.waiting.as_ref().map(|waiting| match waiting {
-            Waiting::Approval { item, .. } | Waiting::Nested { item, .. } => item,
-        });
         let active = self
             .running
             .values()
+            .map(|(item, _)| item)
             .chain(self.queue.iter())
-            .chain(waiting)
+            .chain(self.waiting.as_ref().map(Waiting::item))
             .chain(self.parked.iter().map(|(item, _)| item))
             .map(|item| item.node_id.as_str());
         // Walk forward from every active step, not through the join itself.
@@ -372,35 +364,24 @@ impl Scheduler {
         false
     }
 
-    fn reach_approval(&mut self, item: QueuedStep) {
+    /// A step waits for a person's decision: answered in advance, or the run pauses.
+    fn wait_decision(&mut self, item: QueuedStep, message: String) {
         let node_id = item.node_id.clone();
-        let label = self.step_label(&node_id);
-        self.ctx.emit(EventType::StepStart, Some(&node_id), label);
-        let message = match self.ctx.render(&node_id, "message", &item.input) {
-            Ok(message) => message,
-            Err(error) => {
-                self.fail(&node_id, error.message);
-                return;
-            }
-        };
         self.ctx
             .emit(EventType::WaitInput, Some(&node_id), message.clone());
-        if let Some(decision) = self.decisions.get(&node_id).cloned() {
+        if let Some(decision) = self.ctx.decisions.get(&node_id).cloned() {
             self.apply_decision(item, &decision);
         } else {
-            self.waiting = Some(Waiting::Approval { item, message });
+            self.waiting = Some(Waiting::Decision { item, message });
             self.status = RunStatus::Paused;
         }
     }
 
-    fn wait_nested(&mut self, item: QueuedStep, pause: NestedPause) {
+    fn wait_child(&mut self, item: QueuedStep, pause: ChildPause) {
         if self.waiting.is_some() {
             self.parked.push((item, pause));
         } else {
-            self.waiting = Some(Waiting::Nested {
-                item,
-                pause: Box::new(pause),
-            });
+            self.waiting = Some(Waiting::Child { item, pause });
             self.status = RunStatus::Paused;
         }
     }
@@ -411,23 +392,15 @@ impl Scheduler {
         self.ctx
             .emit(EventType::InputReceived, Some(&node_id), value.to_string());
         self.ctx.set_approval(value.clone());
-        self.ctx.store.put_node_approval(
+        self.ctx.store().put_node_approval(
             &self.ctx.run_id,
             &self.ctx.store_key(&node_id),
             &value,
             &now(),
         );
         let visits = self.visits.get(&node_id).copied().unwrap_or(1);
-        record_output(&self.ctx, &node_id, &item.input, visits);
-        self.finished_value(&node_id, &item.input);
+        self.finish_step(&node_id, &item.input, false, visits);
         self.route(&node_id, decision.decision.handle(), &item.input);
-    }
-
-    fn step_label(&self, node_id: &str) -> String {
-        self.ctx
-            .node(node_id)
-            .map_or(node_id, |node| node.label())
-            .to_string()
     }
 
     fn route(&mut self, node_id: &str, handle: &str, value: &Value) {
@@ -444,8 +417,15 @@ impl Scheduler {
         }
     }
 
-    fn finished_value(&mut self, node_id: &str, value: &Value) {
-        if matches!(self.ctx.config(node_id), Some(NodeConfig::Output(_))) {
+    /// A step finished with `value`: stored, shown (`step_end`), and remembered as a
+    /// candidate for the run's result.
+    fn finish_step(&mut self, node_id: &str, value: &Value, is_result: bool, visits: u64) {
+        let ctx = &self.ctx;
+        ctx.outputs.set(node_id, value.clone());
+        ctx.store()
+            .put_node_output(&ctx.run_id, &ctx.store_key(node_id), value, visits, &now());
+        ctx.emit(EventType::StepEnd, Some(node_id), output_text(value));
+        if is_result {
             self.last_output = Some(value.clone());
         }
         self.last_finished = Some(value.clone());
@@ -463,27 +443,41 @@ impl Scheduler {
                 } else {
                     "the step was stopped"
                 };
-                (error.id(), Err(StepError::new("internal", message)))
+                (
+                    error.id(),
+                    Err(StepError::new(StepErrorKind::Internal, message)),
+                )
             }
         };
-        let Some(item) = self.running.remove(&id) else {
+        let Some((item, visits)) = self.running.remove(&id) else {
             return;
         };
-        self.settle(item, outcome);
+        self.settle(item, visits, outcome);
     }
 
-    /// Routes a finished step's output, or its error along `error` edges, or fails the run.
-    fn settle(&mut self, item: QueuedStep, outcome: Result<StepOutput, StepError>) {
+    /// Routes a finished step's output, waits where it asks to, or sends its error along
+    /// `error` edges, or fails the run.
+    fn settle(&mut self, item: QueuedStep, visits: u64, outcome: Result<StepOutput, StepError>) {
         match outcome {
             Ok(StepOutput {
-                paused: Some(pause),
+                value,
+                wait: Some(wait),
                 ..
-            }) => self.wait_nested(item, *pause),
+            }) => match wait {
+                Wait::Decision { message } => {
+                    let item = QueuedStep {
+                        input: value,
+                        ..item
+                    };
+                    self.wait_decision(item, message);
+                }
+                Wait::Child(pause) => self.wait_child(item, pause),
+            },
             Ok(output) => {
-                self.finished_value(&item.node_id, &output.value);
+                self.finish_step(&item.node_id, &output.value, output.is_result, visits);
                 self.route(&item.node_id, &output.handle, &output.value);
             }
-            Err(error) if error.kind == "cancelled" => {}
+            Err(error) if error.is_cancelled() => {}
             Err(error) => {
                 let has_error_edge = self
                     .ctx
@@ -555,11 +549,11 @@ impl Scheduler {
             && let Some(waiting) = self.waiting.take()
         {
             let (waiting, path, message) = match waiting {
-                Waiting::Approval { item, message } => {
+                Waiting::Decision { item, message } => {
                     let path = item.node_id.clone();
                     (item, path, message)
                 }
-                Waiting::Nested { item, pause } => {
+                Waiting::Child { item, pause } => {
                     let path = format!("{}/{}", item.node_id, pause.path);
                     let message = pause.message.clone();
                     state.nested = Some(pause);
@@ -609,79 +603,52 @@ impl Scheduler {
     }
 }
 
-fn record_output(ctx: &RunContext, node_id: &str, value: &Value, visits: u64) {
-    ctx.outputs.set(node_id, value.clone());
-    ctx.store
-        .put_node_output(&ctx.run_id, &ctx.store_key(node_id), value, visits, &now());
-    ctx.emit(EventType::StepEnd, Some(node_id), output_text(value));
-}
-
-/// Runs a step of an instant kind (no I/O, bounded work) on the scheduler's own thread;
-/// `None` when the node's kind must run as a task.
-fn execute_instant(
-    ctx: &RunContext,
-    item: &QueuedStep,
-    visits: u64,
-) -> Option<Result<StepOutput, StepError>> {
-    let node = ctx.node(&item.node_id)?;
-    let config = ctx
-        .config(&item.node_id)
-        .filter(|config| config.is_instant())?;
-    let step = Step {
-        ctx,
-        node,
-        input: &item.input,
-        resume: None,
-    };
-    ctx.emit(
+/// Emits `step_start` for `item`, naming the node whose output started it.
+fn step_started(ctx: &RunContext, item: &QueuedStep) {
+    let label = ctx
+        .node(&item.node_id)
+        .map_or(item.node_id.as_str(), |node| node.label());
+    ctx.events.emit_event(
         EventType::StepStart,
-        Some(&node.id),
-        node.label().to_string(),
+        Some(&item.node_id),
+        label.to_string(),
+        item.source_node_id.as_deref(),
+        None,
     );
-    let outcome = config.run_instant(&step)?;
-    if let Ok(output) = &outcome {
-        record_output(ctx, &node.id, &output.value, visits);
-    }
-    Some(outcome)
 }
 
-/// Runs one step with its timeout and retries, then records its output.
+/// Runs one step as a task, with its timeout and retries.
 async fn execute(
     ctx: &RunContext,
     item: &QueuedStep,
     visits: u64,
-    mut resume: Option<NestedResume>,
-    decisions: HashMap<String, Decision>,
+    mut resume: Option<ChildResume>,
 ) -> Result<StepOutput, StepError> {
     let node_id = item.node_id.as_str();
-    let (Some(node), Some(config)) = (ctx.node(node_id), ctx.config(node_id)) else {
+    let Some(node) = ctx.graph.nodes.get(node_id) else {
         return Err(StepError::new(
-            "internal",
+            StepErrorKind::Internal,
             format!("node `{node_id}` is not in the flow"),
         ));
     };
     if resume.is_none() {
-        ctx.emit(
-            EventType::StepStart,
-            Some(node_id),
-            node.label().to_string(),
-        );
+        step_started(ctx, item);
     }
-    let settings = ctx.graph.settings.get(node_id).cloned().unwrap_or_default();
-    let attempts = settings.max_attempts();
+    let timeout = node.settings.timeout(node.kind.default_timeout_seconds());
+    let attempts = node.settings.max_attempts();
     let mut attempt = 1;
     loop {
         let step = Step {
-            ctx,
-            node,
+            node_id,
             input: &item.input,
+            visit: visits,
+            timeout,
             resume: resume.take(),
         };
-        let timeout = settings.timeout_for(config.kind());
-        let outcome = match tokio::time::timeout(timeout, config.run(&step, &decisions)).await {
+        let outcome = match tokio::time::timeout(timeout, node.config.run(&step, ctx)).await {
             Ok(outcome) => outcome,
             Err(_) => Err(StepError::new(
-                "timeout",
+                StepErrorKind::Timeout,
                 format!(
                     "timed out after {} s (timeoutSeconds)",
                     timeout.as_secs_f64()
@@ -689,16 +656,11 @@ async fn execute(
             )),
         };
         match outcome {
-            Ok(output) => {
-                if output.paused.is_none() {
-                    record_output(ctx, node_id, &output.value, visits);
-                }
-                return Ok(output);
-            }
-            Err(error) if error.kind == "cancelled" || attempt >= attempts => return Err(error),
+            Ok(output) => return Ok(output),
+            Err(error) if error.is_cancelled() || attempt >= attempts => return Err(error),
             Err(error) => {
                 attempt += 1;
-                let backoff = settings.backoff(attempt);
+                let backoff = node.settings.backoff(attempt);
                 ctx.emit(
                     EventType::Error,
                     Some(node_id),
@@ -710,7 +672,7 @@ async fn execute(
                     ),
                 );
                 tokio::select! {
-                    () = ctx.cancel.cancelled() => return Err(StepError::new("cancelled", "the run was cancelled")),
+                    () = ctx.cancel.cancelled() => return Err(StepError::cancelled()),
                     () = tokio::time::sleep(backoff) => {}
                 }
             }

@@ -1,0 +1,87 @@
+//! The keys every node's `data` may hold whatever its kind (SPEC §1, §4): its label and
+//! description, and the run settings (timeout, retries).
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::describe::{FieldDescription, check_fields, fields_of};
+use super::kind::FieldError;
+
+/// Run settings every node may carry in its `data` (SPEC §4).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CommonSettings {
+    /// The name shown on the canvas and in run logs; the node's id when empty.
+    #[serde(default)]
+    pub label: String,
+    /// A note about what this node is for.
+    #[serde(default)]
+    pub description: String,
+    /// Seconds one attempt may take, at most a day (default 300, `code` 30).
+    #[serde(default)]
+    #[schemars(title = "Timeout (seconds)", extend("exclusiveMinimum" = 0, "maximum" = 86400))]
+    pub timeout_seconds: Option<f64>,
+    /// Retry a failed attempt: `{ "maxAttempts": 3, "backoffMs": 1000 }`.
+    #[serde(default)]
+    pub retry: Option<RetrySettings>,
+}
+
+/// How often, and how far apart, a failing node is tried.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RetrySettings {
+    /// Attempts in all, including the first.
+    #[serde(default = "one")]
+    #[schemars(title = "Attempts", range(min = 1, max = 20))]
+    pub max_attempts: u32,
+    /// Milliseconds before the second attempt; doubled for each further one.
+    #[serde(default = "default_backoff_ms")]
+    #[schemars(title = "Backoff (ms)")]
+    pub backoff_ms: u64,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn default_backoff_ms() -> u64 {
+    1000
+}
+
+impl CommonSettings {
+    /// Reads the common keys of `data`: types, then the described ranges.
+    pub fn parse(data: &Map<String, Value>) -> Result<CommonSettings, FieldError> {
+        let settings: CommonSettings = super::parse_fields(data)?;
+        check_fields(common_fields(), &[], data)?;
+        Ok(settings)
+    }
+
+    /// The timeout of one attempt, `default_seconds` when the node sets none.
+    pub fn timeout(&self, default_seconds: f64) -> Duration {
+        Duration::from_secs_f64(self.timeout_seconds.unwrap_or(default_seconds))
+    }
+
+    pub fn max_attempts(&self) -> u32 {
+        self.retry.as_ref().map_or(1, |retry| retry.max_attempts)
+    }
+
+    /// Wait before attempt `attempt` (2, 3, ...): `backoffMs`, doubled for each further one.
+    pub fn backoff(&self, attempt: u32) -> Duration {
+        let initial = self.retry.as_ref().map_or(0, |retry| retry.backoff_ms);
+        crate::backoff::Backoff {
+            initial: Duration::from_millis(initial),
+            max: Duration::MAX,
+            jitter: false,
+        }
+        .delay(attempt.saturating_sub(1))
+    }
+}
+
+/// The keys every node's `data` may hold whatever its kind, described once.
+pub fn common_fields() -> &'static [FieldDescription] {
+    static FIELDS: std::sync::OnceLock<Vec<FieldDescription>> = std::sync::OnceLock::new();
+    FIELDS.get_or_init(fields_of::<CommonSettings>)
+}

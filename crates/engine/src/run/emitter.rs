@@ -1,0 +1,135 @@
+//! The ordered event stream of one run (SPEC §6): numbers events and hands each to the store
+//! and the host, one at a time, so every consumer sees the same order.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use chrono::{SecondsFormat, Utc};
+
+use crate::event::{EventType, RunEvent};
+use crate::providers::Usage;
+use crate::store::Store;
+
+/// Called with every event of a run, in `seq` order.
+pub type EventListener = Arc<dyn Fn(&RunEvent) + Send + Sync>;
+
+/// The current time as stored in events and the store (RFC 3339, milliseconds, UTC).
+pub(crate) fn now() -> String {
+    Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// Shared by a run and all its nested runs.
+struct EventLog {
+    run_id: String,
+    store: Store,
+    listener: Option<EventListener>,
+    next_seq: Mutex<u64>,
+    /// Tokens used by the whole run so far (nested runs included).
+    usage: Mutex<Usage>,
+}
+
+/// Emits the events of one (possibly nested) run into its run's log.
+#[derive(Clone)]
+pub(crate) struct Emitter {
+    log: Arc<EventLog>,
+    /// Path of the subflow / forEach step this emitter's run belongs to (`None` at the top).
+    scope: Option<String>,
+    item: Option<u64>,
+}
+
+/// A poisoned lock only means another step panicked mid-emit; the data is still sound.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Emitter {
+    pub(crate) fn new(
+        run_id: String,
+        store: Store,
+        listener: Option<EventListener>,
+        next_seq: u64,
+        usage: Usage,
+    ) -> Emitter {
+        Emitter {
+            log: Arc::new(EventLog {
+                run_id,
+                store,
+                listener,
+                next_seq: Mutex::new(next_seq),
+                usage: Mutex::new(usage),
+            }),
+            scope: None,
+            item: None,
+        }
+    }
+
+    /// The emitter of a run nested in step `node_id` of this one (item `item` of a forEach).
+    pub(crate) fn nested(&self, node_id: &str, item: Option<u64>) -> Emitter {
+        let segment = match item {
+            Some(index) => format!("{node_id}[{index}]"),
+            None => node_id.to_string(),
+        };
+        Emitter {
+            log: self.log.clone(),
+            scope: Some(match &self.scope {
+                Some(scope) => format!("{scope}/{segment}"),
+                None => segment,
+            }),
+            item: item.or(self.item),
+        }
+    }
+
+    /// The prefix that makes this run's node ids unique in the store (`""` at the top).
+    pub(crate) fn store_prefix(&self) -> String {
+        self.scope
+            .as_ref()
+            .map(|scope| format!("{scope}/"))
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn emit(&self, kind: EventType, node_id: Option<&str>, content: String) {
+        self.emit_event(kind, node_id, content, None, None);
+    }
+
+    /// Emits one event; `from` only on `step_start`, `usage` on `llm_response` and `run_end`.
+    pub(crate) fn emit_event(
+        &self,
+        kind: EventType,
+        node_id: Option<&str>,
+        content: String,
+        from: Option<&str>,
+        usage: Option<Usage>,
+    ) {
+        let mut next_seq = lock(&self.log.next_seq);
+        let event = RunEvent {
+            seq: *next_seq,
+            run_id: self.log.run_id.clone(),
+            ts: now(),
+            kind,
+            node_id: node_id.map(str::to_string),
+            content,
+            scope: self.scope.clone(),
+            item: self.item,
+            from: from.map(str::to_string),
+            usage,
+        };
+        *next_seq += 1;
+        self.log.store.append_event(&event);
+        if let Some(listener) = &self.log.listener {
+            listener(&event);
+        }
+    }
+
+    pub(crate) fn add_usage(&self, usage: Usage) {
+        *lock(&self.log.usage) += usage;
+    }
+
+    pub(crate) fn total_usage(&self) -> Usage {
+        *lock(&self.log.usage)
+    }
+
+    pub(crate) fn next_seq(&self) -> u64 {
+        *lock(&self.log.next_seq)
+    }
+}

@@ -1,0 +1,112 @@
+//! The parts of a flow a run looks up on every step, built once per run.
+
+use std::collections::HashMap;
+
+use crate::flow::Flow;
+use crate::nodes::{CommonSettings, NodeConfig, NodeKind};
+
+/// A node as a run sees it: its place in the flow, kind, parsed config and run settings.
+pub(crate) struct GraphNode {
+    /// Position in `flow.nodes`.
+    pub index: usize,
+    pub kind: NodeKind,
+    pub config: NodeConfig,
+    pub settings: CommonSettings,
+}
+
+pub(crate) struct Graph {
+    pub nodes: HashMap<String, GraphNode>,
+    /// Execution edges by source node: (source handle, target node).
+    pub outgoing: HashMap<String, Vec<(String, String)>>,
+    /// Subagent children by parent agent, in edge order.
+    pub subagents: HashMap<String, Vec<String>>,
+    /// Sources of the execution edges arriving at each node (each once).
+    pub incoming: HashMap<String, Vec<String>>,
+}
+
+impl Graph {
+    /// Builds the graph of a flow the validator accepted. Nodes whose kind is unknown or whose
+    /// config does not parse are left out (validation has already refused such flows).
+    pub(crate) fn build(flow: &Flow) -> Graph {
+        let mut nodes = HashMap::with_capacity(flow.nodes.len());
+        for (index, node) in flow.nodes.iter().enumerate() {
+            if nodes.contains_key(&node.id) {
+                continue;
+            }
+            let Some(kind) = NodeKind::of(node) else {
+                continue;
+            };
+            let Ok(config) = NodeConfig::parse(kind, &node.data) else {
+                continue;
+            };
+            let settings = CommonSettings::parse(&node.data).unwrap_or_default();
+            nodes.insert(
+                node.id.clone(),
+                GraphNode {
+                    index,
+                    kind,
+                    config,
+                    settings,
+                },
+            );
+        }
+        let mut outgoing: HashMap<String, Vec<(String, String)>> = HashMap::new();
+        let mut subagents: HashMap<String, Vec<String>> = HashMap::new();
+        let mut incoming: HashMap<String, Vec<String>> = HashMap::new();
+        for edge in &flow.edges {
+            if edge.is_subagent() {
+                subagents
+                    .entry(edge.source.clone())
+                    .or_default()
+                    .push(edge.target.clone());
+            } else {
+                let sources = incoming.entry(edge.target.clone()).or_default();
+                if !sources.contains(&edge.source) {
+                    sources.push(edge.source.clone());
+                }
+                outgoing
+                    .entry(edge.source.clone())
+                    .or_default()
+                    .push((edge.source_handle().to_string(), edge.target.clone()));
+            }
+        }
+        Graph {
+            nodes,
+            outgoing,
+            subagents,
+            incoming,
+        }
+    }
+
+    /// Sources of the execution edges arriving at `node_id`.
+    pub(crate) fn sources_of<'a>(&'a self, node_id: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.incoming
+            .get(node_id)
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+    }
+
+    /// Targets of every execution edge leaving `node_id`, whatever the handle.
+    pub(crate) fn all_targets<'a>(&'a self, node_id: &str) -> impl Iterator<Item = &'a str> + 'a {
+        self.outgoing
+            .get(node_id)
+            .into_iter()
+            .flatten()
+            .map(|(_, target)| target.as_str())
+    }
+
+    /// Targets of the execution edges leaving `node_id` by `handle`.
+    pub(crate) fn targets<'a>(
+        &'a self,
+        node_id: &str,
+        handle: &'a str,
+    ) -> impl Iterator<Item = &'a String> + 'a {
+        self.outgoing
+            .get(node_id)
+            .into_iter()
+            .flatten()
+            .filter(move |(edge_handle, _)| edge_handle == handle)
+            .map(|(_, target)| target)
+    }
+}

@@ -1,0 +1,516 @@
+//! The run store (SPEC §4): every run, its events, node outputs and pending queue, kept in
+//! SQLite as they happen, so a paused run can be resumed by another process and a run's
+//! history can be opened later.
+//!
+//! Design:
+//! - One database file in WAL mode (`synchronous=NORMAL`, a 5 s busy timeout, foreign keys
+//!   on); the schema and its migrations are in `schema`.
+//! - Writes made while a run goes on ([`Store::create_run`], [`Store::append_event`], ...)
+//!   are queued and return at once. One background writer thread (`writer`), with its own
+//!   connection, applies them in the order they were queued, many at a time in one transaction.
+//! - A write that fails is logged with `tracing::error!` and kept; the first such error since
+//!   the previous flush is returned by the next [`Store::flush`].
+//! - Reads (and [`Store::claim_paused`]) first wait until every write queued before them is
+//!   committed, then use a second connection.
+//! - One file per table (`runs`, `events`, `node_outputs`, `queue`) holds its SQL; rows are
+//!   read by column name.
+//!
+//! Timestamps are passed in by the caller (the engine owns the clock) and stored as given;
+//! they are expected to be RFC 3339 UTC strings, which sort chronologically as text.
+
+mod events;
+mod node_outputs;
+mod queue;
+mod runs;
+mod schema;
+mod writer;
+
+use std::path::Path;
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+
+use rusqlite::{Connection, TransactionBehavior};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::event::{RunEvent, RunStatus};
+use crate::providers::Usage;
+use writer::{Message, StepRow, Write};
+
+/// Everything that can go wrong in the run store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database file could not be opened, is not a SQLite database, or its schema could
+    /// not be brought up to date.
+    #[error("run store {path}: {message}")]
+    Open { path: String, message: String },
+    /// SQLite refused an operation; `action` says which (empty for a plain read).
+    #[error("run store: {}{source}", if action.is_empty() { String::new() } else { format!("{action}: ") })]
+    Sqlite {
+        action: String,
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The writer thread has stopped, so writes queued since may be lost.
+    #[error("run store: the writer thread has stopped; recent writes may have been lost")]
+    WriterStopped,
+    /// A number too large to store (a sequence number or count past `i64::MAX`).
+    #[error("run store: {what} {value} is too large to store")]
+    OutOfRange { what: &'static str, value: u64 },
+    /// No run has this id.
+    #[error("run {0} does not exist")]
+    NoSuchRun(String),
+    /// The run is completed, failed or cancelled; it never changes again.
+    #[error("run {run_id} has already finished ({status}); it cannot be resumed")]
+    Finished { run_id: String, status: RunStatus },
+    /// The run is running (not paused), so it cannot be claimed for resuming.
+    #[error(
+        "run {run_id} is running (perhaps being resumed by another process); it cannot be resumed now"
+    )]
+    NotPaused { run_id: String },
+    /// A stored value could not be read back (invalid JSON, unknown status, ...).
+    #[error("run {run_id}: stored state is damaged: {message}")]
+    Corrupt { run_id: String, message: String },
+    /// Several run ids start with this prefix.
+    #[error("run id prefix {0} matches several runs")]
+    Ambiguous(String),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(source: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite {
+            action: String::new(),
+            source,
+        }
+    }
+}
+
+/// A run to create; it starts with status `running`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewRun {
+    /// The run id (unique; the engine uses UUIDs).
+    pub id: String,
+    pub flow_name: String,
+    /// Where the flow file was loaded from, if it came from a file.
+    pub flow_path: Option<String>,
+    /// The flow as it was when the run started (a resumed run uses this, not the file).
+    pub flow_json: String,
+    /// The run's input.
+    pub input: Value,
+    /// RFC 3339 UTC.
+    pub started_at: String,
+}
+
+/// One step waiting to run: a node, the input it will get and the node it came from.
+/// What a paused run needs to continue, written when it pauses.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueuedStep {
+    pub node_id: String,
+    pub input: Value,
+    pub source_node_id: Option<String>,
+}
+
+/// What a run saves when it pauses: the step waiting for approval, the steps queued behind
+/// it (in order) and the engine's own extra state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PauseRecord {
+    /// The step the run is waiting on (the `approval` node and its input).
+    pub waiting: QueuedStep,
+    /// Steps queued while pausing, in the order they are to run.
+    pub queue: Vec<QueuedStep>,
+    /// Engine-owned extra state (next seq, visits, latest approval...); opaque to the store.
+    pub state: Value,
+}
+
+/// A run as listed: identity, status and times. Serialized in camelCase, like events.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSummary {
+    pub id: String,
+    pub flow_name: String,
+    pub flow_path: Option<String>,
+    pub status: RunStatus,
+    pub started_at: String,
+    pub ended_at: Option<String>,
+    /// The node a paused run waits on.
+    pub waiting_node_id: Option<String>,
+}
+
+/// Everything stored about a run except its events and node outputs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRecord {
+    pub summary: RunSummary,
+    /// The flow as it was when the run started.
+    pub flow_json: String,
+    pub input: Value,
+    /// The final result of a completed run.
+    pub result: Option<Value>,
+    /// Why a failed run failed.
+    pub error: Option<String>,
+    /// The step a paused run waits on.
+    pub waiting: Option<QueuedStep>,
+    /// The steps queued behind `waiting`, in order.
+    pub queue: Vec<QueuedStep>,
+    /// Engine-owned extra state (`{}` until the engine sets it).
+    pub state: Value,
+    /// Tokens used by all the run's LLM calls so far.
+    pub usage: Usage,
+}
+
+/// The latest output of one node in one run.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeOutputRecord {
+    pub node_id: String,
+    /// The node's latest output (`null` if only an approval was recorded).
+    pub output: Value,
+    /// How many times the node has run.
+    pub visits: u64,
+    /// The latest approval decision given at this node, if any.
+    pub approval: Option<Value>,
+    pub updated_at: String,
+    /// Tokens used by this node's LLM calls in this run (subagent calls count for the subagent).
+    pub usage: Usage,
+    /// About the latest output: `{"sources": [{url, title}]}` when a web search was used.
+    pub metadata: Option<Value>,
+}
+
+/// A handle on the run store. Cheap to clone; all clones share one writer thread and one
+/// read connection. The writer thread ends, after applying everything queued, when the last
+/// clone is dropped.
+///
+/// The synchronous methods block the calling thread (on a flush and on SQLite); async callers
+/// should use `spawn_blocking`.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    /// `Some` until the store is dropped; dropping it ends the writer's loop.
+    sender: Option<Sender<Message>>,
+    writer: Option<JoinHandle<()>>,
+    reader: Mutex<Connection>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        drop(self.sender.take());
+        if let Some(handle) = self.writer.take()
+            && handle.join().is_err()
+        {
+            tracing::error!("the run store's writer thread panicked; recent writes may be lost");
+        }
+    }
+}
+
+impl Store {
+    /// Opens (creating it if needed, with its parent directories) the run store at `path`
+    /// and brings its schema up to date.
+    ///
+    /// Errors: [`StoreError::Open`] when the directory or file cannot be created or opened,
+    /// when the file is not a SQLite database, when it was made by a newer Weft (a schema
+    /// version this one does not know), or when a migration fails.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let shown = path.display().to_string();
+        let open_error = |message: String| StoreError::Open {
+            path: shown.clone(),
+            message,
+        };
+        if let Some(parent) = path.parent()
+            && !parent.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(parent).map_err(|err| {
+                open_error(format!(
+                    "cannot create directory {}: {err}",
+                    parent.display()
+                ))
+            })?;
+        }
+
+        let mut writer_conn =
+            Connection::open(path).map_err(|err| open_error(schema::describe(&err)))?;
+        schema::configure(&writer_conn, true).map_err(|err| open_error(schema::describe(&err)))?;
+        schema::migrate(&mut writer_conn).map_err(open_error)?;
+
+        let reader_conn =
+            Connection::open(path).map_err(|err| open_error(schema::describe(&err)))?;
+        schema::configure(&reader_conn, false).map_err(|err| open_error(schema::describe(&err)))?;
+
+        let (sender, receiver) = mpsc::channel();
+        let writer = std::thread::Builder::new()
+            .name("weft-store-writer".to_string())
+            .spawn(move || writer::run(writer_conn, receiver))
+            .map_err(|err| open_error(format!("cannot start the writer thread: {err}")))?;
+
+        Ok(Store {
+            inner: Arc::new(Inner {
+                sender: Some(sender),
+                writer: Some(writer),
+                reader: Mutex::new(reader_conn),
+            }),
+        })
+    }
+
+    /// Queues the creation of a run with status `running`. A run with the same id is an
+    /// error reported by the next [`Store::flush`].
+    pub fn create_run(&self, run: &NewRun) {
+        self.send(Write::CreateRun {
+            id: run.id.clone(),
+            flow_name: run.flow_name.clone(),
+            flow_path: run.flow_path.clone(),
+            flow_json: run.flow_json.clone(),
+            input_json: run.input.to_string(),
+            started_at: run.started_at.clone(),
+        });
+    }
+
+    /// Queues one event. The run must have been created (earlier in the queue is enough) and
+    /// `(run_id, seq)` must be new; otherwise the next [`Store::flush`] reports the error.
+    pub fn append_event(&self, event: &RunEvent) {
+        self.send(Write::Event(Box::new(event.clone())));
+    }
+
+    /// Queues `metadata` (e.g. `{"sources": [...]}`) as the metadata of node `node_id`'s latest output.
+    pub fn put_node_metadata(&self, run_id: &str, node_id: &str, metadata: &Value, at: &str) {
+        self.send(Write::NodeMetadata {
+            run_id: run_id.to_string(),
+            node_id: node_id.to_string(),
+            metadata_json: metadata.to_string(),
+            at: at.to_string(),
+        });
+    }
+
+    /// Queues adding `usage` to node `node_id`'s and the run's token counts.
+    pub fn add_usage(&self, run_id: &str, node_id: &str, usage: Usage, at: &str) {
+        self.send(Write::Usage {
+            run_id: run_id.to_string(),
+            node_id: node_id.to_string(),
+            usage,
+            at: at.to_string(),
+        });
+    }
+
+    /// Queues storing a node's latest output and visit count (insert or replace), keeping any
+    /// approval already recorded for that node.
+    pub fn put_node_output(
+        &self,
+        run_id: &str,
+        node_id: &str,
+        output: &Value,
+        visits: u64,
+        at: &str,
+    ) {
+        self.send(Write::NodeOutput {
+            run_id: run_id.to_string(),
+            node_id: node_id.to_string(),
+            output_json: output.to_string(),
+            visits,
+            at: at.to_string(),
+        });
+    }
+
+    /// Queues storing the approval decision given at a node. If the node has no output row
+    /// yet, one is created with output `null` and 0 visits.
+    pub fn put_node_approval(&self, run_id: &str, node_id: &str, approval: &Value, at: &str) {
+        self.send(Write::NodeApproval {
+            run_id: run_id.to_string(),
+            node_id: node_id.to_string(),
+            approval_json: approval.to_string(),
+            at: at.to_string(),
+        });
+    }
+
+    /// Queues pausing a run: status `paused`, the waiting step, the engine state, and the
+    /// run's queue replaced by `pause.queue` (in order). An unknown run is reported by the
+    /// next [`Store::flush`] as [`StoreError::NoSuchRun`].
+    pub fn save_pause(&self, run_id: &str, pause: &PauseRecord, at: &str) {
+        self.send(Write::Pause {
+            run_id: run_id.to_string(),
+            waiting: StepRow::new(&pause.waiting),
+            queue: pause.queue.iter().map(StepRow::new).collect(),
+            state_json: pause.state.to_string(),
+            at: at.to_string(),
+        });
+    }
+
+    /// Queues replacing the engine-owned state of a run.
+    pub fn set_state(&self, run_id: &str, state: &Value, at: &str) {
+        self.send(Write::SetState {
+            run_id: run_id.to_string(),
+            state_json: state.to_string(),
+            at: at.to_string(),
+        });
+    }
+
+    /// Queues ending a run with `status` (normally completed, failed or cancelled), its result
+    /// or error, and `ended_at = at`; clears the waiting step and the queue.
+    pub fn finish_run(
+        &self,
+        run_id: &str,
+        status: RunStatus,
+        result: Option<&Value>,
+        error: Option<&str>,
+        at: &str,
+    ) {
+        self.send(Write::Finish {
+            run_id: run_id.to_string(),
+            status,
+            result_json: result.map(Value::to_string),
+            error: error.map(str::to_string),
+            at: at.to_string(),
+        });
+    }
+
+    /// Waits until every write queued before this call is committed.
+    ///
+    /// Errors: the first write error since the previous flush (every failed write is also
+    /// logged when it happens), or [`StoreError::WriterStopped`].
+    pub fn flush(&self) -> Result<(), StoreError> {
+        match self.sync(true)? {
+            Some(err) => Err(err),
+            None => Ok(()),
+        }
+    }
+
+    /// Atomically moves a paused run to `running` and returns its record, with the waiting
+    /// step and the queue, which are cleared from the store in the same transaction (the
+    /// caller now owns them). Of several processes claiming the same run, exactly one wins.
+    ///
+    /// Errors: [`StoreError::NoSuchRun`], [`StoreError::Finished`] (completed, failed or
+    /// cancelled), [`StoreError::NotPaused`] (running), [`StoreError::Corrupt`].
+    pub fn claim_paused(&self, run_id: &str, at: &str) -> Result<RunRecord, StoreError> {
+        self.barrier()?;
+        let mut conn = self.reader();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let record = runs::claim_paused(&tx, run_id, at)?;
+        tx.commit()?;
+        Ok(record)
+    }
+
+    /// The newest `limit` runs (by `started_at`), newest first.
+    pub fn list_runs(&self, limit: usize) -> Result<Vec<RunSummary>, StoreError> {
+        self.barrier()?;
+        runs::list(&self.reader(), limit)
+    }
+
+    /// The full id of the one run whose id starts with `id_or_prefix` (an exact id always
+    /// matches itself).
+    ///
+    /// Errors: [`StoreError::NoSuchRun`] when no run matches (or the prefix is empty),
+    /// [`StoreError::Ambiguous`] when several do.
+    pub fn resolve_run_id(&self, id_or_prefix: &str) -> Result<String, StoreError> {
+        if id_or_prefix.is_empty() {
+            return Err(StoreError::NoSuchRun(String::new()));
+        }
+        self.barrier()?;
+        runs::resolve(&self.reader(), id_or_prefix)
+    }
+
+    /// The run with exactly this id.
+    ///
+    /// Errors: [`StoreError::NoSuchRun`], [`StoreError::Corrupt`].
+    pub fn run(&self, run_id: &str) -> Result<RunRecord, StoreError> {
+        self.barrier()?;
+        runs::load(&self.reader(), run_id)
+    }
+
+    /// The run's events, ordered by `seq`.
+    ///
+    /// Errors: [`StoreError::NoSuchRun`] when there is no such run, [`StoreError::Corrupt`]
+    /// for an unknown event type.
+    pub fn events(&self, run_id: &str) -> Result<Vec<RunEvent>, StoreError> {
+        self.barrier()?;
+        let conn = self.reader();
+        let events = events::list(&conn, run_id)?;
+        if events.is_empty() && !runs::exists(&conn, run_id)? {
+            return Err(StoreError::NoSuchRun(run_id.to_string()));
+        }
+        Ok(events)
+    }
+
+    /// The run's node outputs, ordered by node id.
+    ///
+    /// Errors: [`StoreError::NoSuchRun`] when there is no such run, [`StoreError::Corrupt`].
+    pub fn node_outputs(&self, run_id: &str) -> Result<Vec<NodeOutputRecord>, StoreError> {
+        self.barrier()?;
+        let conn = self.reader();
+        let outputs = node_outputs::list(&conn, run_id)?;
+        if outputs.is_empty() && !runs::exists(&conn, run_id)? {
+            return Err(StoreError::NoSuchRun(run_id.to_string()));
+        }
+        Ok(outputs)
+    }
+
+    fn send(&self, write: Write) {
+        let sent = match &self.inner.sender {
+            Some(sender) => sender.send(Message::Write(write)).is_ok(),
+            None => false,
+        };
+        if !sent {
+            // The next flush reports this too (the writer is gone).
+            tracing::error!("the run store's writer thread has stopped; a write was lost");
+        }
+    }
+
+    fn sync(&self, take_error: bool) -> Result<Option<StoreError>, StoreError> {
+        let sender = self
+            .inner
+            .sender
+            .as_ref()
+            .ok_or(StoreError::WriterStopped)?;
+        let (reply, answer) = mpsc::channel();
+        sender
+            .send(Message::Sync { reply, take_error })
+            .map_err(|_| StoreError::WriterStopped)?;
+        answer.recv().map_err(|_| StoreError::WriterStopped)
+    }
+
+    /// Waits until every write queued so far is committed, leaving any write error for the
+    /// next flush.
+    fn barrier(&self) -> Result<(), StoreError> {
+        self.sync(false).map(|_| ())
+    }
+
+    fn reader(&self) -> MutexGuard<'_, Connection> {
+        self.inner
+            .reader
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// What a stored value that cannot be read back says.
+fn corrupt(run_id: &str, message: String) -> StoreError {
+    StoreError::Corrupt {
+        run_id: run_id.to_string(),
+        message,
+    }
+}
+
+fn parse_json(run_id: &str, what: &str, text: &str) -> Result<Value, StoreError> {
+    serde_json::from_str(text)
+        .map_err(|err| corrupt(run_id, format!("the {what} is not valid JSON: {err}")))
+}
+
+fn to_i64(what: &'static str, value: u64) -> Result<i64, StoreError> {
+    i64::try_from(value).map_err(|_| StoreError::OutOfRange { what, value })
+}
+
+fn to_u64(run_id: &str, what: &str, value: i64) -> Result<u64, StoreError> {
+    u64::try_from(value).map_err(|_| corrupt(run_id, format!("{what} {value} is negative")))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,256 @@
+//! The `runs` table: one row per run with its status, flow, input, result, the step a paused run
+//! waits on, and the engine's saved state.
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use super::writer::StepRow;
+use super::{QueuedStep, RunRecord, RunSummary, StoreError, corrupt, parse_json, queue, to_u64};
+use crate::event::RunStatus;
+use crate::providers::Usage;
+
+/// A run to insert, its values serialized.
+pub(super) struct NewRunRow<'a> {
+    pub id: &'a str,
+    pub flow_name: &'a str,
+    pub flow_path: Option<&'a str>,
+    pub flow_json: &'a str,
+    pub input_json: &'a str,
+    pub started_at: &'a str,
+}
+
+pub(super) fn insert(conn: &Connection, run: NewRunRow<'_>) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO runs (id, flow_name, flow_path, flow_json, status, input_json, \
+         started_at, updated_at) VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?6)",
+    )?
+    .execute(params![
+        run.id,
+        run.flow_name,
+        run.flow_path,
+        run.flow_json,
+        run.input_json,
+        run.started_at
+    ])?;
+    Ok(())
+}
+
+/// Fails with [`StoreError::NoSuchRun`] when an update changed no row.
+fn changed(run_id: &str, rows: usize) -> Result<(), StoreError> {
+    if rows == 0 {
+        Err(StoreError::NoSuchRun(run_id.to_string()))
+    } else {
+        Ok(())
+    }
+}
+
+/// Status `paused`, the waiting step and the engine state (the queue is the `queue` table's).
+pub(super) fn pause(
+    conn: &Connection,
+    run_id: &str,
+    waiting: &StepRow,
+    state_json: &str,
+    at: &str,
+) -> Result<(), StoreError> {
+    let rows = conn
+        .prepare_cached(
+            "UPDATE runs SET status = 'paused', waiting_node_id = ?2, \
+             waiting_input_json = ?3, waiting_source_node_id = ?4, state_json = ?5, \
+             updated_at = ?6 WHERE id = ?1",
+        )?
+        .execute(params![
+            run_id,
+            waiting.node_id,
+            waiting.input_json,
+            waiting.source_node_id,
+            state_json,
+            at
+        ])?;
+    changed(run_id, rows)
+}
+
+pub(super) fn set_state(
+    conn: &Connection,
+    run_id: &str,
+    state_json: &str,
+    at: &str,
+) -> Result<(), StoreError> {
+    let rows = conn
+        .prepare_cached("UPDATE runs SET state_json = ?2, updated_at = ?3 WHERE id = ?1")?
+        .execute(params![run_id, state_json, at])?;
+    changed(run_id, rows)
+}
+
+/// Ends a run: its status, result or error, `ended_at`; no waiting step any more.
+pub(super) fn finish(
+    conn: &Connection,
+    run_id: &str,
+    status: RunStatus,
+    result_json: Option<&str>,
+    error: Option<&str>,
+    at: &str,
+) -> Result<(), StoreError> {
+    let rows = conn
+        .prepare_cached(
+            "UPDATE runs SET status = ?2, result_json = ?3, error = ?4, \
+             waiting_node_id = NULL, waiting_input_json = NULL, \
+             waiting_source_node_id = NULL, ended_at = ?5, updated_at = ?5 WHERE id = ?1",
+        )?
+        .execute(params![run_id, status.as_str(), result_json, error, at])?;
+    changed(run_id, rows)
+}
+
+/// Moves a paused run to `running` and returns its record (waiting step and queue included),
+/// clearing both from the store; the caller runs this in a write transaction.
+pub(super) fn claim_paused(
+    conn: &Connection,
+    run_id: &str,
+    at: &str,
+) -> Result<RunRecord, StoreError> {
+    let claimed = conn
+        .prepare_cached(
+            "UPDATE runs SET status = 'running', updated_at = ?2 \
+             WHERE id = ?1 AND status = 'paused'",
+        )?
+        .execute(params![run_id, at])?;
+    if claimed == 0 {
+        let status: Option<String> = conn
+            .prepare_cached("SELECT status FROM runs WHERE id = ?1")?
+            .query_row(params![run_id], |row| row.get("status"))
+            .optional()?;
+        return Err(match status {
+            None => StoreError::NoSuchRun(run_id.to_string()),
+            Some(text) => {
+                let status = parse_status(run_id, &text)?;
+                if status.is_finished() {
+                    StoreError::Finished {
+                        run_id: run_id.to_string(),
+                        status,
+                    }
+                } else {
+                    StoreError::NotPaused {
+                        run_id: run_id.to_string(),
+                    }
+                }
+            }
+        });
+    }
+    let record = load(conn, run_id)?;
+    conn.prepare_cached(
+        "UPDATE runs SET waiting_node_id = NULL, waiting_input_json = NULL, \
+         waiting_source_node_id = NULL WHERE id = ?1",
+    )?
+    .execute(params![run_id])?;
+    queue::clear(conn, run_id)?;
+    Ok(record)
+}
+
+/// The newest `limit` runs (by `started_at`), newest first.
+pub(super) fn list(conn: &Connection, limit: usize) -> Result<Vec<RunSummary>, StoreError> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut statement = conn.prepare_cached(
+        "SELECT id, flow_name, flow_path, status, started_at, ended_at, waiting_node_id \
+         FROM runs ORDER BY started_at DESC, id DESC LIMIT ?1",
+    )?;
+    let mut rows = statement.query(params![limit])?;
+    let mut runs = Vec::new();
+    while let Some(row) = rows.next()? {
+        runs.push(summary(row)?);
+    }
+    Ok(runs)
+}
+
+/// The one run id that is `id_or_prefix` or starts with it.
+pub(super) fn resolve(conn: &Connection, id_or_prefix: &str) -> Result<String, StoreError> {
+    if exists(conn, id_or_prefix)? {
+        return Ok(id_or_prefix.to_string());
+    }
+    let mut statement = conn.prepare_cached(
+        "SELECT id FROM runs WHERE substr(id, 1, length(?1)) = ?1 ORDER BY id LIMIT 2",
+    )?;
+    let mut ids = statement
+        .query_map(params![id_or_prefix], |row| row.get::<_, String>("id"))?
+        .collect::<Result<Vec<_>, _>>()?;
+    match ids.len() {
+        0 => Err(StoreError::NoSuchRun(id_or_prefix.to_string())),
+        1 => Ok(ids.remove(0)),
+        _ => Err(StoreError::Ambiguous(id_or_prefix.to_string())),
+    }
+}
+
+pub(super) fn exists(conn: &Connection, run_id: &str) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT 1 FROM runs WHERE id = ?1")?
+        .exists(params![run_id])?)
+}
+
+/// The run with exactly this id, with its queue and token totals.
+pub(super) fn load(conn: &Connection, run_id: &str) -> Result<RunRecord, StoreError> {
+    let mut statement = conn.prepare_cached(
+        "SELECT id, flow_name, flow_path, status, started_at, ended_at, waiting_node_id, \
+         flow_json, input_json, result_json, error, waiting_input_json, \
+         waiting_source_node_id, state_json, \
+         (SELECT COALESCE(SUM(input_tokens), 0) FROM node_outputs WHERE run_id = runs.id) \
+           AS input_tokens, \
+         (SELECT COALESCE(SUM(output_tokens), 0) FROM node_outputs WHERE run_id = runs.id) \
+           AS output_tokens \
+         FROM runs WHERE id = ?1",
+    )?;
+    let mut rows = statement.query(params![run_id])?;
+    let Some(row) = rows.next()? else {
+        return Err(StoreError::NoSuchRun(run_id.to_string()));
+    };
+    let summary = summary(row)?;
+    let waiting_input: Option<String> = row.get("waiting_input_json")?;
+    let waiting = match (&summary.waiting_node_id, waiting_input) {
+        (None, _) => None,
+        (Some(node_id), Some(input)) => Some(QueuedStep {
+            node_id: node_id.clone(),
+            input: parse_json(run_id, "waiting input", &input)?,
+            source_node_id: row.get("waiting_source_node_id")?,
+        }),
+        (Some(node_id), None) => {
+            return Err(corrupt(
+                run_id,
+                format!("the waiting node {node_id} has no input"),
+            ));
+        }
+    };
+    let result: Option<String> = row.get("result_json")?;
+    let record = RunRecord {
+        flow_json: row.get("flow_json")?,
+        input: parse_json(run_id, "input", &row.get::<_, String>("input_json")?)?,
+        result: result
+            .map(|text| parse_json(run_id, "result", &text))
+            .transpose()?,
+        error: row.get("error")?,
+        waiting,
+        queue: queue::list(conn, run_id)?,
+        state: parse_json(run_id, "state", &row.get::<_, String>("state_json")?)?,
+        usage: Usage {
+            input_tokens: to_u64(run_id, "input tokens", row.get("input_tokens")?)?,
+            output_tokens: to_u64(run_id, "output tokens", row.get("output_tokens")?)?,
+        },
+        summary,
+    };
+    Ok(record)
+}
+
+/// A `runs` row's summary columns.
+fn summary(row: &Row<'_>) -> Result<RunSummary, StoreError> {
+    let id: String = row.get("id")?;
+    let status: String = row.get("status")?;
+    Ok(RunSummary {
+        status: parse_status(&id, &status)?,
+        flow_name: row.get("flow_name")?,
+        flow_path: row.get("flow_path")?,
+        started_at: row.get("started_at")?,
+        ended_at: row.get("ended_at")?,
+        waiting_node_id: row.get("waiting_node_id")?,
+        id,
+    })
+}
+
+fn parse_status(run_id: &str, text: &str) -> Result<RunStatus, StoreError> {
+    text.parse()
+        .map_err(|_| corrupt(run_id, format!("unknown status {text:?}")))
+}

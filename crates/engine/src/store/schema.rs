@@ -1,0 +1,155 @@
+//! The database file and its schema: connection settings and the numbered, forward-only
+//! migrations recorded in `PRAGMA user_version`. A newer version of Weft adds migrations at the
+//! end of [`MIGRATIONS`] and never edits earlier ones.
+
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, TransactionBehavior};
+
+/// How long a connection waits for another one (possibly in another process) to release the
+/// database before giving up with "database is locked".
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Prepared statements kept per connection (there are a few dozen distinct ones).
+const STATEMENT_CACHE: usize = 48;
+
+/// The schema, one migration per entry; migration `n` (1-based) brings `user_version` from
+/// `n - 1` to `n`.
+pub(super) const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4];
+
+/// Migration 1: runs, their events, node outputs and the queue of a paused run.
+///
+/// `waiting_source_node_id` completes the waiting step (`waiting_node_id`,
+/// `waiting_input_json`) so that a paused run's queued step round-trips exactly.
+const MIGRATION_1: &str = "
+CREATE TABLE runs (
+    id TEXT PRIMARY KEY,
+    flow_name TEXT NOT NULL,
+    flow_path TEXT,
+    flow_json TEXT NOT NULL,
+    status TEXT NOT NULL,
+    input_json TEXT NOT NULL,
+    result_json TEXT,
+    error TEXT,
+    waiting_node_id TEXT,
+    waiting_input_json TEXT,
+    waiting_source_node_id TEXT,
+    state_json TEXT NOT NULL DEFAULT '{}',
+    started_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    ended_at TEXT
+);
+CREATE INDEX runs_started_at ON runs(started_at);
+CREATE TABLE events (
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    seq INTEGER NOT NULL,
+    ts TEXT NOT NULL,
+    type TEXT NOT NULL,
+    node_id TEXT,
+    content TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE node_outputs (
+    run_id TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    output_json TEXT NOT NULL,
+    visits INTEGER NOT NULL,
+    approval_json TEXT,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, node_id)
+);
+CREATE TABLE queue (
+    run_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    node_id TEXT NOT NULL,
+    input_json TEXT NOT NULL,
+    source_node_id TEXT,
+    PRIMARY KEY (run_id, position)
+);
+";
+
+/// Migration 2: events of nested runs (`scope`, `item`), and tokens used: per event
+/// (`usage_json` on `llm_response`) and per node. A run's total is the sum over its nodes,
+/// computed when read: updating a `runs` row per LLM call would rewrite its flow JSON each time.
+const MIGRATION_2: &str = "
+ALTER TABLE events ADD COLUMN scope TEXT;
+ALTER TABLE events ADD COLUMN item INTEGER;
+ALTER TABLE events ADD COLUMN usage_json TEXT;
+ALTER TABLE node_outputs ADD COLUMN input_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE node_outputs ADD COLUMN output_tokens INTEGER NOT NULL DEFAULT 0;
+";
+
+/// Migration 3: metadata of a node's latest output (the web pages a search used).
+const MIGRATION_3: &str = "
+ALTER TABLE node_outputs ADD COLUMN metadata_json TEXT;
+";
+
+/// Migration 4: the node whose output started a step (`from` on `step_start`).
+const MIGRATION_4: &str = "
+ALTER TABLE events ADD COLUMN from_node TEXT;
+";
+
+/// A clear message for an error met while opening.
+pub(super) fn describe(err: &rusqlite::Error) -> String {
+    match err.sqlite_error_code() {
+        Some(ErrorCode::NotADatabase) => {
+            "the file is not a SQLite database (is this the right path?)".to_string()
+        }
+        _ => err.to_string(),
+    }
+}
+
+pub(super) fn configure(conn: &Connection, writer: bool) -> rusqlite::Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    if writer {
+        // Reading the journal mode is the first access to the file: a non-database fails here.
+        let mode: String =
+            conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            tracing::warn!("the run store could not use WAL mode (journal mode is {mode})");
+        }
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "foreign_keys", true)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    Ok(())
+}
+
+/// Applies the migrations the database has not had yet, each in its own transaction.
+/// Safe against another process migrating at the same time (the version is re-read under
+/// the write lock).
+pub(super) fn migrate(conn: &mut Connection) -> Result<(), String> {
+    let latest = MIGRATIONS.len();
+    // The usual case, a schema already up to date, costs one read and no write lock.
+    let current: i64 = conn
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(|err| describe(&err))?;
+    if usize::try_from(current) == Ok(latest) {
+        return Ok(());
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate() {
+        let version = index + 1;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|err| describe(&err))?;
+        let current: i64 = tx
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .map_err(|err| describe(&err))?;
+        let current = usize::try_from(current)
+            .map_err(|_| format!("the schema version {current} is not valid"))?;
+        if current > latest {
+            return Err(format!(
+                "it was made by a newer version of Weft (schema version {current}; this \
+                 version knows up to {latest})"
+            ));
+        }
+        if current >= version {
+            continue;
+        }
+        tx.execute_batch(sql)
+            .and_then(|()| tx.pragma_update(None, "user_version", version as i64))
+            .and_then(|()| tx.commit())
+            .map_err(|err| format!("schema migration {version} failed: {}", describe(&err)))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,354 @@
+//! The store's own tests: round trips, claiming, concurrency, damaged files.
+
+use super::*;
+use crate::event::EventType;
+use schema::MIGRATIONS;
+use serde_json::json;
+
+fn ts(n: u64) -> String {
+    format!("2025-01-01T00:00:{:02}.000Z", n % 60)
+}
+
+fn new_run(id: &str, started_at: &str) -> NewRun {
+    NewRun {
+        id: id.to_string(),
+        flow_name: "demo".to_string(),
+        flow_path: Some("flows/demo.json".to_string()),
+        flow_json: r#"{"nodes":[],"edges":[]}"#.to_string(),
+        input: json!({"question": "why?"}),
+        started_at: started_at.to_string(),
+    }
+}
+
+fn event(run_id: &str, seq: u64, kind: EventType, node_id: Option<&str>) -> RunEvent {
+    RunEvent {
+        seq,
+        run_id: run_id.to_string(),
+        ts: ts(seq),
+        kind,
+        node_id: node_id.map(str::to_string),
+        content: format!("event {seq}"),
+        scope: None,
+        item: None,
+        from: None,
+        usage: None,
+    }
+}
+
+fn step(node_id: &str, n: i64, source: Option<&str>) -> QueuedStep {
+    QueuedStep {
+        node_id: node_id.to_string(),
+        input: json!({"n": n}),
+        source_node_id: source.map(str::to_string),
+    }
+}
+
+fn open_temp() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = Store::open(&dir.path().join("nested/dir/runs.db")).expect("open");
+    (dir, store)
+}
+
+fn pause_record() -> PauseRecord {
+    PauseRecord {
+        waiting: step("approve", 1, Some("draft")),
+        queue: vec![step("b", 2, Some("a")), step("c", 3, None)],
+        state: json!({"nextSeq": 5, "visits": {"a": 1}}),
+    }
+}
+
+#[test]
+fn store_round_trips_a_run_with_events_and_outputs() {
+    let (_dir, store) = open_temp();
+    store.create_run(&new_run("run-1", &ts(0)));
+    store.append_event(&event("run-1", 1, EventType::RunStart, None));
+    store.append_event(&event("run-1", 2, EventType::StepStart, Some("a")));
+    store.append_event(&event("run-1", 3, EventType::StepEnd, Some("a")));
+    store.put_node_output("run-1", "b", &json!({"text": "B"}), 1, &ts(4));
+    store.put_node_approval("run-1", "a", &json!({"approved": true}), &ts(4));
+    store.put_node_output("run-1", "a", &json!("A"), 2, &ts(5));
+    store.set_state("run-1", &json!({"k": 1}), &ts(5));
+    store.finish_run(
+        "run-1",
+        RunStatus::Completed,
+        Some(&json!({"answer": 42})),
+        None,
+        &ts(6),
+    );
+    store.flush().expect("flush");
+
+    let record = store.run("run-1").expect("run");
+    assert_eq!(record.summary.status, RunStatus::Completed);
+    assert_eq!(record.summary.flow_name, "demo");
+    assert_eq!(record.summary.flow_path.as_deref(), Some("flows/demo.json"));
+    assert_eq!(record.summary.started_at, ts(0));
+    assert_eq!(record.summary.ended_at, Some(ts(6)));
+    assert_eq!(record.input, json!({"question": "why?"}));
+    assert_eq!(record.result, Some(json!({"answer": 42})));
+    assert_eq!(record.state, json!({"k": 1}));
+    assert_eq!(record.waiting, None);
+    assert!(record.queue.is_empty());
+
+    let events = store.events("run-1").expect("events");
+    assert_eq!(
+        events,
+        vec![
+            event("run-1", 1, EventType::RunStart, None),
+            event("run-1", 2, EventType::StepStart, Some("a")),
+            event("run-1", 3, EventType::StepEnd, Some("a")),
+        ]
+    );
+
+    let outputs = store.node_outputs("run-1").expect("outputs");
+    assert_eq!(outputs.len(), 2);
+    assert_eq!(outputs[0].node_id, "a");
+    assert_eq!(outputs[0].output, json!("A"));
+    assert_eq!(outputs[0].visits, 2);
+    assert_eq!(outputs[0].approval, Some(json!({"approved": true})));
+    assert_eq!(outputs[1].node_id, "b");
+    assert_eq!(outputs[1].approval, None);
+
+    let runs = store.list_runs(10).expect("list");
+    assert_eq!(runs, vec![record.summary.clone()]);
+    assert!(matches!(store.run("nope"), Err(StoreError::NoSuchRun(_))));
+    assert!(matches!(
+        store.events("nope"),
+        Err(StoreError::NoSuchRun(_))
+    ));
+}
+
+#[test]
+fn store_lists_newest_first_and_resolves_prefixes() {
+    let (_dir, store) = open_temp();
+    store.create_run(&new_run("abc-1", &ts(1)));
+    store.create_run(&new_run("abd-2", &ts(3)));
+    store.create_run(&new_run("xyz-3", &ts(2)));
+    let ids: Vec<String> = store
+        .list_runs(10)
+        .expect("list")
+        .into_iter()
+        .map(|run| run.id)
+        .collect();
+    assert_eq!(ids, ["abd-2", "xyz-3", "abc-1"]);
+    assert_eq!(store.list_runs(1).expect("list").len(), 1);
+
+    assert_eq!(store.resolve_run_id("x").expect("x"), "xyz-3");
+    assert_eq!(store.resolve_run_id("abc").expect("abc"), "abc-1");
+    assert_eq!(store.resolve_run_id("abd-2").expect("exact"), "abd-2");
+    assert!(matches!(
+        store.resolve_run_id("ab"),
+        Err(StoreError::Ambiguous(_))
+    ));
+    assert!(matches!(
+        store.resolve_run_id("q"),
+        Err(StoreError::NoSuchRun(_))
+    ));
+    assert!(matches!(
+        store.resolve_run_id(""),
+        Err(StoreError::NoSuchRun(_))
+    ));
+    assert!(matches!(
+        store.resolve_run_id("%"),
+        Err(StoreError::NoSuchRun(_))
+    ));
+}
+
+#[test]
+fn store_claims_a_paused_run_once() {
+    let (_dir, store) = open_temp();
+    store.create_run(&new_run("run-p", &ts(0)));
+    store.save_pause("run-p", &pause_record(), &ts(1));
+
+    let paused = store.run("run-p").expect("run");
+    assert_eq!(paused.summary.status, RunStatus::Paused);
+    assert_eq!(paused.summary.waiting_node_id.as_deref(), Some("approve"));
+
+    let claimed = store.claim_paused("run-p", &ts(2)).expect("claim");
+    assert_eq!(claimed.summary.status, RunStatus::Running);
+    assert_eq!(claimed.waiting, Some(pause_record().waiting));
+    assert_eq!(claimed.queue, pause_record().queue);
+    assert_eq!(claimed.state, pause_record().state);
+
+    let after = store.run("run-p").expect("run");
+    assert_eq!(after.summary.status, RunStatus::Running);
+    assert_eq!(after.waiting, None);
+    assert!(after.queue.is_empty());
+
+    match store.claim_paused("run-p", &ts(3)) {
+        Err(StoreError::NotPaused { run_id }) => assert_eq!(run_id, "run-p"),
+        other => panic!("expected NotPaused, got {other:?}"),
+    }
+    assert!(matches!(
+        store.claim_paused("missing", &ts(3)),
+        Err(StoreError::NoSuchRun(_))
+    ));
+}
+
+#[test]
+fn store_refuses_to_claim_a_finished_run() {
+    let (_dir, store) = open_temp();
+    store.create_run(&new_run("run-f", &ts(0)));
+    store.save_pause("run-f", &pause_record(), &ts(1));
+    store.finish_run("run-f", RunStatus::Cancelled, None, None, &ts(2));
+    match store.claim_paused("run-f", &ts(3)) {
+        Err(StoreError::Finished { run_id, status }) => {
+            assert_eq!(run_id, "run-f");
+            assert_eq!(status, RunStatus::Cancelled);
+        }
+        other => panic!("expected Finished, got {other:?}"),
+    }
+    let record = store.run("run-f").expect("run");
+    assert_eq!(record.waiting, None);
+    assert!(record.queue.is_empty());
+}
+
+#[test]
+fn store_pause_survives_reopening_in_another_store() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("runs.db");
+    let first = Store::open(&path).expect("open");
+    first.create_run(&new_run("run-r", &ts(0)));
+    first.append_event(&event("run-r", 1, EventType::RunStart, None));
+    first.save_pause("run-r", &pause_record(), &ts(1));
+    first.flush().expect("flush");
+
+    // A second process, while the first still has the file open.
+    let second = Store::open(&path).expect("reopen");
+    let claimed = second.claim_paused("run-r", &ts(2)).expect("claim");
+    assert_eq!(claimed.waiting, Some(pause_record().waiting));
+    assert_eq!(claimed.queue, pause_record().queue);
+    assert!(matches!(
+        first.claim_paused("run-r", &ts(3)),
+        Err(StoreError::NotPaused { .. })
+    ));
+    drop(first);
+    drop(second);
+
+    // And after both have exited.
+    let third = Store::open(&path).expect("reopen again");
+    let record = third.run("run-r").expect("run");
+    assert_eq!(record.summary.status, RunStatus::Running);
+    assert_eq!(third.events("run-r").expect("events").len(), 1);
+}
+
+#[test]
+fn store_drop_applies_queued_writes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("runs.db");
+    {
+        let store = Store::open(&path).expect("open");
+        let clone = store.clone();
+        store.create_run(&new_run("run-d", &ts(0)));
+        drop(store);
+        for seq in 1..=100 {
+            clone.append_event(&event("run-d", seq, EventType::LlmDelta, Some("a")));
+        }
+    }
+    let store = Store::open(&path).expect("reopen");
+    assert_eq!(store.events("run-d").expect("events").len(), 100);
+}
+
+#[test]
+fn store_reads_concurrently_while_writing() {
+    let (_dir, store) = open_temp();
+    store.create_run(&new_run("run-c", &ts(0)));
+    store.flush().expect("flush");
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                let mut last = 0;
+                for _ in 0..50 {
+                    let count = store.events("run-c").expect("events").len();
+                    assert!(count >= last, "event count went backwards");
+                    last = count;
+                    assert_eq!(store.list_runs(5).expect("list").len(), 1);
+                }
+            })
+        })
+        .collect();
+    for seq in 1..=5_000 {
+        store.append_event(&event("run-c", seq, EventType::LlmDelta, Some("a")));
+    }
+    for reader in readers {
+        reader.join().expect("reader thread");
+    }
+    store.flush().expect("flush");
+    let events = store.events("run-c").expect("events");
+    assert_eq!(events.len(), 5_000);
+    assert!(events.windows(2).all(|pair| pair[0].seq + 1 == pair[1].seq));
+}
+
+#[test]
+fn store_open_rejects_a_file_that_is_not_a_database() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("notes.txt");
+    std::fs::write(&path, "these are my notes, not a database\n".repeat(200)).expect("write");
+    match Store::open(&path) {
+        Err(err @ StoreError::Open { .. }) => {
+            let message = err.to_string();
+            assert!(message.contains("notes.txt"), "{message}");
+            assert!(message.contains("not a SQLite database"), "{message}");
+        }
+        other => panic!("expected Open error, got {other:?}"),
+    }
+}
+
+#[test]
+fn store_open_rejects_a_newer_schema() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("runs.db");
+    drop(Store::open(&path).expect("open"));
+    let conn = Connection::open(&path).expect("sqlite");
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .expect("version");
+    assert_eq!(version, MIGRATIONS.len() as i64);
+    conn.pragma_update(None, "user_version", 99)
+        .expect("set version");
+    drop(conn);
+    match Store::open(&path) {
+        Err(StoreError::Open { message, .. }) => {
+            assert!(message.contains("newer version"), "{message}")
+        }
+        other => panic!("expected Open error, got {other:?}"),
+    }
+}
+
+#[test]
+fn store_flush_reports_a_failed_write() {
+    let (_dir, store) = open_temp();
+    store.append_event(&event("ghost", 1, EventType::RunStart, None));
+    store.create_run(&new_run("real", &ts(0)));
+    store.append_event(&event("real", 1, EventType::RunStart, None));
+    // A read in between does not swallow the error.
+    assert!(matches!(store.run("ghost"), Err(StoreError::NoSuchRun(_))));
+    match store.flush() {
+        Err(error @ StoreError::Sqlite { .. }) => {
+            let message = error.to_string();
+            assert!(message.contains("ghost"), "{message}");
+            assert!(message.contains("FOREIGN KEY"), "{message}");
+            // The SQLite error is kept as the source, not only as text.
+            let source = std::error::Error::source(&error).expect("a source");
+            assert!(source.to_string().contains("FOREIGN KEY"), "{source}");
+        }
+        other => panic!("expected a write error, got {other:?}"),
+    }
+    // The other writes of the same batch were applied, and the error was reported once.
+    assert_eq!(store.events("real").expect("events").len(), 1);
+    store.flush().expect("second flush is clean");
+
+    store.set_state("ghost", &json!({}), &ts(1));
+    assert!(matches!(store.flush(), Err(StoreError::NoSuchRun(_))));
+}
+
+#[test]
+fn store_appends_twenty_thousand_events() {
+    let (_dir, store) = open_temp();
+    store.create_run(&new_run("run-big", &ts(0)));
+    for seq in 1..=20_000 {
+        store.append_event(&event("run-big", seq, EventType::LlmDelta, Some("writer")));
+    }
+    store.flush().expect("flush");
+    assert_eq!(store.events("run-big").expect("events").len(), 20_000);
+}

@@ -1,0 +1,272 @@
+//! The writer thread: applies queued writes in order, many at a time in one transaction.
+
+use std::sync::mpsc::{Receiver, Sender};
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::{QueuedStep, StoreError, events, node_outputs, queue, runs};
+use crate::event::{RunEvent, RunStatus};
+use crate::providers::Usage;
+
+/// The most queued messages the writer applies in one transaction.
+const MAX_BATCH: usize = 1_000;
+
+/// A step, already serialized for its table row.
+pub(super) struct StepRow {
+    pub node_id: String,
+    pub input_json: String,
+    pub source_node_id: Option<String>,
+}
+
+impl StepRow {
+    pub(super) fn new(step: &QueuedStep) -> StepRow {
+        StepRow {
+            node_id: step.node_id.clone(),
+            input_json: step.input.to_string(),
+            source_node_id: step.source_node_id.clone(),
+        }
+    }
+}
+
+/// One queued write, with its values already serialized.
+pub(super) enum Write {
+    CreateRun {
+        id: String,
+        flow_name: String,
+        flow_path: Option<String>,
+        flow_json: String,
+        input_json: String,
+        started_at: String,
+    },
+    Event(Box<RunEvent>),
+    Usage {
+        run_id: String,
+        node_id: String,
+        usage: Usage,
+        at: String,
+    },
+    NodeMetadata {
+        run_id: String,
+        node_id: String,
+        metadata_json: String,
+        at: String,
+    },
+    NodeOutput {
+        run_id: String,
+        node_id: String,
+        output_json: String,
+        visits: u64,
+        at: String,
+    },
+    NodeApproval {
+        run_id: String,
+        node_id: String,
+        approval_json: String,
+        at: String,
+    },
+    Pause {
+        run_id: String,
+        waiting: StepRow,
+        queue: Vec<StepRow>,
+        state_json: String,
+        at: String,
+    },
+    SetState {
+        run_id: String,
+        state_json: String,
+        at: String,
+    },
+    Finish {
+        run_id: String,
+        status: RunStatus,
+        result_json: Option<String>,
+        error: Option<String>,
+        at: String,
+    },
+}
+
+impl Write {
+    /// What this write was, for error messages.
+    fn describe(&self) -> String {
+        match self {
+            Write::CreateRun { id, .. } => format!("creating run {id}"),
+            Write::Event(event) => format!("storing event {} of run {}", event.seq, event.run_id),
+            Write::Usage {
+                run_id, node_id, ..
+            } => format!("adding the tokens of node {node_id} to run {run_id}"),
+            Write::NodeMetadata {
+                run_id, node_id, ..
+            } => format!("storing the metadata of node {node_id} of run {run_id}"),
+            Write::NodeOutput {
+                run_id, node_id, ..
+            } => format!("storing the output of node {node_id} in run {run_id}"),
+            Write::NodeApproval {
+                run_id, node_id, ..
+            } => format!("storing the approval at node {node_id} in run {run_id}"),
+            Write::Pause { run_id, .. } => format!("pausing run {run_id}"),
+            Write::SetState { run_id, .. } => format!("saving the state of run {run_id}"),
+            Write::Finish { run_id, .. } => format!("finishing run {run_id}"),
+        }
+    }
+
+    fn apply(&self, conn: &Connection) -> Result<(), StoreError> {
+        match self {
+            Write::CreateRun {
+                id,
+                flow_name,
+                flow_path,
+                flow_json,
+                input_json,
+                started_at,
+            } => runs::insert(
+                conn,
+                runs::NewRunRow {
+                    id,
+                    flow_name,
+                    flow_path: flow_path.as_deref(),
+                    flow_json,
+                    input_json,
+                    started_at,
+                },
+            ),
+            Write::Event(event) => events::insert(conn, event),
+            Write::Usage {
+                run_id,
+                node_id,
+                usage,
+                at,
+            } => node_outputs::add_usage(conn, run_id, node_id, *usage, at),
+            Write::NodeMetadata {
+                run_id,
+                node_id,
+                metadata_json,
+                at,
+            } => node_outputs::put_metadata(conn, run_id, node_id, metadata_json, at),
+            Write::NodeOutput {
+                run_id,
+                node_id,
+                output_json,
+                visits,
+                at,
+            } => node_outputs::put_output(conn, run_id, node_id, output_json, *visits, at),
+            Write::NodeApproval {
+                run_id,
+                node_id,
+                approval_json,
+                at,
+            } => node_outputs::put_approval(conn, run_id, node_id, approval_json, at),
+            Write::Pause {
+                run_id,
+                waiting,
+                queue: steps,
+                state_json,
+                at,
+            } => {
+                runs::pause(conn, run_id, waiting, state_json, at)?;
+                queue::replace(conn, run_id, steps)
+            }
+            Write::SetState {
+                run_id,
+                state_json,
+                at,
+            } => runs::set_state(conn, run_id, state_json, at),
+            Write::Finish {
+                run_id,
+                status,
+                result_json,
+                error,
+                at,
+            } => {
+                runs::finish(
+                    conn,
+                    run_id,
+                    *status,
+                    result_json.as_deref(),
+                    error.as_deref(),
+                    at,
+                )?;
+                queue::clear(conn, run_id)
+            }
+        }
+    }
+}
+
+/// What the writer thread receives.
+pub(super) enum Message {
+    Write(Write),
+    /// Commit everything received so far, then answer. With `take_error`, the answer is the
+    /// first write error since the previous such sync (which is then forgotten); without, it
+    /// is always `None` (a plain barrier that leaves the error for the next flush).
+    Sync {
+        reply: Sender<Option<StoreError>>,
+        take_error: bool,
+    },
+}
+
+/// The writer thread: blocks for a message, drains what else is queued (up to [`MAX_BATCH`])
+/// and applies the writes in one transaction; a sync commits first.
+pub(super) fn run(mut conn: Connection, receiver: Receiver<Message>) {
+    let mut first_error: Option<StoreError> = None;
+    let mut pending: Vec<Write> = Vec::new();
+    while let Ok(first) = receiver.recv() {
+        let mut next = Some(first);
+        let mut taken = 1;
+        while let Some(message) = next.take() {
+            match message {
+                Message::Write(write) => pending.push(write),
+                Message::Sync { reply, take_error } => {
+                    commit(&mut conn, &mut pending, &mut first_error);
+                    let answer = if take_error { first_error.take() } else { None };
+                    // The caller may have given up waiting; nothing to do then.
+                    let _ = reply.send(answer);
+                }
+            }
+            if taken < MAX_BATCH
+                && let Ok(message) = receiver.try_recv()
+            {
+                taken += 1;
+                next = Some(message);
+            }
+        }
+        commit(&mut conn, &mut pending, &mut first_error);
+    }
+}
+
+/// Applies `pending` in one transaction and empties it. A failing write is recorded and the
+/// others still apply; a failing commit loses the whole batch (and is recorded).
+fn commit(conn: &mut Connection, pending: &mut Vec<Write>, first_error: &mut Option<StoreError>) {
+    if pending.is_empty() {
+        return;
+    }
+    let count = pending.len();
+    let mut failures = Vec::new();
+    let result = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .and_then(|tx| {
+            for write in pending.iter() {
+                if let Err(err) = write.apply(&tx) {
+                    failures.push(match err {
+                        StoreError::Sqlite { source, .. } => StoreError::Sqlite {
+                            action: write.describe(),
+                            source,
+                        },
+                        other => other,
+                    });
+                }
+            }
+            tx.commit()
+        });
+    pending.clear();
+    if let Err(source) = result {
+        failures.push(StoreError::Sqlite {
+            action: format!("committing {count} queued writes failed; they are lost"),
+            source,
+        });
+    }
+    for err in failures {
+        tracing::error!("run store write failed: {err}");
+        if first_error.is_none() {
+            *first_error = Some(err);
+        }
+    }
+}
