@@ -448,3 +448,45 @@ test("quitting the app (SIGTERM) during a run stores the run as cancelled, not r
   assert.equal(await newest.getAttribute("data-status"), "cancelled");
   await shot(browser, "16-closed-during-run");
 });
+
+test("cancel reads cancelled; opening another flow during a run leaves the new flow unpainted", async () => {
+  await openFile(browser, builtFile);
+  await node(browser, "agent-1").waitForExist();
+  await byTestId(browser, "run").click();
+  await waitForStatus(browser, "agent-1", "running");
+  await byTestId(browser, "cancel").click();
+  await waitForRunStatus(browser, "cancelled");
+  // The step cut off by Cancel reads cancelled, not failed; the log's end row says so too.
+  await waitForStatus(browser, "agent-1", "cancelled");
+  const ends = [];
+  for (const row of await allByTestId(browser, "log-row")) {
+    if ((await row.getAttribute("data-type")) === "run_end") ends.push(await row.getAttribute("data-status"));
+  }
+  assert.deepEqual(ends, ["cancelled"]);
+  await shot(browser, "17-cancelled");
+
+  // A run going while another flow is opened: its later events do not paint the new flow.
+  await byTestId(browser, "run").click();
+  await waitForStatus(browser, "agent-1", "running");
+  await openFile(browser, approvalFile);
+  await node(browser, "review").waitForExist();
+  assert.equal((await byTestId(browser, "run-status").getProperty("textContent")).trim(), "");
+  await browser.waitUntil(() => byTestId(browser, "run").isEnabled(), {
+    timeout: 5_000,
+    timeoutMsg: "Run stays disabled after opening another flow",
+  });
+  // The old run streams for about two seconds more; wait it out, then look again.
+  await browser.pause(2_500);
+  assert.equal((await allByTestId(browser, "log-row")).length, 0, "no log rows of the old run");
+  for (const id of ["start", "writer", "review"]) {
+    assert.equal(await node(browser, id).getAttribute("data-status"), "idle", `${id} stays idle`);
+  }
+  assert.equal((await byTestId(browser, "run-status").getProperty("textContent")).trim(), "");
+  // The old run went on in the engine and is in History.
+  await byTestId(browser, "tab-history").click();
+  await browser.waitUntil(
+    async () => (await (await allByTestId(browser, "history-row"))[0].getAttribute("data-status")) === "completed",
+    { timeout: 10_000, timeoutMsg: "the detached run did not complete in History" },
+  );
+  await shot(browser, "18-other-flow-opened-during-run");
+});

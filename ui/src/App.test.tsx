@@ -5,11 +5,11 @@ import { act, cleanup, fireEvent, render, screen, within } from '@testing-librar
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { App } from './App';
 import type { Api } from './api';
-import type { Problem, RunEvent, RunResult } from './bindings';
+import type { Problem, RunEvent, RunSummary } from './bindings';
 import { CanvasStore } from './canvasStore';
 import { RunStore } from './runStore';
 import { Session } from './session';
-import { catalog, offlineEventsAfterApprove, offlineEventsToPause, offlineFlow } from './test/fixtures';
+import { catalog, event, offlineEventsAfterApprove, offlineEventsToPause, offlineFlow } from './test/fixtures';
 
 function fakeApi(overrides: Partial<Api> = {}): Api {
   const fail = () => Promise.reject({ code: 'badRequest', message: 'not in this test' });
@@ -73,31 +73,25 @@ describe('App', () => {
   });
 
   it('blocks Run while the validator reports an error, and says why', async () => {
-    const problem = { severity: 'error', code: 'no-branch', nodeId: 'large', message: 'the if has no branch' } as Problem;
+    const problem = { severity: 'error', code: 'if-branches', nodeId: 'large', message: 'the if has no branch' } as Problem;
     await mount(fakeApi({ validateFlow: () => Promise.resolve([problem]) }));
     expect((screen.getByTestId('run') as HTMLButtonElement).disabled).toBe(true);
     expect(screen.getByTestId('run-blocked-reason').textContent).toBe('1 problem: node large: the if has no branch');
     expect(screen.getByTestId('node-large').dataset.invalid).toBe('true');
     fireEvent.click(screen.getByTestId('tab-problems'));
     const row = screen.getByTestId('problem');
-    expect(row.dataset.code).toBe('no-branch');
+    expect(row.dataset.code).toBe('if-branches');
     expect(row.dataset.nodeId).toBe('large');
   });
 
   it('shows a run pausing at the approval, and approving it on the canvas', async () => {
     const startRun = vi.fn((_request, onEvent: (event: RunEvent) => void) => {
       offlineEventsToPause().forEach(onEvent);
-      return Promise.resolve({
-        runId: '6c4ba313-67fb-4e7c-bbc7-63ab45649f30',
-        status: 'paused',
-        result: null,
-        error: null,
-        waiting: { nodeId: 'review', message: 'Ada asks for 120 EUR: parcel lost. Approve the refund?' },
-      } as RunResult);
+      return Promise.resolve('6c4ba313-67fb-4e7c-bbc7-63ab45649f30');
     });
     const resumeRun = vi.fn((_answer, onEvent: (event: RunEvent) => void) => {
       offlineEventsAfterApprove().forEach(onEvent);
-      return Promise.resolve({ runId: '6c4ba313-67fb-4e7c-bbc7-63ab45649f30', status: 'completed', result: 'ok', error: null, waiting: null } as RunResult);
+      return Promise.resolve('6c4ba313-67fb-4e7c-bbc7-63ab45649f30');
     });
     await mount(fakeApi({ startRun, resumeRun }));
     fireEvent.change(screen.getByTestId('run-input'), { target: { value: 'hello' } });
@@ -116,6 +110,101 @@ describe('App', () => {
     expect(screen.getByTestId('node-auto').dataset.status).toBe('skipped');
     expect(screen.getByTestId('node-refunded').dataset.status).toBe('done');
     expect(screen.getAllByTestId('log-row')).toHaveLength(18);
+  });
+
+  it('stops painting a run on the canvas once another flow is opened, and lets the new one run', async () => {
+    let emit: (event: RunEvent) => void = () => {};
+    const startRun = vi.fn((_request, onEvent: (event: RunEvent) => void) => {
+      emit = onEvent;
+      onEvent(event(1, 'run_start', null, 'x'));
+      onEvent(event(2, 'step_start', 'start', 'Request'));
+      return Promise.resolve('6c4ba313-67fb-4e7c-bbc7-63ab45649f30');
+    });
+    const other = { ...offlineFlow(), name: 'Another flow' };
+    const session = await mount(
+      fakeApi({ startRun, openFlow: (path) => Promise.resolve({ path, flow: other }) }),
+    );
+    await act(async () => fireEvent.click(screen.getByTestId('run')));
+    expect(screen.getByTestId('run-status').textContent).toBe('running');
+    const run = screen.getByTestId('run') as HTMLButtonElement;
+    expect([run.disabled, run.title]).toEqual([true, 'A run is going.']);
+
+    await act(() => session.open('/flows/other.json'));
+    // The old run's later events (a step, its end) do not paint the new flow.
+    await act(async () => {
+      emit(event(3, 'step_end', 'start', 'x'));
+      emit(event(4, 'step_start', 'summary', 'Summarize', { from: 'start' }));
+      emit(event(5, 'run_end', null, '{"error":null,"result":"x","status":"completed"}'));
+    });
+    expect(screen.getByTestId('run-status').textContent).toBe('');
+    expect(screen.getByTestId('node-summary').dataset.status).toBe('idle');
+    expect(screen.queryAllByTestId('log-row')).toHaveLength(0);
+    expect((screen.getByTestId('run') as HTMLButtonElement).disabled).toBe(false);
+  });
+
+  it('shows a step cut off by Cancel as cancelled, and colours the run’s end by its status', async () => {
+    const startRun = vi.fn((_request, onEvent: (event: RunEvent) => void) => {
+      onEvent(event(1, 'run_start', null, 'x'));
+      onEvent(event(2, 'step_start', 'start', 'Request'));
+      onEvent(event(3, 'step_end', 'start', 'x'));
+      onEvent(event(4, 'step_start', 'summary', 'Summarize', { from: 'start' }));
+      return Promise.resolve('6c4ba313-67fb-4e7c-bbc7-63ab45649f30');
+    });
+    let cancelled = '';
+    const session = await mount(
+      fakeApi({
+        startRun,
+        cancelRun: (runId) => {
+          cancelled = runId;
+          return Promise.resolve(true);
+        },
+      }),
+    );
+    await act(async () => fireEvent.click(screen.getByTestId('run')));
+    await act(async () => fireEvent.click(screen.getByTestId('cancel')));
+    expect(cancelled).toBe('6c4ba313-67fb-4e7c-bbc7-63ab45649f30');
+    await act(async () =>
+      session.run.push(event(5, 'run_end', null, '{"error":"the run was cancelled","result":null,"status":"cancelled"}')),
+    );
+    expect(screen.getByTestId('node-summary').dataset.status).toBe('cancelled');
+    expect(screen.getByTestId('status-summary').textContent).toBe('cancelled');
+    const end = screen.getAllByTestId('log-row').find((row) => row.dataset.type === 'run_end')!;
+    expect(end.dataset.status).toBe('cancelled');
+    expect(end.className).toContain('status-cancelled');
+  });
+
+  it('does not show the edited flow’s problems as the reason while a past run is viewed', async () => {
+    const problem = { severity: 'error', code: 'if-branches', nodeId: 'large', message: 'the if has no branch' } as Problem;
+    const summary: RunSummary = {
+      id: 'past-run-1',
+      flowName: 'Refund desk (offline)',
+      flowPath: null,
+      status: 'completed',
+      startedAt: '2026-11-21T20:56:18.000Z',
+      endedAt: '2026-11-21T20:56:19.000Z',
+      waitingNodeId: null,
+    };
+    const session = await mount(
+      fakeApi({
+        validateFlow: () => Promise.resolve([problem]),
+        openRun: () =>
+          Promise.resolve({
+            summary,
+            flow: offlineFlow(),
+            input: 'x',
+            result: 'done',
+            error: null,
+            waiting: null,
+            events: [event(1, 'run_start', null, 'x', { runId: 'past-run-1' })],
+            outputs: [],
+          }),
+      }),
+    );
+    expect(screen.getByTestId('run-blocked-reason').textContent).toContain('the if has no branch');
+    await act(() => session.openRun('past-run-1'));
+    const reason = screen.getByTestId('run-blocked-reason').textContent ?? '';
+    expect(reason).not.toContain('the if has no branch');
+    expect(reason).toContain('past run');
   });
 
   it('shows a failing command’s message in the error banner', async () => {

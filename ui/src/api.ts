@@ -15,7 +15,6 @@ import type {
   RunDetail,
   RunEvent,
   RunRequest,
-  RunResult,
   RunSummary,
   SettingsChange,
   SettingsView,
@@ -30,8 +29,10 @@ export interface Api {
   recentFiles(): Promise<string[]>;
   startupFile(): Promise<string | null>;
   validateFlow(flow: Flow, path: string | null): Promise<Problem[]>;
-  startRun(request: RunRequest, onEvent: EventListener): Promise<RunResult>;
-  resumeRun(answer: ApprovalAnswer, onEvent: EventListener): Promise<RunResult>;
+  /** Starts a run and answers its id at once; its events follow on `onEvent`. */
+  startRun(request: RunRequest, onEvent: EventListener): Promise<string>;
+  /** Claims a paused run and answers its id; its events follow on `onEvent`. */
+  resumeRun(answer: ApprovalAnswer, onEvent: EventListener): Promise<string>;
   cancelRun(runId: string): Promise<boolean>;
   listRuns(limit: number): Promise<RunSummary[]>;
   openRun(runId: string): Promise<RunDetail>;

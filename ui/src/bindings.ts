@@ -30,16 +30,17 @@ export const commands = {
 	 */
 	validateFlow: (flow: Flow, path: string | null) => __TAURI_INVOKE<Problem[]>("validate_flow", { flow, path }),
 	/**
-	 *  Runs a flow until it completes, fails, is cancelled or pauses at an approval. Its events
-	 *  arrive on `events` as they happen (the first is `run_start`, which names the run).
+	 *  Starts a flow and returns its run id at once. Its events arrive on `events` as they happen:
+	 *  the first is `run_start`; the run ends with `run_end`, or pauses at a `wait_input`.
 	 */
-	startRun: (request: RunRequest, events: Channel<RunEvent>) => __TAURI_INVOKE<RunResult>("start_run", { request, events }),
+	startRun: (request: RunRequest, events: Channel<RunEvent>) => __TAURI_INVOKE<string>("start_run", { request, events }),
 	/**
 	 *  Resumes a paused run (paused in this session or an earlier one, or by `weft`) with a
-	 *  person's decision; events continue on `events`.
+	 *  person's decision and returns once it is claimed; its events continue on `events`. A run
+	 *  that is not paused is refused and left as it is.
 	 */
-	resumeRun: (answer: ApprovalAnswer, events: Channel<RunEvent>) => __TAURI_INVOKE<RunResult>("resume_run", { answer, events }),
-	/**  Cancels a run started or resumed by this app. Returns whether such a run was going. */
+	resumeRun: (answer: ApprovalAnswer, events: Channel<RunEvent>) => __TAURI_INVOKE<string>("resume_run", { answer, events }),
+	/**  Cancels a run going in this app. Returns whether such a run was going. */
 	cancelRun: (runId: string) => __TAURI_INVOKE<boolean>("cancel_run", { runId }),
 	/**  The most recent runs, newest first (runs of `weft` in the same store too). */
 	listRuns: (limit: number) => __TAURI_INVOKE<RunSummary[]>("list_runs", { limit }),
@@ -102,7 +103,9 @@ export type ErrorCode =
 /**  A provider could not be reached or refused (test connection). */
 "provider" | 
 /**  The request itself was wrong (an unknown node, a bad argument). */
-"badRequest";
+"badRequest" | 
+/**  Weft itself went wrong (a bug); the message says where. */
+"internal";
 
 /**  What happened. Serialized in snake_case (`run_start`, `llm_delta`, ...). */
 export type EventType = "run_start" | "step_start" | "start_prompt" | "logic_check" | "wait_input" | "input_received" | "llm_delta" | "llm_response" | "llm_error" | "subagent_call_start" | "subagent_call_end" | "subagent_call_error" | "step_end" | "error" | "run_end";
@@ -132,10 +135,10 @@ export type FieldType =
 /**  A MiniJinja template (SPEC §3): the canvas offers the names a template can use. */
 { type: "template" } | 
 /**
- *  A number within `min` and `max` when they are given (the help says when a bound is
- *  itself excluded).
+ *  A number within `min` and `max` when they are given; with `minExclusive`, `min` itself
+ *  is not allowed.
  */
-{ type: "number"; min?: number | null; max?: number | null } | 
+{ type: "number"; min?: number | null; max?: number | null; minExclusive?: boolean } | 
 /**  A whole number within `min` and `max` when they are given. */
 { type: "integer"; min?: number | null; max?: number | null } | { type: "boolean" } | 
 /**  One of `options`, spelled as in files. */
@@ -148,8 +151,8 @@ export type FieldType =
 { type: "conditions"; operators: string[] } | 
 /**  A list of text. */
 { type: "stringList" } | 
-/**  Text keyed by text (HTTP headers). */
-{ type: "stringMap" } | 
+/**  Text keyed by text (HTTP headers); with `templates`, each value is a template. */
+{ type: "stringMap"; templates?: boolean } | 
 /**  A path to another flow file, relative to this flow's file. */
 { type: "flowPath" };
 
@@ -165,8 +168,8 @@ export type Flow = {
 /**  A handle edges leave a node by. */
 export type HandleDescription = {
 	/**
-	 *  The `sourceHandle` of edges leaving by it (`output`, `error`, `pass`). For a dynamic
-	 *  handle, a pattern where `{i}` stands for a row's index (`condition-{i}`).
+	 *  The `sourceHandle` of edges leaving by it (`output`, `error`, `pass`). For a handle
+	 *  repeated per row, a pattern where `{i}` stands for a row's index (`condition-{i}`).
 	 */
 	id: string,
 	label: string,
@@ -201,9 +204,7 @@ export type KindCatalog = {
 
 /**
  *  What a canvas needs to draw a node kind and edit its `data`: one generic node component and
- *  a schema-driven inspector draw every kind from this (EXAMPLES: "a node kind is one file on
- *  each side"). Each kind's file builds its own with `describe()`; the help texts are the same
- *  texts as the doc comments of its config.
+ *  a schema-driven inspector draw every kind from this.
  */
 export type KindDescription = {
 	/**  The `type` id in flow files (`agent`, `forEach`). */
@@ -217,8 +218,9 @@ export type KindDescription = {
 	/**  The handles edges may leave by, in the order they are drawn. */
 	handles: HandleDescription[],
 	/**
-	 *  The kind's own keys of `data`; [`common_fields`] come on top of these, except where a
-	 *  kind describes one of them itself (agent's `description`), which then replaces it.
+	 *  The kind's own keys of `data`; the common fields every kind has come on top of these,
+	 *  except where a kind describes one of them itself (agent's `description`), which then
+	 *  replaces it.
 	 */
 	fields: FieldDescription[],
 };
@@ -268,12 +270,49 @@ export type Position = {
  */
 export type Problem = {
 	severity: Severity,
-	/**  A stable machine-readable name of the rule (`no-start`, `unknown-handle`, ...). */
-	code: string,
+	/**  The rule it breaks (`no-start`, `unknown-handle`, ...). */
+	code: ProblemCode,
 	nodeId?: string | null,
 	edgeId?: string | null,
 	message: string,
 };
+
+/**  Which rule a problem breaks: a stable name the canvas and scripts can branch on. */
+export type ProblemCode = 
+/**  The flow has no `start` node. */
+"no-start" | 
+/**  A second `start` node. */
+"several-starts" | 
+/**  Two nodes or two edges share an id. */
+"duplicate-id" | "empty-id" | 
+/**  A node type Weft does not know. */
+"unknown-type" | 
+/**  A field of the wrong type, out of range, or empty where it is required. */
+"invalid-field" | 
+/**  A template that does not parse. */
+"template-syntax" | 
+/**  `settings.maxNodeVisits` or `settings.vars` of the wrong shape. */
+"invalid-setting" | 
+/**  An edge whose source or target node does not exist. */
+"dangling-edge" | 
+/**  An edge leaving or entering by a handle its node does not have. */
+"unknown-handle" | 
+/**  A broken subagent rule (SPEC §2). */
+"subagent-rule" | 
+/**  `start` has no outgoing edge. */
+"start-unconnected" | 
+/**  A node that can never run. */
+"unreachable" | 
+/**  An `if` with no branch, or only some, connected. */
+"if-branches" | 
+/**  An `approval` with no branch, or only some, connected. */
+"approval-branches" | 
+/**  A `subflow` or `forEach` flow file that is missing, invalid, or in a cycle. */
+"child-flow" | 
+/**  Web search on a provider that has none. */
+"web-search" | 
+/**  A model this machine's provider settings cannot serve. */
+"provider";
 
 /**  The provider a model name routes to. */
 export type ProviderKind = "openai" | "anthropic" | "ollama";
@@ -300,8 +339,8 @@ export type RunDetail = {
 	input: Value,
 	result: Value | null,
 	error: string | null,
-	/**  For a paused run: the approval it waits for. */
-	waiting: WaitingApproval | null,
+	/**  For a paused run: what it waits for. */
+	waiting: Waiting | null,
 	events: RunEvent[],
 	outputs: NodeOutputRecord[],
 };
@@ -322,6 +361,11 @@ export type RunEvent = {
 	scope?: string | null,
 	/**  For events of one `forEach` item: the item's index in the list. */
 	item?: number | null,
+	/**
+	 *  On `step_start`: the node whose output started this step (absent for `start`, for the
+	 *  node a partial run begins at, and for a `join`, whose input comes from several).
+	 */
+	from?: string | null,
 	/**  Tokens used, on `llm_response` events (and the run's total on `run_end`). */
 	usage?: Usage | null,
 };
@@ -347,16 +391,6 @@ export type RunRequest = {
 	 *  node"); `None` runs the whole flow.
 	 */
 	from?: RunFrom | null,
-};
-
-/**  Where a run stands when its command returns. */
-export type RunResult = {
-	runId: string,
-	status: RunStatus,
-	result: Value | null,
-	error: string | null,
-	/**  The approval a paused run waits for. */
-	waiting: WaitingApproval | null,
 };
 
 /**  A run's status (SPEC §4). */
@@ -406,10 +440,10 @@ export type Usage = {
 export type Value = null | boolean | number | string | Value[] | { [key in string]: Value };
 
 /**
- *  An approval a paused run waits for: the node (a path for one inside a subflow) and the
- *  rendered message.
+ *  What a paused run waits for: the node (a path such as `sub/review` for one inside a
+ *  subflow) and the message shown to the person.
  */
-export type WaitingApproval = {
+export type Waiting = {
 	nodeId: string,
 	message: string,
 };

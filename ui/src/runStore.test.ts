@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import type { RunEvent } from './bindings';
 import {
   RunStore,
-  applyRunResult,
   emptyRunView,
   logRowsOf,
   reduceRunEvents,
@@ -73,7 +72,7 @@ describe('node statuses', () => {
     expect(view.nodeStatus.large).toBe('skipped');
   });
 
-  it('shows a step cut off by cancelling as failed, not as running', () => {
+  it('shows a step cut off by cancelling as cancelled, not as running or failed', () => {
     const view = replay([
       event(1, 'run_start', null, 'x'),
       event(2, 'step_start', 'start', 'Request'),
@@ -82,7 +81,7 @@ describe('node statuses', () => {
       event(5, 'run_end', null, '{"error":"cancelled","result":null,"status":"cancelled"}'),
     ]);
     expect(view.status).toBe('cancelled');
-    expect(view.nodeStatus.summary).toBe('failed');
+    expect(view.nodeStatus.summary).toBe('cancelled');
     expect(view.activeEdges).toEqual([]);
   });
 
@@ -91,36 +90,46 @@ describe('node statuses', () => {
       event(1, 'run_start', null, 'hi'),
       event(2, 'step_start', 'start', 'start'),
       event(3, 'step_end', 'start', 'hi'),
-      event(4, 'step_start', 'summary', 'sub'),
+      event(4, 'step_start', 'summary', 'sub', { from: 'start' }),
       event(5, 'step_start', 'start', 'start', { scope: 'summary' }),
       event(6, 'step_end', 'start', 'child output', { scope: 'summary' }),
-      event(7, 'step_start', 'review', 'review', { scope: 'summary' }),
-      event(8, 'wait_input', 'review', 'ok hi?', { scope: 'summary' }),
+      event(7, 'step_start', 'review', 'review', { scope: 'summary', from: 'start' }),
     ]);
     expect(view.nodeStatus).toEqual({ start: 'done', summary: 'running' });
     expect(view.outputs.start).toBe('hi');
     expect(view.status).toBe('running');
-    expect(view.events).toHaveLength(8);
+    expect(view.events).toHaveLength(7);
   });
 
-  it('takes the command result as the final word, showing a nested approval at its subflow node', () => {
+  it('shows an approval inside a subflow at its subflow node, and goes on when it is answered', () => {
     const view = replay([
       event(1, 'run_start', null, 'hi'),
       event(2, 'step_start', 'start', 'start'),
       event(3, 'step_end', 'start', 'hi'),
-      event(4, 'step_start', 'summary', 'sub'),
+      event(4, 'step_start', 'summary', 'sub', { from: 'start' }),
       event(5, 'wait_input', 'review', 'ok hi?', { scope: 'summary' }),
     ]);
-    const paused = applyRunResult(view, {
-      runId: view.runId!,
-      status: 'paused',
-      result: null,
-      error: null,
-      waiting: { nodeId: 'summary/review', message: 'ok hi?' },
-    });
-    expect(paused.status).toBe('paused');
-    expect(paused.nodeStatus.summary).toBe('paused');
-    expect(paused.waiting?.nodeId).toBe('summary/review');
+    expect(view.status).toBe('paused');
+    expect(view.nodeStatus.summary).toBe('paused');
+    expect(view.waiting).toEqual({ nodeId: 'summary/review', message: 'ok hi?' });
+    const resumed = replay([event(6, 'input_received', 'review', '{}', { scope: 'summary' })], view);
+    expect(resumed.status).toBe('running');
+    expect(resumed.nodeStatus.summary).toBe('running');
+    expect(resumed.waiting).toBeNull();
+  });
+
+  it('takes a step’s input from the node its `from` names', () => {
+    const view = replay([
+      event(1, 'run_start', null, 'x'),
+      event(2, 'step_start', 'start', 'Request'),
+      event(3, 'step_end', 'start', 'from start'),
+      event(4, 'step_start', 'auto', 'Auto'),
+      event(5, 'step_end', 'auto', 'from auto'),
+      // `result` has three incoming edges; `from` says which one this step came by.
+      event(6, 'step_start', 'result', 'Result', { from: 'auto' }),
+    ]);
+    expect(view.inputs.result).toBe('from auto');
+    expect(view.activeEdges).toEqual(['auto-output-result']);
   });
 });
 
@@ -188,7 +197,7 @@ describe('log rows', () => {
 });
 
 describe('RunStore', () => {
-  it('batches events until the scheduled flush and lets the result have the last word', () => {
+  it('batches events until the scheduled flush, the run ending with its run_end', () => {
     const scheduled: (() => void)[] = [];
     const store = new RunStore((flush) => scheduled.push(flush));
     store.begin(context);
@@ -203,7 +212,7 @@ describe('RunStore', () => {
 
     store.resume();
     for (const e of offlineEventsAfterApprove()) store.push(e);
-    store.finish({ runId: 'x', status: 'completed', result: 'done', error: null, waiting: null });
+    store.flush();
     const view = store.getSnapshot();
     expect(view.events.map((e) => e.seq)).toEqual([...Array(18).keys()].map((i) => i + 1));
     expect(view.status).toBe('completed');
@@ -214,7 +223,6 @@ describe('RunStore', () => {
     const store = new RunStore((flush) => flush());
     store.begin(context);
     for (const e of [...offlineEventsToPause(), ...offlineEventsAfterApprove()]) store.push(e);
-    store.finish({ runId: 'first', status: 'completed', result: 'Refunded 120 EUR to Ada.', error: null, waiting: null });
 
     // "Run this node" on `refunded`: only it runs again, with a new template.
     store.beginFrom(context);
@@ -224,7 +232,7 @@ describe('RunStore', () => {
     store.push(event(2, 'step_start', 'refunded', 'Refunded', { runId: 'second' }));
     expect(store.getSnapshot().nodeStatus.refunded).toBe('running');
     store.push(event(3, 'step_end', 'refunded', 'Paid back', { runId: 'second' }));
-    store.finish({ runId: 'second', status: 'completed', result: 'Paid back', error: null, waiting: null });
+    store.push(event(4, 'run_end', null, '{"error":null,"result":"Paid back","status":"completed"}', { runId: 'second' }));
 
     const view = store.getSnapshot();
     expect(view.runId).toBe('second');

@@ -3,17 +3,11 @@
 // a pure fold over the run's events (`reduceRunEvent`), so a live run and a run replayed from
 // the store (History) are shown by the same code.
 
-import type {
-  NodeOutputRecord,
-  RunDetail,
-  RunEvent,
-  RunResult,
-  RunStatus,
-  WaitingApproval,
-} from './bindings';
+import type { NodeOutputRecord, RunDetail, RunEvent, RunStatus, Waiting } from './bindings';
 import { canvasFlow, isSubagentEdge, type FlowEdge } from './flowMapping';
 
-export type NodeStatus = 'idle' | 'running' | 'done' | 'failed' | 'paused' | 'skipped';
+/** `cancelled`: the step was going when the run was cancelled or failed elsewhere. */
+export type NodeStatus = 'idle' | 'running' | 'done' | 'failed' | 'paused' | 'skipped' | 'cancelled';
 
 /** What the fold needs to know about the flow that runs. */
 export interface RunContext {
@@ -40,14 +34,10 @@ export interface RunView {
   activeEdges: string[];
   /** Every edge this run went along. */
   traversedEdges: string[];
-  waiting: WaitingApproval | null;
+  waiting: Waiting | null;
   error: string | null;
   result: unknown;
   context: RunContext;
-  /** Sequence numbers of each node's latest `step_start` and `step_end`, to tell which
-   * incoming edge a step came by. */
-  startSeq: Record<string, number>;
-  endSeq: Record<string, number>;
   runInput: string | null;
 }
 
@@ -67,8 +57,6 @@ export function emptyRunView(context: RunContext = { edges: [], runnableNodeIds:
     error: null,
     result: null,
     context,
-    startSeq: {},
-    endSeq: {},
     runInput: null,
   };
 }
@@ -80,9 +68,14 @@ export function isRunEnded(status: RunStatus | null): boolean {
 }
 
 /** The node a waiting approval is shown at: a nested one (`sub/review`) at its subflow node. */
-export function promptNodeOf(waiting: WaitingApproval | null): string | null {
+export function promptNodeOf(waiting: Waiting | null): string | null {
   if (!waiting) return null;
   return waiting.nodeId.split('/')[0] ?? null;
+}
+
+/** The node of this flow a nested run's events belong to: `each[2]/inner` → `each`. */
+function topNodeOf(scope: string): string {
+  return (scope.split('/')[0] ?? scope).replace(/\[\d+\]$/, '');
 }
 
 /** Folds one event into the view (without adding it to `events`; see `reduceRunEvents`). */
@@ -90,21 +83,20 @@ export function reduceRunEvent(view: RunView, event: RunEvent): RunView {
   if (event.type === 'run_start' && !event.scope) {
     return { ...view, runId: event.runId, status: 'running', runInput: event.content };
   }
-  // Events of a nested run (a subflow, a forEach item) name the child flow's nodes: they go
-  // to the log but say nothing about this flow's nodes.
-  if (event.scope) return view;
+  if (event.scope) return reduceNestedEvent(view, event, event.scope);
   const nodeId = event.nodeId ?? null;
   switch (event.type) {
     case 'step_start': {
       if (!nodeId) return view;
-      const incoming = incomingEdges(view, nodeId);
-      const feeder = latestSource(view, incoming);
+      const from = event.from ?? null;
       const inputs = { ...view.inputs };
-      if (feeder !== null) inputs[nodeId] = view.outputs[feeder] ?? '';
-      else if (incoming.length === 0 && view.runInput !== null && isEntry(view, nodeId)) {
-        inputs[nodeId] = view.runInput;
-      }
-      const newEdges = incoming.map((edge) => edge.id);
+      if (from !== null) inputs[nodeId] = view.outputs[from] ?? '';
+      else if (isEntry(view, nodeId) && view.runInput !== null) inputs[nodeId] = view.runInput;
+      const incoming = view.context.edges.filter((edge) => edge.target === nodeId && !isSubagentEdge(edge));
+      // The edge the step came by; a join (no `from`) came by every edge whose source is done.
+      const newEdges = incoming
+        .filter((edge) => (from !== null ? edge.source === from : view.nodeStatus[edge.source] === 'done'))
+        .map((edge) => edge.id);
       const stillActive = view.activeEdges.filter((id) => {
         const edge = view.context.edges.find((candidate) => candidate.id === id);
         if (!edge || edge.target === nodeId) return false;
@@ -119,7 +111,6 @@ export function reduceRunEvent(view: RunView, event: RunEvent): RunView {
         streams: { ...view.streams, [nodeId]: '' },
         inputs,
         nodeErrors,
-        startSeq: { ...view.startSeq, [nodeId]: event.seq },
         activeEdges: [...stillActive, ...newEdges],
         traversedEdges: union(view.traversedEdges, newEdges),
       };
@@ -130,7 +121,6 @@ export function reduceRunEvent(view: RunView, event: RunEvent): RunView {
         ...view,
         nodeStatus: { ...view.nodeStatus, [nodeId]: 'done' },
         outputs: { ...view.outputs, [nodeId]: event.content },
-        endSeq: { ...view.endSeq, [nodeId]: event.seq },
       };
     case 'error':
       if (!nodeId) return { ...view, error: event.content };
@@ -182,33 +172,35 @@ export function reduceRunEvents(view: RunView, events: readonly RunEvent[]): Run
 }
 
 /**
- * What `startRun` or `resumeRun` answered: the final word on the run's status, and the
- * approval it waits for (a nested one's prompt goes to its subflow node).
+ * Events of a nested run (a subflow, a forEach item) name the child flow's nodes: they go to
+ * the log and say nothing about this flow's nodes, except that an approval deep inside pauses
+ * the whole run, shown at the subflow node.
  */
-export function applyRunResult(view: RunView, result: RunResult): RunView {
-  const base: RunView = {
-    ...view,
-    runId: result.runId,
-    error: result.error ?? view.error,
-    result: result.result ?? view.result,
-  };
-  if (result.status === 'paused') {
-    const waiting = result.waiting ?? view.waiting;
-    const promptNode = promptNodeOf(waiting);
-    return {
-      ...base,
-      status: 'paused',
-      waiting,
-      nodeStatus: promptNode ? { ...base.nodeStatus, [promptNode]: 'paused' } : base.nodeStatus,
-    };
+function reduceNestedEvent(view: RunView, event: RunEvent, scope: string): RunView {
+  const top = topNodeOf(scope);
+  switch (event.type) {
+    case 'wait_input':
+      return {
+        ...view,
+        status: 'paused',
+        nodeStatus: { ...view.nodeStatus, [top]: 'paused' },
+        waiting: { nodeId: `${scope}/${event.nodeId ?? ''}`, message: event.content },
+      };
+    case 'input_received':
+      return {
+        ...view,
+        status: 'running',
+        nodeStatus: { ...view.nodeStatus, [top]: 'running' },
+        waiting: null,
+      };
+    default:
+      return view;
   }
-  if (result.status === 'running') return { ...base, status: 'running' };
-  return finishRun(base, result.status);
 }
 
 /**
  * A finished run: nodes it never reached are skipped, steps still going were cut off (shown
- * as failed), nothing is animated any more.
+ * as cancelled), nothing is animated any more.
  */
 function finishRun(view: RunView, status: RunStatus): RunView {
   if (!isRunEnded(status)) return { ...view, status };
@@ -216,7 +208,7 @@ function finishRun(view: RunView, status: RunStatus): RunView {
   for (const id of view.context.runnableNodeIds) {
     const current = nodeStatus[id];
     if (current === undefined || current === 'idle') nodeStatus[id] = 'skipped';
-    else if (current === 'running' || current === 'paused') nodeStatus[id] = 'failed';
+    else if (current === 'running' || current === 'paused') nodeStatus[id] = 'cancelled';
   }
   return { ...view, status, nodeStatus, activeEdges: [], waiting: null };
 }
@@ -224,15 +216,26 @@ function finishRun(view: RunView, status: RunStatus): RunView {
 /** A stored run as the canvas shows it: its events replayed, then its stored outputs. */
 export function runViewFromDetail(detail: RunDetail, runnableNodeIds: readonly string[]): RunView {
   const context: RunContext = { edges: canvasFlow(detail.flow).edges, runnableNodeIds };
-  let view = reduceRunEvents(emptyRunView(context), detail.events);
-  view = { ...view, outputs: { ...view.outputs, ...outputsOf(detail.outputs) } };
-  return applyRunResult(view, {
+  const view = reduceRunEvents(emptyRunView(context), detail.events);
+  const stored: RunView = {
+    ...view,
     runId: detail.summary.id,
-    status: detail.summary.status,
-    result: detail.result,
-    error: detail.error,
-    waiting: detail.waiting,
-  });
+    outputs: { ...view.outputs, ...outputsOf(detail.outputs) },
+    error: detail.error ?? view.error,
+    result: detail.result ?? view.result,
+  };
+  // The store has the last word on where the run stands (a run cut off by a crash has no
+  // `run_end`).
+  if (detail.summary.status === 'paused') {
+    const promptNode = promptNodeOf(detail.waiting);
+    return {
+      ...stored,
+      status: 'paused',
+      waiting: detail.waiting,
+      nodeStatus: promptNode ? { ...stored.nodeStatus, [promptNode]: 'paused' } : stored.nodeStatus,
+    };
+  }
+  return finishRun(stored, detail.summary.status);
 }
 
 function outputsOf(records: readonly NodeOutputRecord[]): Record<string, string> {
@@ -252,26 +255,6 @@ function parseRunEnd(content: string): { status?: RunStatus; result?: unknown; e
   } catch {
     return {};
   }
-}
-
-/** Execution edges into `nodeId` whose source finished since `nodeId` last started. */
-function incomingEdges(view: RunView, nodeId: string): FlowEdge[] {
-  const since = view.startSeq[nodeId] ?? 0;
-  return view.context.edges.filter(
-    (edge) =>
-      edge.target === nodeId &&
-      !isSubagentEdge(edge) &&
-      (view.endSeq[edge.source] ?? -1) > since,
-  );
-}
-
-/** The source among `edges` that finished last: the step execution came from. */
-function latestSource(view: RunView, edges: readonly FlowEdge[]): string | null {
-  let best: string | null = null;
-  for (const edge of edges) {
-    if (best === null || (view.endSeq[edge.source] ?? 0) > (view.endSeq[best] ?? 0)) best = edge.source;
-  }
-  return best;
 }
 
 /** The node with no incoming execution edge at all (the start node) gets the run's input. */
@@ -358,10 +341,9 @@ export class RunStore {
     this.set(reduceRunEvents(this.view, events));
   }
 
-  /** The run's command answered: its result is the final word. */
-  finish(result: RunResult): void {
-    this.flush();
-    this.set(applyRunResult(this.view, result));
+  /** Names the run shown, as its start command answered (its `run_start` may come first). */
+  named(runId: string): void {
+    if (this.view.runId === null) this.set({ ...this.view, runId });
   }
 
   /** A run that could not start or resume (the command failed). */
@@ -401,6 +383,8 @@ export interface LogRow {
   scope: string | null;
   item: number | null;
   content: string;
+  /** On a `run_end` row: how the run ended, to colour it. */
+  status: RunStatus | null;
 }
 
 /**
@@ -434,6 +418,7 @@ export function logRowsOf(events: readonly RunEvent[]): LogRow[] {
       scope,
       item,
       content: event.content,
+      status: event.type === 'run_end' ? parseRunEnd(event.content).status ?? null : null,
     });
   }
   return rows;

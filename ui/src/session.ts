@@ -66,6 +66,12 @@ export class Session {
   /** The live run's view, kept while a past run is shown. */
   private liveView: RunView | null = null;
   private cancelRequested = false;
+  /**
+   * Which run the canvas follows: each start or resume takes the next number, and opening or
+   * creating another flow moves on too. A run whose number is no longer current goes on in
+   * the engine (it is stored, and History shows it) but no longer paints this canvas.
+   */
+  private following = 0;
 
   constructor(
     readonly api: Api,
@@ -130,6 +136,7 @@ export class Session {
 
   createNew(): void {
     this.leaveViewing();
+    this.detachRun();
     this.canvas.load(this.newFlow(), null);
     this.run.show(emptyRunView());
     void this.validateNow();
@@ -139,6 +146,7 @@ export class Session {
     try {
       const opened = await this.api.openFlow(path);
       this.leaveViewing();
+      this.detachRun();
       this.canvas.load(opened.flow, opened.path);
       this.run.show(emptyRunView());
       void this.validateNow();
@@ -212,7 +220,8 @@ export class Session {
 
   /** Why Run is refused right now, or null when it is not. */
   runBlockedReason(): string | null {
-    if (this.state.busy) return 'A run is going.';
+    if (this.state.viewing) return 'A past run is shown: go back to editing to run the flow.';
+    if (this.state.busy || this.run.getSnapshot().status === 'running') return 'A run is going.';
     if (!this.state.catalog) return 'The node kinds are not loaded.';
     const errors = this.state.problems.filter((problem) => problem.severity === 'error');
     if (errors.length === 0) return null;
@@ -245,7 +254,8 @@ export class Session {
   /**
    * Runs the edited flow with `input` (empty: the start node's initial input). With `from`,
    * runs only from that node on (or, with `only`, just that node), feeding it what the run
-   * shown now left.
+   * shown now left. The command answers with the run's id at once; the run's events then
+   * paint the canvas until it ends or pauses.
    */
   async startRun(input: string, from: { nodeId: string; only: boolean } | null = null): Promise<void> {
     if (this.runBlockedReason() !== null) return;
@@ -257,20 +267,21 @@ export class Session {
     const context = { edges: flow.edges, runnableNodeIds: this.runnableNodeIds(flow) };
     if (from) this.run.beginFrom(context);
     else this.run.begin(context);
+    const run = ++this.following;
     this.set({ busy: true });
     try {
-      const result = await this.api.startRun(
+      const runId = await this.api.startRun(
         {
           flow,
           path,
           input: input.trim() === '' ? null : input,
           from: from && earlierRunId ? { runId: earlierRunId, nodeId: from.nodeId, only: from.only } : null,
         },
-        (event) => this.onEvent(event),
+        (event) => this.onEvent(run, event),
       );
-      this.run.finish(result);
+      if (run === this.following) this.run.named(runId);
     } catch (error) {
-      this.run.fail(errorMessage(error));
+      if (run === this.following) this.run.fail(errorMessage(error));
       this.reportError(error);
     } finally {
       this.set({ busy: false });
@@ -278,12 +289,25 @@ export class Session {
     }
   }
 
-  private onEvent(event: Parameters<RunStore['push']>[0]): void {
+  /** Stops following the run shown: it goes on in the engine, but no longer paints the canvas. */
+  private detachRun(): void {
+    this.following++;
+    this.cancelRequested = false;
+  }
+
+  private onEvent(run: number, event: Parameters<RunStore['push']>[0]): void {
+    const ends = event.type === 'run_end' || (event.type === 'wait_input' && !event.scope);
+    if (run !== this.following) {
+      // A detached run: History shows how it ended.
+      if (ends) void this.refreshHistory();
+      return;
+    }
     this.run.push(event);
     if (this.cancelRequested && event.type === 'run_start' && !event.scope) {
       // Cancel was pressed before the run had an id.
       void this.api.cancelRun(event.runId).catch((error) => this.reportError(error));
     }
+    if (ends) void this.refreshHistory();
   }
 
   async cancelRun(): Promise<void> {
@@ -305,21 +329,19 @@ export class Session {
     const before = this.run.getSnapshot();
     if (before.status !== 'paused' || !before.runId || this.state.busy) return;
     this.run.resume();
+    const run = ++this.following;
     this.set({ busy: true });
     try {
-      const result = await this.api.resumeRun(
-        { runId: before.runId, approve, note },
-        (event) => this.onEvent(event),
-      );
-      this.run.finish(result);
+      await this.api.resumeRun({ runId: before.runId, approve, note }, (event) => this.onEvent(run, event));
     } catch (error) {
       // The run is still paused (nothing is lost on a refused answer): show it so again.
-      if (this.run.getSnapshot().events.length === before.events.length) this.run.show(before);
-      else this.run.fail(errorMessage(error));
+      if (run === this.following) {
+        if (this.run.getSnapshot().events.length === before.events.length) this.run.show(before);
+        else this.run.fail(errorMessage(error));
+      }
       this.reportError(error);
     } finally {
       this.set({ busy: false });
-      void this.refreshHistory();
     }
   }
 
@@ -333,9 +355,18 @@ export class Session {
     }
   }
 
+  /**
+   * Why a past run cannot be opened now, or null: the live run's events would have nowhere
+   * to go while another run is shown.
+   */
+  openRunBlockedReason(): string | null {
+    const liveGoing = !this.state.viewing && this.run.getSnapshot().status === 'running';
+    return this.state.busy || liveGoing ? 'Past runs open when the run going now ends.' : null;
+  }
+
   /** Shows a past run on the canvas: its flow, replayed statuses, log and outputs. */
   async openRun(runId: string): Promise<void> {
-    if (this.state.busy) return;
+    if (this.openRunBlockedReason() !== null) return;
     try {
       const stored = await this.api.openRun(runId);
       const detail: ViewedRun = { ...stored, flow: canvasFlow(stored.flow) };

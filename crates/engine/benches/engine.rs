@@ -245,6 +245,7 @@ fn store_events_per_second(count: u64) {
             content: "a token ".into(),
             scope: None,
             item: None,
+            from: None,
             usage: None,
         });
     }

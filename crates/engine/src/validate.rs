@@ -474,28 +474,28 @@ fn check_edges(
             ));
         }
         // The source handle must be one the source node has.
-        if let Some(handles) = handles.get(edge.source.as_str()) {
-            if !handles.iter().any(|handle| handle == edge.source_handle()) {
-                let has = if handles.is_empty() {
-                    "it has no outgoing handles".to_string()
-                } else {
-                    format!("it has {}", handles.join(", "))
-                };
-                problems.push(Problem::edge_error(
-                    &edge.id,
-                    ProblemCode::UnknownHandle,
-                    format!(
-                        "node `{}` ({}) has no handle `{}`; {has}",
-                        edge.source,
-                        kinds
-                            .get(edge.source.as_str())
-                            .copied()
-                            .flatten()
-                            .map_or("?", NodeKind::id),
-                        edge.source_handle()
-                    ),
-                ));
-            }
+        if let Some(handles) = handles.get(edge.source.as_str())
+            && !handles.iter().any(|handle| handle == edge.source_handle())
+        {
+            let has = if handles.is_empty() {
+                "it has no outgoing handles".to_string()
+            } else {
+                format!("it has {}", handles.join(", "))
+            };
+            problems.push(Problem::edge_error(
+                &edge.id,
+                ProblemCode::UnknownHandle,
+                format!(
+                    "node `{}` ({}) has no handle `{}`; {has}",
+                    edge.source,
+                    kinds
+                        .get(edge.source.as_str())
+                        .copied()
+                        .flatten()
+                        .map_or("?", NodeKind::id),
+                    edge.source_handle()
+                ),
+            ));
         }
         // Every node that takes input has exactly one input handle.
         if let Some(Some(kind)) = target {

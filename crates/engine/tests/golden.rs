@@ -208,6 +208,7 @@ fn check_trace_invariants(events: &[RunEvent], status: RunStatus) -> Result<(), 
 /// - a `join` starts after every branch it joined (the keys of its output) ended;
 /// - while a run waits for a person (`wait_input` .. `input_received` of that node), only steps
 ///   that were ready before it paused may start: a step queued behind the pause must wait.
+///
 /// `joins` holds the `join` nodes by scope (`""` at the top, `sub` inside the subflow `sub`).
 fn check_order_between_nodes(
     events: &[RunEvent],

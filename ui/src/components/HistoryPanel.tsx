@@ -21,9 +21,12 @@ function startOf(startedAt: string): string {
 export function HistoryPanel() {
   const session = useSession();
   const history = useSessionState((state) => state.history);
-  const busy = useSessionState((state) => state.busy);
+  // Subscribed so that the blocked reason below is recomputed when these change.
+  useSessionState((state) => state.busy);
+  useRun((view) => view.status);
   const viewingId = useSessionState((state) => state.viewing?.summary.id ?? null);
   const shownRunId = useRun((view) => view.runId);
+  const blocked = session.openRunBlockedReason();
 
   // The list is read again each time the tab opens (runs of `weft` appear too).
   useEffect(() => {
@@ -36,7 +39,7 @@ export function HistoryPanel() {
         <button type="button" className="button small" data-testid="history-refresh" onClick={() => void session.refreshHistory()}>
           Refresh
         </button>
-        {busy && <span className="muted">Past runs open when the run going now ends.</span>}
+        {blocked && <span className="muted">{blocked}</span>}
       </div>
       {history.length === 0 && <p className="muted">No runs yet.</p>}
       <ul className="history-list">
@@ -48,7 +51,7 @@ export function HistoryPanel() {
               data-testid="history-row"
               data-run-id={run.id}
               data-status={run.status}
-              disabled={busy}
+              disabled={blocked !== null}
               onClick={() => void session.openRun(run.id)}
               title={run.flowPath ?? undefined}
             >

@@ -30,9 +30,10 @@ function LogRowView({ row, open, name, onToggle }: LogRowProps) {
   const long = row.content.length > PREVIEW_LENGTH || row.content.includes('\n');
   return (
     <div
-      className={`log-row type-${row.type} ${row.scope ? 'scoped' : ''} ${open ? 'open' : ''} ${long ? 'expandable' : ''}`}
+      className={`log-row type-${row.type} ${row.status ? `status-${row.status}` : ''} ${row.scope ? 'scoped' : ''} ${open ? 'open' : ''} ${long ? 'expandable' : ''}`}
       data-testid="log-row"
       data-type={row.type}
+      data-status={row.status ?? undefined}
       data-node-id={row.nodeId ?? undefined}
       data-seq={row.seq}
       title={long && !open ? 'Click to show all' : undefined}

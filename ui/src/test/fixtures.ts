@@ -129,19 +129,19 @@ export function event(
 
 const SUMMARY = '{"amount":120,"customer":"Ada","summary":"Ada asks for 120 EUR: parcel lost"}';
 
-/** The offline flow up to its pause at `review` (as `weft run` printed it). */
+/** The offline flow up to its pause at `review` (as `weft run --events` prints it). */
 export function offlineEventsToPause(): RunEvent[] {
   return [
     event(1, 'run_start', null, '{"amount":120,"customer":"Ada"}'),
     event(2, 'step_start', 'start', 'Request'),
     event(3, 'start_prompt', 'start', '{"amount":120,"customer":"Ada"}'),
     event(4, 'step_end', 'start', '{"amount":120,"customer":"Ada"}'),
-    event(5, 'step_start', 'summary', 'Summarize'),
+    event(5, 'step_start', 'summary', 'Summarize', { from: 'start' }),
     event(6, 'step_end', 'summary', SUMMARY),
-    event(7, 'step_start', 'large', 'Over 100?'),
+    event(7, 'step_start', 'large', 'Over 100?', { from: 'summary' }),
     event(8, 'logic_check', 'large', 'condition 0 (amount gt 100) is true: taking condition-0'),
     event(9, 'step_end', 'large', SUMMARY),
-    event(10, 'step_start', 'review', 'Manager review'),
+    event(10, 'step_start', 'review', 'Manager review', { from: 'large' }),
     event(11, 'wait_input', 'review', 'Ada asks for 120 EUR: parcel lost. Approve the refund?'),
   ];
 }
@@ -151,9 +151,9 @@ export function offlineEventsAfterApprove(): RunEvent[] {
   return [
     event(12, 'input_received', 'review', '{"decision":"approve","note":""}'),
     event(13, 'step_end', 'review', SUMMARY),
-    event(14, 'step_start', 'refunded', 'Refunded'),
+    event(14, 'step_start', 'refunded', 'Refunded', { from: 'review' }),
     event(15, 'step_end', 'refunded', 'Refunded 120 EUR to Ada.'),
-    event(16, 'step_start', 'result', 'Result'),
+    event(16, 'step_start', 'result', 'Result', { from: 'refunded' }),
     event(17, 'step_end', 'result', 'Refunded 120 EUR to Ada.'),
     event(18, 'run_end', null, '{"error":null,"result":"Refunded 120 EUR to Ada.","status":"completed"}'),
   ];

@@ -499,6 +499,107 @@ async fn call_subagent(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::step::fake::{FakeEnv, step};
+    use weft_scripted_llm::{Match, Reply, Rule, Script, ScriptedLlm, ToolCall as ScriptedCall};
+
+    fn agent(model: &str) -> AgentConfig {
+        AgentConfig {
+            model: model.into(),
+            ..AgentConfig::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn asks_the_model_and_records_its_tokens_and_conversation() {
+        let server = ScriptedLlm::start(Script::always(Reply::echo("you said: "))).await.expect("server");
+        let env = FakeEnv::new()
+            .model_at(server.base_url())
+            .template("writer", "systemPrompt", "Be brief.")
+            .template("writer", "userPrompt", "");
+        let config = AgentConfig {
+            keep_history: true,
+            ..agent("gpt-test")
+        };
+        let output = config.run(&step("writer", &json!("hello")), &env).await.expect("answers");
+        assert_eq!(output.value, json!("you said: hello"), "an empty user prompt sends the input");
+        let request = &server.requests()[0];
+        assert_eq!(request.model(), Some("gpt-test"));
+        assert_eq!(request.conversation()[0], ("system".to_string(), "Be brief.".to_string()));
+        assert_eq!(env.contents(EventType::LlmResponse), ["you said: hello"]);
+        assert!(!env.contents(EventType::LlmDelta).is_empty(), "tokens stream as deltas");
+        assert_eq!(env.usage.lock().expect("usage").iter().filter(|(node, _)| node == "writer").count(), 1);
+        assert_eq!(env.history("writer").len(), 2, "the user message and the answer are kept");
+    }
+
+    #[tokio::test]
+    async fn offers_subagents_as_tools_and_feeds_their_answers_back() {
+        let script = Script::default()
+            .with_rule(Rule::on(
+                Match {
+                    has_tools: Some(true),
+                    last_role: Some("user".into()),
+                    ..Match::default()
+                },
+                Reply::ToolCalls {
+                    calls: vec![ScriptedCall {
+                        id: Some("call_1".into()),
+                        name: "Fact_finder".into(),
+                        arguments: json!({"task": "rivers"}),
+                    }],
+                    delay_ms: 0,
+                },
+            ))
+            .with_rule(Rule::on(
+                Match {
+                    has_tools: Some(true),
+                    last_role: Some("tool".into()),
+                    ..Match::default()
+                },
+                Reply::text("done with help"),
+            ))
+            .with_fallback(Reply::echo("facts: "));
+        let server = ScriptedLlm::start(script).await.expect("server");
+        let lead = AgentConfig {
+            tools: AgentTools {
+                subagents: true,
+                web_search: false,
+            },
+            ..agent("m")
+        };
+        let env = FakeEnv::new()
+            .model_at(server.base_url())
+            .node("finder", "Fact finder", agent("m"))
+            .subagent("lead", "finder")
+            .template("lead", "systemPrompt", "")
+            .template("lead", "userPrompt", "Write about {{ PREVIOUS_OUTPUT }}")
+            .template("finder", "systemPrompt", "Find facts.");
+        let output = lead.run(&step("lead", &json!("rivers")), &env).await.expect("answers");
+        assert_eq!(output.value, json!("done with help"));
+        let requests = server.requests();
+        assert_eq!(requests[0].body["tools"][0]["function"]["name"], "Fact_finder");
+        assert_eq!(requests[1].conversation()[1], ("user".to_string(), "rivers".to_string()));
+        let ended = env.contents(EventType::SubagentCallEnd);
+        let ended: serde_json::Value = serde_json::from_str(&ended[0]).expect("json");
+        assert_eq!(ended["output"], "facts: rivers");
+    }
+
+    #[tokio::test]
+    async fn a_provider_that_refuses_is_an_llm_error_naming_what_it_said() {
+        let server = ScriptedLlm::start(Script::always(Reply::status(
+            400,
+            json!({"error": {"message": "model not found"}}),
+        )))
+        .await
+        .expect("server");
+        let env = FakeEnv::new()
+            .model_at(server.base_url())
+            .template("a", "systemPrompt", "")
+            .template("a", "userPrompt", "hi");
+        let error = agent("nope").run(&step("a", &json!("")), &env).await.expect_err("refused");
+        assert_eq!(error.kind, StepErrorKind::Provider);
+        assert!(error.message.contains("model not found"), "{error}");
+        assert_eq!(env.contents(EventType::LlmError), [error.message]);
+    }
 
     #[test]
     fn tool_names_are_identifiers_and_unique() {

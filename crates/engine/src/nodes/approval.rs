@@ -105,6 +105,27 @@ impl Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::step::fake::{FakeEnv, step};
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn asks_the_scheduler_to_wait_with_the_rendered_message() {
+        let env = FakeEnv::new().template("review", "message", "Send {{ PREVIOUS_OUTPUT }}?");
+        let output = ApprovalConfig::default()
+            .run(&step("review", &json!("the draft")), &env)
+            .await
+            .expect("runs");
+        assert_eq!(output.value, json!("the draft"), "the draft is passed on unchanged");
+        match output.wait {
+            Some(Wait::Decision { message }) => assert_eq!(message, "Send the draft?"),
+            other => panic!("expected a decision to wait for, got {other:?}"),
+        }
+        assert_eq!(DecisionChoice::Approve.handle(), "approve");
+        assert_eq!(
+            ApprovalConfig::HANDLES.iter().map(|handle| handle.id).collect::<Vec<_>>(),
+            [DecisionChoice::Approve.handle(), DecisionChoice::Reject.handle()]
+        );
+    }
 
     #[test]
     fn answers_normalize() {

@@ -79,3 +79,40 @@ fn error_kind(error: &SandboxError) -> StepErrorKind {
         _ => StepErrorKind::Code,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::step::fake::{FakeEnv, step};
+
+    #[tokio::test]
+    async fn runs_python_with_the_named_fields_and_logs_what_it_prints() {
+        let config = CodeConfig {
+            code: "print('total', a + b)\nreturn {'sum': a + b, 'first': initial['x']}".into(),
+            input_fields: vec!["a".into(), "b".into()],
+        };
+        let env = FakeEnv::new().initial(json!({"x": "start"}));
+        let output = config
+            .run(&step("add", &json!({"a": 2, "b": 40})), &env)
+            .await
+            .expect("runs");
+        assert_eq!(output.value, json!({"sum": 42, "first": "start"}));
+        assert_eq!(env.contents(EventType::LogicCheck), ["print: total 42"]);
+    }
+
+    #[tokio::test]
+    async fn a_step_timeout_stops_runaway_code_as_a_timeout() {
+        let config = CodeConfig {
+            code: "while True:\n    pass".into(),
+            input_fields: Vec::new(),
+        };
+        let mut spin = step("spin", &serde_json::Value::Null);
+        spin.timeout = Duration::from_millis(300);
+        let error = config.run(&spin, &FakeEnv::new()).await.expect_err("stopped");
+        assert_eq!(error.kind, StepErrorKind::Timeout);
+    }
+}

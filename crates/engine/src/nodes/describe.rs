@@ -29,8 +29,9 @@ pub struct KindDescription {
     pub inputs: bool,
     /// The handles edges may leave by, in the order they are drawn.
     pub handles: Vec<HandleDescription>,
-    /// The kind's own keys of `data`; [`super::common_fields`] come on top of these, except
-    /// where a kind describes one of them itself (agent's `description`), which then replaces it.
+    /// The kind's own keys of `data`; the common fields every kind has come on top of these,
+    /// except where a kind describes one of them itself (agent's `description`), which then
+    /// replaces it.
     pub fields: Vec<FieldDescription>,
 }
 
@@ -82,7 +83,11 @@ pub struct FieldDescription {
 /// How a field's value is edited, and what it may hold.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 pub enum FieldType {
     /// Plain text.
     Text,

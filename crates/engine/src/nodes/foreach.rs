@@ -172,3 +172,71 @@ async fn run_items(
     Ok(StepOutput::new(Value::Array(results), Handle::OUTPUT.id))
 }
 
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::step::fake::{FakeEnv, step};
+
+    fn env(dir: &std::path::Path) -> FakeEnv {
+        std::fs::write(dir.join("item.json"), r#"{"nodes": [], "edges": []}"#).expect("write");
+        FakeEnv::new().folder(dir)
+    }
+
+    fn config(items: &str, fail_fast: bool) -> ForEachConfig {
+        ForEachConfig {
+            items: items.into(),
+            flow: "item.json".into(),
+            max_concurrency: 2,
+            fail_fast,
+        }
+    }
+
+    #[tokio::test]
+    async fn runs_each_item_of_a_field_path_and_keeps_item_order() {
+        let dir = tempfile::tempdir().expect("dir");
+        let env = env(dir.path())
+            .child_ends(json!("b"), || ChildEnd::Failed("b is bad".into()))
+            .child_ends(Value::Null, || ChildEnd::Completed(json!("ok")));
+        let input = json!({"data": {"rows": ["a", "b", "c"]}});
+        let output = config("data.rows", false)
+            .run(&step("each", &input), &env)
+            .await
+            .expect("runs");
+        assert_eq!(output.value, json!(["ok", {"error": "b is bad"}, "ok"]));
+        let mut items: Vec<Option<u64>> = env.children.lock().expect("calls").iter().map(|call| call.item).collect();
+        items.sort();
+        assert_eq!(items, [Some(0), Some(1), Some(2)]);
+    }
+
+    #[tokio::test]
+    async fn fail_fast_fails_the_step_naming_the_item() {
+        let dir = tempfile::tempdir().expect("dir");
+        let env = env(dir.path())
+            .child_ends(json!(2), || ChildEnd::Failed("two".into()))
+            .child_ends(Value::Null, || ChildEnd::Completed(json!("ok")));
+        let error = config("", true)
+            .run(&step("each", &json!([1, 2, 3])), &env)
+            .await
+            .expect_err("fails fast");
+        assert_eq!((error.kind, error.message.as_str()), (StepErrorKind::ForEach, "item 1 failed: two"));
+    }
+
+    #[tokio::test]
+    async fn a_list_that_is_not_there_is_named() {
+        let dir = tempfile::tempdir().expect("dir");
+        let error = config("rows", false)
+            .run(&step("each", &json!({"other": []})), &env(dir.path()))
+            .await
+            .expect_err("no rows");
+        assert_eq!(error.message, "items: the previous output has no field `rows`");
+        let env = env(dir.path()).template("each", "items", "{{ 42 }}");
+        let error = config("{{ 42 }}", false)
+            .run(&step("each", &json!({})), &env)
+            .await
+            .expect_err("not a list");
+        assert_eq!(error.message, "items: `{{ 42 }}` is not a list: 42");
+    }
+}

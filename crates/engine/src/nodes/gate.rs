@@ -95,3 +95,36 @@ impl Kind for GateConfig {
         Ok(StepOutput::new(step.input.clone(), handle.id))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use weft_scripted_llm::{Reply, Script, ScriptedLlm};
+
+    use super::*;
+    use crate::step::fake::{FakeEnv, step};
+
+    #[tokio::test]
+    async fn routes_by_the_models_verdict_and_passes_the_input_on() {
+        let server = ScriptedLlm::start(Script::always(Reply::text(
+            r#"{"pass": false, "reason": "too long"}"#,
+        )))
+        .await
+        .expect("server");
+        let env = FakeEnv::new()
+            .model_at(server.base_url())
+            .template("check", "criteria", "At most {{ 5 }} words.");
+        let config = GateConfig {
+            criteria: "x".into(),
+            model: "judge".into(),
+            reasoning_effort: None,
+        };
+        let draft = json!("a draft that goes on and on");
+        let output = config.run(&step("check", &draft), &env).await.expect("judged");
+        assert_eq!((output.handle.as_str(), output.value), ("fail", draft));
+        assert_eq!(env.contents(EventType::LogicCheck), ["fail: too long"]);
+        let request = &server.requests()[0];
+        let asked = request.last_user_text().unwrap_or_default();
+        assert!(asked.starts_with("Criteria:\nAt most 5 words."), "{asked}");
+        assert_eq!(request.body["response_format"]["type"], "json_schema");
+    }
+}

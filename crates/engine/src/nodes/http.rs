@@ -199,3 +199,93 @@ fn failure_text(error: &reqwest::Error) -> String {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+    use crate::step::fake::{FakeEnv, step};
+
+    /// A server on loopback that answers one request with `status` and a JSON body, and hands
+    /// back the request it received.
+    async fn answer_once(status: u16) -> (String, tokio::task::JoinHandle<String>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let address = listener.local_addr().expect("address");
+        let served = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.expect("accept");
+            // Read the head, then as many body bytes as it announces.
+            let mut request = Vec::new();
+            let mut buffer = [0u8; 4096];
+            loop {
+                let text = String::from_utf8_lossy(&request).into_owned();
+                if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                    let length = head
+                        .lines()
+                        .find_map(|line| line.to_lowercase().strip_prefix("content-length:").map(|n| n.trim().parse().unwrap_or(0)))
+                        .unwrap_or(0);
+                    if body.len() >= length {
+                        break;
+                    }
+                }
+                let read = socket.read(&mut buffer).await.expect("read");
+                if read == 0 {
+                    break;
+                }
+                request.extend_from_slice(&buffer[..read]);
+            }
+            let body = r#"{"ok":true}"#;
+            let reply = format!(
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            socket.write_all(reply.as_bytes()).await.expect("write");
+            String::from_utf8_lossy(&request).into_owned()
+        });
+        (format!("http://{address}"), served)
+    }
+
+    #[tokio::test]
+    async fn sends_the_templated_request_and_parses_a_json_answer() {
+        let (base, served) = answer_once(200).await;
+        let env = FakeEnv::new()
+            .template("call", "url", &format!("{base}/items/{{{{ id }}}}"))
+            .template("call", "headers.X-Id", "{{ id }}")
+            .template("call", "body", r#"{"id": {{ id }}}"#);
+        let config = HttpConfig {
+            method: HttpMethod::Post,
+            headers: [("X-Id".to_string(), String::new())].into(),
+            body: Some(String::new()),
+            ..HttpConfig::default()
+        };
+        let output = config.run(&step("call", &json!({"id": 9})), &env).await.expect("sent");
+        assert_eq!(output.value["status"], 200);
+        assert_eq!(output.value["body"], json!({"ok": true}));
+        let request = served.await.expect("served");
+        assert!(request.starts_with("POST /items/9 HTTP/1.1"), "{request}");
+        assert!(request.to_lowercase().contains("x-id: 9"), "{request}");
+        assert!(request.contains("content-type: application/json"), "{request}");
+        assert!(request.ends_with(r#"{"id": 9}"#), "{request}");
+    }
+
+    #[tokio::test]
+    async fn an_error_status_fails_the_step_unless_allowed() {
+        let (base, _served) = answer_once(503).await;
+        let env = FakeEnv::new().template("call", "url", &base);
+        let error = HttpConfig::default()
+            .run(&step("call", &json!({})), &env)
+            .await
+            .expect_err("503");
+        assert_eq!(error.kind, StepErrorKind::Http);
+        assert!(error.message.contains("answered 503"), "{error}");
+        let (base, _served) = answer_once(503).await;
+        let env = FakeEnv::new().template("call", "url", &base);
+        let allowed = HttpConfig {
+            allow_error_status: true,
+            ..HttpConfig::default()
+        };
+        let output = allowed.run(&step("call", &json!({})), &env).await.expect("allowed");
+        assert_eq!(output.value["status"], 503);
+    }
+}

@@ -175,7 +175,34 @@ pub(crate) fn holds(condition: &Condition, input: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::step::fake::{FakeEnv, step};
     use serde_json::json;
+
+    #[tokio::test]
+    async fn leaves_by_the_first_condition_that_holds_and_says_why() {
+        let config = IfConfig {
+            conditions: vec![
+                condition(Operator::Contains, json!("cancel"), None),
+                condition(Operator::Gt, json!(5), Some("score")),
+            ],
+        };
+        let env = FakeEnv::new();
+        let input = json!({"score": 7});
+        let output = config.run(&step("route", &input), &env).await.expect("runs");
+        assert_eq!((output.handle.as_str(), output.value), ("condition-1", input));
+        let output = config
+            .run(&step("route", &json!({"score": 1})), &env)
+            .await
+            .expect("runs");
+        assert_eq!(output.handle, "false");
+        assert_eq!(
+            env.contents(EventType::LogicCheck),
+            [
+                "condition 1 (score gt 5) is true: taking condition-1",
+                "no condition is true: taking false"
+            ]
+        );
+    }
 
     fn condition(operator: Operator, value: Value, field: Option<&str>) -> Condition {
         Condition {

@@ -23,3 +23,21 @@ impl Kind for JoinConfig {
         Ok(StepOutput::new(step.input.clone(), Handle::OUTPUT.id))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::step::fake::{FakeEnv, step};
+
+    #[tokio::test]
+    async fn passes_the_arrivals_on() {
+        let arrived = json!({"left": 1, "right": 2});
+        let output = JoinConfig::default()
+            .run(&step("join", &arrived), &FakeEnv::new())
+            .await
+            .expect("runs");
+        assert_eq!((output.value, output.handle.as_str()), (arrived, "output"));
+    }
+}

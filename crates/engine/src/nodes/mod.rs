@@ -52,7 +52,7 @@ impl NodeKind {
 
     /// The handles edges may leave a node of this kind with `data` by: the described handles,
     /// a repeated one once per row of its list field (`if`: one per condition).
-    pub fn handles<'a>(self, data: &'a Map<String, Value>) -> Vec<Cow<'static, str>> {
+    pub fn handles(self, data: &Map<String, Value>) -> Vec<Cow<'static, str>> {
         let mut handles = Vec::new();
         for handle in self.handle_list() {
             match handle.rows {
@@ -70,7 +70,7 @@ impl NodeKind {
     }
 
     /// The templated fields of a node of this kind with `data`: (field, source).
-    pub fn templates<'a>(self, data: &'a Map<String, Value>) -> Vec<(String, &'a str)> {
+    pub fn templates(self, data: &Map<String, Value>) -> Vec<(String, &str)> {
         describe::templates(&self.describe().fields, data)
     }
 }

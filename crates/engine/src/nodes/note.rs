@@ -28,3 +28,21 @@ impl Kind for NoteConfig {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+    use crate::step::fake::{FakeEnv, step};
+
+    #[tokio::test]
+    async fn a_note_asked_to_run_says_it_never_runs() {
+        let error = NoteConfig::default()
+            .run(&step("hint", &Value::Null), &FakeEnv::new())
+            .await
+            .expect_err("never runs");
+        assert_eq!(error.kind, StepErrorKind::Internal);
+        assert!(error.message.contains("notes never run"), "{error}");
+    }
+}

@@ -20,3 +20,21 @@ impl Kind for OutputConfig {
         Ok(StepOutput::new(step.input.clone(), Handle::OUTPUT.id).as_result())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::step::fake::{FakeEnv, step};
+
+    #[tokio::test]
+    async fn passes_its_input_on_as_the_runs_result() {
+        let output = OutputConfig::default()
+            .run(&step("end", &json!("done")), &FakeEnv::new())
+            .await
+            .expect("runs");
+        assert!(output.is_result);
+        assert_eq!(output.value, json!("done"));
+    }
+}

@@ -35,6 +35,8 @@ macro_rules! kinds {
 
         impl NodeKind {
             /// Every kind, in registry order.
+            // Pushed one by one (not `vec![..]`) so that a kind may be `#[cfg]`'d out.
+            #[allow(clippy::vec_init_then_push)]
             pub fn all() -> &'static [NodeKind] {
                 static ALL: std::sync::OnceLock<Vec<NodeKind>> = std::sync::OnceLock::new();
                 ALL.get_or_init(|| {

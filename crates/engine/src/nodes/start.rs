@@ -33,3 +33,22 @@ impl Kind for StartConfig {
         Ok(StepOutput::new(value, Handle::OUTPUT.id))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::step::fake::{FakeEnv, step};
+
+    #[tokio::test]
+    async fn the_run_input_is_the_output_and_is_logged() {
+        let env = FakeEnv::new().initial(json!({"ticket": 7}));
+        let output = StartConfig::default()
+            .run(&step("start", &Value::Null), &env)
+            .await
+            .expect("runs");
+        assert_eq!((output.value, output.handle.as_str()), (json!({"ticket": 7}), "output"));
+        assert_eq!(env.contents(EventType::StartPrompt), [r#"{"ticket":7}"#]);
+    }
+}

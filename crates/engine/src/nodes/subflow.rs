@@ -84,3 +84,89 @@ impl Kind for SubflowConfig {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::step::fake::{FakeEnv, step};
+    use crate::step::{ChildPause, ChildResume};
+
+    fn env_with_child(dir: &std::path::Path) -> FakeEnv {
+        std::fs::write(dir.join("child.json"), r#"{"nodes": [], "edges": []}"#).expect("write");
+        FakeEnv::new().folder(dir)
+    }
+
+    fn config(on_error: OnError) -> SubflowConfig {
+        SubflowConfig {
+            flow: "child.json".into(),
+            on_error,
+        }
+    }
+
+    #[tokio::test]
+    async fn the_child_runs_with_the_input_and_its_result_is_the_output() {
+        let dir = tempfile::tempdir().expect("dir");
+        let env = env_with_child(dir.path()).child_ends(Value::Null, || ChildEnd::Completed(json!("child said hi")));
+        let output = config(OnError::Raise)
+            .run(&step("sub", &json!("hi")), &env)
+            .await
+            .expect("runs");
+        assert_eq!(output.value, json!("child said hi"));
+        let calls = env.children.lock().expect("calls").clone();
+        assert_eq!((calls[0].node_id.as_str(), calls[0].input.clone()), ("sub", json!("hi")));
+    }
+
+    #[tokio::test]
+    async fn a_failed_child_raises_or_is_caught_as_the_node_says() {
+        let dir = tempfile::tempdir().expect("dir");
+        let env = env_with_child(dir.path()).child_ends(Value::Null, || ChildEnd::Failed("boom".into()));
+        let error = config(OnError::Raise)
+            .run(&step("sub", &json!({})), &env)
+            .await
+            .expect_err("raised");
+        assert_eq!((error.kind, error.message.as_str()), (StepErrorKind::Subflow, "child.json: boom"));
+        let caught = config(OnError::Catch)
+            .run(&step("sub", &json!({})), &env)
+            .await
+            .expect("caught");
+        assert_eq!(caught.value, json!({"error": {"message": "boom", "nodeId": "sub"}}));
+    }
+
+    #[tokio::test]
+    async fn a_paused_child_pauses_the_step_and_is_handed_back_on_resume() {
+        let dir = tempfile::tempdir().expect("dir");
+        let pause = || ChildPause {
+            path: "review".into(),
+            message: "ok?".into(),
+            state: json!({"kept": true}),
+        };
+        let env = env_with_child(dir.path()).child_ends(Value::Null, move || ChildEnd::Paused(pause()));
+        let output = config(OnError::Raise)
+            .run(&step("sub", &json!({})), &env)
+            .await
+            .expect("paused");
+        assert!(matches!(output.wait, Some(Wait::Child(ChildPause { ref path, .. })) if path == "review"));
+        let mut resumed = step("sub", &Value::Null);
+        resumed.resume = Some(ChildResume {
+            pause: pause(),
+            answer: json!({"decision": "approve", "note": ""}),
+        });
+        config(OnError::Raise).run(&resumed, &env).await.expect("runs again");
+        let calls = env.children.lock().expect("calls").clone();
+        assert_eq!(calls.iter().map(|call| call.resumed).collect::<Vec<_>>(), [false, true]);
+    }
+
+    #[tokio::test]
+    async fn a_missing_child_file_is_named() {
+        let dir = tempfile::tempdir().expect("dir");
+        let env = FakeEnv::new().folder(dir.path());
+        let error = config(OnError::Catch)
+            .run(&step("sub", &json!({})), &env)
+            .await
+            .expect_err("no file");
+        assert_eq!(error.kind, StepErrorKind::Subflow);
+        assert!(error.message.contains("child.json"), "{error}");
+    }
+}

@@ -43,3 +43,37 @@ impl Kind for TemplateConfig {
         Ok(StepOutput::new(value, Handle::OUTPUT.id))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::step::fake::{FakeEnv, step};
+
+    #[tokio::test]
+    async fn renders_text_or_json_and_names_what_is_not_json() {
+        let env = FakeEnv::new()
+            .template("t", "template", r#"{"n": {{ n * 2 }}}"#)
+            .template("bad", "template", "not json");
+        let text = TemplateConfig::default()
+            .run(&step("t", &json!({"n": 21})), &env)
+            .await
+            .expect("renders");
+        assert_eq!(text.value, json!(r#"{"n": 42}"#));
+        let parsed = TemplateConfig {
+            parse_json: true,
+            ..TemplateConfig::default()
+        };
+        let value = parsed.run(&step("t", &json!({"n": 21})), &env).await.expect("parses");
+        assert_eq!(value.value, json!({"n": 42}));
+        let error = parsed.run(&step("bad", &json!({})), &env).await.expect_err("not json");
+        assert_eq!(error.kind, StepErrorKind::Template);
+        assert!(error.message.starts_with("parseJson: the rendered text is not JSON"), "{error}");
+        let unknown = TemplateConfig::default()
+            .run(&step("t", &json!("no n here")), &env)
+            .await
+            .expect_err("n is not defined");
+        assert!(unknown.message.contains("`n`"), "{unknown}");
+    }
+}

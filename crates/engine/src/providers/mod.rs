@@ -242,13 +242,13 @@ pub fn route_model(model: &str, settings: &ProviderSettings) -> Result<ModelRout
     } else {
         model
     };
-    if let Some((prefix, rest)) = model.split_once('/') {
-        if let Ok(provider) = prefix.to_ascii_lowercase().parse::<ProviderKind>() {
-            return Ok(ModelRoute {
-                provider,
-                model: rest.to_string(),
-            });
-        }
+    if let Some((prefix, rest)) = model.split_once('/')
+        && let Ok(provider) = prefix.to_ascii_lowercase().parse::<ProviderKind>()
+    {
+        return Ok(ModelRoute {
+            provider,
+            model: rest.to_string(),
+        });
     }
     let provider = if model.to_ascii_lowercase().starts_with("claude") {
         ProviderKind::Anthropic

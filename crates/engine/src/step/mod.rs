@@ -256,3 +256,6 @@ pub trait StepEnv: Send + Sync {
         child: ChildRun<'a>,
     ) -> BoxFuture<'a, Result<ChildEnd, StepError>>;
 }
+
+#[cfg(test)]
+pub(crate) mod fake;
