@@ -36,7 +36,7 @@ use serde_json::Value;
 
 use crate::event::{RunEvent, RunStatus};
 use crate::providers::Usage;
-use writer::{Message, StepRow, Write};
+use writer::{Message, Write};
 
 /// Everything that can go wrong in the run store.
 #[derive(Debug, thiserror::Error)]
@@ -178,6 +178,23 @@ pub struct NodeOutputRecord {
     pub usage: Usage,
     /// About the latest output: `{"sources": [{url, title}]}` when a web search was used.
     pub metadata: Option<Value>,
+}
+
+/// A step, already serialized for its table row.
+struct StepRow {
+    pub node_id: String,
+    pub input_json: String,
+    pub source_node_id: Option<String>,
+}
+
+impl StepRow {
+    fn new(step: &QueuedStep) -> StepRow {
+        StepRow {
+            node_id: step.node_id.clone(),
+            input_json: step.input.to_string(),
+            source_node_id: step.source_node_id.clone(),
+        }
+    }
 }
 
 /// A handle on the run store. Cheap to clone; all clones share one writer thread and one

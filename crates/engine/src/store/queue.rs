@@ -2,8 +2,7 @@
 
 use rusqlite::{Connection, params};
 
-use super::writer::StepRow;
-use super::{QueuedStep, StoreError, parse_json, to_i64};
+use super::{QueuedStep, StepRow, StoreError, parse_json, to_i64};
 
 /// Replaces run `run_id`'s queue with `steps`, in order.
 pub(super) fn replace(

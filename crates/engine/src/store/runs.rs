@@ -3,8 +3,9 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use super::writer::StepRow;
-use super::{QueuedStep, RunRecord, RunSummary, StoreError, corrupt, parse_json, queue, to_u64};
+use super::{
+    QueuedStep, RunRecord, RunSummary, StepRow, StoreError, corrupt, parse_json, queue, to_u64,
+};
 use crate::event::RunStatus;
 use crate::providers::Usage;
 

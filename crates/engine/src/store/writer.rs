@@ -4,29 +4,12 @@ use std::sync::mpsc::{Receiver, Sender};
 
 use rusqlite::{Connection, TransactionBehavior};
 
-use super::{QueuedStep, StoreError, events, node_outputs, queue, runs};
+use super::{StepRow, StoreError, events, node_outputs, queue, runs};
 use crate::event::{RunEvent, RunStatus};
 use crate::providers::Usage;
 
 /// The most queued messages the writer applies in one transaction.
 const MAX_BATCH: usize = 1_000;
-
-/// A step, already serialized for its table row.
-pub(super) struct StepRow {
-    pub node_id: String,
-    pub input_json: String,
-    pub source_node_id: Option<String>,
-}
-
-impl StepRow {
-    pub(super) fn new(step: &QueuedStep) -> StepRow {
-        StepRow {
-            node_id: step.node_id.clone(),
-            input_json: step.input.to_string(),
-            source_node_id: step.source_node_id.clone(),
-        }
-    }
-}
 
 /// One queued write, with its values already serialized.
 pub(super) enum Write {
