@@ -187,6 +187,30 @@ macro_rules! kinds {
                 }
             }
 
+            /// Runs one step of a kind that does not wait ([`Scheduling::Instant`],
+            /// [`Scheduling::Pause`], [`Scheduling::Join`]) to its end at once, polling the kind's
+            /// own future (not the larger one of [`NodeConfig::run`]); `None` for a kind that
+            /// waits, or for one whose future was not ready after all.
+            pub(crate) fn run_now(
+                &self,
+                step: &$crate::step::Step<'_>,
+                env: &dyn $crate::step::StepEnv,
+            ) -> Option<Result<$crate::step::StepOutput, $crate::step::StepError>> {
+                use futures_util::FutureExt as _;
+                use $crate::nodes::{Kind, Scheduling};
+                match self {
+                    $(
+                        $(#[cfg($cfg)])?
+                        NodeConfig::$variant(config) => match <$config as Kind>::SCHEDULING {
+                            Scheduling::Task | Scheduling::Never => None,
+                            Scheduling::Instant | Scheduling::Pause | Scheduling::Join => {
+                                Kind::run(config, step, env).now_or_never()
+                            }
+                        },
+                    )*
+                }
+            }
+
             /// Runs one step of this node: its kind's `run`.
             pub(crate) async fn run(
                 &self,

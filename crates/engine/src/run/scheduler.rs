@@ -12,7 +12,6 @@
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
-use futures_util::FutureExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use tokio::task::JoinSet;
@@ -240,10 +239,8 @@ impl Scheduler {
         let Some(visits) = self.count_visit(&item.node_id) else {
             return;
         };
-        if matches!(scheduling, Scheduling::Instant | Scheduling::Pause)
-            && !retries
-            && let Some(outcome) = self.run_instant(&item, visits)
-        {
+        if matches!(scheduling, Scheduling::Instant | Scheduling::Pause) && !retries {
+            let outcome = self.run_instant(&item, visits);
             self.settle(item, visits, outcome);
             return;
         }
@@ -269,11 +266,13 @@ impl Scheduler {
         Some(visits)
     }
 
-    /// Runs a step of an instant kind on the scheduler's own thread; `None` when its future
-    /// was not ready at once (a kind that waited after all), which then runs as a task.
-    fn run_instant(&self, item: &QueuedStep, visits: u64) -> Option<Result<StepOutput, StepError>> {
+    /// Runs a step of a kind that does not wait on the scheduler's own thread.
+    fn run_instant(&self, item: &QueuedStep, visits: u64) -> Result<StepOutput, StepError> {
         let ctx = &*self.ctx;
-        let node = ctx.graph.nodes.get(&item.node_id)?;
+        let internal = |message: String| Err(StepError::new(StepErrorKind::Internal, message));
+        let Some(node) = ctx.graph.nodes.get(&item.node_id) else {
+            return internal(format!("node `{}` is not in the flow", item.node_id));
+        };
         let step = Step {
             node_id: &item.node_id,
             input: &item.input,
@@ -282,7 +281,12 @@ impl Scheduler {
             resume: None,
         };
         step_started(ctx, item);
-        node.config.run(&step, ctx).now_or_never()
+        node.config.run_now(&step, ctx).unwrap_or_else(|| {
+            internal(format!(
+                "`{}` nodes are declared to finish at once, but this step waited (a bug in Weft)",
+                node.kind
+            ))
+        })
     }
 
     fn spawn(&mut self, item: QueuedStep, visits: u64, resume: Option<ChildResume>) {
@@ -317,12 +321,7 @@ impl Scheduler {
                 input,
                 source_node_id: None,
             };
-            let outcome = self.run_instant(&item, visits).unwrap_or_else(|| {
-                Err(StepError::new(
-                    StepErrorKind::Internal,
-                    "a join must run at once",
-                ))
-            });
+            let outcome = self.run_instant(&item, visits);
             self.settle(item, visits, outcome);
         }
         !ready.is_empty()
