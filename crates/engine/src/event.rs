@@ -1,8 +1,14 @@
 //! Run events (SPEC §6): the one ordered stream that the store, the CLI and the canvas all see.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::providers::Usage;
+
+/// Called with every event of a run, in `seq` order, once the event is committed to the store
+/// (so what a person was shown is never lost).
+pub type EventListener = Arc<dyn Fn(&RunEvent) + Send + Sync>;
 
 /// What happened. Serialized in snake_case (`run_start`, `llm_delta`, ...).
 #[cfg_attr(feature = "specta", derive(specta::Type))]

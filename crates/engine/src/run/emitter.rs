@@ -1,16 +1,15 @@
-//! The ordered event stream of one run (SPEC §6): numbers events and hands each to the store
-//! and the host, one at a time, so every consumer sees the same order.
+//! The ordered event stream of one run (SPEC §6): numbers events and hands each to the store,
+//! which passes it on to the host's listener once it is committed, so every consumer sees the
+//! same order and nothing shown can be lost.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use chrono::{SecondsFormat, Utc};
 
+pub use crate::event::EventListener;
 use crate::event::{EventType, RunEvent};
 use crate::providers::Usage;
 use crate::store::Store;
-
-/// Called with every event of a run, in `seq` order.
-pub type EventListener = Arc<dyn Fn(&RunEvent) + Send + Sync>;
 
 /// The current time as stored in events and the store (RFC 3339, milliseconds, UTC).
 pub(crate) fn now() -> String {
@@ -115,10 +114,9 @@ impl Emitter {
             usage,
         };
         *next_seq += 1;
-        self.log.store.append_event(&event);
-        if let Some(listener) = &self.log.listener {
-            listener(&event);
-        }
+        self.log
+            .store
+            .append_event(event, self.log.listener.clone());
     }
 
     pub(crate) fn add_usage(&self, usage: Usage) {

@@ -8,6 +8,8 @@
 //! - Writes made while a run goes on ([`Store::create_run`], [`Store::append_event`], ...)
 //!   are queued and return at once. One background writer thread (`writer`), with its own
 //!   connection, applies them in the order they were queued, many at a time in one transaction.
+//!   An event is passed on to its listener only after the transaction that stored it commits:
+//!   whatever a host shows is already kept.
 //! - A write that fails is logged with `tracing::error!` and kept; the first such error since
 //!   the previous flush is returned by the next [`Store::flush`].
 //! - Reads (and [`Store::claim_paused`]) first wait until every write queued before them is
@@ -34,7 +36,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::event::{RunEvent, RunStatus};
+use crate::event::{EventListener, RunEvent, RunStatus};
 use crate::providers::Usage;
 use writer::{Message, Write};
 
@@ -293,10 +295,15 @@ impl Store {
         });
     }
 
-    /// Queues one event. The run must have been created (earlier in the queue is enough) and
-    /// `(run_id, seq)` must be new; otherwise the next [`Store::flush`] reports the error.
-    pub fn append_event(&self, event: &RunEvent) {
-        self.send(Write::Event(Box::new(event.clone())));
+    /// Queues one event, and `publish` to be called with it once it is committed (in the order
+    /// events were queued; on the writer thread, so it should be quick). The run must have
+    /// been created (earlier in the queue is enough) and `(run_id, seq)` must be new; otherwise
+    /// the next [`Store::flush`] reports the error and the event is not published.
+    pub fn append_event(&self, event: RunEvent, publish: Option<EventListener>) {
+        self.send(Write::Event {
+            event: Box::new(event),
+            publish,
+        });
     }
 
     /// Queues `metadata` (e.g. `{"sources": [...]}`) as the metadata of node `node_id`'s latest output.

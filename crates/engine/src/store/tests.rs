@@ -1,6 +1,7 @@
 //! The store's own tests: round trips, claiming, concurrency, damaged files.
 
 use super::*;
+use std::sync::{Arc, Mutex};
 use crate::event::EventType;
 use schema::MIGRATIONS;
 use serde_json::json;
@@ -61,9 +62,9 @@ fn pause_record() -> PauseRecord {
 fn store_round_trips_a_run_with_events_and_outputs() {
     let (_dir, store) = open_temp();
     store.create_run(&new_run("run-1", &ts(0)));
-    store.append_event(&event("run-1", 1, EventType::RunStart, None));
-    store.append_event(&event("run-1", 2, EventType::StepStart, Some("a")));
-    store.append_event(&event("run-1", 3, EventType::StepEnd, Some("a")));
+    store.append_event(event("run-1", 1, EventType::RunStart, None), None);
+    store.append_event(event("run-1", 2, EventType::StepStart, Some("a")), None);
+    store.append_event(event("run-1", 3, EventType::StepEnd, Some("a")), None);
     store.put_node_output("run-1", "b", &json!({"text": "B"}), 1, &ts(4));
     store.put_node_approval("run-1", "a", &json!({"approved": true}), &ts(4));
     store.put_node_output("run-1", "a", &json!("A"), 2, &ts(5));
@@ -208,7 +209,7 @@ fn store_pause_survives_reopening_in_another_store() {
     let path = dir.path().join("runs.db");
     let first = Store::open(&path).expect("open");
     first.create_run(&new_run("run-r", &ts(0)));
-    first.append_event(&event("run-r", 1, EventType::RunStart, None));
+    first.append_event(event("run-r", 1, EventType::RunStart, None), None);
     first.save_pause("run-r", &pause_record(), &ts(1));
     first.flush().expect("flush");
 
@@ -241,7 +242,7 @@ fn store_drop_applies_queued_writes() {
         store.create_run(&new_run("run-d", &ts(0)));
         drop(store);
         for seq in 1..=100 {
-            clone.append_event(&event("run-d", seq, EventType::LlmDelta, Some("a")));
+            clone.append_event(event("run-d", seq, EventType::LlmDelta, Some("a")), None);
         }
     }
     let store = Store::open(&path).expect("reopen");
@@ -268,7 +269,7 @@ fn store_reads_concurrently_while_writing() {
         })
         .collect();
     for seq in 1..=5_000 {
-        store.append_event(&event("run-c", seq, EventType::LlmDelta, Some("a")));
+        store.append_event(event("run-c", seq, EventType::LlmDelta, Some("a")), None);
     }
     for reader in readers {
         reader.join().expect("reader thread");
@@ -318,9 +319,9 @@ fn store_open_rejects_a_newer_schema() {
 #[test]
 fn store_flush_reports_a_failed_write() {
     let (_dir, store) = open_temp();
-    store.append_event(&event("ghost", 1, EventType::RunStart, None));
+    store.append_event(event("ghost", 1, EventType::RunStart, None), None);
     store.create_run(&new_run("real", &ts(0)));
-    store.append_event(&event("real", 1, EventType::RunStart, None));
+    store.append_event(event("real", 1, EventType::RunStart, None), None);
     // A read in between does not swallow the error.
     assert!(matches!(store.run("ghost"), Err(StoreError::NoSuchRun(_))));
     match store.flush() {
@@ -347,8 +348,48 @@ fn store_appends_twenty_thousand_events() {
     let (_dir, store) = open_temp();
     store.create_run(&new_run("run-big", &ts(0)));
     for seq in 1..=20_000 {
-        store.append_event(&event("run-big", seq, EventType::LlmDelta, Some("writer")));
+        store.append_event(event("run-big", seq, EventType::LlmDelta, Some("writer")), None);
     }
     store.flush().expect("flush");
     assert_eq!(store.events("run-big").expect("events").len(), 20_000);
+}
+
+#[test]
+fn store_publishes_an_event_only_once_it_is_committed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("runs.db");
+    let store = Store::open(&path).expect("open");
+    let seen: Arc<Mutex<Vec<(u64, bool)>>> = Arc::default();
+    let sink = seen.clone();
+    let db = path.clone();
+    // Another connection, as another process would read it: the event must already be there.
+    let listener: EventListener = Arc::new(move |event: &RunEvent| {
+        let reader = Connection::open(&db).expect("reader");
+        let stored = reader
+            .prepare("SELECT 1 FROM events WHERE run_id = ?1 AND seq = ?2")
+            .and_then(|mut statement| {
+                statement.exists(rusqlite::params![event.run_id, event.seq as i64])
+            })
+            .expect("query");
+        sink.lock().expect("seen").push((event.seq, stored));
+    });
+    store.create_run(&new_run("run-p", &ts(0)));
+    for seq in 1..=50 {
+        store.append_event(
+            event("run-p", seq, EventType::LlmDelta, Some("a")),
+            Some(listener.clone()),
+        );
+    }
+    // An event the store refuses (its run does not exist) is never shown.
+    store.append_event(
+        event("ghost", 1, EventType::RunStart, None),
+        Some(listener.clone()),
+    );
+    assert!(store.flush().is_err());
+    let seen = seen.lock().expect("seen").clone();
+    assert_eq!(
+        seen,
+        (1..=50).map(|seq| (seq, true)).collect::<Vec<_>>(),
+        "every event reached the listener after its commit, in order, and the refused one never"
+    );
 }

@@ -5,7 +5,7 @@ use std::sync::mpsc::{Receiver, Sender};
 use rusqlite::{Connection, TransactionBehavior};
 
 use super::{StepRow, StoreError, events, node_outputs, queue, runs};
-use crate::event::{RunEvent, RunStatus};
+use crate::event::{EventListener, RunEvent, RunStatus};
 use crate::providers::Usage;
 
 /// The most queued messages the writer applies in one transaction.
@@ -21,7 +21,11 @@ pub(super) enum Write {
         input_json: String,
         started_at: String,
     },
-    Event(Box<RunEvent>),
+    Event {
+        event: Box<RunEvent>,
+        /// Called with the event once it is committed.
+        publish: Option<EventListener>,
+    },
     Usage {
         run_id: String,
         node_id: String,
@@ -73,7 +77,9 @@ impl Write {
     fn describe(&self) -> String {
         match self {
             Write::CreateRun { id, .. } => format!("creating run {id}"),
-            Write::Event(event) => format!("storing event {} of run {}", event.seq, event.run_id),
+            Write::Event { event, .. } => {
+                format!("storing event {} of run {}", event.seq, event.run_id)
+            }
             Write::Usage {
                 run_id, node_id, ..
             } => format!("adding the tokens of node {node_id} to run {run_id}"),
@@ -112,7 +118,7 @@ impl Write {
                     started_at,
                 },
             ),
-            Write::Event(event) => events::insert(conn, event),
+            Write::Event { event, .. } => events::insert(conn, event),
             Write::Usage {
                 run_id,
                 node_id,
@@ -215,37 +221,54 @@ pub(super) fn run(mut conn: Connection, receiver: Receiver<Message>) {
     }
 }
 
-/// Applies `pending` in one transaction and empties it. A failing write is recorded and the
-/// others still apply; a failing commit loses the whole batch (and is recorded).
+/// Applies `pending` in one transaction and empties it, then passes the committed events on
+/// to their listeners. A failing write is recorded and the others still apply; a failing commit
+/// loses the whole batch (and is recorded), and nothing of it is published.
 fn commit(conn: &mut Connection, pending: &mut Vec<Write>, first_error: &mut Option<StoreError>) {
     if pending.is_empty() {
         return;
     }
     let count = pending.len();
     let mut failures = Vec::new();
+    let mut applied = vec![false; count];
     let result = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .and_then(|tx| {
-            for write in pending.iter() {
-                if let Err(err) = write.apply(&tx) {
-                    failures.push(match err {
+            for (write, applied) in pending.iter().zip(applied.iter_mut()) {
+                match write.apply(&tx) {
+                    Ok(()) => *applied = true,
+                    Err(err) => failures.push(match err {
                         StoreError::Sqlite { source, .. } => StoreError::Sqlite {
                             action: write.describe(),
                             source,
                         },
                         other => other,
-                    });
+                    }),
                 }
             }
             tx.commit()
         });
-    pending.clear();
-    if let Err(source) = result {
-        failures.push(StoreError::Sqlite {
+    match result {
+        Ok(()) => {
+            for (write, applied) in pending.iter().zip(applied) {
+                if let (
+                    Write::Event {
+                        event,
+                        publish: Some(publish),
+                    },
+                    true,
+                ) = (write, applied)
+                {
+                    publish(event);
+                }
+            }
+        }
+        Err(source) => failures.push(StoreError::Sqlite {
             action: format!("committing {count} queued writes failed; they are lost"),
             source,
-        });
+        }),
     }
+    pending.clear();
     for err in failures {
         tracing::error!("run store write failed: {err}");
         if first_error.is_none() {
