@@ -238,6 +238,26 @@ pub async fn resume_run(
         .run_id)
 }
 
+/// Continues an interrupted run (its process stopped before it ended, e.g. killed) from its
+/// last finished steps, and returns once it is claimed; its events continue on `events`.
+#[tauri::command]
+#[specta::specta]
+pub async fn retry_run(
+    state: State<'_, AppState>,
+    run_id: String,
+    events: Channel<RunEvent>,
+) -> Result<String, AppError> {
+    let options = ResumeOptions {
+        on_event: Some(forward(events)),
+        ..ResumeOptions::default()
+    };
+    Ok(state
+        .engine()
+        .spawn_retry(&run_id, None, options)
+        .await?
+        .run_id)
+}
+
 /// Cancels a run going in this app. Returns whether such a run was going.
 #[tauri::command]
 #[specta::specta]

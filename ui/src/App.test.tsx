@@ -22,6 +22,7 @@ function fakeApi(overrides: Partial<Api> = {}): Api {
     validateFlow: () => Promise.resolve([]),
     startRun: fail,
     resumeRun: fail,
+    retryRun: fail,
     cancelRun: () => Promise.resolve(true),
     listRuns: () => Promise.resolve([]),
     openRun: fail,
@@ -205,6 +206,57 @@ describe('App', () => {
     const reason = screen.getByTestId('run-blocked-reason').textContent ?? '';
     expect(reason).not.toContain('the if has no branch');
     expect(reason).toContain('past run');
+  });
+
+  it('continues an interrupted past run from History, its steps cut off shown as such', async () => {
+    const summary: RunSummary = {
+      id: 'cut-run-1',
+      flowName: 'Refund desk (offline)',
+      flowPath: null,
+      status: 'interrupted',
+      startedAt: '2026-11-21T20:56:18.000Z',
+      endedAt: null,
+      waitingNodeId: null,
+    };
+    const cut = [
+      event(1, 'run_start', null, 'x', { runId: 'cut-run-1' }),
+      event(2, 'step_start', 'start', 'Request', { runId: 'cut-run-1' }),
+      event(3, 'step_end', 'start', 'x', { runId: 'cut-run-1' }),
+      event(4, 'step_start', 'summary', 'Summarize', { runId: 'cut-run-1', from: 'start' }),
+    ];
+    const retryRun = vi.fn((_runId: string, onEvent: (event: RunEvent) => void) => {
+      onEvent(event(5, 'logic_check', null, 'continuing after an interruption', { runId: 'cut-run-1' }));
+      onEvent(event(6, 'step_start', 'summary', 'Summarize', { runId: 'cut-run-1', from: 'start' }));
+      onEvent(event(7, 'step_end', 'summary', 'done', { runId: 'cut-run-1' }));
+      onEvent(event(8, 'run_end', null, '{"error":null,"result":"done","status":"completed"}', { runId: 'cut-run-1' }));
+      return Promise.resolve('cut-run-1');
+    });
+    const session = await mount(
+      fakeApi({
+        retryRun,
+        listRuns: () => Promise.resolve([summary]),
+        openRun: () =>
+          Promise.resolve({
+            summary,
+            flow: offlineFlow(),
+            input: 'x',
+            result: null,
+            error: 'interrupted: the process that ran it stopped before the run ended',
+            waiting: null,
+            events: cut,
+            outputs: [],
+          }),
+      }),
+    );
+    await act(() => session.openRun('cut-run-1'));
+    expect(screen.getByTestId('run-status').textContent).toBe('interrupted');
+    expect(screen.getByTestId('node-summary').dataset.status).toBe('cancelled');
+    expect(screen.getByTestId('node-large').dataset.status).toBe('idle');
+    await act(async () => fireEvent.click(screen.getByTestId('continue-run')));
+    expect(retryRun.mock.calls[0][0]).toBe('cut-run-1');
+    expect(screen.getByTestId('run-status').textContent).toBe('completed');
+    expect(screen.getByTestId('node-summary').dataset.status).toBe('done');
+    expect(screen.queryByTestId('continue-run')).toBeNull();
   });
 
   it('shows a failing command’s message in the error banner', async () => {

@@ -97,7 +97,13 @@ function ViewingBanner() {
       <span className="banner-text">
         Viewing past run <code>{viewing.summary.id.slice(0, 8)}</code> of “{viewing.summary.flowName || 'Untitled'}” ({status}
         ) — read only. Your flow is kept as it was.
+        {status === 'interrupted' && ' Its process stopped before it ended: continue it to run what was cut off.'}
       </span>
+      {status === 'interrupted' && (
+        <button type="button" className="button small primary" data-testid="continue-run" disabled={busy} onClick={() => void session.continueRun()}>
+          Continue
+        </button>
+      )}
       <button type="button" className="button small" data-testid="back-to-editing" disabled={busy} onClick={() => session.backToEditing()}>
         Back to editing
       </button>

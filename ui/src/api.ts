@@ -33,6 +33,8 @@ export interface Api {
   startRun(request: RunRequest, onEvent: EventListener): Promise<string>;
   /** Claims a paused run and answers its id; its events follow on `onEvent`. */
   resumeRun(answer: ApprovalAnswer, onEvent: EventListener): Promise<string>;
+  /** Continues an interrupted run; its events follow on `onEvent`. */
+  retryRun(runId: string, onEvent: EventListener): Promise<string>;
   cancelRun(runId: string): Promise<boolean>;
   listRuns(limit: number): Promise<RunSummary[]>;
   openRun(runId: string): Promise<RunDetail>;
@@ -57,6 +59,7 @@ export const tauriApi: Api = {
   validateFlow: (flow, path) => commands.validateFlow(flow, path),
   startRun: (request, onEvent) => commands.startRun(request, channelTo(onEvent)),
   resumeRun: (answer, onEvent) => commands.resumeRun(answer, channelTo(onEvent)),
+  retryRun: (runId, onEvent) => commands.retryRun(runId, channelTo(onEvent)),
   cancelRun: (runId) => commands.cancelRun(runId),
   listRuns: (limit) => commands.listRuns(limit),
   openRun: (runId) => commands.openRun(runId),

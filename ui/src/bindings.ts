@@ -40,6 +40,11 @@ export const commands = {
 	 *  that is not paused is refused and left as it is.
 	 */
 	resumeRun: (answer: ApprovalAnswer, events: Channel<RunEvent>) => __TAURI_INVOKE<string>("resume_run", { answer, events }),
+	/**
+	 *  Continues an interrupted run (its process stopped before it ended, e.g. killed) from its
+	 *  last finished steps, and returns once it is claimed; its events continue on `events`.
+	 */
+	retryRun: (runId: string, events: Channel<RunEvent>) => __TAURI_INVOKE<string>("retry_run", { runId, events }),
 	/**  Cancels a run going in this app. Returns whether such a run was going. */
 	cancelRun: (runId: string) => __TAURI_INVOKE<boolean>("cancel_run", { runId }),
 	/**  The most recent runs, newest first (runs of `weft` in the same store too). */
@@ -393,8 +398,13 @@ export type RunRequest = {
 	from?: RunFrom | null,
 };
 
-/**  A run's status (SPEC §4). */
-export type RunStatus = "running" | "paused" | "completed" | "failed" | "cancelled";
+/**  A run's status (SPEC §4, and `interrupted`). */
+export type RunStatus = "running" | "paused" | "completed" | "failed" | "cancelled" | 
+/**
+ *  The process running it stopped before it ended (killed, crashed, powered off); it can
+ *  be continued from its last finished steps (`weft resume RUN --retry`).
+ */
+"interrupted";
 
 /**  A run as listed: identity, status and times. Serialized in camelCase, like events. */
 export type RunSummary = {

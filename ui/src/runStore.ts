@@ -235,7 +235,20 @@ export function runViewFromDetail(detail: RunDetail, runnableNodeIds: readonly s
       nodeStatus: promptNode ? { ...stored.nodeStatus, [promptNode]: 'paused' } : stored.nodeStatus,
     };
   }
+  if (detail.summary.status === 'interrupted') return interruptRun(stored);
   return finishRun(stored, detail.summary.status);
+}
+
+/**
+ * A run whose process stopped before it ended: the steps that were going were cut off; what
+ * it never reached may still run when it is continued.
+ */
+function interruptRun(view: RunView): RunView {
+  const nodeStatus = { ...view.nodeStatus };
+  for (const [id, status] of Object.entries(nodeStatus)) {
+    if (status === 'running' || status === 'paused') nodeStatus[id] = 'cancelled';
+  }
+  return { ...view, status: 'interrupted', nodeStatus, activeEdges: [], waiting: null };
 }
 
 function outputsOf(records: readonly NodeOutputRecord[]): Record<string, string> {
@@ -320,7 +333,8 @@ export class RunStore {
     });
   }
 
-  /** Continues the shown run (a resume): its events append to the same view. */
+  /** Continues the shown run (a resume, or an interrupted run continued): its events append
+   * to the same view. */
   resume(): void {
     this.flush();
     this.set({ ...this.view, status: 'running', waiting: null });

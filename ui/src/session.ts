@@ -345,6 +345,26 @@ export class Session {
     }
   }
 
+  /**
+   * Continues the interrupted run shown (its process stopped before it ended): the steps that
+   * were going run again, and its events append to the same view.
+   */
+  async continueRun(): Promise<void> {
+    const before = this.run.getSnapshot();
+    if (before.status !== 'interrupted' || !before.runId || this.state.busy) return;
+    this.run.resume();
+    const run = ++this.following;
+    this.set({ busy: true });
+    try {
+      await this.api.retryRun(before.runId, (event) => this.onEvent(run, event));
+    } catch (error) {
+      if (run === this.following) this.run.show(before);
+      this.reportError(error);
+    } finally {
+      this.set({ busy: false });
+    }
+  }
+
   // --- history --------------------------------------------------------------------------
 
   async refreshHistory(): Promise<void> {

@@ -23,7 +23,8 @@ struct Cli {
 }
 
 const AFTER_HELP: &str = "\
-Exit codes: 0 completed (or valid), 1 failed or cancelled, 2 invalid flow or usage, 3 paused.
+Exit codes: 0 completed (or valid), 1 failed, cancelled or interrupted, 2 invalid flow or usage,
+3 paused.
 
 Environment:
   WEFT_DB              the run store (default: runs.db in the user's data directory)
@@ -38,6 +39,7 @@ Examples:
   weft run flows/triage.json --input 'My order never arrived'
   weft run flows/triage.json --decide review=approve --events > events.ndjson
   weft resume 3f2a --decision reject --note 'too long'
+  weft resume 3f2a --retry          # a run whose process was killed
   weft runs
   weft show 3f2a
   weft kinds --json";
@@ -48,7 +50,7 @@ enum Command {
     Validate(ValidateArgs),
     /// Run a flow until it completes, fails or pauses at an approval.
     Run(RunArgs),
-    /// Resume a paused run with a decision for the approval it waits at.
+    /// Resume a paused run with a decision, or continue an interrupted one (--retry).
     Resume(ResumeArgs),
     /// List recent runs.
     Runs(RunsArgs),
@@ -105,13 +107,19 @@ pub(crate) struct RunArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("how").required(true).multiple(true).args(["decision", "retry"])))]
 pub(crate) struct ResumeArgs {
-    /// The paused run's id (or a unique prefix of it).
+    /// The paused (or interrupted) run's id, or a unique prefix of it.
     #[arg(value_name = "RUN_ID")]
     pub run_id: String,
     /// The answer for the approval the run waits at: approve or reject.
     #[arg(long, value_name = "approve|reject")]
-    pub decision: String,
+    pub decision: Option<String>,
+    /// Continue an interrupted run (its process stopped before it ended) from its last
+    /// finished steps: only the steps that were running run again, and LLM calls they had
+    /// already made are not sent again.
+    #[arg(long)]
+    pub retry: bool,
     /// A note stored with the decision (`{{ approval.note }}` in templates).
     #[arg(
         long,

@@ -75,7 +75,7 @@ impl Style {
         match status {
             RunStatus::Completed => self.green(text),
             RunStatus::Failed => self.red(text),
-            RunStatus::Cancelled | RunStatus::Paused => self.yellow(text),
+            RunStatus::Cancelled | RunStatus::Paused | RunStatus::Interrupted => self.yellow(text),
             RunStatus::Running => self.cyan(text),
         }
     }

@@ -236,18 +236,21 @@ fn store_events_per_second(count: u64) {
     store.flush().expect("flush");
     let started = Instant::now();
     for seq in 1..=count {
-        store.append_event(RunEvent {
-            seq,
-            run_id: "bench".into(),
-            ts: "2026-01-01T00:00:00.000Z".into(),
-            kind: EventType::LlmDelta,
-            node_id: Some("agent".into()),
-            content: "a token ".into(),
-            scope: None,
-            item: None,
-            from: None,
-            usage: None,
-        }, None);
+        store.append_event(
+            RunEvent {
+                seq,
+                run_id: "bench".into(),
+                ts: "2026-01-01T00:00:00.000Z".into(),
+                kind: EventType::LlmDelta,
+                node_id: Some("agent".into()),
+                content: "a token ".into(),
+                scope: None,
+                item: None,
+                from: None,
+                usage: None,
+            },
+            None,
+        );
     }
     store.flush().expect("flush");
     let elapsed = started.elapsed();

@@ -81,7 +81,7 @@ pub struct RunEvent {
     pub usage: Option<Usage>,
 }
 
-/// A run's status (SPEC §4).
+/// A run's status (SPEC §4, and `interrupted`).
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(
     Debug,
@@ -104,6 +104,9 @@ pub enum RunStatus {
     Completed,
     Failed,
     Cancelled,
+    /// The process running it stopped before it ended (killed, crashed, powered off); it can
+    /// be continued from its last finished steps (`weft resume RUN --retry`).
+    Interrupted,
 }
 
 impl RunStatus {

@@ -50,7 +50,8 @@ pub(crate) fn store_error(error: StoreError) -> anyhow::Error {
         StoreError::NoSuchRun(_)
         | StoreError::Ambiguous(_)
         | StoreError::Finished { .. }
-        | StoreError::NotPaused { .. } => usage_error(error.to_string()),
+        | StoreError::NotPaused { .. }
+        | StoreError::NotInterrupted { .. } => usage_error(error.to_string()),
         other => anyhow::Error::new(other),
     }
 }

@@ -76,9 +76,10 @@ pub(crate) fn run_error(error: RunError) -> anyhow::Error {
             usage_error("the flow is not valid")
         }
         RunError::Store(error) => super::store_error(error),
-        RunError::NoSuchEntry(_) | RunError::NoEarlierOutput { .. } | RunError::Decide(_) => {
-            usage_error(error.to_string())
-        }
+        RunError::NoSuchEntry(_)
+        | RunError::NoEarlierOutput { .. }
+        | RunError::Decide(_)
+        | RunError::NotWaiting { .. } => usage_error(error.to_string()),
         RunError::Lost(_) => anyhow::Error::new(error),
     }
 }
@@ -257,10 +258,11 @@ pub(crate) fn report(outcome: &RunOutcome, events: bool, db: &Path) -> anyhow::R
             }
             Ok(Exit::Paused)
         }
-        RunStatus::Running => {
+        RunStatus::Running | RunStatus::Interrupted => {
             output::err(&format!(
-                "{} run {id} stopped while still running\n",
-                style.red_bold("✗")
+                "{} run {id} stopped while still running; continue it with: {} --retry\n",
+                style.red_bold("✗"),
+                resume_command(id, db)
             ));
             Ok(Exit::Failure)
         }

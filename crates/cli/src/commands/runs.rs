@@ -86,6 +86,7 @@ fn took(run: &RunSummary) -> String {
             "waiting at {}",
             run.waiting_node_id.as_deref().unwrap_or("?")
         ),
+        (RunStatus::Interrupted, _) => "stopped; continue with resume --retry".to_string(),
         (_, Some(ended)) => output::seconds_between(&run.started_at, ended)
             .map_or_else(String::new, output::duration),
         (_, None) => "-".to_string(),

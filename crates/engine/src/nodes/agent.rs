@@ -118,7 +118,7 @@ impl Kind for AgentConfig {
         if user.trim().is_empty() {
             user = output_text(step.input);
         }
-        let value = run_agent(env, step.node_id, self, system, user).await?;
+        let value = run_agent(env, step.node_id, step.visit, self, system, user).await?;
         Ok(StepOutput::new(value, Handle::OUTPUT.id))
     }
 }
@@ -128,6 +128,7 @@ impl Kind for AgentConfig {
 pub(crate) fn run_agent<'a>(
     env: &'a dyn StepEnv,
     node_id: &'a str,
+    visit: u64,
     config: &'a AgentConfig,
     system: String,
     user: String,
@@ -165,7 +166,7 @@ pub(crate) fn run_agent<'a>(
                 messages: messages.clone(),
                 ..base.clone()
             };
-            let response = call_model(env, node_id, &route, &request).await?;
+            let response = call_model(env, node_id, visit, &route, &request).await?;
             if response.tool_calls.is_empty() || tools.is_empty() {
                 messages.push(ChatMessage::Assistant {
                     content: response.content.clone(),
@@ -181,6 +182,7 @@ pub(crate) fn run_agent<'a>(
                         structured_answer(
                             env,
                             node_id,
+                            visit,
                             &route,
                             repair,
                             &mut messages,
@@ -204,7 +206,7 @@ pub(crate) fn run_agent<'a>(
                 response
                     .tool_calls
                     .iter()
-                    .map(|call| call_subagent(env, node_id, &tools, call)),
+                    .map(|call| call_subagent(env, node_id, visit, &tools, call)),
             )
             .await;
             for (call, content) in response.tool_calls.iter().zip(results) {
@@ -252,13 +254,13 @@ pub(crate) fn route_for(
 async fn call_model(
     env: &dyn StepEnv,
     node_id: &str,
+    visit: u64,
     route: &ModelRoute,
     request: &ChatRequest,
 ) -> Result<ChatResponse, StepError> {
     let on_delta = |piece: &str| env.emit(node_id, EventType::LlmDelta, piece.to_string(), None);
     let response = env
-        .llm()
-        .complete(route, request, &on_delta, env.cancel())
+        .complete(node_id, visit, route, request, &on_delta)
         .await
         .map_err(|error| llm_failure(env, node_id, error))?;
     if let Some(usage) = response.usage {
@@ -286,9 +288,11 @@ async fn call_model(
 
 /// A structured answer: `first` parsed as JSON and checked against `schema`; when it does not
 /// match, the model is told what is wrong and asked once more (one repair try).
+#[allow(clippy::too_many_arguments)] // the repair needs the whole conversation so far
 async fn structured_answer(
     env: &dyn StepEnv,
     node_id: &str,
+    visit: u64,
     route: &ModelRoute,
     request: ChatRequest,
     messages: &mut Vec<ChatMessage>,
@@ -311,7 +315,7 @@ async fn structured_answer(
         messages: messages.clone(),
         ..request
     };
-    let response = call_model(env, node_id, route, &retry).await?;
+    let response = call_model(env, node_id, visit, route, &retry).await?;
     messages.push(ChatMessage::Assistant {
         content: response.content.clone(),
         tool_calls: Vec::new(),
@@ -331,12 +335,13 @@ async fn structured_answer(
 pub(crate) async fn complete_structured(
     env: &dyn StepEnv,
     node_id: &str,
+    visit: u64,
     route: &ModelRoute,
     mut request: ChatRequest,
     schema: &Value,
 ) -> Result<Value, StepError> {
     request.response_schema = Some(schema.clone());
-    let response = call_model(env, node_id, route, &request).await?;
+    let response = call_model(env, node_id, visit, route, &request).await?;
     let mut messages = request.messages.clone();
     messages.push(ChatMessage::Assistant {
         content: response.content.clone(),
@@ -345,6 +350,7 @@ pub(crate) async fn complete_structured(
     structured_answer(
         env,
         node_id,
+        visit,
         route,
         request,
         &mut messages,
@@ -449,6 +455,7 @@ fn unique_tool_name(text: &str, taken: &mut HashSet<String>) -> String {
 async fn call_subagent(
     env: &dyn StepEnv,
     parent: &str,
+    visit: u64,
     tools: &[(ToolSpec, String)],
     call: &ToolCall,
 ) -> String {
@@ -471,7 +478,7 @@ async fn call_subagent(
         Some(child) => {
             let system = env.render(child_id, "systemPrompt", &Value::String(task.clone()));
             match system {
-                Ok(system) => run_agent(env, child_id, child, system, task.clone()).await,
+                Ok(system) => run_agent(env, child_id, visit, child, system, task.clone()).await,
                 Err(error) => Err(error),
             }
         }

@@ -79,7 +79,8 @@ impl Kind for GateConfig {
                 ],
             )
         };
-        let verdict = complete_structured(env, step.node_id, &route, request, &schema).await?;
+        let verdict =
+            complete_structured(env, step.node_id, step.visit, &route, request, &schema).await?;
         let passed = verdict
             .get("pass")
             .and_then(Value::as_bool)

@@ -222,7 +222,7 @@ pub fn supports_web_search(provider: ProviderKind) -> bool {
 }
 
 /// A model name resolved to its provider and the name that provider knows it by.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ModelRoute {
     pub provider: ProviderKind,
     pub model: String,
@@ -300,7 +300,8 @@ pub struct ToolCall {
 }
 
 /// What an agent asks of a model.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ChatRequest {
     pub model: String,
     pub messages: Vec<ChatMessage>,
@@ -377,7 +378,8 @@ impl std::ops::AddAssign for Usage {
 }
 
 /// What a model answered.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ChatResponse {
     pub content: String,
     pub tool_calls: Vec<ToolCall>,

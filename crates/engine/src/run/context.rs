@@ -14,11 +14,15 @@ use tokio_util::sync::CancellationToken;
 
 use super::emitter::{Emitter, now};
 use super::graph::Graph;
+use super::llm_log::{LlmLog, request_hash};
 use crate::event::EventType;
 use crate::flow::{Flow, Node};
 use crate::nodes::{Decision, NodeConfig};
-use crate::providers::{ChatMessage, LlmClients, Usage};
+use crate::providers::{
+    ChatMessage, ChatRequest, ChatResponse, LlmClients, ModelRoute, ProviderError, Usage,
+};
 use crate::step::{ChildEnd, ChildRun, StepEnv, StepError, StepErrorKind};
+use crate::store::RecordedCall;
 use crate::store::Store;
 use crate::template::{NodeOutputs, Scope, Templates};
 use crate::validate::{Problem, ProblemCode};
@@ -31,6 +35,12 @@ pub(crate) struct Services {
     pub http: reqwest::Client,
     pub sandbox: weft_sandbox::Sandbox,
     pub store: Store,
+}
+
+/// What one run (with its nested runs) shares beyond the services: its LLM call log.
+#[derive(Clone, Default)]
+pub(crate) struct RunShared {
+    pub llm_log: Arc<LlmLog>,
 }
 
 /// Shared by every step of one run (or of one nested run).
@@ -50,6 +60,7 @@ pub(crate) struct RunContext {
     pub(crate) approval: RwLock<Option<Value>>,
     pub(crate) histories: Mutex<HashMap<String, Vec<ChatMessage>>>,
     pub(crate) services: Services,
+    pub(crate) shared: RunShared,
     pub(crate) events: Emitter,
     pub(crate) cancel: CancellationToken,
     /// Approvals answered in advance, by node id (`sub/review` for one inside subflow `sub`).
@@ -74,6 +85,7 @@ impl RunContext {
         depth: usize,
         seed: ContextSeed,
         services: Services,
+        shared: RunShared,
         events: Emitter,
         cancel: CancellationToken,
         decisions: HashMap<String, Decision>,
@@ -112,6 +124,7 @@ impl RunContext {
             approval: RwLock::new(seed.approval),
             histories: Mutex::new(seed.histories),
             services,
+            shared,
             events,
             cancel,
             decisions,
@@ -190,6 +203,48 @@ impl StepEnv for RunContext {
 
     fn llm(&self) -> &LlmClients {
         &self.services.llm
+    }
+
+    fn complete<'a>(
+        &'a self,
+        node_id: &'a str,
+        visit: u64,
+        route: &'a ModelRoute,
+        request: &'a ChatRequest,
+        on_delta: &'a (dyn Fn(&str) + Send + Sync),
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        async move {
+            let node_key = self.store_key(node_id);
+            let log = &self.shared.llm_log;
+            let call = log.next_call(&node_key, visit);
+            let hash = request_hash(route, request);
+            if let Some(answer) = log.recorded(&node_key, visit, call, &hash) {
+                // Its tokens were counted when it was first asked; shown as one piece.
+                if !answer.content.is_empty() {
+                    on_delta(&answer.content);
+                }
+                return Ok(ChatResponse {
+                    usage: None,
+                    ..answer
+                });
+            }
+            let answer = self
+                .services
+                .llm
+                .complete(route, request, on_delta, &self.cancel)
+                .await?;
+            let recorded = RecordedCall {
+                node_key,
+                visit,
+                call,
+                request_hash: hash,
+                response: serde_json::to_value(&answer).unwrap_or_default(),
+            };
+            self.store()
+                .record_llm_call(&self.run_id, &recorded, &now());
+            Ok(answer)
+        }
+        .boxed()
     }
 
     fn http(&self) -> &reqwest::Client {

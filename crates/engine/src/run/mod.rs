@@ -15,6 +15,7 @@
 mod context;
 mod emitter;
 mod graph;
+mod llm_log;
 mod nested;
 mod scheduler;
 
@@ -35,11 +36,14 @@ use crate::event::{EventType, RunStatus};
 use crate::flow::Flow;
 use crate::nodes::{Decision, NodeConfig, NodeKind, StartConfig};
 use crate::providers::{LlmClients, Usage};
-use crate::store::{NewRun, PauseRecord, QueuedStep, RunRecord, Store, StoreError};
+use crate::store::{
+    NewRun, NodeOutputRecord, PauseRecord, QueuedStep, RunRecord, Store, StoreError, StoredStep,
+};
 use crate::template::output_text;
 use crate::validate::{Problem, check_flow};
-use context::{ContextSeed, RunContext, Services};
+use context::{ContextSeed, RunContext, RunShared, Services};
 use emitter::{Emitter, now};
+use llm_log::LlmLog;
 use scheduler::{SavedState, Scheduler};
 
 /// Where a run begins.
@@ -126,6 +130,11 @@ pub enum RunError {
     NoEarlierOutput { node_id: String, run_id: String },
     #[error("{0}")]
     Decide(#[from] DecideError),
+    /// A decision was given for an interrupted run that was not waiting for one.
+    #[error(
+        "run {run_id} was interrupted while running, not while waiting for a decision; continue it with --retry"
+    )]
+    NotWaiting { run_id: String },
     /// The run's task stopped without an outcome (a bug: a panic in the engine).
     #[error("run {0} stopped without an outcome (an internal error in Weft)")]
     Lost(String),
@@ -348,9 +357,21 @@ impl Engine {
             events,
             cancel,
             options.decisions,
+            RunShared::default(),
         )?;
+        let queue = queue
+            .into_iter()
+            .enumerate()
+            .map(|(key, step)| StoredStep {
+                key: key as u64,
+                step,
+                visit: None,
+            })
+            .collect();
+        let mut scheduler = Scheduler::checkpointing(ctx.clone(), queue, &state, false);
+        // Stored before anything is shown, so even a run killed at once can be continued.
+        scheduler.checkpoint();
         ctx.emit(EventType::RunStart, None, output_text(&ctx.initial));
-        let scheduler = Scheduler::new(ctx.clone(), queue, &state);
         Ok(self.launch(ctx, scheduler))
     }
 
@@ -420,7 +441,8 @@ impl Engine {
 
     /// Claims a paused run (it may have been paused by another process that has since exited)
     /// and continues it in the background with `decision`. A finished run, or one that is
-    /// running (being resumed elsewhere), is refused and left as it is.
+    /// running (being resumed elsewhere), is refused and left as it is. An interrupted run that
+    /// was waiting for a decision is continued with this one ([`Engine::spawn_retry`]).
     pub async fn spawn_resume(
         &self,
         run_id: &str,
@@ -428,14 +450,21 @@ impl Engine {
         options: ResumeOptions,
     ) -> Result<RunHandle, RunError> {
         let wanted = run_id.to_string();
-        let (run_id, record, stored_outputs) = self
+        let claimed = self
             .blocking(move |store| {
                 let run_id = store.resolve_run_id(&wanted)?;
                 let record = store.claim_paused(&run_id, &now())?;
                 let outputs = store.node_outputs(&run_id)?;
                 Ok((run_id, record, outputs))
             })
-            .await?;
+            .await;
+        let (run_id, record, stored_outputs) = match claimed {
+            Err(StoreError::NotPaused {
+                run_id,
+                status: RunStatus::Interrupted,
+            }) => return self.spawn_retry(&run_id, Some(decision), options).await,
+            other => other?,
+        };
         let corrupt = |message: String| {
             RunError::Store(StoreError::Corrupt {
                 run_id: run_id.clone(),
@@ -450,18 +479,9 @@ impl Engine {
             .waiting
             .clone()
             .ok_or_else(|| corrupt("the run is paused but waits for no approval".into()))?;
-        // Outputs of this flow's own nodes (nested runs keep theirs in their pause state).
-        let outputs = stored_outputs
-            .into_iter()
-            .filter(|output| {
-                flow.node(&output.node_id).is_some()
-                    && (output.visits > 0 || !output.output.is_null())
-            })
-            .map(|output| (output.node_id, output.output))
-            .collect();
         let seed = ContextSeed {
             initial: record.input.clone(),
-            outputs,
+            outputs: own_outputs(&flow, stored_outputs),
             approval: state.approval.clone(),
             histories: state.histories.clone(),
         };
@@ -482,9 +502,129 @@ impl Engine {
             events,
             cancel,
             options.decisions,
+            RunShared::default(),
         )?;
-        let mut scheduler = Scheduler::new(ctx.clone(), record.queue.clone(), &state);
+        let mut scheduler =
+            Scheduler::checkpointing(ctx.clone(), record.queue.clone(), &state, true);
         scheduler.resume(waiting, state.nested.clone(), decision);
+        Ok(self.launch(ctx, scheduler))
+    }
+
+    /// Continues an interrupted run (its process stopped before it ended) from its last
+    /// checkpoint: what had finished stays finished, the steps that were running run again as
+    /// the same visits, and LLM calls they had already made get their recorded answers instead
+    /// of being sent again. A run that was waiting for a decision waits again, or takes
+    /// `answer`. Waits until it ends or pauses again.
+    pub async fn retry(
+        &self,
+        run_id: &str,
+        answer: Option<Decision>,
+        options: ResumeOptions,
+    ) -> Result<RunOutcome, RunError> {
+        self.spawn_retry(run_id, answer, options)
+            .await?
+            .outcome()
+            .await
+    }
+
+    /// [`Engine::retry`], returning once the run is claimed and going.
+    pub async fn spawn_retry(
+        &self,
+        run_id: &str,
+        answer: Option<Decision>,
+        options: ResumeOptions,
+    ) -> Result<RunHandle, RunError> {
+        let wanted = run_id.to_string();
+        let (run_id, record, stored_outputs, events, calls, last_seq) = self
+            .blocking(move |store| {
+                let run_id = store.resolve_run_id(&wanted)?;
+                let record = store.claim_interrupted(&run_id, &now())?;
+                Ok((
+                    run_id.clone(),
+                    record,
+                    store.node_outputs(&run_id)?,
+                    store.events(&run_id)?,
+                    store.llm_calls(&run_id)?,
+                    store.last_seq(&run_id)?,
+                ))
+            })
+            .await?;
+        let corrupt = |message: String| {
+            RunError::Store(StoreError::Corrupt {
+                run_id: run_id.clone(),
+                message,
+            })
+        };
+        let flow = Flow::parse(&record.flow_json, "the stored flow")
+            .map_err(|error| corrupt(error.to_string()))?;
+        let mut state: SavedState = serde_json::from_value(record.state.clone())
+            .map_err(|error| corrupt(format!("run state: {error}")))?;
+        if state.visits.is_empty() {
+            // A checkpoint leaves visit counts to the events: one `step_start` per visit.
+            for event in events.iter().filter(|event| {
+                event.kind == EventType::StepStart
+                    && event.scope.is_none()
+                    && event.seq < state.next_seq
+            }) {
+                if let Some(node) = &event.node_id {
+                    *state.visits.entry(node.clone()).or_insert(0) += 1;
+                }
+            }
+        }
+        if answer.is_some() && record.waiting.is_none() {
+            return Err(RunError::NotWaiting { run_id });
+        }
+        let seed = ContextSeed {
+            initial: record.input.clone(),
+            outputs: own_outputs(&flow, stored_outputs),
+            approval: state.approval.clone(),
+            histories: state.histories.clone(),
+        };
+        let events = Emitter::new(
+            run_id.clone(),
+            self.store().clone(),
+            options.on_event,
+            last_seq + 1,
+            record.usage,
+        );
+        let flow_path = record.summary.flow_path.as_ref().map(PathBuf::from);
+        let cancel = self.track(&run_id, &options.cancel);
+        let shared = RunShared {
+            llm_log: Arc::new(LlmLog::replaying(calls)),
+        };
+        let ctx = self.context(
+            run_id,
+            flow,
+            flow_path,
+            seed,
+            events,
+            cancel,
+            options.decisions,
+            shared,
+        )?;
+        let again: Vec<&str> = record
+            .queue
+            .iter()
+            .filter(|stored| stored.visit.is_some())
+            .map(|stored| stored.step.node_id.as_str())
+            .collect();
+        ctx.emit(
+            EventType::LogicCheck,
+            None,
+            if again.is_empty() {
+                "continuing after an interruption".to_string()
+            } else {
+                format!(
+                    "continuing after an interruption; running again what was running: {} (LLM answers it already had are reused)",
+                    again.join(", ")
+                )
+            },
+        );
+        let mut scheduler =
+            Scheduler::checkpointing(ctx.clone(), record.queue.clone(), &state, true);
+        if let Some(waiting) = record.waiting.clone() {
+            scheduler.wait_again(waiting, state.nested.clone(), answer);
+        }
         Ok(self.launch(ctx, scheduler))
     }
 
@@ -579,6 +719,7 @@ impl Engine {
         events: Emitter,
         cancel: CancellationToken,
         decisions: HashMap<String, Decision>,
+        shared: RunShared,
     ) -> Result<Arc<RunContext>, RunError> {
         RunContext::build(
             run_id,
@@ -587,6 +728,7 @@ impl Engine {
             0,
             seed,
             self.services.clone(),
+            shared,
             events,
             cancel,
             decisions,
@@ -644,6 +786,18 @@ impl Engine {
             waiting,
         })
     }
+}
+
+/// The stored outputs of `flow`'s own nodes (nested runs keep theirs in their state), as a
+/// resumed or continued run starts from them.
+fn own_outputs(flow: &Flow, stored: Vec<NodeOutputRecord>) -> HashMap<String, Value> {
+    stored
+        .into_iter()
+        .filter(|output| {
+            flow.node(&output.node_id).is_some() && (output.visits > 0 || !output.output.is_null())
+        })
+        .map(|output| (output.node_id, output.output))
+        .collect()
 }
 
 /// What the stored run `record` waits for, when it is paused.

@@ -95,6 +95,7 @@ pub(crate) async fn run_child(
         depth,
         seed,
         parent.services.clone(),
+        parent.shared.clone(),
         parent.events.nested(node_id, child.item),
         child.cancel,
         parent.nested_decisions(node_id),
@@ -117,7 +118,7 @@ pub(crate) async fn run_child(
     Ok(match end.status {
         RunStatus::Completed => ChildEnd::Completed(end.result.unwrap_or(Value::Null)),
         RunStatus::Cancelled => ChildEnd::Cancelled,
-        RunStatus::Failed | RunStatus::Running => ChildEnd::Failed(
+        RunStatus::Failed | RunStatus::Running | RunStatus::Interrupted => ChildEnd::Failed(
             end.error
                 .unwrap_or_else(|| "the subflow failed".to_string()),
         ),

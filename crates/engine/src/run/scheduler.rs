@@ -22,7 +22,7 @@ use crate::event::{EventType, RunStatus};
 use crate::nodes::{Decision, Scheduling};
 use crate::providers::ChatMessage;
 use crate::step::{ChildPause, ChildResume, Step, StepError, StepErrorKind, StepOutput, Wait};
-use crate::store::QueuedStep;
+use crate::store::{Checkpoint, QueuedStep, StoredStep};
 use crate::template::output_text;
 
 /// State a paused run keeps beyond node outputs and the queue.
@@ -94,14 +94,24 @@ pub(crate) struct SchedulerEnd {
     pub state: SavedState,
 }
 
+/// A step the scheduler holds, with its key in the run's stored queue.
+type Keyed = (u64, QueuedStep);
+
 pub(crate) struct Scheduler {
     ctx: Arc<RunContext>,
     status: RunStatus,
-    queue: VecDeque<QueuedStep>,
+    queue: VecDeque<Keyed>,
+    /// Steps that were running when the run was last checkpointed, to run again as the same
+    /// visit (a run continued after an interruption).
+    rerun: Vec<(Keyed, u64)>,
     waiting: Option<Waiting>,
     parked: Vec<(QueuedStep, ChildPause)>,
     tasks: JoinSet<Result<StepOutput, StepError>>,
-    running: HashMap<tokio::task::Id, (QueuedStep, u64)>,
+    running: HashMap<tokio::task::Id, (Keyed, u64)>,
+    /// Keys of the steps in the run's stored queue, when this scheduler checkpoints (a
+    /// top-level run); `None` for a nested run, whose step is re-run as a whole.
+    stored: Option<HashSet<u64>>,
+    next_key: u64,
     visits: HashMap<String, u64>,
     max_visits: u64,
     joins: HashMap<String, BTreeMap<String, Value>>,
@@ -112,20 +122,72 @@ pub(crate) struct Scheduler {
 }
 
 impl Scheduler {
+    /// A scheduler for a nested run (no checkpoints), starting with `queue`.
     pub(crate) fn new(
         ctx: Arc<RunContext>,
         queue: Vec<QueuedStep>,
         state: &SavedState,
     ) -> Scheduler {
+        let stored = queue
+            .into_iter()
+            .enumerate()
+            .map(|(key, step)| StoredStep {
+                key: key as u64,
+                step,
+                visit: None,
+            })
+            .collect();
+        Scheduler::with_stored_queue(ctx, stored, state, false)
+    }
+
+    /// A scheduler for a top-level run, which checkpoints as it goes: `queue` holds the steps
+    /// to start and those to run again as the visit they were; `stored` says whether the store
+    /// already holds them (a resumed or continued run) or not yet (a new one).
+    pub(crate) fn checkpointing(
+        ctx: Arc<RunContext>,
+        queue: Vec<StoredStep>,
+        state: &SavedState,
+        stored: bool,
+    ) -> Scheduler {
+        let keys = if stored {
+            queue.iter().map(|step| step.key).collect()
+        } else {
+            HashSet::new()
+        };
+        Scheduler {
+            stored: Some(keys),
+            ..Scheduler::with_stored_queue(ctx, queue, state, false)
+        }
+    }
+
+    fn with_stored_queue(
+        ctx: Arc<RunContext>,
+        queue: Vec<StoredStep>,
+        state: &SavedState,
+        checkpointing: bool,
+    ) -> Scheduler {
         let max_visits = ctx.flow.max_node_visits();
+        let next_key = queue.iter().map(|step| step.key + 1).max().unwrap_or(0);
+        let stored = checkpointing.then(|| queue.iter().map(|step| step.key).collect());
+        let mut waiting_steps = VecDeque::new();
+        let mut rerun = Vec::new();
+        for step in queue {
+            match step.visit {
+                Some(visit) => rerun.push(((step.key, step.step), visit)),
+                None => waiting_steps.push_back((step.key, step.step)),
+            }
+        }
         Scheduler {
             ctx,
             status: RunStatus::Running,
-            queue: queue.into(),
+            queue: waiting_steps,
+            rerun,
             waiting: None,
             parked: state.parked.clone(),
             tasks: JoinSet::new(),
             running: HashMap::new(),
+            stored,
+            next_key,
             visits: state.visits.clone(),
             max_visits,
             joins: state.joins.clone(),
@@ -152,24 +214,63 @@ impl Scheduler {
                     pause,
                     answer: serde_json::to_value(&decision).unwrap_or_default(),
                 };
-                self.spawn(waiting, visits, Some(resume));
+                let keyed = self.keyed(waiting);
+                self.spawn(keyed, visits, Some(resume));
             }
         }
     }
 
+    /// Waits again where an interrupted run waited: at a subflow's paused child run (kept as
+    /// it was), or at a person's decision, which the step asks again (or `answer` gives).
+    pub(crate) fn wait_again(
+        &mut self,
+        waiting: QueuedStep,
+        nested: Option<ChildPause>,
+        answer: Option<Decision>,
+    ) {
+        match (nested, answer) {
+            (Some(pause), Some(decision)) => {
+                let visits = self.visits.get(&waiting.node_id).copied().unwrap_or(1);
+                let resume = ChildResume {
+                    pause,
+                    answer: serde_json::to_value(&decision).unwrap_or_default(),
+                };
+                let keyed = self.keyed(waiting);
+                self.spawn(keyed, visits, Some(resume));
+            }
+            (Some(pause), None) => self.wait_child(waiting, pause),
+            (None, Some(decision)) => self.apply_decision(waiting, &decision),
+            (None, None) => {
+                let visits = self.visits.get(&waiting.node_id).copied().unwrap_or(1);
+                let keyed = self.keyed(waiting);
+                self.rerun.push((keyed, visits));
+            }
+        }
+    }
+
+    /// `step` with a new key in the run's stored queue.
+    fn keyed(&mut self, step: QueuedStep) -> Keyed {
+        let key = self.next_key;
+        self.next_key += 1;
+        (key, step)
+    }
+
     /// Runs until the run completes, fails, is cancelled, or pauses with nothing left running.
     pub(crate) async fn run(mut self) -> SchedulerEnd {
+        for (keyed, visit) in std::mem::take(&mut self.rerun) {
+            self.launch(keyed, visit);
+        }
         loop {
             while self.status == RunStatus::Running && !self.queue.is_empty() {
                 // Everything queued became ready while the run was running, so it all starts,
                 // as concurrent branches do; only a step that waits for a person, reached after
                 // one has paused the run, waits in the queue (seed 003).
-                let ready: Vec<QueuedStep> = self.queue.drain(..).collect();
-                for item in ready {
+                let ready: Vec<Keyed> = self.queue.drain(..).collect();
+                for keyed in ready {
                     match self.status {
-                        RunStatus::Running => self.start(item),
-                        RunStatus::Paused if !self.may_pause(&item.node_id) => self.start(item),
-                        RunStatus::Paused => self.queue.push_back(item),
+                        RunStatus::Running => self.start(keyed),
+                        RunStatus::Paused if !self.may_pause(&keyed.1.node_id) => self.start(keyed),
+                        RunStatus::Paused => self.queue.push_back(keyed),
                         _ => break,
                     }
                 }
@@ -187,6 +288,9 @@ impl Scheduler {
             if self.status == RunStatus::Failed || self.tasks.is_empty() {
                 break;
             }
+            // About to wait: what the run did since the last wait is stored first, so that a
+            // process killed from here on leaves the run to be continued where it is.
+            self.checkpoint();
             tokio::select! {
                 biased;
                 () = self.ctx.cancel.cancelled() => {
@@ -194,7 +298,13 @@ impl Scheduler {
                     self.status = RunStatus::Cancelled;
                     break;
                 }
-                Some(joined) = self.tasks.join_next_with_id() => self.finished(joined),
+                Some(joined) = self.tasks.join_next_with_id() => {
+                    self.finished(joined);
+                    // Steps that finished meanwhile are settled too before the next checkpoint.
+                    while let Some(joined) = self.tasks.try_join_next_with_id() {
+                        self.finished(joined);
+                    }
+                }
             }
         }
         if self.ctx.cancel.is_cancelled() && self.status != RunStatus::Failed {
@@ -214,7 +324,8 @@ impl Scheduler {
             .is_some_and(|node| node.kind.scheduling() == Scheduling::Pause)
     }
 
-    fn start(&mut self, item: QueuedStep) {
+    fn start(&mut self, keyed: Keyed) {
+        let item = &keyed.1;
         let Some(node) = self.ctx.graph.nodes.get(&item.node_id) else {
             self.fail(
                 &item.node_id,
@@ -222,14 +333,14 @@ impl Scheduler {
             );
             return;
         };
-        let (scheduling, retries) = (node.kind.scheduling(), node.settings.max_attempts() > 1);
-        match scheduling {
+        match node.kind.scheduling() {
             Scheduling::Never => return,
             Scheduling::Join => {
                 // A join records what arrives and runs once nothing more can arrive.
+                let (_, item) = keyed;
                 let source = item.source_node_id.clone().unwrap_or_default();
                 self.joins
-                    .entry(item.node_id.clone())
+                    .entry(item.node_id)
                     .or_default()
                     .insert(source, item.input);
                 return;
@@ -239,12 +350,25 @@ impl Scheduler {
         let Some(visits) = self.count_visit(&item.node_id) else {
             return;
         };
-        if matches!(scheduling, Scheduling::Instant | Scheduling::Pause) && !retries {
-            let outcome = self.run_instant(&item, visits);
-            self.settle(item, visits, outcome);
+        self.launch(keyed, visits);
+    }
+
+    /// Runs a counted step as visit `visits` of its node: inline when its kind does not wait
+    /// (and it has no retries), else as a task.
+    fn launch(&mut self, keyed: Keyed, visits: u64) {
+        let Some(node) = self.ctx.graph.nodes.get(&keyed.1.node_id) else {
+            return;
+        };
+        let instant = matches!(
+            node.kind.scheduling(),
+            Scheduling::Instant | Scheduling::Pause | Scheduling::Join
+        );
+        if instant && node.settings.max_attempts() <= 1 {
+            let outcome = self.run_instant(&keyed.1, visits);
+            self.settle(keyed.1, visits, outcome);
             return;
         }
-        self.spawn(item, visits, None);
+        self.spawn(keyed, visits, None);
     }
 
     /// Counts a visit of `node_id`; `None` (and the run failed) past `maxNodeVisits`.
@@ -289,13 +413,66 @@ impl Scheduler {
         })
     }
 
-    fn spawn(&mut self, item: QueuedStep, visits: u64, resume: Option<ChildResume>) {
+    fn spawn(&mut self, keyed: Keyed, visits: u64, resume: Option<ChildResume>) {
+        if resume.is_none() {
+            // Shown here rather than in the task, so that it comes before the checkpoint that
+            // lists the step as running (a continued run counts visits by these events).
+            step_started(&self.ctx, &keyed.1);
+        }
         let ctx = self.ctx.clone();
-        let task_item = item.clone();
+        let task_item = keyed.1.clone();
         let handle = self
             .tasks
             .spawn(async move { execute(&ctx, &task_item, visits, resume).await });
-        self.running.insert(handle.id(), (item, visits));
+        self.running.insert(handle.id(), (keyed, visits));
+    }
+
+    /// Stores, in one write, what changed in the run since its last checkpoint: steps started
+    /// and finished (the stored queue), the step waiting for a person, and the rest of the
+    /// scheduler's state. Visit counts are not stored: they are the `step_start` events before
+    /// the checkpoint, read back when the run is continued.
+    pub(crate) fn checkpoint(&mut self) {
+        let Some(stored) = &mut self.stored else {
+            return;
+        };
+        let mut current: HashSet<u64> =
+            HashSet::with_capacity(self.running.len() + self.queue.len());
+        let mut added = Vec::new();
+        let running = self
+            .running
+            .values()
+            .map(|((key, step), visit)| (key, step, Some(*visit)));
+        let queued = self.queue.iter().map(|(key, step)| (key, step, None));
+        for (key, step, visit) in running.chain(queued) {
+            current.insert(*key);
+            if !stored.contains(key) {
+                added.push(StoredStep {
+                    key: *key,
+                    step: step.clone(),
+                    visit,
+                });
+            }
+        }
+        let removed: Vec<u64> = stored.difference(&current).copied().collect();
+        *stored = current;
+        let (waiting, nested) = match &self.waiting {
+            Some(Waiting::Decision { item, .. }) => (Some(item.clone()), None),
+            Some(Waiting::Child { item, pause }) => (Some(item.clone()), Some(pause.clone())),
+            None => (None, None),
+        };
+        let state = SavedState {
+            nested,
+            ..self.saved_state(false)
+        };
+        let checkpoint = Checkpoint {
+            added,
+            removed,
+            waiting,
+            state: serde_json::to_value(&state).unwrap_or_default(),
+        };
+        self.ctx
+            .store()
+            .save_checkpoint(&self.ctx.run_id, &checkpoint, &now());
     }
 
     /// Joins whose every incoming branch has either arrived or can no longer arrive run now.
@@ -343,8 +520,8 @@ impl Scheduler {
         let active = self
             .running
             .values()
-            .map(|(item, _)| item)
-            .chain(self.queue.iter())
+            .map(|((_, item), _)| item)
+            .chain(self.queue.iter().map(|(_, item)| item))
             .chain(self.waiting.as_ref().map(Waiting::item))
             .chain(self.parked.iter().map(|(item, _)| item))
             .map(|item| item.node_id.as_str());
@@ -408,11 +585,12 @@ impl Scheduler {
         }
         let targets: Vec<String> = self.ctx.graph.targets(node_id, handle).cloned().collect();
         for target in targets {
-            self.queue.push_back(QueuedStep {
+            let keyed = self.keyed(QueuedStep {
                 node_id: target,
                 input: value.clone(),
                 source_node_id: Some(node_id.to_string()),
             });
+            self.queue.push_back(keyed);
         }
     }
 
@@ -448,7 +626,7 @@ impl Scheduler {
                 )
             }
         };
-        let Some((item, visits)) = self.running.remove(&id) else {
+        let Some(((_, item), visits)) = self.running.remove(&id) else {
             return;
         };
         self.settle(item, visits, outcome);
@@ -516,10 +694,16 @@ impl Scheduler {
         self.parked.clear();
     }
 
-    fn saved_state(&self) -> SavedState {
+    /// The scheduler's state as stored; `with_visits` for a pause (a checkpoint leaves the
+    /// counts to the events).
+    fn saved_state(&self, with_visits: bool) -> SavedState {
         SavedState {
             next_seq: self.ctx.events.next_seq(),
-            visits: self.visits.clone(),
+            visits: if with_visits {
+                self.visits.clone()
+            } else {
+                HashMap::new()
+            },
             approval: self
                 .ctx
                 .approval
@@ -543,7 +727,7 @@ impl Scheduler {
     }
 
     fn end(mut self) -> SchedulerEnd {
-        let mut state = self.saved_state();
+        let mut state = self.saved_state(true);
         if self.status == RunStatus::Paused
             && let Some(waiting) = self.waiting.take()
         {
@@ -566,7 +750,7 @@ impl Scheduler {
                 error: None,
                 paused: Some(Paused {
                     waiting,
-                    queue: self.queue.drain(..).collect(),
+                    queue: self.queue.drain(..).map(|(_, step)| step).collect(),
                     state: state.clone(),
                     path,
                     message,
@@ -630,9 +814,6 @@ async fn execute(
             format!("node `{node_id}` is not in the flow"),
         ));
     };
-    if resume.is_none() {
-        step_started(ctx, item);
-    }
     let timeout = node.settings.timeout(node.kind.default_timeout_seconds());
     let attempts = node.settings.max_attempts();
     let mut attempt = 1;

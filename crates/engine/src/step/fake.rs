@@ -16,7 +16,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::{ChildEnd, ChildRun, Step, StepEnv, StepError, StepErrorKind};
 use crate::event::EventType;
-use crate::providers::{ChatMessage, LlmClients, ProviderSettings, Secret, Usage};
+use crate::providers::{
+    ChatMessage, ChatRequest, ChatResponse, LlmClients, ModelRoute, ProviderError,
+    ProviderSettings, Secret, Usage,
+};
 use crate::template::{NodeOutputs, Scope, Templates};
 
 /// One child run a step asked for: its input and item index.
@@ -202,6 +205,19 @@ impl StepEnv for FakeEnv {
 
     fn llm(&self) -> &LlmClients {
         &self.llm
+    }
+
+    fn complete<'a>(
+        &'a self,
+        _node_id: &'a str,
+        _visit: u64,
+        route: &'a ModelRoute,
+        request: &'a ChatRequest,
+        on_delta: &'a (dyn Fn(&str) + Send + Sync),
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        self.llm
+            .complete(route, request, on_delta, &self.cancel)
+            .boxed()
     }
 
     fn http(&self) -> &reqwest::Client {

@@ -18,7 +18,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::event::EventType;
 use crate::flow::Flow;
-use crate::providers::{ChatMessage, LlmClients, Usage};
+use crate::providers::{
+    ChatMessage, ChatRequest, ChatResponse, LlmClients, ModelRoute, ProviderError, Usage,
+};
 
 /// One visit of one node: what the kind's `run` works on.
 #[derive(Debug)]
@@ -222,6 +224,18 @@ pub trait StepEnv: Send + Sync {
     fn initial(&self) -> &Value;
 
     fn llm(&self) -> &LlmClients;
+
+    /// Sends `request` for `node_id` (in its visit `visit`) to the provider `route` names,
+    /// passing streamed text to `on_delta`; the answer is kept with the run. A run continued
+    /// after an interruption gets an answer it already had for the same request without a call.
+    fn complete<'a>(
+        &'a self,
+        node_id: &'a str,
+        visit: u64,
+        route: &'a ModelRoute,
+        request: &'a ChatRequest,
+        on_delta: &'a (dyn Fn(&str) + Send + Sync),
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>>;
 
     /// The HTTP client of `http` nodes.
     fn http(&self) -> &reqwest::Client;

@@ -69,3 +69,11 @@ pub(super) fn list(conn: &Connection, run_id: &str) -> Result<Vec<RunEvent>, Sto
     }
     Ok(events)
 }
+
+/// The largest `seq` of run `run_id`'s events (0 for none).
+pub(super) fn last_seq(conn: &Connection, run_id: &str) -> Result<u64, StoreError> {
+    let last: Option<i64> = conn
+        .prepare_cached("SELECT MAX(seq) FROM events WHERE run_id = ?1")?
+        .query_row(params![run_id], |row| row.get(0))?;
+    to_u64(run_id, "event seq", last.unwrap_or(0))
+}

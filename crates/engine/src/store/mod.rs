@@ -21,11 +21,15 @@
 //! they are expected to be RFC 3339 UTC strings, which sort chronologically as text.
 
 mod events;
+mod lease;
+mod llm_calls;
 mod node_outputs;
 mod queue;
 mod runs;
 mod schema;
 mod writer;
+
+pub use llm_calls::RecordedCall;
 
 use std::path::Path;
 use std::sync::mpsc::{self, Sender};
@@ -66,11 +70,15 @@ pub enum StoreError {
     /// The run is completed, failed or cancelled; it never changes again.
     #[error("run {run_id} has already finished ({status}); it cannot be resumed")]
     Finished { run_id: String, status: RunStatus },
-    /// The run is running (not paused), so it cannot be claimed for resuming.
+    /// The run is running or interrupted (not paused), so it cannot be claimed for resuming.
     #[error(
-        "run {run_id} is running (perhaps being resumed by another process); it cannot be resumed now"
+        "run {run_id} is {status}{}; it cannot be resumed with a decision now",
+        if *status == RunStatus::Interrupted { " (continue it with --retry)" } else { " (perhaps being resumed by another process)" }
     )]
-    NotPaused { run_id: String },
+    NotPaused { run_id: String, status: RunStatus },
+    /// The run was not interrupted, so there is nothing to retry.
+    #[error("run {run_id} is {status}, not interrupted; there is nothing to retry")]
+    NotInterrupted { run_id: String, status: RunStatus },
     /// A stored value could not be read back (invalid JSON, unknown status, ...).
     #[error("run {run_id}: stored state is damaged: {message}")]
     Corrupt { run_id: String, message: String },
@@ -114,6 +122,29 @@ pub struct QueuedStep {
     pub source_node_id: Option<String>,
 }
 
+/// A step of a run's stored queue: its key (unique in the run's queue), the step, and the visit
+/// it started as when it was already running when the queue was stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredStep {
+    pub key: u64,
+    #[serde(flatten)]
+    pub step: QueuedStep,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub visit: Option<u64>,
+}
+
+/// Where a running run stands, stored as it goes so that a run whose process dies can be
+/// continued: the steps to add to and remove from its stored queue since the last checkpoint,
+/// the step waiting for a person (if any), and the engine's own extra state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checkpoint {
+    pub added: Vec<StoredStep>,
+    pub removed: Vec<u64>,
+    pub waiting: Option<QueuedStep>,
+    pub state: Value,
+}
+
 /// What a run saves when it pauses: the step waiting for approval, the steps queued behind
 /// it (in order) and the engine's own extra state.
 #[derive(Debug, Clone, PartialEq)]
@@ -155,8 +186,9 @@ pub struct RunRecord {
     pub error: Option<String>,
     /// The step a paused run waits on.
     pub waiting: Option<QueuedStep>,
-    /// The steps queued behind `waiting`, in order.
-    pub queue: Vec<QueuedStep>,
+    /// The steps queued behind `waiting` (or, for a run that stopped while running, the steps
+    /// that were running or queued at its last checkpoint), by key.
+    pub queue: Vec<StoredStep>,
     /// Engine-owned extra state (`{}` until the engine sets it).
     pub state: Value,
     /// Tokens used by all the run's LLM calls so far.
@@ -187,6 +219,7 @@ struct StepRow {
     pub node_id: String,
     pub input_json: String,
     pub source_node_id: Option<String>,
+    pub visit: Option<u64>,
 }
 
 impl StepRow {
@@ -195,7 +228,16 @@ impl StepRow {
             node_id: step.node_id.clone(),
             input_json: step.input.to_string(),
             source_node_id: step.source_node_id.clone(),
+            visit: None,
         }
+    }
+
+    fn stored(stored: &StoredStep) -> (u64, StepRow) {
+        let row = StepRow {
+            visit: stored.visit,
+            ..StepRow::new(&stored.step)
+        };
+        (stored.key, row)
     }
 }
 
@@ -221,6 +263,8 @@ struct Inner {
     sender: Option<Sender<Message>>,
     writer: Option<JoinHandle<()>>,
     reader: Mutex<Connection>,
+    /// This process as the owner of the runs it runs (see `lease`).
+    owner: String,
 }
 
 impl Drop for Inner {
@@ -263,14 +307,20 @@ impl Store {
         schema::configure(&writer_conn, true).map_err(|err| open_error(schema::describe(&err)))?;
         schema::migrate(&mut writer_conn).map_err(open_error)?;
 
+        let owner = lease::current_owner();
+        // Runs whose process is gone were cut off: say so now, before anyone reads them.
+        runs::interrupt_abandoned(&writer_conn, &owner, &lease::now_text())
+            .map_err(|err| open_error(err.to_string()))?;
+
         let reader_conn =
             Connection::open(path).map_err(|err| open_error(schema::describe(&err)))?;
         schema::configure(&reader_conn, false).map_err(|err| open_error(schema::describe(&err)))?;
 
         let (sender, receiver) = mpsc::channel();
+        let writer_owner = owner.clone();
         let writer = std::thread::Builder::new()
             .name("weft-store-writer".to_string())
-            .spawn(move || writer::run(writer_conn, receiver))
+            .spawn(move || writer::run(writer_conn, receiver, &writer_owner))
             .map_err(|err| open_error(format!("cannot start the writer thread: {err}")))?;
 
         Ok(Store {
@@ -278,12 +328,13 @@ impl Store {
                 sender: Some(sender),
                 writer: Some(writer),
                 reader: Mutex::new(reader_conn),
+                owner,
             }),
         })
     }
 
-    /// Queues the creation of a run with status `running`. A run with the same id is an
-    /// error reported by the next [`Store::flush`].
+    /// Queues the creation of a run with status `running`, leased to this process. A run with
+    /// the same id is an error reported by the next [`Store::flush`].
     pub fn create_run(&self, run: &NewRun) {
         self.send(Write::CreateRun {
             id: run.id.clone(),
@@ -293,6 +344,35 @@ impl Store {
             input_json: run.input.to_string(),
             started_at: run.started_at.clone(),
         });
+    }
+
+    /// Queues a checkpoint of a running run: its stored queue changes, the step waiting for a
+    /// person (or none) and the engine's state, applied together.
+    pub fn save_checkpoint(&self, run_id: &str, checkpoint: &Checkpoint, at: &str) {
+        self.send(Write::Checkpoint {
+            run_id: run_id.to_string(),
+            added: checkpoint.added.iter().map(StepRow::stored).collect(),
+            removed: checkpoint.removed.clone(),
+            waiting: checkpoint.waiting.as_ref().map(StepRow::new),
+            state_json: checkpoint.state.to_string(),
+            at: at.to_string(),
+        });
+    }
+
+    /// Queues keeping the answer of one LLM call of a run (call `call` of node `node_key` in
+    /// its visit `visit`), so that the run, continued after an interruption, need not ask again.
+    pub fn record_llm_call(&self, run_id: &str, call: &RecordedCall, at: &str) {
+        self.send(Write::LlmCall {
+            run_id: run_id.to_string(),
+            call: call.clone(),
+            at: at.to_string(),
+        });
+    }
+
+    /// The LLM calls run `run_id` made, as recorded.
+    pub fn llm_calls(&self, run_id: &str) -> Result<Vec<RecordedCall>, StoreError> {
+        self.barrier()?;
+        llm_calls::list(&self.reader(), run_id)
     }
 
     /// Queues one event, and `publish` to be called with it once it is committed (in the order
@@ -408,19 +488,49 @@ impl Store {
         }
     }
 
-    /// Atomically moves a paused run to `running` and returns its record, with the waiting
-    /// step and the queue, which are cleared from the store in the same transaction (the
-    /// caller now owns them). Of several processes claiming the same run, exactly one wins.
+    /// Atomically moves a paused run to `running`, leased to this process, and returns its
+    /// record with the waiting step and the queue. They stay stored until the run's next
+    /// checkpoint replaces them, so a resume that dies half-way leaves the pause to go back to.
+    /// Of several processes claiming the same run, exactly one wins.
     ///
     /// Errors: [`StoreError::NoSuchRun`], [`StoreError::Finished`] (completed, failed or
-    /// cancelled), [`StoreError::NotPaused`] (running), [`StoreError::Corrupt`].
+    /// cancelled), [`StoreError::NotPaused`] (running or interrupted), [`StoreError::Corrupt`].
     pub fn claim_paused(&self, run_id: &str, at: &str) -> Result<RunRecord, StoreError> {
+        self.claim(run_id, RunStatus::Paused, at)
+    }
+
+    /// Atomically moves an interrupted run to `running`, leased to this process, and returns
+    /// its record: the queue and state of its last checkpoint. Of several processes claiming
+    /// the same run, exactly one wins.
+    ///
+    /// Errors as [`Store::claim_paused`], with [`StoreError::NotInterrupted`] for a run that is
+    /// not interrupted.
+    pub fn claim_interrupted(&self, run_id: &str, at: &str) -> Result<RunRecord, StoreError> {
+        self.claim(run_id, RunStatus::Interrupted, at)
+    }
+
+    fn claim(&self, run_id: &str, from: RunStatus, at: &str) -> Result<RunRecord, StoreError> {
         self.barrier()?;
         let mut conn = self.reader();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let record = runs::claim_paused(&tx, run_id, at)?;
+        let record = runs::claim(&tx, run_id, from, &self.inner.owner, at)?;
         tx.commit()?;
         Ok(record)
+    }
+
+    /// Marks as `interrupted` the runs still `running` whose process has stopped (another
+    /// process's, on this machine or whose lease ran out); returns their ids. Done when a store
+    /// is opened; a process that stays open (the app, a server) may call it again.
+    pub fn interrupt_abandoned(&self) -> Result<Vec<String>, StoreError> {
+        self.barrier()?;
+        let conn = self.reader();
+        runs::interrupt_abandoned(&conn, &self.inner.owner, &lease::now_text())
+    }
+
+    /// The largest event `seq` of a run (0 for none): where its numbering goes on.
+    pub fn last_seq(&self, run_id: &str) -> Result<u64, StoreError> {
+        self.barrier()?;
+        events::last_seq(&self.reader(), run_id)
     }
 
     /// The newest `limit` runs (by `started_at`), newest first.

@@ -19,10 +19,17 @@ pub(super) struct NewRunRow<'a> {
     pub started_at: &'a str,
 }
 
-pub(super) fn insert(conn: &Connection, run: NewRunRow<'_>) -> Result<(), StoreError> {
+/// Inserts a run with status `running`, leased to `owner` until `until`.
+pub(super) fn insert(
+    conn: &Connection,
+    run: NewRunRow<'_>,
+    owner: &str,
+    until: &str,
+) -> Result<(), StoreError> {
     conn.prepare_cached(
         "INSERT INTO runs (id, flow_name, flow_path, flow_json, status, input_json, \
-         started_at, updated_at) VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?6)",
+         started_at, updated_at, lease_owner, lease_until) \
+         VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?6, ?7, ?8)",
     )?
     .execute(params![
         run.id,
@@ -30,9 +37,82 @@ pub(super) fn insert(conn: &Connection, run: NewRunRow<'_>) -> Result<(), StoreE
         run.flow_path,
         run.flow_json,
         run.input_json,
-        run.started_at
+        run.started_at,
+        owner,
+        until
     ])?;
     Ok(())
+}
+
+/// Pushes the lease of every running run of `owner` forward to `until`.
+pub(super) fn renew_leases(conn: &Connection, owner: &str, until: &str) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "UPDATE runs SET lease_until = ?2 WHERE lease_owner = ?1 AND status = 'running'",
+    )?
+    .execute(params![owner, until])?;
+    Ok(())
+}
+
+/// Marks as `interrupted` every running run whose owner is not `me` and has stopped: gone from
+/// this machine, or (when that cannot be told) past its lease. Returns their ids.
+pub(super) fn interrupt_abandoned(
+    conn: &Connection,
+    me: &str,
+    now: &str,
+) -> Result<Vec<String>, StoreError> {
+    let mut statement = conn
+        .prepare_cached("SELECT id, lease_owner, lease_until FROM runs WHERE status = 'running'")?;
+    let running: Vec<(String, Option<String>, Option<String>)> = statement
+        .query_map([], |row| {
+            Ok((
+                row.get("id")?,
+                row.get("lease_owner")?,
+                row.get("lease_until")?,
+            ))
+        })?
+        .collect::<Result<_, _>>()?;
+    let mut interrupted = Vec::new();
+    for (id, owner, until) in running {
+        let reason = match (
+            &owner,
+            super::lease::owner_alive(owner.as_deref().unwrap_or("")),
+        ) {
+            (Some(owner), _) if owner == me => continue,
+            (_, Some(true)) => continue,
+            (Some(owner), Some(false)) => format!(
+                "the process that ran it ({}) stopped before the run ended",
+                owner_text(owner)
+            ),
+            (Some(owner), None) if until.as_deref().is_none_or(|until| until < now) => format!(
+                "the process that ran it ({}) stopped renewing its lease at {}",
+                owner_text(owner),
+                until.as_deref().unwrap_or("?")
+            ),
+            (Some(_), None) => continue,
+            (None, _) => "the process that ran it stopped before the run ended".to_string(),
+        };
+        let message = format!("interrupted: {reason}; continue it with `weft resume {id} --retry`");
+        let changed = conn
+            .prepare_cached(
+                "UPDATE runs SET status = 'interrupted', error = ?3, lease_owner = NULL, \
+                 lease_until = NULL, updated_at = ?4 \
+                 WHERE id = ?1 AND status = 'running' AND lease_owner IS ?2",
+            )?
+            .execute(params![id, owner, message, now])?;
+        if changed > 0 {
+            interrupted.push(id);
+        }
+    }
+    Ok(interrupted)
+}
+
+/// `host:pid:start` as a person reads it: `pid 4242 on host`.
+fn owner_text(owner: &str) -> String {
+    let mut parts = owner.rsplitn(3, ':');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(_), Some(pid), Some(host)) => format!("pid {pid} on {host}"),
+        _ => owner.to_string(),
+    }
 }
 
 /// Fails with [`StoreError::NoSuchRun`] when an update changed no row.
@@ -56,7 +136,7 @@ pub(super) fn pause(
         .prepare_cached(
             "UPDATE runs SET status = 'paused', waiting_node_id = ?2, \
              waiting_input_json = ?3, waiting_source_node_id = ?4, state_json = ?5, \
-             updated_at = ?6 WHERE id = ?1",
+             updated_at = ?6, lease_owner = NULL, lease_until = NULL WHERE id = ?1",
         )?
         .execute(params![
             run_id,
@@ -94,55 +174,76 @@ pub(super) fn finish(
         .prepare_cached(
             "UPDATE runs SET status = ?2, result_json = ?3, error = ?4, \
              waiting_node_id = NULL, waiting_input_json = NULL, \
-             waiting_source_node_id = NULL, ended_at = ?5, updated_at = ?5 WHERE id = ?1",
+             waiting_source_node_id = NULL, ended_at = ?5, updated_at = ?5, \
+             lease_owner = NULL, lease_until = NULL WHERE id = ?1",
         )?
         .execute(params![run_id, status.as_str(), result_json, error, at])?;
     changed(run_id, rows)
 }
 
-/// Moves a paused run to `running` and returns its record (waiting step and queue included),
-/// clearing both from the store; the caller runs this in a write transaction.
-pub(super) fn claim_paused(
+/// A running run's checkpoint: the step waiting for a person (or none) and the engine's state;
+/// the queue's changes are the `queue` table's.
+pub(super) fn checkpoint(
     conn: &Connection,
     run_id: &str,
+    waiting: Option<&StepRow>,
+    state_json: &str,
+    at: &str,
+) -> Result<(), StoreError> {
+    let rows = conn
+        .prepare_cached(
+            "UPDATE runs SET waiting_node_id = ?2, waiting_input_json = ?3, \
+             waiting_source_node_id = ?4, state_json = ?5, updated_at = ?6 \
+             WHERE id = ?1 AND status = 'running'",
+        )?
+        .execute(params![
+            run_id,
+            waiting.map(|step| &step.node_id),
+            waiting.map(|step| &step.input_json),
+            waiting.and_then(|step| step.source_node_id.as_ref()),
+            state_json,
+            at
+        ])?;
+    changed(run_id, rows)
+}
+
+/// Moves a run from status `from` (paused or interrupted) to `running`, leased to `owner`, and
+/// returns its record (waiting step and queue included, which stay stored); the caller runs
+/// this in a write transaction.
+pub(super) fn claim(
+    conn: &Connection,
+    run_id: &str,
+    from: RunStatus,
+    owner: &str,
     at: &str,
 ) -> Result<RunRecord, StoreError> {
+    let until = chrono::DateTime::parse_from_rfc3339(at)
+        .map(|at| super::lease::until(at.with_timezone(&chrono::Utc)))
+        .unwrap_or_else(|_| super::lease::until(chrono::Utc::now()));
     let claimed = conn
         .prepare_cached(
-            "UPDATE runs SET status = 'running', updated_at = ?2 \
-             WHERE id = ?1 AND status = 'paused'",
+            "UPDATE runs SET status = 'running', updated_at = ?2, lease_owner = ?4, \
+             lease_until = ?5 WHERE id = ?1 AND status = ?3",
         )?
-        .execute(params![run_id, at])?;
+        .execute(params![run_id, at, from.as_str(), owner, until])?;
     if claimed == 0 {
         let status: Option<String> = conn
             .prepare_cached("SELECT status FROM runs WHERE id = ?1")?
             .query_row(params![run_id], |row| row.get("status"))
             .optional()?;
+        let run_id = run_id.to_string();
         return Err(match status {
-            None => StoreError::NoSuchRun(run_id.to_string()),
-            Some(text) => {
-                let status = parse_status(run_id, &text)?;
-                if status.is_finished() {
-                    StoreError::Finished {
-                        run_id: run_id.to_string(),
-                        status,
-                    }
-                } else {
-                    StoreError::NotPaused {
-                        run_id: run_id.to_string(),
-                    }
+            None => StoreError::NoSuchRun(run_id),
+            Some(text) => match parse_status(&run_id, &text)? {
+                status if status.is_finished() => StoreError::Finished { run_id, status },
+                status if from == RunStatus::Interrupted => {
+                    StoreError::NotInterrupted { run_id, status }
                 }
-            }
+                status => StoreError::NotPaused { run_id, status },
+            },
         });
     }
-    let record = load(conn, run_id)?;
-    conn.prepare_cached(
-        "UPDATE runs SET waiting_node_id = NULL, waiting_input_json = NULL, \
-         waiting_source_node_id = NULL WHERE id = ?1",
-    )?
-    .execute(params![run_id])?;
-    queue::clear(conn, run_id)?;
-    Ok(record)
+    load(conn, run_id)
 }
 
 /// The newest `limit` runs (by `started_at`), newest first.

@@ -15,7 +15,13 @@ const STATEMENT_CACHE: usize = 48;
 
 /// The schema, one migration per entry; migration `n` (1-based) brings `user_version` from
 /// `n - 1` to `n`.
-pub(super) const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4];
+pub(super) const MIGRATIONS: &[&str] = &[
+    MIGRATION_1,
+    MIGRATION_2,
+    MIGRATION_3,
+    MIGRATION_4,
+    MIGRATION_5,
+];
 
 /// Migration 1: runs, their events, node outputs and the queue of a paused run.
 ///
@@ -87,6 +93,27 @@ ALTER TABLE node_outputs ADD COLUMN metadata_json TEXT;
 /// Migration 4: the node whose output started a step (`from` on `step_start`).
 const MIGRATION_4: &str = "
 ALTER TABLE events ADD COLUMN from_node TEXT;
+";
+
+/// Migration 5: crash safety. The lease of the process running a run (`lease_owner`,
+/// `lease_until`); the visit a queued step already started as (a step that was running when the
+/// run was checkpointed); and the LLM calls a run made, so that a run continued after an
+/// interruption gets the answers it already had instead of asking again.
+const MIGRATION_5: &str = "
+ALTER TABLE runs ADD COLUMN lease_owner TEXT;
+ALTER TABLE runs ADD COLUMN lease_until TEXT;
+CREATE INDEX runs_status ON runs(status);
+ALTER TABLE queue ADD COLUMN visit INTEGER;
+CREATE TABLE llm_calls (
+    run_id TEXT NOT NULL,
+    node_key TEXT NOT NULL,
+    visit INTEGER NOT NULL,
+    call INTEGER NOT NULL,
+    request_hash TEXT NOT NULL,
+    response_json TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, node_key, visit, call)
+) WITHOUT ROWID;
 ";
 
 /// A clear message for an error met while opening.

@@ -1,10 +1,11 @@
 //! The store's own tests: round trips, claiming, concurrency, damaged files.
 
 use super::*;
-use std::sync::{Arc, Mutex};
 use crate::event::EventType;
 use schema::MIGRATIONS;
 use serde_json::json;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 fn ts(n: u64) -> String {
     format!("2025-01-01T00:00:{:02}.000Z", n % 60)
@@ -42,6 +43,10 @@ fn step(node_id: &str, n: i64, source: Option<&str>) -> QueuedStep {
         input: json!({"n": n}),
         source_node_id: source.map(str::to_string),
     }
+}
+
+fn steps_of(queue: &[StoredStep]) -> Vec<QueuedStep> {
+    queue.iter().map(|stored| stored.step.clone()).collect()
 }
 
 fn open_temp() -> (tempfile::TempDir, Store) {
@@ -167,16 +172,20 @@ fn store_claims_a_paused_run_once() {
     let claimed = store.claim_paused("run-p", &ts(2)).expect("claim");
     assert_eq!(claimed.summary.status, RunStatus::Running);
     assert_eq!(claimed.waiting, Some(pause_record().waiting));
-    assert_eq!(claimed.queue, pause_record().queue);
+    assert_eq!(steps_of(&claimed.queue), pause_record().queue);
     assert_eq!(claimed.state, pause_record().state);
 
+    // The pause stays stored until the resumed run's first checkpoint replaces it, so a
+    // resume that dies half-way leaves the run to go back to.
     let after = store.run("run-p").expect("run");
     assert_eq!(after.summary.status, RunStatus::Running);
-    assert_eq!(after.waiting, None);
-    assert!(after.queue.is_empty());
+    assert_eq!(after.waiting, Some(pause_record().waiting));
+    assert_eq!(steps_of(&after.queue), pause_record().queue);
 
     match store.claim_paused("run-p", &ts(3)) {
-        Err(StoreError::NotPaused { run_id }) => assert_eq!(run_id, "run-p"),
+        Err(StoreError::NotPaused { run_id, status }) => {
+            assert_eq!((run_id.as_str(), status), ("run-p", RunStatus::Running))
+        }
         other => panic!("expected NotPaused, got {other:?}"),
     }
     assert!(matches!(
@@ -217,7 +226,7 @@ fn store_pause_survives_reopening_in_another_store() {
     let second = Store::open(&path).expect("reopen");
     let claimed = second.claim_paused("run-r", &ts(2)).expect("claim");
     assert_eq!(claimed.waiting, Some(pause_record().waiting));
-    assert_eq!(claimed.queue, pause_record().queue);
+    assert_eq!(steps_of(&claimed.queue), pause_record().queue);
     assert!(matches!(
         first.claim_paused("run-r", &ts(3)),
         Err(StoreError::NotPaused { .. })
@@ -348,7 +357,10 @@ fn store_appends_twenty_thousand_events() {
     let (_dir, store) = open_temp();
     store.create_run(&new_run("run-big", &ts(0)));
     for seq in 1..=20_000 {
-        store.append_event(event("run-big", seq, EventType::LlmDelta, Some("writer")), None);
+        store.append_event(
+            event("run-big", seq, EventType::LlmDelta, Some("writer")),
+            None,
+        );
     }
     store.flush().expect("flush");
     assert_eq!(store.events("run-big").expect("events").len(), 20_000);
@@ -392,4 +404,122 @@ fn store_publishes_an_event_only_once_it_is_committed() {
         (1..=50).map(|seq| (seq, true)).collect::<Vec<_>>(),
         "every event reached the listener after its commit, in order, and the refused one never"
     );
+}
+
+/// Sets the lease of `run_id` as another process would have it.
+fn lease_to(path: &Path, run_id: &str, owner: &str, until: &str) {
+    let conn = Connection::open(path).expect("sqlite");
+    conn.execute(
+        "UPDATE runs SET lease_owner = ?2, lease_until = ?3 WHERE id = ?1",
+        rusqlite::params![run_id, owner, until],
+    )
+    .expect("lease");
+}
+
+#[test]
+fn store_marks_runs_of_stopped_processes_interrupted_and_leaves_live_ones() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("runs.db");
+    let first = Store::open(&path).expect("open");
+    for id in ["dead", "mine", "expired", "elsewhere"] {
+        first.create_run(&new_run(id, &ts(0)));
+    }
+    first.flush().expect("flush");
+    // `dead`: a process of this machine that is gone (this one's id, another start time);
+    // `expired` and `elsewhere`: processes of another machine, with a lease run out or not.
+    let me = lease::current_owner();
+    let (rest, start) = me.rsplit_once(':').expect("host:pid:start");
+    let gone = format!("{rest}:{}", start.parse::<u64>().expect("ticks") + 7);
+    lease_to(&path, "dead", &gone, "2999-01-01T00:00:00.000Z");
+    lease_to(
+        &path,
+        "expired",
+        "far-away:12:34",
+        "2000-01-01T00:00:00.000Z",
+    );
+    lease_to(
+        &path,
+        "elsewhere",
+        "far-away:12:34",
+        "2999-01-01T00:00:00.000Z",
+    );
+
+    let second = Store::open(&path).expect("reopen");
+    let status = |id: &str| second.run(id).expect("run").summary.status;
+    assert_eq!(status("dead"), RunStatus::Interrupted);
+    assert_eq!(status("expired"), RunStatus::Interrupted);
+    assert_eq!(
+        status("mine"),
+        RunStatus::Running,
+        "this process still runs it"
+    );
+    assert_eq!(
+        status("elsewhere"),
+        RunStatus::Running,
+        "its lease still holds"
+    );
+    let reason = second.run("dead").expect("run").error.unwrap_or_default();
+    assert!(reason.contains("stopped before the run ended"), "{reason}");
+    assert!(reason.contains("weft resume dead --retry"), "{reason}");
+    let reason = second
+        .run("expired")
+        .expect("run")
+        .error
+        .unwrap_or_default();
+    assert!(reason.contains("stopped renewing its lease"), "{reason}");
+    assert!(second.interrupt_abandoned().expect("again").is_empty());
+
+    // Exactly one claim wins; a decision cannot be given to an interrupted run.
+    match second.claim_paused("dead", &ts(5)) {
+        Err(StoreError::NotPaused { status, .. }) => assert_eq!(status, RunStatus::Interrupted),
+        other => panic!("expected NotPaused, got {other:?}"),
+    }
+    let claimed = second.claim_interrupted("dead", &ts(5)).expect("claim");
+    assert_eq!(claimed.summary.status, RunStatus::Running);
+    match first.claim_interrupted("dead", &ts(6)) {
+        Err(StoreError::NotInterrupted { status, .. }) => assert_eq!(status, RunStatus::Running),
+        other => panic!("expected NotInterrupted, got {other:?}"),
+    }
+}
+
+#[test]
+fn store_keeps_a_checkpoint_of_a_running_run() {
+    let (_dir, store) = open_temp();
+    store.create_run(&new_run("run-c", &ts(0)));
+    let stored = |key: u64, node: &str, visit: Option<u64>| StoredStep {
+        key,
+        step: step(node, key as i64, Some("a")),
+        visit,
+    };
+    store.save_checkpoint(
+        "run-c",
+        &Checkpoint {
+            added: vec![stored(3, "slow", Some(1)), stored(4, "next", None)],
+            removed: Vec::new(),
+            waiting: Some(step("review", 9, Some("draft"))),
+            state: json!({"nextSeq": 12}),
+        },
+        &ts(1),
+    );
+    store.save_checkpoint(
+        "run-c",
+        &Checkpoint {
+            added: vec![stored(7, "later", Some(2))],
+            removed: vec![4],
+            waiting: None,
+            state: json!({"nextSeq": 20}),
+        },
+        &ts(2),
+    );
+    let record = store.run("run-c").expect("run");
+    assert_eq!(record.summary.status, RunStatus::Running);
+    assert_eq!(
+        record.queue,
+        [stored(3, "slow", Some(1)), stored(7, "later", Some(2))]
+    );
+    assert_eq!(record.waiting, None);
+    assert_eq!(record.state, json!({"nextSeq": 20}));
+    // Ending the run leaves no queue behind.
+    store.finish_run("run-c", RunStatus::Completed, None, None, &ts(3));
+    assert!(store.run("run-c").expect("run").queue.is_empty());
 }

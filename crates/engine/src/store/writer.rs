@@ -1,10 +1,13 @@
 //! The writer thread: applies queued writes in order, many at a time in one transaction.
 
-use std::sync::mpsc::{Receiver, Sender};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::time::Instant;
 
 use rusqlite::{Connection, TransactionBehavior};
 
-use super::{StepRow, StoreError, events, node_outputs, queue, runs};
+use super::{
+    RecordedCall, StepRow, StoreError, events, lease, llm_calls, node_outputs, queue, runs,
+};
 use crate::event::{EventListener, RunEvent, RunStatus};
 use crate::providers::Usage;
 
@@ -58,6 +61,19 @@ pub(super) enum Write {
         state_json: String,
         at: String,
     },
+    Checkpoint {
+        run_id: String,
+        added: Vec<(u64, StepRow)>,
+        removed: Vec<u64>,
+        waiting: Option<StepRow>,
+        state_json: String,
+        at: String,
+    },
+    LlmCall {
+        run_id: String,
+        call: RecordedCall,
+        at: String,
+    },
     SetState {
         run_id: String,
         state_json: String,
@@ -93,12 +109,17 @@ impl Write {
                 run_id, node_id, ..
             } => format!("storing the approval at node {node_id} in run {run_id}"),
             Write::Pause { run_id, .. } => format!("pausing run {run_id}"),
+            Write::Checkpoint { run_id, .. } => format!("checkpointing run {run_id}"),
+            Write::LlmCall { run_id, call, .. } => format!(
+                "keeping the answer of an LLM call of node {} in run {run_id}",
+                call.node_key
+            ),
             Write::SetState { run_id, .. } => format!("saving the state of run {run_id}"),
             Write::Finish { run_id, .. } => format!("finishing run {run_id}"),
         }
     }
 
-    fn apply(&self, conn: &Connection) -> Result<(), StoreError> {
+    fn apply(&self, conn: &Connection, owner: &str) -> Result<(), StoreError> {
         match self {
             Write::CreateRun {
                 id,
@@ -117,7 +138,22 @@ impl Write {
                     input_json,
                     started_at,
                 },
+                owner,
+                &lease::until(chrono::Utc::now()),
             ),
+            Write::Checkpoint {
+                run_id,
+                added,
+                removed,
+                waiting,
+                state_json,
+                at,
+            } => {
+                runs::checkpoint(conn, run_id, waiting.as_ref(), state_json, at)?;
+                queue::remove(conn, run_id, removed)?;
+                queue::add(conn, run_id, added)
+            }
+            Write::LlmCall { run_id, call, at } => llm_calls::insert(conn, run_id, call, at),
             Write::Event { event, .. } => events::insert(conn, event),
             Write::Usage {
                 run_id,
@@ -193,18 +229,33 @@ pub(super) enum Message {
 }
 
 /// The writer thread: blocks for a message, drains what else is queued (up to [`MAX_BATCH`])
-/// and applies the writes in one transaction; a sync commits first.
-pub(super) fn run(mut conn: Connection, receiver: Receiver<Message>) {
+/// and applies the writes in one transaction; a sync commits first. Every few seconds it also
+/// renews the leases of this process's running runs (`owner`), even while nothing is written.
+pub(super) fn run(mut conn: Connection, receiver: Receiver<Message>, owner: &str) {
     let mut first_error: Option<StoreError> = None;
     let mut pending: Vec<Write> = Vec::new();
-    while let Ok(first) = receiver.recv() {
-        let mut next = Some(first);
+    let mut renewed = Instant::now();
+    loop {
+        let wait = lease::RENEW_EVERY.saturating_sub(renewed.elapsed());
+        let first = match receiver.recv_timeout(wait) {
+            Ok(message) => Some(message),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => break,
+        };
+        if renewed.elapsed() >= lease::RENEW_EVERY {
+            renewed = Instant::now();
+            if let Err(error) = runs::renew_leases(&conn, owner, &lease::until(chrono::Utc::now()))
+            {
+                tracing::warn!("the run store could not renew this process's leases: {error}");
+            }
+        }
+        let mut next = first;
         let mut taken = 1;
         while let Some(message) = next.take() {
             match message {
                 Message::Write(write) => pending.push(write),
                 Message::Sync { reply, take_error } => {
-                    commit(&mut conn, &mut pending, &mut first_error);
+                    commit(&mut conn, &mut pending, &mut first_error, owner);
                     let answer = if take_error { first_error.take() } else { None };
                     // The caller may have given up waiting; nothing to do then.
                     let _ = reply.send(answer);
@@ -217,14 +268,20 @@ pub(super) fn run(mut conn: Connection, receiver: Receiver<Message>) {
                 next = Some(message);
             }
         }
-        commit(&mut conn, &mut pending, &mut first_error);
+        commit(&mut conn, &mut pending, &mut first_error, owner);
     }
+    commit(&mut conn, &mut pending, &mut first_error, owner);
 }
 
 /// Applies `pending` in one transaction and empties it, then passes the committed events on
 /// to their listeners. A failing write is recorded and the others still apply; a failing commit
 /// loses the whole batch (and is recorded), and nothing of it is published.
-fn commit(conn: &mut Connection, pending: &mut Vec<Write>, first_error: &mut Option<StoreError>) {
+fn commit(
+    conn: &mut Connection,
+    pending: &mut Vec<Write>,
+    first_error: &mut Option<StoreError>,
+    owner: &str,
+) {
     if pending.is_empty() {
         return;
     }
@@ -235,7 +292,7 @@ fn commit(conn: &mut Connection, pending: &mut Vec<Write>, first_error: &mut Opt
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .and_then(|tx| {
             for (write, applied) in pending.iter().zip(applied.iter_mut()) {
-                match write.apply(&tx) {
+                match write.apply(&tx, owner) {
                     Ok(()) => *applied = true,
                     Err(err) => failures.push(match err {
                         StoreError::Sqlite { source, .. } => StoreError::Sqlite {

@@ -1,0 +1,78 @@
+//! The `llm_calls` table: the answer of every LLM call a run made, keyed by the node (scoped
+//! for nested runs), its visit and the call's number within that visit, with a hash of the
+//! request. A run continued after an interruption gets these answers back for the same requests
+//! instead of paying for them again.
+
+use rusqlite::{Connection, params};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{StoreError, corrupt, parse_json, to_i64, to_u64};
+
+/// One recorded LLM call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordedCall {
+    /// The node that made it (`draft`, or `sub/draft` inside the subflow `sub`).
+    pub node_key: String,
+    pub visit: u64,
+    /// 0 for the visit's first call, 1 for the next (a tool loop makes several).
+    pub call: u64,
+    /// A hash of the request as sent (model, messages, tools, settings).
+    pub request_hash: String,
+    /// The provider's answer, as the engine reads it.
+    pub response: Value,
+}
+
+pub(super) fn insert(
+    conn: &Connection,
+    run_id: &str,
+    call: &RecordedCall,
+    at: &str,
+) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO llm_calls (run_id, node_key, visit, call, request_hash, \
+         response_json, recorded_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        run_id,
+        call.node_key,
+        to_i64("visit", call.visit)?,
+        to_i64("call number", call.call)?,
+        call.request_hash,
+        call.response.to_string(),
+        at
+    ])?;
+    Ok(())
+}
+
+pub(super) fn list(conn: &Connection, run_id: &str) -> Result<Vec<RecordedCall>, StoreError> {
+    let mut statement = conn.prepare_cached(
+        "SELECT node_key, visit, call, request_hash, response_json FROM llm_calls \
+         WHERE run_id = ?1 ORDER BY node_key, visit, call",
+    )?;
+    let mut rows = statement.query(params![run_id])?;
+    let mut calls = Vec::new();
+    while let Some(row) = rows.next()? {
+        let node_key: String = row.get("node_key")?;
+        let response: String = row.get("response_json")?;
+        calls.push(RecordedCall {
+            response: parse_json(
+                run_id,
+                &format!("recorded answer of node {node_key}"),
+                &response,
+            )?,
+            visit: to_u64(run_id, "visit", row.get("visit")?)?,
+            call: to_u64(run_id, "call number", row.get("call")?)?,
+            request_hash: row.get("request_hash")?,
+            node_key,
+        });
+    }
+    if calls.iter().any(|call| call.request_hash.is_empty()) {
+        return Err(corrupt(
+            run_id,
+            "a recorded LLM call has no request hash".into(),
+        ));
+    }
+    Ok(calls)
+}
