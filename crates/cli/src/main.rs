@@ -220,12 +220,8 @@ fn main() -> ExitCode {
     init_logging();
     let result = match cli.command {
         Command::Validate(args) => commands::validate::validate(&args),
-        Command::Run(args) => {
-            runtime().and_then(|runtime| runtime.block_on(commands::run::run(args)))
-        }
-        Command::Resume(args) => {
-            runtime().and_then(|runtime| runtime.block_on(commands::resume::resume(args)))
-        }
+        Command::Run(args) => block_on(commands::run::run(args)),
+        Command::Resume(args) => block_on(commands::resume::resume(args)),
         Command::Runs(args) => commands::runs::runs(&args),
         Command::Show(args) => commands::show::show(&args),
         Command::Kinds(args) => commands::kinds::kinds(&args),
@@ -241,12 +237,18 @@ fn main() -> ExitCode {
     }
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+/// Runs a command on the async runtime. Once the command has its answer, the process does not
+/// wait for work the run abandoned (a step still unwinding on a blocking thread) beyond a
+/// moment: the run's end is already stored.
+fn block_on<T>(command: impl std::future::Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
     use anyhow::Context as _;
-    tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .context("cannot start the async runtime")
+        .context("cannot start the async runtime")?;
+    let result = runtime.block_on(command);
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    result
 }
 
 /// Diagnostics (not progress) go to stderr, filtered by `WEFT_LOG`; never to stdout.

@@ -1,128 +1,15 @@
 //! The `weft` binary end to end: each test runs the real executable with its own temporary
 //! run store and flow files, and a scripted LLM server on loopback for flows with agents.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{KEY, Ran, Sandbox, edge, node, parse_events, paused_run_id};
 use serde_json::{Value, json};
 use weft_scripted_llm::{Reply, Script, ScriptedLlm};
-
-const KEY: &str = "sk-test-secret-key";
-
-/// A sandbox: a temporary directory holding the run store and the test's flow files.
-struct Sandbox {
-    dir: tempfile::TempDir,
-}
-
-/// What one invocation of `weft` did.
-#[derive(Debug)]
-struct Ran {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl From<Output> for Ran {
-    fn from(output: Output) -> Ran {
-        Ran {
-            code: output.status.code(),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
-    }
-}
-
-impl Sandbox {
-    fn new() -> Sandbox {
-        Sandbox {
-            dir: tempfile::tempdir().expect("temp dir"),
-        }
-    }
-
-    fn db(&self) -> PathBuf {
-        self.dir.path().join("runs.db")
-    }
-
-    fn db_arg(&self) -> String {
-        self.db().display().to_string()
-    }
-
-    /// Writes a flow file and returns its path.
-    fn flow(&self, name: &str, flow: &Value) -> String {
-        let path = self.dir.path().join(name);
-        std::fs::write(&path, serde_json::to_string_pretty(flow).expect("json"))
-            .expect("write flow");
-        path.display().to_string()
-    }
-
-    /// `weft` with a hermetic environment: no provider settings, store or color settings
-    /// inherited from the caller.
-    fn command(&self, args: &[&str], llm: Option<&ScriptedLlm>) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_weft"));
-        command.args(args).current_dir(self.dir.path());
-        for name in [
-            "OPENAI_API_KEY",
-            "OPENAI_BASE_URL",
-            "ANTHROPIC_API_KEY",
-            "ANTHROPIC_BASE_URL",
-            "OLLAMA_HOST",
-            "WEFT_DB",
-            "WEFT_DEFAULT_MODEL",
-            "WEFT_LOG",
-            "NO_COLOR",
-        ] {
-            command.env_remove(name);
-        }
-        if let Some(llm) = llm {
-            command
-                .env("OPENAI_BASE_URL", llm.base_url())
-                .env("OPENAI_API_KEY", KEY);
-        }
-        command
-    }
-
-    fn run(&self, args: &[&str]) -> Ran {
-        self.command(args, None).output().expect("weft runs").into()
-    }
-
-    /// Runs `weft` off the async runtime's threads (the scripted server lives on them).
-    async fn run_with(&self, args: &[&str], llm: &ScriptedLlm) -> Ran {
-        let mut command = self.command(args, Some(llm));
-        tokio::task::spawn_blocking(move || command.output().expect("weft runs"))
-            .await
-            .expect("join")
-            .into()
-    }
-
-    /// Every byte of the run store (the database and its WAL/SHM files).
-    fn db_bytes(&self) -> Vec<u8> {
-        let mut bytes = Vec::new();
-        for entry in std::fs::read_dir(self.dir.path()).expect("read dir") {
-            let path = entry.expect("entry").path();
-            if path
-                .file_name()
-                .and_then(|name| name.to_str())
-                .is_some_and(|name| name.starts_with("runs.db"))
-            {
-                bytes.extend(std::fs::read(&path).expect("read db"));
-            }
-        }
-        bytes
-    }
-}
-
-fn node(id: &str, kind: &str, data: Value) -> Value {
-    json!({ "id": id, "type": kind, "position": { "x": 0, "y": 0 }, "data": data })
-}
-
-fn edge(id: &str, source: &str, target: &str, handle: Option<&str>) -> Value {
-    let mut edge = json!({ "id": id, "source": source, "target": target });
-    if let Some(handle) = handle {
-        edge["sourceHandle"] = json!(handle);
-    }
-    edge
-}
 
 /// start → draft (template) → review (approval) → yes / no (templates) → out.
 fn approval_flow() -> Value {
@@ -165,25 +52,6 @@ fn agent_flow() -> Value {
         ],
         "edges": [edge("e1", "start", "ask", None), edge("e2", "ask", "out", None)]
     })
-}
-
-/// The id a paused `weft run` prints on stdout.
-fn paused_run_id(ran: &Ran) -> String {
-    assert_eq!(ran.code, Some(3), "{ran:?}");
-    let id = ran.stdout.trim().to_string();
-    assert_eq!(id.len(), 36, "a run id on stdout: {ran:?}");
-    assert!(ran.stderr.contains(&format!("weft resume {id}")), "{ran:?}");
-    id
-}
-
-fn parse_events(stdout: &str) -> Vec<Value> {
-    stdout
-        .lines()
-        .map(|line| {
-            serde_json::from_str::<Value>(line)
-                .unwrap_or_else(|error| panic!("not JSON ({error}): {line}"))
-        })
-        .collect()
 }
 
 fn assert_plain(stderr: &str) {

@@ -130,6 +130,9 @@ impl Edge {
     }
 }
 
+/// The largest flow file Weft reads (a flow with thousands of nodes is a few MiB).
+pub const MAX_FLOW_FILE_BYTES: u64 = 32 * 1024 * 1024;
+
 /// Why a flow file could not be read. Problems *inside* a well-formed flow (a missing start,
 /// a dangling edge, a field of the wrong type) are not load errors: the validator reports them
 /// all at once.
@@ -140,6 +143,8 @@ pub enum LoadError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("{path} is larger than {} MiB, too large for a flow file", MAX_FLOW_FILE_BYTES / 1024 / 1024)]
+    TooLarge { path: PathBuf },
     #[error("{origin} is not valid JSON: {source}")]
     NotJson {
         origin: String,
@@ -150,11 +155,29 @@ pub enum LoadError {
 }
 
 impl Flow {
-    /// Reads and normalizes a flow file.
+    /// Reads and normalizes a flow file of at most [`MAX_FLOW_FILE_BYTES`] (so a device such
+    /// as `/dev/zero` is refused rather than read without end).
     pub fn load(path: &Path) -> Result<Flow, LoadError> {
-        let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+        use std::io::Read as _;
+        let read_error = |source| LoadError::Read {
             path: path.to_path_buf(),
             source,
+        };
+        let file = std::fs::File::open(path).map_err(read_error)?;
+        let mut bytes = Vec::new();
+        file.take(MAX_FLOW_FILE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(read_error)?;
+        if bytes.len() as u64 > MAX_FLOW_FILE_BYTES {
+            return Err(LoadError::TooLarge {
+                path: path.to_path_buf(),
+            });
+        }
+        let text = String::from_utf8(bytes).map_err(|_| {
+            read_error(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "the file is not UTF-8 text",
+            ))
         })?;
         Flow::parse(&text, &path.display().to_string())
     }
@@ -444,6 +467,14 @@ fn sort_keys(value: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn an_endless_file_is_refused_by_size() {
+        let error = Flow::load(Path::new("/dev/zero")).expect_err("refused");
+        assert!(matches!(error, LoadError::TooLarge { .. }), "{error:?}");
+        assert!(error.to_string().contains("larger than 32 MiB"), "{error}");
+    }
 
     #[test]
     fn agentflow_connections_and_xy_positions_load() {

@@ -232,7 +232,8 @@ fn parameters(fields: &[String]) -> Result<Vec<String>, Vec<SandboxError>> {
     }
     for field in fields {
         if !is_identifier(field) {
-            refuse(format!("field `{field}` is not a valid Python name"));
+            let shown = shorten(field);
+            refuse(format!("field `{shown}` is not a valid Python name"));
         } else if field.starts_with('_') {
             refuse(format!(
                 "field `{field}`: names starting with an underscore are not allowed"
@@ -252,9 +253,23 @@ fn parameters(fields: &[String]) -> Result<Vec<String>, Vec<SandboxError>> {
     }
 }
 
+/// A field name as messages show it: a long one cut to its start and its length.
+fn shorten(name: &str) -> String {
+    const SHOWN: usize = 40;
+    let count = name.chars().count();
+    if count <= SHOWN {
+        return name.to_owned();
+    }
+    let start: String = name.chars().take(SHOWN).collect();
+    format!("{start}… ({count} characters)")
+}
+
 /// Whether `name` is a Python identifier (and not a keyword): it must parse as exactly a name.
+/// Only letters, digits and `_` reach the parser, so a hostile entry (100,000 brackets) is
+/// refused without the parser's recursion.
 fn is_identifier(name: &str) -> bool {
-    if name.is_empty() || name.trim() != name {
+    let word_like = name.chars().all(|c| c.is_alphanumeric() || c == '_');
+    if name.is_empty() || !word_like || name.starts_with(|c: char| c.is_ascii_digit()) {
         return false;
     }
     match parser::parse_expression(name) {
@@ -748,6 +763,9 @@ mod tests {
         assert!(!is_identifier("1a"));
         assert!(!is_identifier(""));
         assert!(!is_identifier(" a"));
+        assert!(is_identifier("größe"));
+        assert!(!is_identifier(&"(".repeat(100_000)));
+        assert!(!is_identifier(&format!("{}a", "-".repeat(100_000))));
     }
 
     #[test]

@@ -52,6 +52,7 @@ mod interp;
 mod pool;
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 pub use check::{ALLOWED_BUILTINS, REFUSED_NAMES};
@@ -114,6 +115,9 @@ pub enum SandboxError {
     /// The code ran longer than [`Limits::timeout`].
     #[error("the code ran longer than {seconds} s and was stopped")]
     Timeout { seconds: f64 },
+    /// The caller asked the run to stop ([`Sandbox::run_until`]): its step was cancelled.
+    #[error("the code was stopped because its run was cancelled")]
+    Cancelled,
     /// The code exceeded [`Limits::max_memory_bytes`].
     #[error("the code used too much memory and was stopped")]
     Memory,
@@ -173,12 +177,29 @@ impl Sandbox {
         input: &serde_json::Value,
         limits: &Limits,
     ) -> Result<CodeRun, SandboxError> {
+        let never = Arc::new(AtomicBool::new(false));
+        self.run_until(body, fields, initial, input, limits, &never)
+    }
+
+    /// [`Sandbox::run`], stopped early with [`SandboxError::Cancelled`] once `cancel` is set
+    /// (checked as often as the clock, every few milliseconds), so that a cancelled run or
+    /// a failed sibling branch does not wait for the code's own timeout.
+    pub fn run_until(
+        &self,
+        body: &str,
+        fields: &[String],
+        initial: &serde_json::Value,
+        input: &serde_json::Value,
+        limits: &Limits,
+        cancel: &Arc<AtomicBool>,
+    ) -> Result<CodeRun, SandboxError> {
         self.pool.run(pool::Job {
             body: body.to_owned(),
             fields: fields.to_vec(),
             initial: initial.clone(),
             input: input.clone(),
             limits: limits.clone(),
+            cancel: cancel.clone(),
         })
     }
 

@@ -37,6 +37,7 @@ pub(crate) const WORKER_STACK: usize = 64 * 1024 * 1024;
 const RUNNING: u8 = 0;
 const STOP_TIMEOUT: u8 = 1;
 const STOP_MEMORY: u8 = 2;
+const STOP_CANCELLED: u8 = 3;
 
 /// One run's inputs.
 pub(crate) struct Job {
@@ -45,6 +46,8 @@ pub(crate) struct Job {
     pub initial: serde_json::Value,
     pub input: serde_json::Value,
     pub limits: Limits,
+    /// Set by the caller to stop the run early (its step was cancelled or abandoned).
+    pub cancel: Arc<AtomicBool>,
 }
 
 /// Shared between the caller and the worker during one run.
@@ -112,6 +115,7 @@ impl Pool {
     /// Runs a job on a worker and watches it.
     pub(crate) fn run(&self, job: Job) -> Result<CodeRun, SandboxError> {
         let limits = job.limits.clone();
+        let cancel = job.cancel.clone();
         let worker = self.take_worker()?;
         let control = Arc::new(Control::default());
         let (reply, answer) = mpsc::channel();
@@ -148,7 +152,9 @@ impl Pool {
             }
             let now = Instant::now();
             if stopping.is_none() {
-                let reason = if now >= deadline {
+                let reason = if cancel.load(Ordering::SeqCst) {
+                    Some(STOP_CANCELLED)
+                } else if now >= deadline {
                     Some(STOP_TIMEOUT)
                 } else {
                     match (baseline, resident_bytes()) {
@@ -182,12 +188,12 @@ impl Pool {
 }
 
 fn stop_error(reason: u8, limits: &Limits) -> SandboxError {
-    if reason == STOP_MEMORY {
-        SandboxError::Memory
-    } else {
-        SandboxError::Timeout {
+    match reason {
+        STOP_MEMORY => SandboxError::Memory,
+        STOP_CANCELLED => SandboxError::Cancelled,
+        _ => SandboxError::Timeout {
             seconds: limits.timeout.as_secs_f64(),
-        }
+        },
     }
 }
 
@@ -328,6 +334,7 @@ mod tests {
             initial: serde_json::Value::Null,
             input: serde_json::Value::Null,
             limits: Limits::default(),
+            cancel: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -343,6 +350,30 @@ mod tests {
         );
         let value = pool.run(job("return 41 + 1")).map(|r| r.value);
         assert_eq!(value, Ok(serde_json::json!(42)));
+    }
+
+    #[test]
+    fn setting_the_cancel_flag_stops_running_code_long_before_its_timeout() {
+        let pool = Pool::global();
+        let mut spin = job("while True:\n    pass");
+        spin.limits.timeout = Duration::from_secs(60);
+        let cancel = spin.cancel.clone();
+        let started = Instant::now();
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            cancel.store(true, Ordering::SeqCst);
+        });
+        let error = pool.run(spin).expect_err("stopped");
+        setter.join().expect("the setter thread");
+        assert_eq!(error, SandboxError::Cancelled);
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        // The worker is usable again.
+        let value = pool.run(job("return 2")).map(|r| r.value);
+        assert_eq!(value, Ok(serde_json::json!(2)));
     }
 
     #[test]

@@ -144,7 +144,8 @@ fn print_event_line(event: &RunEvent) {
 }
 
 /// The first Ctrl-C (or SIGTERM) shuts the engine down: the run is cancelled and ends as
-/// `cancelled`; a second one quits at once.
+/// `cancelled`, or, when it does not stop within the grace period, the process quits and the
+/// run is left to be found `interrupted`; a second one quits at once.
 async fn watch_signals(mut signals: Signals, engine: Engine, progress: Option<Arc<Progress>>) {
     signals.recv().await;
     let message = "cancelling the run (press Ctrl-C again to quit at once)\n";
@@ -153,7 +154,18 @@ async fn watch_signals(mut signals: Signals, engine: Engine, progress: Option<Ar
         None => output::err(message),
     }
     tokio::select! {
-        _ = engine.shutdown(SHUTDOWN_GRACE) => {}
+        stopped = engine.shutdown(SHUTDOWN_GRACE) => {
+            if !stopped {
+                // A step that cannot be interrupted holds the run: leave it to the lease, so
+                // the next `weft` finds this process gone and marks the run interrupted.
+                output::err(&format!(
+                    "the run did not stop within {} s; quitting (it will read `interrupted`, \
+                     and `weft resume RUN --retry` continues it)\n",
+                    SHUTDOWN_GRACE.as_secs()
+                ));
+                std::process::exit(130);
+            }
+        }
         () = signals.recv() => {
             output::err("quit before the run ended\n");
             std::process::exit(130);

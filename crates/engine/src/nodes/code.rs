@@ -1,5 +1,8 @@
 //! `code`: a Python function body run in the sandbox (SPEC §5).
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use weft_sandbox::{Limits, Sandbox, SandboxError};
@@ -34,13 +37,14 @@ impl Kind for CodeConfig {
     const DEFAULT_TIMEOUT_SECONDS: f64 = 30.0;
 
     fn check(&self) -> Result<(), FieldError> {
-        if let Some(problem) = Sandbox::check(&self.code, &self.input_fields)
-            .into_iter()
-            .next()
-        {
-            return Err(FieldError::new("code", problem.to_string()));
+        match Sandbox::check(&self.code, &self.input_fields).into_iter().next() {
+            // Line 0 is the wrapper's parameter list: the problem is a field name.
+            Some(SandboxError::Refused { line: 0, message }) => {
+                Err(FieldError::new("inputFields", message))
+            }
+            Some(problem) => Err(FieldError::new("code", problem.to_string())),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     async fn run(&self, step: &Step<'_>, env: &dyn StepEnv) -> Result<StepOutput, StepError> {
@@ -53,9 +57,13 @@ impl Kind for CodeConfig {
             timeout: step.timeout,
             ..Limits::default()
         };
-        // The interpreter runs on a blocking thread; its own watchdog enforces the timeout.
+        // The interpreter runs on a blocking thread; its own watchdog enforces the timeout,
+        // and stops the code as soon as this step is dropped (the run was cancelled, a sibling
+        // branch failed, the step timed out), rather than at the code's own timeout.
+        let stop = StopOnDrop::default();
+        let cancel = stop.0.clone();
         let outcome = tokio::task::spawn_blocking(move || {
-            sandbox.run(&code, &fields, &initial, &input, &limits)
+            sandbox.run_until(&code, &fields, &initial, &input, &limits, &cancel)
         })
         .await
         .map_err(|error| {
@@ -73,9 +81,20 @@ impl Kind for CodeConfig {
     }
 }
 
+/// Sets its flag when dropped: the step's future is dropped when its run no longer needs it.
+#[derive(Default)]
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
 fn error_kind(error: &SandboxError) -> StepErrorKind {
     match error {
         SandboxError::Timeout { .. } => StepErrorKind::Timeout,
+        SandboxError::Cancelled => StepErrorKind::Cancelled,
         _ => StepErrorKind::Code,
     }
 }

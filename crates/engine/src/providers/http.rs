@@ -432,19 +432,26 @@ fn describe(error: &reqwest::Error) -> String {
     }
 }
 
-/// The `Retry-After` header in seconds (integer or fractional); dates are ignored.
+/// The `Retry-After` header: seconds (integer or fractional) or an HTTP date (how long until
+/// then; a date in the past means at once).
 fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let seconds: f64 = headers
-        .get(RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    if !seconds.is_finite() || seconds < 0.0 {
-        return None;
+    let text = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    retry_after_from(text, chrono::Utc::now())
+}
+
+fn retry_after_from(text: &str, now: chrono::DateTime<chrono::Utc>) -> Option<Duration> {
+    if let Ok(seconds) = text.parse::<f64>() {
+        if !seconds.is_finite() || seconds < 0.0 {
+            return None;
+        }
+        return Duration::try_from_secs_f64(seconds).ok();
     }
-    Duration::try_from_secs_f64(seconds).ok()
+    let date = chrono::DateTime::parse_from_rfc2822(text).ok()?;
+    Some(
+        (date.with_timezone(&chrono::Utc) - now)
+            .to_std()
+            .unwrap_or(Duration::ZERO),
+    )
 }
 
 /// The message of an error answer: `error.message` of a JSON body, else the body's text.
@@ -632,6 +639,23 @@ impl SseParser {
 mod tests {
     use super::*;
 
+    #[test]
+    fn retry_after_reads_seconds_and_http_dates() {
+        let now = chrono::DateTime::parse_from_rfc2822("Wed, 21 Oct 2015 07:28:00 GMT")
+            .expect("a date")
+            .with_timezone(&chrono::Utc);
+        let after = |text| retry_after_from(text, now);
+        assert_eq!(after("7"), Some(Duration::from_secs(7)));
+        assert_eq!(after("0.5"), Some(Duration::from_millis(500)));
+        assert_eq!(
+            after("Wed, 21 Oct 2015 07:28:30 GMT"),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(after("Wed, 21 Oct 2015 07:00:00 GMT"), Some(Duration::ZERO));
+        assert_eq!(after("-3"), None);
+        assert_eq!(after("soon"), None);
+    }
+
     fn parse(chunks: &[&[u8]]) -> Vec<SseEvent> {
         let mut parser = SseParser::default();
         let mut events = Vec::new();
@@ -717,7 +741,11 @@ mod tests {
             RETRY_AFTER,
             "Wed, 21 Oct 2015 07:28:00 GMT".parse().expect("header"),
         );
-        assert_eq!(parse_retry_after(&headers), None);
+        assert_eq!(
+            parse_retry_after(&headers),
+            Some(Duration::ZERO),
+            "a past date"
+        );
     }
 
     #[test]

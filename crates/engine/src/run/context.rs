@@ -21,10 +21,10 @@ use crate::nodes::{Decision, NodeConfig};
 use crate::providers::{
     ChatMessage, ChatRequest, ChatResponse, LlmClients, ModelRoute, ProviderError, Usage,
 };
-use crate::step::{ChildEnd, ChildRun, StepEnv, StepError, StepErrorKind};
+use crate::step::{ChildEnd, ChildRun, StepEnv, StepError};
 use crate::store::RecordedCall;
 use crate::store::Store;
-use crate::template::{NodeOutputs, Scope, Templates};
+use crate::template::{NodeOutputs, RenderLimits, Scope, Templates};
 use crate::validate::{Problem, ProblemCode};
 
 /// What a run uses from outside that its nested runs share: providers, HTTP, the sandbox, the
@@ -173,6 +173,9 @@ impl RunContext {
     }
 }
 
+/// How long a template of a node that is not in the flow's graph may render.
+const DEFAULT_RENDER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 impl StepEnv for RunContext {
     fn emit(&self, node_id: &str, kind: EventType, content: String, usage: Option<Usage>) {
         self.events
@@ -188,9 +191,22 @@ impl StepEnv for RunContext {
             vars: &self.vars,
             nodes: &self.outputs,
         };
+        // A render is part of its step, so it may take as long as the step's attempt.
+        let timeout = self
+            .graph
+            .nodes
+            .get(node_id)
+            .map_or(DEFAULT_RENDER_TIMEOUT, |node| {
+                node.settings.timeout(node.kind.default_timeout_seconds())
+            });
         self.templates
-            .render(node_id, field, &scope)
-            .map_err(|error| StepError::new(StepErrorKind::Template, format!("{field}: {error}")))
+            .render(
+                node_id,
+                field,
+                &scope,
+                RenderLimits::within(timeout, &self.cancel),
+            )
+            .map_err(|error| StepError::from_template(field, error))
     }
 
     fn cancel(&self) -> &CancellationToken {

@@ -20,7 +20,7 @@ use crate::providers::{
     ChatMessage, ChatRequest, ChatResponse, LlmClients, ModelRoute, ProviderError,
     ProviderSettings, Secret, Usage,
 };
-use crate::template::{NodeOutputs, Scope, Templates};
+use crate::template::{NodeOutputs, RenderLimits, Scope, Templates};
 
 /// One child run a step asked for: its input and item index.
 #[derive(Debug, Clone, PartialEq)]
@@ -191,8 +191,13 @@ impl StepEnv for FakeEnv {
             nodes: &nodes,
         };
         self.templates
-            .render(node_id, field, &scope)
-            .map_err(|error| StepError::new(StepErrorKind::Template, format!("{field}: {error}")))
+            .render(
+                node_id,
+                field,
+                &scope,
+                RenderLimits::within(std::time::Duration::from_secs(60), &self.cancel),
+            )
+            .map_err(|error| StepError::from_template(field, error))
     }
 
     fn cancel(&self) -> &CancellationToken {

@@ -21,6 +21,7 @@ use crate::flow::Flow;
 use crate::providers::{
     ChatMessage, ChatRequest, ChatResponse, LlmClients, ModelRoute, ProviderError, Usage,
 };
+use crate::template::TemplateError;
 
 /// One visit of one node: what the kind's `run` works on.
 #[derive(Debug)]
@@ -137,6 +138,17 @@ impl StepError {
 
     pub fn is_cancelled(&self) -> bool {
         self.kind == StepErrorKind::Cancelled
+    }
+
+    /// A template of `field` failed: a timeout or a cancellation as such, anything else as a
+    /// template error.
+    pub(crate) fn from_template(field: &str, error: TemplateError) -> StepError {
+        let kind = match error {
+            TemplateError::TimedOut => StepErrorKind::Timeout,
+            TemplateError::Cancelled => StepErrorKind::Cancelled,
+            _ => StepErrorKind::Template,
+        };
+        StepError::new(kind, format!("{field}: {error}"))
     }
 }
 

@@ -1,0 +1,858 @@
+//! Templates (SPEC §3): MiniJinja, compiled once per run, with the names Weft puts in scope.
+//!
+//! Names: `PREVIOUS_OUTPUT` (text of the previous output), `input` (the previous output as a
+//! value), `approval` (latest decision), `initial` (the run's input), `nodes.<id>` (latest
+//! output of a finished node), `vars` (`settings.vars`) and, when the previous output is a JSON
+//! object, each of its top-level keys. A name that does not exist is an error naming it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use minijinja::value::{Enumerator, Object, ObjectRepr, Serde};
+use minijinja::{Environment, ErrorKind, UndefinedBehavior};
+use serde_json::Value;
+
+mod bounded;
+mod nesting;
+
+pub(crate) use bounded::RenderLimits;
+use bounded::{BoundedText, Stopped, Watch};
+use nesting::check_nesting;
+
+/// Latest output of every node that has finished in this run; shared by the running steps
+/// and read lazily by templates (`nodes.<id>`), so rendering never copies all outputs.
+#[derive(Debug, Default)]
+pub(crate) struct NodeOutputs(RwLock<HashMap<String, Value>>);
+
+impl NodeOutputs {
+    pub(crate) fn from_map(outputs: HashMap<String, Value>) -> NodeOutputs {
+        NodeOutputs(RwLock::new(outputs))
+    }
+
+    pub(crate) fn set(&self, node_id: &str, value: Value) {
+        if let Ok(mut map) = self.0.write() {
+            map.insert(node_id.to_string(), value);
+        }
+    }
+
+    pub(crate) fn get(&self, node_id: &str) -> Option<Value> {
+        self.0.read().ok().and_then(|map| map.get(node_id).cloned())
+    }
+
+    pub(crate) fn snapshot(&self) -> HashMap<String, Value> {
+        self.0.read().map(|map| map.clone()).unwrap_or_default()
+    }
+}
+
+#[derive(Debug)]
+struct NodesView(Arc<NodeOutputs>);
+
+impl Object for NodesView {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Map
+    }
+
+    fn get_value(self: &Arc<Self>, key: &minijinja::Value) -> Option<minijinja::Value> {
+        let value = self.0.get(key.as_str()?)?;
+        Some(minijinja::Value::from(Serde(&value)))
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        let mut keys: Vec<minijinja::Value> = self
+            .0
+            .snapshot()
+            .into_keys()
+            .map(minijinja::Value::from)
+            .collect();
+        keys.sort();
+        Enumerator::Values(keys)
+    }
+}
+
+/// The text form of an output: strings as they are, anything else as compact JSON.
+pub fn output_text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// What a template can see while one node runs.
+pub(crate) struct Scope<'a> {
+    pub input: &'a Value,
+    pub initial: &'a Value,
+    pub approval: Option<&'a Value>,
+    pub vars: &'a Value,
+    pub nodes: &'a Arc<NodeOutputs>,
+}
+
+/// The names every template may use, for messages and the canvas.
+pub const SCOPE_NAMES: &[&str] = &[
+    "PREVIOUS_OUTPUT",
+    "input",
+    "approval",
+    "initial",
+    "nodes",
+    "vars",
+];
+
+/// How much work one rendering may do: MiniJinja instructions (well under a second of CPU).
+/// A template never needs more to shape an LLM prompt or a message; a runaway loop stops here
+/// instead of holding up the run.
+pub const MAX_TEMPLATE_STEPS: u64 = 5_000_000;
+/// The longest text one rendering may produce.
+pub const MAX_RENDERED_BYTES: usize = 10 * 1024 * 1024;
+/// Operators (and brackets) one `{{ }}` or `{% %}` tag may hold. Each nests the expression one
+/// level deeper, and MiniJinja parses and compiles nesting by recursion: bounding it keeps the
+/// stack safe on any thread (the app validates on 2 MiB worker threads).
+pub const MAX_OPERATORS_PER_TAG: usize = 200;
+/// The largest count or width the filters that build text or lists from a number accept
+/// (`indent`, `slice`, `batch` with a filler, `format` widths).
+pub const MAX_FILTER_SIZE: usize = 10_000;
+
+/// Why a template failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TemplateError {
+    #[error("template does not parse: {0}")]
+    Syntax(String),
+    #[error("template refers to `{name}`, which does not exist here{hint}")]
+    UnknownName { name: String, hint: String },
+    #[error("template failed: {0}")]
+    Render(String),
+    #[error(
+        "template did too much work (more than {MAX_TEMPLATE_STEPS} steps): a loop over too much, or one that does not end"
+    )]
+    TooMuchWork,
+    #[error("template rendered more than {} MiB of text", MAX_RENDERED_BYTES / 1024 / 1024)]
+    TooLarge,
+    #[error("template was still rendering when the step's time was up (timeoutSeconds)")]
+    TimedOut,
+    #[error("template rendering stopped: the run was cancelled")]
+    Cancelled,
+}
+
+fn new_environment() -> Environment<'static> {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.set_fuel(Some(MAX_TEMPLATE_STEPS));
+    bounded::add_filters(&mut env);
+    env.set_formatter(bounded::formatter);
+    env
+}
+
+fn describe_error(error: &minijinja::Error) -> String {
+    let mut text = error
+        .detail()
+        .unwrap_or(error.kind().to_string().as_str())
+        .to_string();
+    if let Some(line) = error.line() {
+        text.push_str(&format!(" (line {line})"));
+    }
+    text
+}
+
+/// Checks that `source` parses; used by the validator.
+pub fn check_syntax(source: &str) -> Result<(), TemplateError> {
+    check_nesting(source)?;
+    let env = new_environment();
+    env.template_from_str(source)
+        .map(|_| ())
+        .map_err(|error| TemplateError::Syntax(describe_error(&error)))
+}
+
+/// The templates of one flow, compiled once and rendered many times.
+pub(crate) struct Templates {
+    env: Environment<'static>,
+}
+
+impl Templates {
+    pub(crate) fn new() -> Templates {
+        Templates {
+            env: new_environment(),
+        }
+    }
+
+    fn key(node_id: &str, field: &str) -> String {
+        format!("{node_id}\u{1f}{field}")
+    }
+
+    /// Compiles the template of `field` of `node_id`.
+    pub(crate) fn add(
+        &mut self,
+        node_id: &str,
+        field: &str,
+        source: &str,
+    ) -> Result<(), TemplateError> {
+        check_nesting(source)?;
+        self.env
+            .add_template_owned(Templates::key(node_id, field), source.to_string())
+            .map_err(|error| TemplateError::Syntax(describe_error(&error)))
+    }
+
+    /// Renders a template added earlier with [`Templates::add`].
+    pub(crate) fn render(
+        &self,
+        node_id: &str,
+        field: &str,
+        scope: &Scope<'_>,
+        limits: RenderLimits,
+    ) -> Result<String, TemplateError> {
+        let template = self
+            .env
+            .get_template(&Templates::key(node_id, field))
+            .map_err(|error| TemplateError::Render(describe_error(&error)))?;
+        let context = build_context(scope);
+        let mut output = BoundedText::default();
+        let watch = Watch::start(limits);
+        let rendered = template.render_captured_to(&context, &mut output);
+        match watch.stopped() {
+            Some(Stopped::TimedOut) => return Err(TemplateError::TimedOut),
+            Some(Stopped::Cancelled) => return Err(TemplateError::Cancelled),
+            None => {}
+        }
+        drop(watch);
+        if output.too_large {
+            return Err(TemplateError::TooLarge);
+        }
+        rendered.map(|_| output.text()).map_err(|error| {
+            if error.kind() == ErrorKind::OutOfFuel {
+                return TemplateError::TooMuchWork;
+            }
+            if error.kind() == ErrorKind::UndefinedError {
+                // Functions such as `range` are globals, not names of the scope.
+                let globals: Vec<&str> = self.env.globals().map(|(name, _)| name).collect();
+                let mut names: Vec<String> = template
+                    .undeclared_variables(true)
+                    .into_iter()
+                    .filter(|name| {
+                        let head = name.split('.').next().unwrap_or(name);
+                        !globals.contains(&head)
+                    })
+                    .collect();
+                names.sort();
+                if let Some(missing) = names.iter().find_map(|name| missing_part(name, scope)) {
+                    return missing;
+                }
+            }
+            TemplateError::Render(describe_error(&error))
+        })
+    }
+}
+
+fn build_context(scope: &Scope<'_>) -> minijinja::Value {
+    let mut context: std::collections::BTreeMap<String, minijinja::Value> = Default::default();
+    if let Value::Object(fields) = scope.input {
+        for (key, value) in fields {
+            context.insert(key.clone(), minijinja::Value::from(Serde(value)));
+        }
+    }
+    context.insert(
+        "PREVIOUS_OUTPUT".into(),
+        minijinja::Value::from(output_text(scope.input)),
+    );
+    context.insert("input".into(), minijinja::Value::from(Serde(scope.input)));
+    context.insert(
+        "initial".into(),
+        minijinja::Value::from(Serde(scope.initial)),
+    );
+    context.insert("vars".into(), minijinja::Value::from(Serde(scope.vars)));
+    context.insert(
+        "nodes".into(),
+        minijinja::Value::from_object(NodesView(scope.nodes.clone())),
+    );
+    if let Some(approval) = scope.approval {
+        context.insert("approval".into(), minijinja::Value::from(Serde(approval)));
+    }
+    minijinja::Value::from(context)
+}
+
+/// The first part of a dotted name (`nodes.classify.verdict`) that does not resolve, as an
+/// error naming it, or `None` when the whole name resolves.
+fn missing_part(name: &str, scope: &Scope<'_>) -> Option<TemplateError> {
+    let mut parts = name.split('.');
+    let head = parts.next()?;
+    let unknown = |name: String, hint: String| Some(TemplateError::UnknownName { name, hint });
+    let current: Value = match head {
+        "PREVIOUS_OUTPUT" => return None,
+        "input" => scope.input.clone(),
+        "initial" => scope.initial.clone(),
+        "vars" => scope.vars.clone(),
+        "approval" => match scope.approval {
+            Some(value) => value.clone(),
+            None => {
+                return unknown(
+                    head.into(),
+                    " (no approval has been decided in this run yet)".into(),
+                );
+            }
+        },
+        "nodes" => {
+            let id = parts.next()?;
+            match scope.nodes.get(id) {
+                Some(value) => value,
+                None => {
+                    return unknown(
+                        format!("nodes.{id}"),
+                        format!(" (node `{id}` has not finished in this run)"),
+                    );
+                }
+            }
+        }
+        field => match scope.input.get(field) {
+            Some(value) => value.clone(),
+            None => {
+                let keys = match scope.input {
+                    Value::Object(map) if !map.is_empty() => {
+                        let keys: Vec<&str> = map.keys().map(String::as_str).collect();
+                        format!("; the previous output has the fields {}", keys.join(", "))
+                    }
+                    _ => "; the previous output is not a JSON object".to_string(),
+                };
+                return unknown(
+                    field.into(),
+                    format!(" (names in scope: {}{keys})", SCOPE_NAMES.join(", ")),
+                );
+            }
+        },
+    };
+    let kept = if head == "nodes" { 2 } else { 1 };
+    let rest: Vec<&str> = name.split('.').skip(kept).collect();
+    match crate::path::resolve(&current, &rest.join(".")) {
+        Ok(_) => None,
+        Err(resolved) => {
+            let path: Vec<&str> = name.split('.').take(kept + resolved + 1).collect();
+            unknown(path.join("."), String::new())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+
+    fn render(
+        source: &str,
+        input: Value,
+        nodes: &[(&str, Value)],
+    ) -> Result<String, TemplateError> {
+        let limits = RenderLimits::within(Duration::from_secs(60), &CancellationToken::new());
+        render_within(source, input, nodes, limits)
+    }
+
+    fn render_within(
+        source: &str,
+        input: Value,
+        nodes: &[(&str, Value)],
+        limits: RenderLimits,
+    ) -> Result<String, TemplateError> {
+        let outputs = Arc::new(NodeOutputs::from_map(
+            nodes
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        ));
+        let mut templates = Templates::new();
+        templates.add("n", "f", source)?;
+        let initial = json!({"topic": "rust"});
+        let vars = json!({"tone": "dry"});
+        let approval = json!({"decision": "approve", "note": "fine"});
+        templates.render(
+            "n",
+            "f",
+            &Scope {
+                input: &input,
+                initial: &initial,
+                approval: Some(&approval),
+                vars: &vars,
+                nodes: &outputs,
+            },
+            limits,
+        )
+    }
+
+    /// The error of a render that must fail (a success is reported by its length alone).
+    fn render_error(source: &str, limits: RenderLimits) -> TemplateError {
+        match render_within(source, json!(""), &[], limits) {
+            Ok(text) => panic!("{source}: rendered {} bytes instead of failing", text.len()),
+            Err(error) => error,
+        }
+    }
+
+    #[test]
+    fn a_render_stops_at_its_deadline_or_when_its_run_is_cancelled() {
+        // No output and no filter in the loop: only the `range` items are checkpoints.
+        let copies = "{% set s = 'a' * 5000000 %}\
+            {% for i in range(100000) %}{% set t = s ~ 'b' %}{% endfor %}done";
+        let started = std::time::Instant::now();
+        let limits = RenderLimits::within(Duration::from_millis(200), &CancellationToken::new());
+        assert_eq!(render_error(copies, limits), TemplateError::TimedOut);
+        // Without the deadline the loop copies 500 GB: minutes, not seconds.
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            started.elapsed()
+        );
+
+        // Printed values and filters are checkpoints too.
+        let items = "{% for i in [1, 2, 3] %}{{ i }}{% endfor %}";
+        let filtered = "{% set x = ['a', 'b'] | join(',') %}";
+        for source in [items, filtered] {
+            let limits = RenderLimits::within(Duration::ZERO, &CancellationToken::new());
+            assert_eq!(
+                render_error(source, limits),
+                TemplateError::TimedOut,
+                "{source}"
+            );
+            let cancel = CancellationToken::new();
+            cancel.cancel();
+            let limits = RenderLimits::within(Duration::from_secs(60), &cancel);
+            let error = render_error(source, limits);
+            assert_eq!(error, TemplateError::Cancelled, "{source}");
+            assert!(
+                error.to_string().contains("the run was cancelled"),
+                "{error}"
+            );
+        }
+        // Within the limits, the same loops render.
+        assert_eq!(render(items, json!(""), &[]).expect("renders"), "123");
+        let text = render("{% for i in range(3) %}{{ i }}{% endfor %}", json!(""), &[]);
+        assert_eq!(text.expect("renders"), "012");
+    }
+
+    #[test]
+    fn every_scope_name_renders() {
+        let text = render(
+            "{{PREVIOUS_OUTPUT}}|{{input.verdict}}|{{verdict}}|{{initial.topic}}|{{vars.tone}}|{{nodes.a}}|{{approval.decision}}",
+            json!({"verdict": "yes"}),
+            &[("a", json!("from a"))],
+        )
+        .expect("renders");
+        assert_eq!(text, r#"{"verdict":"yes"}|yes|yes|rust|dry|from a|approve"#);
+    }
+
+    #[test]
+    fn missing_names_are_named() {
+        let error = render("Hi {{ nodes.classify }}", json!("x"), &[]).expect_err("missing node");
+        assert_eq!(
+            error.to_string(),
+            "template refers to `nodes.classify`, which does not exist here (node `classify` has not finished in this run)"
+        );
+        let error = render("{{ verdict }}", json!({"score": 1}), &[]).expect_err("missing field");
+        assert!(
+            error
+                .to_string()
+                .starts_with("template refers to `verdict`"),
+            "{error}"
+        );
+        assert!(
+            error
+                .to_string()
+                .contains("the previous output has the fields score"),
+            "{error}"
+        );
+        let error = render("{{ initial.nope.deeper }}", json!(""), &[]).expect_err("missing path");
+        assert_eq!(
+            error.to_string(),
+            "template refers to `initial.nope`, which does not exist here"
+        );
+        // A function is not blamed for a missing name beside it.
+        let error = render(
+            "{% for i in range(2) %}{{ unset }}{% endfor %}",
+            json!(""),
+            &[],
+        )
+        .expect_err("missing name");
+        assert!(
+            error.to_string().starts_with("template refers to `unset`"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn syntax_errors_are_reported_with_line() {
+        let error = check_syntax("ok\n{{ broken").expect_err("syntax");
+        assert!(error.to_string().contains("line 2"), "{error}");
+        assert!(check_syntax("{% if x is defined %}{{x}}{% endif %}").is_ok());
+    }
+
+    #[test]
+    fn hostile_templates_end_with_a_clear_error_quickly() {
+        let started = std::time::Instant::now();
+        let cases = [
+            (
+                "{{ 'a\nb' | indent(1000000000000) }}",
+                "indent: a width of 1000000000000 is more than 10000",
+            ),
+            (
+                "{{ 'a\nb' | indent(18446744073709551615) }}",
+                "indent: a width of",
+            ),
+            (
+                "{{ 'x' | indent(width=99999) }}",
+                "indent: a width of 99999",
+            ),
+            (
+                "{{ [1, 2] | slice(1000000000) }}",
+                "slice: a count of 1000000000",
+            ),
+            (
+                "{{ [1] | batch(1000000000, 0) }}",
+                "batch: a count of 1000000000",
+            ),
+            (
+                "{{ '%999999999s' | format('x') }}",
+                "format: a width of 999999999",
+            ),
+            (
+                "{{ '%.99999999f' | format(1.5) }}",
+                "format: a width of 99999999",
+            ),
+            (
+                "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}done",
+                "did too much work",
+            ),
+            (
+                "{{ [1] * 100000000 }}",
+                "a list of 100000000 items is too long to print",
+            ),
+            ("{{ ['abcd'] * 3000000 }}", "rendered more than 10 MiB"),
+            ("{{ 'a' * 50000000 }}", "rendered more than 10 MiB"),
+        ];
+        for (source, expected) in cases {
+            let limits = RenderLimits::within(Duration::from_secs(60), &CancellationToken::new());
+            let error = render_error(source, limits);
+            assert!(error.to_string().contains(expected), "{source}: {error}");
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "took {:?}",
+            started.elapsed()
+        );
+        // Within the bounds, the filters still work.
+        assert_eq!(
+            render("{{ 'a\nb' | indent(2) }}", json!(""), &[]).expect("ok"),
+            "a\n  b"
+        );
+        assert_eq!(
+            render("{{ '%5s|' | format('ab') }}", json!(""), &[]).expect("ok"),
+            "   ab|"
+        );
+        assert_eq!(
+            render("{{ [1,2,3] | slice(2) | list }}", json!(""), &[]).expect("ok"),
+            "[[1, 2], [3]]"
+        );
+    }
+
+    #[test]
+    fn deep_expressions_are_refused_before_parsing() {
+        for source in [
+            format!("{{{{ {}1 }}}}", "-".repeat(20_000)),
+            format!("{{{{ 1{} }}}}", " + 1".repeat(50_000)),
+            format!("{{{{ x{} }}}}", " | abs".repeat(50_000)),
+            format!("{{{{ x{} }}}}", ".a".repeat(50_000)),
+            format!("{{{{ {}x }}}}", "not ".repeat(50_000)),
+            format!("{{% if {}x %}}{{% endif %}}", "(".repeat(50_000)),
+        ] {
+            let error = check_syntax(&source).expect_err("too deep");
+            assert!(
+                error.to_string().contains("more than 200 operators"),
+                "{error}"
+            );
+            let mut templates = Templates::new();
+            assert!(templates.add("n", "f", &source).is_err());
+        }
+        // Ordinary expressions, and operators inside strings, are fine.
+        check_syntax(
+            "{{ a.b.c | default('x') ~ (1 + 2 * 3) }} {% if not x or y in z %}{% endif %}",
+        )
+        .expect("ordinary");
+        check_syntax(&format!("{{{{ '{}' }}}}", "-+.|".repeat(5_000))).expect("a string");
+    }
+
+    #[test]
+    fn is_defined_checks_do_not_trip_strict_mode() {
+        assert_eq!(
+            render(
+                "{% if nope is defined %}y{% else %}n{% endif %}",
+                json!(""),
+                &[]
+            )
+            .expect("ok"),
+            "n"
+        );
+    }
+}
+
+/// Random templates built from MiniJinja's grammar (and the values that once crashed Weft):
+/// checking and rendering must end with text or an error, never a panic, an abort or a hang.
+/// Another property runs free-form strings of the language's pieces through the checker.
+#[cfg(test)]
+mod fuzz {
+    use std::time::Duration;
+
+    use proptest::prelude::*;
+    use proptest::test_runner::RngSeed;
+    use serde_json::json;
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+
+    const LEAVES: &[&str] = &[
+        "'a'",
+        "'%s'",
+        "'%999999999s'",
+        "'a\nb'",
+        "\"\"",
+        "[1]",
+        "[1, 2]",
+        "{'k': 1}",
+        "0",
+        "1",
+        "-1",
+        "3",
+        "100000",
+        "100000000",
+        "1000000000000",
+        "18446744073709551615",
+        "99999999999999999999",
+        "1.5",
+        "true",
+        "none",
+        "input",
+        "initial",
+        "nodes",
+        "nodes.a",
+        "vars",
+        "vars.tone",
+        "approval",
+        "PREVIOUS_OUTPUT",
+        "verdict",
+        "list",
+        "x",
+        "loop",
+        "range(3)",
+        "range(100000)",
+        "missing",
+        "namespace()",
+        "dict(a=1)",
+        "lipsum(2)",
+    ];
+    const OPERATORS: &[&str] = &[
+        " ~ ",
+        " * ",
+        " + ",
+        " - ",
+        " / ",
+        " // ",
+        " % ",
+        " ** ",
+        " == ",
+        " < ",
+        " and ",
+        " or ",
+        " in ",
+        " is defined",
+        " if x else ",
+    ];
+    const FILTERS: &[&str] = &[
+        "indent",
+        "format",
+        "batch",
+        "slice",
+        "tojson",
+        "join",
+        "replace",
+        "length",
+        "list",
+        "upper",
+        "default",
+        "abs",
+        "first",
+        "last",
+        "reverse",
+        "sort",
+        "unique",
+        "string",
+        "int",
+        "float",
+        "round",
+        "title",
+        "trim",
+        "items",
+        "dictsort",
+        "map",
+        "select",
+        "reject",
+        "groupby",
+        "sum",
+        "min",
+        "max",
+        "pprint",
+        "lines",
+        "split",
+        "urlencode",
+        "center",
+    ];
+    const PIECES: &[&str] = &[
+        "{{ ",
+        " }}",
+        "{% ",
+        " %}",
+        "{# ",
+        " #}",
+        "{%- ",
+        " -%}",
+        "for ",
+        " in ",
+        "(",
+        ")",
+        "[",
+        "]",
+        "{",
+        "}",
+        ",",
+        ".",
+        "if ",
+        "endif",
+        "endfor",
+        "set ",
+        "x",
+        " = ",
+        " ~ ",
+        " | ",
+        "raw",
+        "endraw",
+        "macro ",
+        "endmacro",
+        "call ",
+        "endcall",
+        "filter ",
+        "endfilter",
+        "include ",
+        "import ",
+        "extends ",
+        "block ",
+        "endblock",
+        "super()",
+        "recursive",
+        "'a",
+        "\n",
+        "text ",
+    ];
+
+    /// As `crates/engine/tests/fuzz.rs` does: a fixed seed unless `WEFT_FUZZ_SEED` says
+    /// otherwise, `WEFT_FUZZ_CASES` cases if set.
+    fn config(cases: u32) -> ProptestConfig {
+        let variable = |name| std::env::var(name).ok();
+        let rng_seed = match variable("WEFT_FUZZ_SEED").as_deref() {
+            Some("random") => RngSeed::Random,
+            Some(seed) => RngSeed::Fixed(seed.parse().expect("WEFT_FUZZ_SEED is a number")),
+            None => RngSeed::Fixed(0x5eed_7e3b),
+        };
+        ProptestConfig {
+            cases: variable("WEFT_FUZZ_CASES").map_or(cases, |n| n.parse().expect("a count")),
+            rng_seed,
+            ..ProptestConfig::default()
+        }
+    }
+
+    fn expression() -> impl Strategy<Value = String> {
+        let leaf = prop::sample::select(LEAVES).prop_map(str::to_string);
+        leaf.prop_recursive(4, 24, 3, |inner| {
+            prop_oneof![
+                (
+                    inner.clone(),
+                    prop::sample::select(OPERATORS),
+                    inner.clone()
+                )
+                    .prop_map(|(left, op, right)| format!("{left}{op}{right}")),
+                (
+                    inner.clone(),
+                    prop::sample::select(FILTERS),
+                    prop::collection::vec(inner.clone(), 0..3)
+                )
+                    .prop_map(|(value, filter, args)| if args.is_empty() {
+                        format!("{value} | {filter}")
+                    } else {
+                        format!("{value} | {filter}({})", args.join(", "))
+                    }),
+                inner.clone().prop_map(|value| format!("({value})")),
+                inner.clone().prop_map(|value| format!("-{value}")),
+                inner.clone().prop_map(|value| format!("not {value}")),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("[{a}, {b}]")),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("{a}[{b}]")),
+                inner.clone().prop_map(|value| format!("{value}.b")),
+            ]
+        })
+    }
+
+    fn template() -> impl Strategy<Value = String> {
+        let text = prop::sample::select(&["", "text ", "\n", "é "][..]).prop_map(str::to_string);
+        let part = prop_oneof![
+            text,
+            expression().prop_map(|e| format!("{{{{ {e} }}}}")),
+            expression().prop_map(|e| format!("{{% set x = {e} %}}")),
+        ];
+        let body = prop::collection::vec(part, 0..4).prop_map(|parts| parts.concat());
+        let block = prop_oneof![
+            body.clone(),
+            (expression(), body.clone())
+                .prop_map(|(e, b)| format!("{{% for x in {e} %}}{b}{{% endfor %}}")),
+            (expression(), body.clone(), body)
+                .prop_map(|(e, a, b)| format!("{{% if {e} %}}{a}{{% else %}}{b}{{% endif %}}")),
+        ];
+        prop::collection::vec(block, 1..4).prop_map(|blocks| blocks.concat())
+    }
+
+    fn free_form() -> impl Strategy<Value = String> {
+        let piece = prop::sample::select(PIECES);
+        prop::collection::vec(piece, 1..40).prop_map(|pieces| pieces.concat())
+    }
+
+    /// Checks and renders `source`; a failure is an error value, never a panic.
+    fn check_and_render(source: &str) -> Result<(), TestCaseError> {
+        let checked = check_syntax(source);
+        let mut templates = Templates::new();
+        let added = templates.add("n", "f", source);
+        prop_assert_eq!(checked.is_ok(), added.is_ok(), "check and compile agree");
+        if added.is_err() {
+            return Ok(());
+        }
+        let outputs = Arc::new(NodeOutputs::from_map(
+            [("a".to_string(), json!({"b": [1, "two"]}))].into(),
+        ));
+        let input = json!({"verdict": "yes", "list": [1, 2, 3]});
+        let scope = Scope {
+            input: &input,
+            initial: &json!("start"),
+            approval: None,
+            vars: &json!({"tone": "dry"}),
+            nodes: &outputs,
+        };
+        let limits = RenderLimits::within(Duration::from_secs(10), &CancellationToken::new());
+        if let Ok(text) = templates.render("n", "f", &scope, limits) {
+            prop_assert!(text.len() <= MAX_RENDERED_BYTES);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(config(500))]
+
+        #[test]
+        fn random_templates_check_and_render_without_panic(source in template()) {
+            check_and_render(&source)?;
+        }
+
+        #[test]
+        fn free_form_template_text_checks_and_renders_without_panic(source in free_form()) {
+            check_and_render(&source)?;
+        }
+    }
+}
