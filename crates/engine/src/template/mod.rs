@@ -155,10 +155,16 @@ fn describe_error(error: &minijinja::Error) -> String {
 /// Checks that `source` parses; used by the validator.
 pub fn check_syntax(source: &str) -> Result<(), TemplateError> {
     check_nesting(source)?;
-    let env = new_environment();
-    env.template_from_str(source)
-        .map(|_| ())
-        .map_err(|error| TemplateError::Syntax(describe_error(&error)))
+    // Building an environment (its filters above all) costs more than parsing a short
+    // template, and the validator checks every template field of every node: one per thread.
+    thread_local! {
+        static SYNTAX: Environment<'static> = new_environment();
+    }
+    SYNTAX.with(|env| {
+        env.template_from_str(source)
+            .map(|_| ())
+            .map_err(|error| TemplateError::Syntax(describe_error(&error)))
+    })
 }
 
 /// The templates of one flow, compiled once and rendered many times.
