@@ -30,8 +30,8 @@ use super::http::{
     is_retryable_status, malformed, reported_error, secret_header,
 };
 use super::{
-    ChatMessage, ChatRequest, ChatResponse, ProviderError, ProviderSettings, Secret, ToolCall,
-    Usage, WebSource, add_source,
+    ChatMessage, ChatRequest, ChatResponse, LazyClient, ProviderError, ProviderSettings, Secret,
+    ToolCall, Usage, WebSource, add_source,
 };
 
 const PROVIDER: &str = "anthropic";
@@ -60,7 +60,7 @@ fn thinking_budget(effort: &str) -> Option<u64> {
 /// kept thinking blocks are shared.
 #[derive(Debug, Clone)]
 pub struct AnthropicClient {
-    http: reqwest::Client,
+    http: LazyClient,
     settings: ProviderSettings,
     thinking: ThinkingStore,
 }
@@ -68,7 +68,7 @@ pub struct AnthropicClient {
 impl AnthropicClient {
     /// A client using `http` (which carries the connect and read timeouts) and the retry
     /// policy of `settings`.
-    pub fn new(http: reqwest::Client, settings: ProviderSettings) -> AnthropicClient {
+    pub fn new(http: LazyClient, settings: ProviderSettings) -> AnthropicClient {
         AnthropicClient {
             http,
             settings,
@@ -108,7 +108,7 @@ impl AnthropicClient {
             thinking: &self.thinking,
         };
         let exchange = Exchange {
-            http: &self.http,
+            http: self.http.get(),
             settings: &self.settings,
             provider: PROVIDER,
             base_url,

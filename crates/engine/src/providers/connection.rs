@@ -35,7 +35,7 @@ impl LlmClients {
                 settings.check_configured(provider)?;
                 let url = format!("{}/models", settings.openai_base_url);
                 let key = settings.openai_api_key.as_ref().map(Secret::expose);
-                let request = self.http.get(&url);
+                let request = self.http.get().get(&url);
                 let request = match key {
                     Some(key) => request.bearer_auth(key),
                     None => request,
@@ -47,6 +47,7 @@ impl LlmClients {
                 let url = format!("{}/v1/models", settings.anthropic_base_url);
                 let mut request = self
                     .http
+                    .get()
                     .get(&url)
                     .header("anthropic-version", super::anthropic::API_VERSION);
                 if let Some(key) = &settings.anthropic_api_key {
@@ -56,7 +57,7 @@ impl LlmClients {
             }
             ProviderKind::Ollama => {
                 let url = format!("{}/api/tags", settings.ollama_host);
-                (url.clone(), self.http.get(&url))
+                (url.clone(), self.http.get().get(&url))
             }
         };
         let redact = |text: String| settings.redact(&text);

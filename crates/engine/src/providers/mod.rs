@@ -11,7 +11,10 @@
 mod anthropic;
 mod connection;
 mod http;
+mod lazy_client;
 mod openai;
+
+pub use lazy_client::LazyClient;
 
 pub use connection::ConnectionReport;
 
@@ -431,19 +434,14 @@ pub enum ProviderError {
 pub struct LlmClients {
     settings: ProviderSettings,
     /// The pool the provider clients share; also used for connection checks.
-    http: reqwest::Client,
+    http: LazyClient,
     openai: OpenAiClient,
     anthropic: AnthropicClient,
 }
 
 impl LlmClients {
     pub fn new(settings: ProviderSettings) -> LlmClients {
-        let http = reqwest::Client::builder()
-            .connect_timeout(settings.connect_timeout)
-            .read_timeout(settings.read_timeout)
-            .build()
-            // Only fails when the TLS backend cannot initialize, which is a broken install.
-            .unwrap_or_else(|_| reqwest::Client::new());
+        let http = LazyClient::new(settings.connect_timeout, Some(settings.read_timeout));
         LlmClients {
             openai: OpenAiClient::new(http.clone(), settings.clone()),
             anthropic: AnthropicClient::new(http.clone(), settings.clone()),

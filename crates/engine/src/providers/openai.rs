@@ -16,22 +16,22 @@ use super::http::{
     reported_error, secret_header,
 };
 use super::{
-    ChatMessage, ChatRequest, ChatResponse, ProviderError, ProviderSettings, Secret, ToolCall,
-    Usage, WebSource, add_source,
+    ChatMessage, ChatRequest, ChatResponse, LazyClient, ProviderError, ProviderSettings, Secret,
+    ToolCall, Usage, WebSource, add_source,
 };
 
 /// A client for the OpenAI Chat Completions wire format. Cheap to clone: the HTTP connection
 /// pool is shared.
 #[derive(Debug, Clone)]
 pub struct OpenAiClient {
-    http: reqwest::Client,
+    http: LazyClient,
     settings: ProviderSettings,
 }
 
 impl OpenAiClient {
     /// A client using `http` (which carries the connect and read timeouts) and the retry
     /// policy of `settings`.
-    pub fn new(http: reqwest::Client, settings: ProviderSettings) -> OpenAiClient {
+    pub fn new(http: LazyClient, settings: ProviderSettings) -> OpenAiClient {
         OpenAiClient { http, settings }
     }
 
@@ -54,7 +54,7 @@ impl OpenAiClient {
             headers.insert(AUTHORIZATION, value);
         }
         let exchange = Exchange {
-            http: &self.http,
+            http: self.http.get(),
             settings: &self.settings,
             provider,
             base_url,

@@ -19,7 +19,8 @@ use crate::event::EventType;
 use crate::flow::{Flow, Node};
 use crate::nodes::{Decision, NodeConfig};
 use crate::providers::{
-    ChatMessage, ChatRequest, ChatResponse, LlmClients, ModelRoute, ProviderError, Usage,
+    ChatMessage, ChatRequest, ChatResponse, LazyClient, LlmClients, ModelRoute, ProviderError,
+    Usage,
 };
 use crate::step::{ChildEnd, ChildRun, StepEnv, StepError};
 use crate::store::RecordedCall;
@@ -32,7 +33,7 @@ use crate::validate::{Problem, ProblemCode};
 #[derive(Clone)]
 pub(crate) struct Services {
     pub llm: LlmClients,
-    pub http: reqwest::Client,
+    pub http: LazyClient,
     pub sandbox: weft_sandbox::Sandbox,
     pub store: Store,
 }
@@ -264,7 +265,7 @@ impl StepEnv for RunContext {
     }
 
     fn http(&self) -> &reqwest::Client {
-        &self.services.http
+        self.services.http.get()
     }
 
     fn sandbox(&self) -> &weft_sandbox::Sandbox {

@@ -35,7 +35,7 @@ pub use emitter::EventListener;
 use crate::event::{EventType, RunStatus};
 use crate::flow::Flow;
 use crate::nodes::{Decision, NodeConfig, NodeKind, StartConfig};
-use crate::providers::{LlmClients, Usage};
+use crate::providers::{LazyClient, LlmClients, Usage};
 use crate::store::{
     NewRun, NodeOutputRecord, PauseRecord, QueuedStep, RunRecord, Store, StoreError, StoredStep,
 };
@@ -226,11 +226,7 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(llm: LlmClients, store: Store) -> Engine {
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            // Only fails when the TLS backend cannot initialize, which is a broken install.
-            .unwrap_or_else(|_| reqwest::Client::new());
+        let http = LazyClient::new(Duration::from_secs(10), None);
         Engine {
             services: Services {
                 llm,
