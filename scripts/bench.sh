@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# The whole-process speed of `weft`, on the workloads of the peers' harness
+# (../shared/peers-bench/): each figure is the median (min–max) of several fresh processes.
+#
+#   chain N      start → N `template` (or `if`) nodes → output, run with `--events` (NDJSON on
+#                stdout, as a script would): engine µs per step from `run_start` to `run_end`
+#                (the events' own times), whole-process µs per step, and set-up (process start
+#                to the first printed event, so reading, validating and storing the flow);
+#   trivial      start → output: wall time and peak RSS of the process;
+#   fan-out N    start → N concurrent agents against the scripted LLM server answering after
+#                50 ms over loopback HTTP: wall time and peak RSS.
+#
+#   bash scripts/bench.sh                  # chain 1000,10000, trivial, fan-out 1000; 5 runs each
+#   WEFT_BENCH_RUNS=9 bash scripts/bench.sh
+#
+# Figures only: nothing here passes or fails on time (a busy machine is not a defect).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --locked -p weft-cli -p weft-scripted-llm >&2
+target="${CARGO_TARGET_DIR:-target}/release"
+exec python3 - "$target/weft" "$target/scripted-llm" "${WEFT_BENCH_RUNS:-5}" <<'PYTHON'
+import json, os, statistics, subprocess, sys, tempfile, time
+from datetime import datetime
+
+weft, scripted_llm, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+work = tempfile.mkdtemp(prefix="weft-bench-")
+
+
+def node(id, kind, data):
+    return {"id": id, "type": kind, "position": {"x": 0, "y": 0}, "data": data}
+
+
+def edge(id, source, target, handle="output"):
+    return {"id": id, "source": source, "target": target, "sourceHandle": handle}
+
+
+def write(name, nodes, edges):
+    path = os.path.join(work, name)
+    with open(path, "w") as file:
+        json.dump({"version": 1, "name": name, "nodes": nodes, "edges": edges}, file)
+    return path
+
+
+def chain(length, kind):
+    nodes = [node("start", "start", {"initialInput": "go"})]
+    edges, previous = [], "start"
+    data = {"conditions": [{"operator": "is_not_empty"}]} if kind == "if" else {"template": "step"}
+    for index in range(length):
+        id = f"n{index}"
+        nodes.append(node(id, kind, data))
+        handle = "condition-0" if kind == "if" and previous != "start" else "output"
+        edges.append(edge(f"e{index}", previous, id, handle))
+        previous = id
+    nodes.append(node("end", "output", {}))
+    edges.append(edge("e-end", previous, "end", "condition-0" if kind == "if" else "output"))
+    return write(f"chain-{kind}-{length}.json", nodes, edges)
+
+
+def fan_out(branches):
+    nodes = [node("start", "start", {"initialInput": "go"})]
+    edges = []
+    for index in range(branches):
+        nodes.append(node(f"a{index}", "agent", {"model": "scripted", "userPrompt": "branch {{ PREVIOUS_OUTPUT }}"}))
+        edges.append(edge(f"e{index}", "start", f"a{index}"))
+    return write(f"fan-out-{branches}.json", nodes, edges)
+
+
+def stamp(text):
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def run(flow, env=None):
+    """One fresh `weft run --events`: wall s, set-up s, engine s, peak RSS KiB."""
+    db = os.path.join(work, "runs.db")
+    # Warnings and progress go to a file: a pipe nobody reads would fill and stop `weft`.
+    errors = tempfile.TemporaryFile()
+    started = time.monotonic()
+    child = subprocess.Popen([weft, "run", flow, "--events", "--db", db],
+                             stdout=subprocess.PIPE, stderr=errors, env=env)
+    first = child.stdout.readline()
+    setup = time.monotonic() - started
+    rest = child.stdout.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.monotonic() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        errors.seek(0)
+        sys.exit(f"{flow}: exit {child.returncode}: {errors.read().decode()[-500:]}")
+    events = [json.loads(line) for line in (first + rest).splitlines()]
+    ends = [e for e in events if e["type"] == "run_end"]
+    engine = stamp(ends[-1]["ts"]) - stamp(events[0]["ts"])
+    return wall, setup, engine, usage.ru_maxrss
+
+
+def figures(values, scale, unit):
+    values = sorted(v * scale for v in values)
+    return f"{statistics.median(values):.1f} {unit} ({values[0]:.1f}–{values[-1]:.1f})"
+
+
+def measure(name, flow, steps=None, env=None):
+    run(flow, env)  # warm-up: page cache, store file
+    samples = [run(flow, env) for _ in range(runs)]
+    walls, setups, engines, rss = zip(*samples)
+    line = f"{name:<22} wall {figures(walls, 1e3, 'ms')}  peak {figures(rss, 1 / 1024, 'MiB')}"
+    if steps:
+        line += (f"  engine {figures(engines, 1e6 / steps, 'µs/step')}"
+                 f"  whole {figures(walls, 1e6 / steps, 'µs/step')}"
+                 f"  set-up {figures(setups, 1e3, 'ms')}")
+    print(line, flush=True)
+
+
+print(f"weft {weft}; {runs} runs each, median (min–max)")
+measure("trivial (start→output)", write("trivial.json", [node("start", "start", {"initialInput": "hi"}), node("end", "output", {})], [edge("e", "start", "end")]))
+for length in (1000, 10000):
+    for kind in ("template", "if"):
+        measure(f"chain {length} {kind}", chain(length, kind), steps=length + 2)
+
+script = os.path.join(work, "script.json")
+with open(script, "w") as file:
+    json.dump({"rules": [], "fallback": {"kind": "text", "content": "ok", "delay_ms": 50}}, file)
+server = subprocess.Popen([scripted_llm, script], stdout=subprocess.PIPE)
+try:
+    base_url = json.loads(server.stdout.readline())["baseUrl"]
+    env = dict(os.environ, OPENAI_BASE_URL=base_url, OPENAI_API_KEY="sk-bench")
+    measure("fan-out 1000 × 50 ms", fan_out(1000), env=env)
+finally:
+    server.terminate()
+    server.wait()
+PYTHON
