@@ -32,4 +32,7 @@ pub use run::{
     RunOutcome, Waiting, check_decisions, waiting_of,
 };
 pub use store::{Store, StoreError};
-pub use validate::{Problem, ProblemCode, Severity, check_flow, provider_problems, validate};
+pub use validate::{
+    CheckedFlow, FlowToRun, Problem, ProblemCode, Severity, check_flow, check_for_run,
+    provider_problems, validate,
+};

@@ -372,6 +372,64 @@ pub fn check_flow(
     problems
 }
 
+/// A flow that passed [`check_flow`] without errors, with the warnings found. A host that
+/// shows the problems before a run hands it to [`crate::Engine::spawn`], which then does not
+/// validate it a second time (on a large flow, validation is a tenth of a run).
+#[derive(Debug, Clone)]
+pub struct CheckedFlow {
+    flow: Flow,
+    warnings: Vec<Problem>,
+}
+
+impl CheckedFlow {
+    pub fn flow(&self) -> &Flow {
+        &self.flow
+    }
+
+    pub fn warnings(&self) -> &[Problem] {
+        &self.warnings
+    }
+
+    pub(crate) fn into_flow(self) -> Flow {
+        self.flow
+    }
+}
+
+/// [`check_flow`] for a flow about to run: every problem when there is an error, else the
+/// flow with its warnings.
+pub fn check_for_run(
+    flow: Flow,
+    flow_path: Option<&Path>,
+    settings: &ProviderSettings,
+) -> Result<CheckedFlow, Vec<Problem>> {
+    let problems = check_flow(&flow, flow_path, settings);
+    if problems.iter().any(Problem::is_error) {
+        return Err(problems);
+    }
+    Ok(CheckedFlow {
+        flow,
+        warnings: problems,
+    })
+}
+
+/// A flow for [`crate::Engine::spawn`]: one it will validate, or one a host has checked.
+pub enum FlowToRun {
+    Unchecked(Flow),
+    Checked(CheckedFlow),
+}
+
+impl From<Flow> for FlowToRun {
+    fn from(flow: Flow) -> FlowToRun {
+        FlowToRun::Unchecked(flow)
+    }
+}
+
+impl From<CheckedFlow> for FlowToRun {
+    fn from(checked: CheckedFlow) -> FlowToRun {
+        FlowToRun::Checked(checked)
+    }
+}
+
 /// Warnings for LLM nodes this machine's provider settings cannot serve: no model and no
 /// default model, or a provider without its key. A run would stop at such a node with the same
 /// message.

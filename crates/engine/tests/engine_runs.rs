@@ -687,3 +687,55 @@ async fn run_from_here_is_refused_where_nothing_before_the_node_has_run() {
         other => panic!("expected NoSuchEntry, got {other:?}"),
     }
 }
+
+/// A host checks a flow once, shows its warnings, and runs what it checked; a flow with an
+/// error is refused with every problem, before any run exists.
+#[tokio::test]
+async fn a_flow_checked_by_the_host_runs_with_its_warnings_known_and_an_invalid_one_never_starts() {
+    let server = ScriptedLlm::start(Script::default()).await.expect("server");
+    let (_dir, db) = temp_db();
+    let engine = engine_for(&server, &db);
+    let settings = ProviderSettings::default();
+    // An unreachable `template` node: a warning, not an error.
+    let with_warning = flow_from(json!({
+        "nodes": [
+            {"id": "start", "type": "start", "data": {"initialInput": "hi"}},
+            {"id": "out", "type": "output"},
+            {"id": "stray", "type": "template", "data": {"template": "x"}}
+        ],
+        "edges": [{"id": "e", "source": "start", "target": "out"}]
+    }));
+    let checked = weft_engine::check_for_run(with_warning, None, &settings).expect("no errors");
+    let warned: Vec<&str> = checked
+        .warnings()
+        .iter()
+        .filter_map(|problem| problem.node_id.as_deref())
+        .collect();
+    assert_eq!(warned, ["stray"], "{:?}", checked.warnings());
+    let outcome = engine
+        .start(checked, RunOptions::default())
+        .await
+        .expect("runs");
+    assert_eq!(outcome.status, RunStatus::Completed);
+    assert_eq!(outcome.result, Some(json!("hi")));
+
+    let broken = flow_from(json!({
+        "nodes": [
+            {"id": "start", "type": "start"},
+            {"id": "t", "type": "template", "data": {"template": "{{ unclosed"}}
+        ],
+        "edges": [{"id": "e", "source": "start", "target": "t"}]
+    }));
+    let problems = weft_engine::check_for_run(broken, None, &settings).expect_err("an error");
+    assert!(
+        problems
+            .iter()
+            .any(|problem| problem.is_error() && problem.node_id.as_deref() == Some("t")),
+        "{problems:?}"
+    );
+    assert_eq!(
+        engine.store().list_runs(10).expect("runs").len(),
+        1,
+        "only the first ran"
+    );
+}

@@ -9,8 +9,8 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use weft_engine::providers::{LlmClients, ProviderSettings};
 use weft_engine::{
-    Engine, Entry, EventListener, Problem, RunError, RunEvent, RunOptions, RunOutcome, RunStatus,
-    Store, check_decisions, check_flow,
+    Engine, Entry, EventListener, RunError, RunEvent, RunOptions, RunOutcome, RunStatus, Store,
+    check_decisions, check_for_run,
 };
 
 use super::validate::print_problems_to_stderr;
@@ -20,13 +20,17 @@ use crate::{Exit, RunArgs, usage_error};
 
 pub(crate) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
     let flow = super::load_flow(&args.flow)?;
-    let problems = check_flow(&flow, Some(&args.flow), &ProviderSettings::from_env());
-    if !problems.is_empty() {
-        print_problems_to_stderr(&problems);
+    let checked = match check_for_run(flow, Some(&args.flow), &ProviderSettings::from_env()) {
+        Ok(checked) => checked,
+        Err(problems) => {
+            print_problems_to_stderr(&problems);
+            return Ok(Exit::Invalid);
+        }
+    };
+    if !checked.warnings().is_empty() {
+        print_problems_to_stderr(checked.warnings());
     }
-    if problems.iter().any(Problem::is_error) {
-        return Ok(Exit::Invalid);
-    }
+    let flow = checked.flow();
     let mut decisions = HashMap::new();
     for (node_id, decision) in args.decisions {
         if decisions.insert(node_id.clone(), decision).is_some() {
@@ -36,14 +40,14 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
         }
     }
     // Checked before the store is opened, so a wrong target leaves no trace.
-    check_decisions(&flow, &decisions).map_err(|error| usage_error(error.to_string()))?;
+    check_decisions(flow, &decisions).map_err(|error| usage_error(error.to_string()))?;
     let db = super::db_path(&args.store)?;
     let store = super::open_store(&db)?;
     let engine = engine(store);
     let flow_path = std::path::absolute(&args.flow).unwrap_or_else(|_| args.flow.clone());
     let entry = match (&args.after, &args.from, &args.only) {
-        (Some(after), Some(node), None) => engine.entry_after(after, &flow, node, false).await,
-        (Some(after), None, Some(node)) => engine.entry_after(after, &flow, node, true).await,
+        (Some(after), Some(node), None) => engine.entry_after(after, flow, node, false).await,
+        (Some(after), None, Some(node)) => engine.entry_after(after, flow, node, true).await,
         (Some(_), _, _) => return Err(usage_error("--after needs --from NODE or --only NODE")),
         (None, _, _) => Ok(Entry::Start),
     };
@@ -58,7 +62,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
         entry,
         ..RunOptions::default()
     };
-    let outcome = engine.start(flow, options).await;
+    let outcome = engine.start(checked, options).await;
     live.end();
     report(&outcome.map_err(run_error)?, args.events, &db)
 }

@@ -40,7 +40,7 @@ use crate::store::{
     NewRun, NodeOutputRecord, PauseRecord, QueuedStep, RunRecord, Store, StoreError, StoredStep,
 };
 use crate::template::output_text;
-use crate::validate::{Problem, check_flow};
+use crate::validate::{FlowToRun, Problem, check_flow};
 use context::{ContextSeed, RunContext, RunShared, Services};
 use emitter::{Emitter, now};
 use llm_log::LlmLog;
@@ -265,19 +265,34 @@ impl Engine {
     }
 
     /// Validates and runs `flow` until it completes, fails, is cancelled or pauses.
-    pub async fn start(&self, flow: Flow, options: RunOptions) -> Result<RunOutcome, RunError> {
+    pub async fn start(
+        &self,
+        flow: impl Into<FlowToRun>,
+        options: RunOptions,
+    ) -> Result<RunOutcome, RunError> {
         self.spawn(flow, options).await?.outcome().await
     }
 
-    /// Validates `flow`, stores the new run and starts it in the background; the handle has
-    /// the run's id at once. Must be called within a tokio runtime.
-    pub async fn spawn(&self, flow: Flow, options: RunOptions) -> Result<RunHandle, RunError> {
-        let problems = crate::validate::validate(&flow, options.flow_path.as_deref());
-        if problems.iter().any(Problem::is_error) {
-            return Err(RunError::Invalid {
-                problems: problems.into_iter().filter(Problem::is_error).collect(),
-            });
-        }
+    /// Validates `flow` (unless it is a [`crate::CheckedFlow`]), stores the new run and starts it in
+    /// the background; the handle has the run's id at once. Must be called within a tokio
+    /// runtime.
+    pub async fn spawn(
+        &self,
+        flow: impl Into<FlowToRun>,
+        options: RunOptions,
+    ) -> Result<RunHandle, RunError> {
+        let flow = match flow.into() {
+            FlowToRun::Checked(checked) => checked.into_flow(),
+            FlowToRun::Unchecked(flow) => {
+                let problems = crate::validate::validate(&flow, options.flow_path.as_deref());
+                if problems.iter().any(Problem::is_error) {
+                    return Err(RunError::Invalid {
+                        problems: problems.into_iter().filter(Problem::is_error).collect(),
+                    });
+                }
+                flow
+            }
+        };
         check_decisions(&flow, &options.decisions)?;
         let run_id = uuid::Uuid::new_v4().to_string();
         let initial = initial_value(&flow, options.input.as_deref());
