@@ -332,7 +332,7 @@ impl Engine {
             }
         };
         let store = self.store();
-        store.create_run(&NewRun {
+        let new_run = NewRun {
             id: run_id.clone(),
             flow_name: flow.name.clone(),
             flow_path: options
@@ -342,10 +342,11 @@ impl Engine {
             flow_json: flow.to_file_string(),
             input: initial.clone(),
             started_at: now(),
-        });
-        for (node_id, value) in &outputs {
-            store.put_node_output(&run_id, node_id, value, 0, &now());
-        }
+        };
+        let seeded: Vec<(String, Value)> = outputs
+            .iter()
+            .map(|(node_id, value)| (node_id.clone(), value.clone()))
+            .collect();
         let seed = ContextSeed {
             initial,
             outputs,
@@ -380,8 +381,12 @@ impl Engine {
             })
             .collect();
         let mut scheduler = Scheduler::checkpointing(ctx.clone(), queue, &state, false);
-        // Stored before anything is shown, so even a run killed at once can be continued.
-        scheduler.checkpoint();
+        // The run is stored with its first checkpoint in one transaction, before anything is
+        // shown: a run killed at any moment after it exists can be continued.
+        let first = scheduler
+            .take_checkpoint()
+            .expect("a new run's scheduler checkpoints");
+        store.create_run_with(&new_run, &seeded, &first);
         ctx.emit(EventType::RunStart, None, output_text(&ctx.initial));
         Ok(self.launch(ctx, scheduler))
     }

@@ -432,9 +432,17 @@ impl Scheduler {
     /// scheduler's state. Visit counts are not stored: they are the `step_start` events before
     /// the checkpoint, read back when the run is continued.
     pub(crate) fn checkpoint(&mut self) {
-        let Some(stored) = &mut self.stored else {
-            return;
-        };
+        if let Some(checkpoint) = self.take_checkpoint() {
+            self.ctx
+                .store()
+                .save_checkpoint(&self.ctx.run_id, &checkpoint, &now());
+        }
+    }
+
+    /// What changed since the last checkpoint, counted as stored from now on; `None` for a
+    /// scheduler that does not checkpoint.
+    pub(crate) fn take_checkpoint(&mut self) -> Option<Checkpoint> {
+        let stored = self.stored.as_mut()?;
         let mut current: HashSet<u64> =
             HashSet::with_capacity(self.running.len() + self.queue.len());
         let mut added = Vec::new();
@@ -464,15 +472,12 @@ impl Scheduler {
             nested,
             ..self.saved_state(false)
         };
-        let checkpoint = Checkpoint {
+        Some(Checkpoint {
             added,
             removed,
             waiting,
             state: serde_json::to_value(&state).unwrap_or_default(),
-        };
-        self.ctx
-            .store()
-            .save_checkpoint(&self.ctx.run_id, &checkpoint, &now());
+        })
     }
 
     /// Joins whose every incoming branch has either arrived or can no longer arrive run now.

@@ -336,27 +336,32 @@ impl Store {
     /// Queues the creation of a run with status `running`, leased to this process. A run with
     /// the same id is an error reported by the next [`Store::flush`].
     pub fn create_run(&self, run: &NewRun) {
-        self.send(Write::CreateRun {
-            id: run.id.clone(),
-            flow_name: run.flow_name.clone(),
-            flow_path: run.flow_path.clone(),
-            flow_json: run.flow_json.clone(),
-            input_json: run.input.to_string(),
-            started_at: run.started_at.clone(),
-        });
+        self.send(creation(run));
+    }
+
+    /// Queues the creation of a run together with the node outputs it starts from and its
+    /// first checkpoint, committed in one transaction: a run that is in the store can always
+    /// be continued, whenever its process dies.
+    pub fn create_run_with(
+        &self,
+        run: &NewRun,
+        outputs: &[(String, Value)],
+        checkpoint: &Checkpoint,
+    ) {
+        let mut writes = vec![creation(run)];
+        writes.extend(
+            outputs
+                .iter()
+                .map(|(node_id, output)| node_output(&run.id, node_id, output, 0, &run.started_at)),
+        );
+        writes.push(checkpointing(&run.id, checkpoint, &run.started_at));
+        self.send(Write::Together(writes));
     }
 
     /// Queues a checkpoint of a running run: its stored queue changes, the step waiting for a
     /// person (or none) and the engine's state, applied together.
     pub fn save_checkpoint(&self, run_id: &str, checkpoint: &Checkpoint, at: &str) {
-        self.send(Write::Checkpoint {
-            run_id: run_id.to_string(),
-            added: checkpoint.added.iter().map(StepRow::stored).collect(),
-            removed: checkpoint.removed.clone(),
-            waiting: checkpoint.waiting.as_ref().map(StepRow::new),
-            state_json: checkpoint.state.to_string(),
-            at: at.to_string(),
-        });
+        self.send(checkpointing(run_id, checkpoint, at));
     }
 
     /// Queues keeping the answer of one LLM call of a run (call `call` of node `node_key` in
@@ -416,13 +421,7 @@ impl Store {
         visits: u64,
         at: &str,
     ) {
-        self.send(Write::NodeOutput {
-            run_id: run_id.to_string(),
-            node_id: node_id.to_string(),
-            output_json: output.to_string(),
-            visits,
-            at: at.to_string(),
-        });
+        self.send(node_output(run_id, node_id, output, visits, at));
     }
 
     /// Queues storing the approval decision given at a node. If the node has no output row
@@ -644,6 +643,38 @@ fn to_i64(what: &'static str, value: u64) -> Result<i64, StoreError> {
 
 fn to_u64(run_id: &str, what: &str, value: i64) -> Result<u64, StoreError> {
     u64::try_from(value).map_err(|_| corrupt(run_id, format!("{what} {value} is negative")))
+}
+
+fn creation(run: &NewRun) -> Write {
+    Write::CreateRun {
+        id: run.id.clone(),
+        flow_name: run.flow_name.clone(),
+        flow_path: run.flow_path.clone(),
+        flow_json: run.flow_json.clone(),
+        input_json: run.input.to_string(),
+        started_at: run.started_at.clone(),
+    }
+}
+
+fn checkpointing(run_id: &str, checkpoint: &Checkpoint, at: &str) -> Write {
+    Write::Checkpoint {
+        run_id: run_id.to_string(),
+        added: checkpoint.added.iter().map(StepRow::stored).collect(),
+        removed: checkpoint.removed.clone(),
+        waiting: checkpoint.waiting.as_ref().map(StepRow::new),
+        state_json: checkpoint.state.to_string(),
+        at: at.to_string(),
+    }
+}
+
+fn node_output(run_id: &str, node_id: &str, output: &Value, visits: u64, at: &str) -> Write {
+    Write::NodeOutput {
+        run_id: run_id.to_string(),
+        node_id: node_id.to_string(),
+        output_json: output.to_string(),
+        visits,
+        at: at.to_string(),
+    }
 }
 
 #[cfg(test)]

@@ -523,3 +523,31 @@ fn store_keeps_a_checkpoint_of_a_running_run() {
     store.finish_run("run-c", RunStatus::Completed, None, None, &ts(3));
     assert!(store.run("run-c").expect("run").queue.is_empty());
 }
+
+#[test]
+fn a_run_is_created_with_its_seed_outputs_and_first_checkpoint_in_one_write() {
+    let (_dir, store) = open_temp();
+    let first = StoredStep {
+        key: 0,
+        step: step("write", 1, None),
+        visit: None,
+    };
+    store.create_run_with(
+        &new_run("run-w", &ts(0)),
+        &[("draft".to_string(), json!("earlier text"))],
+        &Checkpoint {
+            added: vec![first.clone()],
+            removed: Vec::new(),
+            waiting: None,
+            state: json!({"nextSeq": 1}),
+        },
+    );
+    let record = store.run("run-w").expect("run");
+    assert_eq!(record.summary.status, RunStatus::Running);
+    assert_eq!(record.queue, [first]);
+    assert_eq!(record.state, json!({"nextSeq": 1}));
+    let outputs = store.node_outputs("run-w").expect("outputs");
+    assert_eq!(outputs.len(), 1);
+    assert_eq!(outputs[0].node_id, "draft");
+    assert_eq!(outputs[0].output, json!("earlier text"));
+}

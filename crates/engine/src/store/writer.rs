@@ -74,6 +74,9 @@ pub(super) enum Write {
         call: RecordedCall,
         at: String,
     },
+    /// Several writes that must be committed in the same transaction (never events: they
+    /// are published one by one).
+    Together(Vec<Write>),
     SetState {
         run_id: String,
         state_json: String,
@@ -93,6 +96,11 @@ impl Write {
     fn describe(&self) -> String {
         match self {
             Write::CreateRun { id, .. } => format!("creating run {id}"),
+            Write::Together(writes) => writes
+                .iter()
+                .map(Write::describe)
+                .collect::<Vec<_>>()
+                .join(", "),
             Write::Event { event, .. } => {
                 format!("storing event {} of run {}", event.seq, event.run_id)
             }
@@ -154,6 +162,7 @@ impl Write {
                 queue::add(conn, run_id, added)
             }
             Write::LlmCall { run_id, call, at } => llm_calls::insert(conn, run_id, call, at),
+            Write::Together(writes) => writes.iter().try_for_each(|write| write.apply(conn, owner)),
             Write::Event { event, .. } => events::insert(conn, event),
             Write::Usage {
                 run_id,
