@@ -261,21 +261,13 @@ fn kill_at(sandbox: &Sandbox, llm: &ScriptedLlm, args: &[&str], moment: &Moment)
 
 /// `weft` with these arguments, failed if it hangs.
 fn weft(sandbox: &Sandbox, llm: &ScriptedLlm, args: &[&str]) -> Ran {
-    let mut command = sandbox.command(args, Some(llm));
-    command.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let child = command.spawn().expect("spawn weft");
-    wait_within(child, HANG, &args.join(" "))
+    sandbox.run_within(args, Some(llm), HANG)
 }
 
 /// `weft runs --json`: every run's id and status.
-fn runs(sandbox: &Sandbox, llm: &ScriptedLlm) -> BTreeMap<String, String> {
-    let ran = weft(sandbox, llm, &["runs", "--db", &sandbox.db_arg(), "--json"]);
-    assert_eq!(ran.code, Some(0), "{ran:?}");
-    serde_json::from_str::<Value>(&ran.stdout)
-        .expect("runs JSON")
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
+fn runs(sandbox: &Sandbox) -> BTreeMap<String, String> {
+    sandbox
+        .runs_within(HANG)
         .into_iter()
         .map(|run| {
             (
@@ -368,11 +360,11 @@ fn runs_killed_at_any_moment_are_recovered_without_loss_or_repeated_calls() {
     let mut lasts = BTreeMap::new();
     for shape in SHAPES {
         let path = sandbox.flow("reference.json", &flow_of(shape, "ref"));
-        let before = runs(&sandbox, &llm);
+        let before = runs(&sandbox);
         let ran_at = Instant::now();
         let ran = weft(&sandbox, &llm, &["run", &path, "--db", &db]);
         lasts.insert(shape, ran_at.elapsed());
-        let run_id = new_run(&before, &runs(&sandbox, &llm)).expect("a reference run");
+        let run_id = new_run(&before, &runs(&sandbox)).expect("a reference run");
         let ran = if ran.code == Some(3) {
             let resumed_at = Instant::now();
             let ran = weft(
@@ -401,12 +393,12 @@ fn runs_killed_at_any_moment_are_recovered_without_loss_or_repeated_calls() {
         let initial = format!("case{case}");
         let path = sandbox.flow(&format!("case{case}.json"), &flow_of(shape, &initial));
         let what = format!("case {case} ({shape:?}, killed {moment:?}, seed {seed})");
-        let before = runs(&sandbox, &llm);
+        let before = runs(&sandbox);
 
         let killed = if shape == Shape::Resume {
             let ran = weft(&sandbox, &llm, &["run", &path, "--db", &db]);
             assert_eq!(ran.code, Some(3), "{what}: {ran:?}");
-            let run_id = new_run(&before, &runs(&sandbox, &llm)).expect("paused run");
+            let run_id = new_run(&before, &runs(&sandbox)).expect("paused run");
             kill_at(
                 &sandbox,
                 &llm,
@@ -436,7 +428,7 @@ fn runs_killed_at_any_moment_are_recovered_without_loss_or_repeated_calls() {
         }
 
         // The next start of `weft` finds no run left running.
-        let after = runs(&sandbox, &llm);
+        let after = runs(&sandbox);
         let running: Vec<_> = after.iter().filter(|(_, s)| *s == "running").collect();
         assert!(running.is_empty(), "{what}: still running: {running:?}");
         let Some(run_id) = new_run(&before, &after).or_else(|| {
@@ -481,7 +473,7 @@ fn runs_killed_at_any_moment_are_recovered_without_loss_or_repeated_calls() {
 
         // Recover it the way a user would, until it completes.
         for _ in 0..4 {
-            let status = runs(&sandbox, &llm)[&run_id].clone();
+            let status = runs(&sandbox)[&run_id].clone();
             match status.as_str() {
                 "completed" => break,
                 "paused" => {

@@ -28,21 +28,12 @@ fn fixture_flow(name: &str) -> Value {
 
 /// `weft` with these arguments, failed if it hangs.
 fn weft(sandbox: &Sandbox, args: &[&str]) -> Ran {
-    let mut command = sandbox.command(args, None);
-    command.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let child = command.spawn().expect("spawn weft");
-    wait_within(child, HANG, &args.join(" "))
+    sandbox.run_within(args, None, HANG)
 }
 
 /// Every run in the store with its status.
 fn runs(sandbox: &Sandbox) -> Vec<Value> {
-    let ran = weft(sandbox, &["runs", "--db", &sandbox.db_arg(), "--json"]);
-    assert_eq!(ran.code, Some(0), "{ran:?}");
-    serde_json::from_str::<Value>(&ran.stdout)
-        .expect("runs JSON")
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
+    sandbox.runs_within(HANG)
 }
 
 fn assert_clean_failure(ran: &Ran, code: i32, message: &str) {

@@ -85,6 +85,27 @@ impl Sandbox {
         command
     }
 
+    /// `weft` with these arguments, failed if it runs past `limit` (a hang).
+    pub fn run_within(&self, args: &[&str], llm: Option<&ScriptedLlm>, limit: Duration) -> Ran {
+        let mut command = self.command(args, llm);
+        command
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let child = command.spawn().expect("spawn weft");
+        wait_within(child, limit, &args.join(" "))
+    }
+
+    /// `weft runs --json`: every run in the store, newest first.
+    pub fn runs_within(&self, limit: Duration) -> Vec<Value> {
+        let ran = self.run_within(&["runs", "--db", &self.db_arg(), "--json"], None, limit);
+        assert_eq!(ran.code, Some(0), "{ran:?}");
+        serde_json::from_str::<Value>(&ran.stdout)
+            .expect("runs JSON")
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
     pub fn run(&self, args: &[&str]) -> Ran {
         self.command(args, None).output().expect("weft runs").into()
     }

@@ -37,7 +37,7 @@ use crate::flow::Flow;
 use crate::nodes::{Decision, NodeConfig, NodeKind, StartConfig};
 use crate::providers::{LazyClient, LlmClients, Usage};
 use crate::store::{
-    NewRun, NodeOutputRecord, PauseRecord, QueuedStep, RunRecord, Store, StoreError, StoredStep,
+    NewRun, NodeOutputRecord, PauseRecord, QueuedStep, RunRecord, Store, StoreError,
 };
 use crate::template::output_text;
 use crate::validate::{FlowToRun, Problem, check_flow};
@@ -371,16 +371,7 @@ impl Engine {
             options.decisions,
             RunShared::default(),
         )?;
-        let queue = queue
-            .into_iter()
-            .enumerate()
-            .map(|(key, step)| StoredStep {
-                key: key as u64,
-                step,
-                visit: None,
-            })
-            .collect();
-        let mut scheduler = Scheduler::checkpointing(ctx.clone(), queue, &state, false);
+        let mut scheduler = Scheduler::for_new_run(ctx.clone(), queue, &state);
         // The run is stored with its first checkpoint in one transaction, before anything is
         // shown: a run killed at any moment after it exists can be continued.
         let first = scheduler

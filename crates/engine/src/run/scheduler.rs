@@ -121,6 +121,19 @@ pub(crate) struct Scheduler {
     only_node: Option<String>,
 }
 
+/// The steps of a queue that starts now, keyed in order.
+fn numbered(queue: Vec<QueuedStep>) -> Vec<StoredStep> {
+    queue
+        .into_iter()
+        .enumerate()
+        .map(|(key, step)| StoredStep {
+            key: key as u64,
+            step,
+            visit: None,
+        })
+        .collect()
+}
+
 impl Scheduler {
     /// A scheduler for a nested run (no checkpoints), starting with `queue`.
     pub(crate) fn new(
@@ -128,16 +141,17 @@ impl Scheduler {
         queue: Vec<QueuedStep>,
         state: &SavedState,
     ) -> Scheduler {
-        let stored = queue
-            .into_iter()
-            .enumerate()
-            .map(|(key, step)| StoredStep {
-                key: key as u64,
-                step,
-                visit: None,
-            })
-            .collect();
-        Scheduler::with_stored_queue(ctx, stored, state, false)
+        Scheduler::with_stored_queue(ctx, numbered(queue), state, None)
+    }
+
+    /// A scheduler for a new top-level run: nothing of it is stored yet, and it checkpoints
+    /// as it goes.
+    pub(crate) fn for_new_run(
+        ctx: Arc<RunContext>,
+        queue: Vec<QueuedStep>,
+        state: &SavedState,
+    ) -> Scheduler {
+        Scheduler::checkpointing(ctx, numbered(queue), state, false)
     }
 
     /// A scheduler for a top-level run, which checkpoints as it goes: `queue` holds the steps
@@ -154,21 +168,18 @@ impl Scheduler {
         } else {
             HashSet::new()
         };
-        Scheduler {
-            stored: Some(keys),
-            ..Scheduler::with_stored_queue(ctx, queue, state, false)
-        }
+        Scheduler::with_stored_queue(ctx, queue, state, Some(keys))
     }
 
+    /// `stored`: the keys of the steps the store holds, for a scheduler that checkpoints.
     fn with_stored_queue(
         ctx: Arc<RunContext>,
         queue: Vec<StoredStep>,
         state: &SavedState,
-        checkpointing: bool,
+        stored: Option<HashSet<u64>>,
     ) -> Scheduler {
         let max_visits = ctx.flow.max_node_visits();
         let next_key = queue.iter().map(|step| step.key + 1).max().unwrap_or(0);
-        let stored = checkpointing.then(|| queue.iter().map(|step| step.key).collect());
         let mut waiting_steps = VecDeque::new();
         let mut rerun = Vec::new();
         for step in queue {
