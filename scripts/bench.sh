@@ -2,22 +2,29 @@
 # The whole-process speed of `weft`, on the workloads of the peers' harness
 # (../shared/peers-bench/): each figure is the median (min–max) of several fresh processes.
 #
-#   chain N      start → N `template` (or `if`) nodes → output, run with `--events` (NDJSON on
-#                stdout, as a script would): engine µs per step from `run_start` to `run_end`
-#                (the events' own times), whole-process µs per step, and set-up (process start
-#                to the first printed event, so reading, validating and storing the flow);
+#   chain N      start → N `template` nodes (`{{ PREVIOUS_OUTPUT }}`) or `if` nodes (`contains
+#                "go"`) → output, as the peers' harness writes them, run with `--events` (NDJSON
+#                on stdout, as a script would) into a new store: engine µs per step from
+#                `run_start` to `run_end` (the events' own times), whole-process µs per step
+#                ((wall − the trivial flow's wall) / N, as the harness counts it), and set-up
+#                (process start to the first printed event: reading, validating and storing
+#                the flow);
 #   trivial      start → output: wall time and peak RSS of the process;
 #   fan-out N    start → N concurrent agents against the scripted LLM server answering after
 #                50 ms over loopback HTTP: wall time and peak RSS.
 #
 #   bash scripts/bench.sh                  # chain 1000,10000, trivial, fan-out 1000; 5 runs each
 #   WEFT_BENCH_RUNS=9 bash scripts/bench.sh
+#   WEFT_BENCH_PROFILE=release bash scripts/bench.sh   # the day-to-day build (no minutes-long link)
+#
+# It measures the `dist` build (Cargo.toml), the one that is shipped and compared with peers.
 #
 # Figures only: nothing here passes or fails on time (a busy machine is not a defect).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked -p weft-cli -p weft-scripted-llm >&2
-target="${CARGO_TARGET_DIR:-target}/release"
+profile="${WEFT_BENCH_PROFILE:-dist}"
+cargo build --profile "$profile" --locked -p weft-cli -p weft-scripted-llm >&2
+target="${CARGO_TARGET_DIR:-target}/$profile"
 exec python3 - "$target/weft" "$target/scripted-llm" "${WEFT_BENCH_RUNS:-5}" <<'PYTHON'
 import json, os, statistics, subprocess, sys, tempfile, time
 from datetime import datetime
@@ -37,14 +44,16 @@ def edge(id, source, target, handle="output"):
 def write(name, nodes, edges):
     path = os.path.join(work, name)
     with open(path, "w") as file:
-        json.dump({"version": 1, "name": name, "nodes": nodes, "edges": edges}, file)
+        json.dump({"version": 1, "name": name, "settings": {"maxNodeVisits": 25},
+                   "nodes": nodes, "edges": edges}, file)
     return path
 
 
 def chain(length, kind):
     nodes = [node("start", "start", {"initialInput": "go"})]
     edges, previous = [], "start"
-    data = {"conditions": [{"operator": "is_not_empty"}]} if kind == "if" else {"template": "step"}
+    data = ({"conditions": [{"operator": "contains", "value": "go"}]} if kind == "if"
+            else {"template": "{{ PREVIOUS_OUTPUT }}"})
     for index in range(length):
         id = f"n{index}"
         nodes.append(node(id, kind, data))
@@ -69,9 +78,13 @@ def stamp(text):
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-def run(flow, env=None):
+def run(flow, env=None, fresh_store=False):
     """One fresh `weft run --events`: wall s, set-up s, engine s, peak RSS KiB."""
     db = os.path.join(work, "runs.db")
+    if fresh_store:
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(db + suffix):
+                os.remove(db + suffix)
     # Warnings and progress go to a file: a pipe nobody reads would fill and stop `weft`.
     errors = tempfile.TemporaryFile()
     started = time.monotonic()
@@ -97,23 +110,33 @@ def figures(values, scale, unit):
     return f"{statistics.median(values):.1f} {unit} ({values[0]:.1f}–{values[-1]:.1f})"
 
 
-def measure(name, flow, steps=None, env=None):
+def measure(name, flow, steps=None, env=None, baseline=None):
+    """Prints the figures of `runs` runs (after a warm-up); returns the walls. With `steps`,
+    each run uses a new store and `baseline` (the trivial flow) is run before it, round by round,
+    so that whole-process µs per step compares runs made at the same moment."""
     run(flow, env)  # warm-up: page cache, store file
-    samples = [run(flow, env) for _ in range(runs)]
+    samples, bases = [], []
+    for _ in range(runs):
+        if baseline:
+            bases.append(run(baseline, env)[0])
+        samples.append(run(flow, env, fresh_store=steps is not None))
     walls, setups, engines, rss = zip(*samples)
     line = f"{name:<22} wall {figures(walls, 1e3, 'ms')}  peak {figures(rss, 1 / 1024, 'MiB')}"
     if steps:
+        whole = [wall - base for wall, base in zip(walls, bases)] if bases else walls
         line += (f"  engine {figures(engines, 1e6 / steps, 'µs/step')}"
-                 f"  whole {figures(walls, 1e6 / steps, 'µs/step')}"
+                 f"  whole {figures(whole, 1e6 / steps, 'µs/step')}"
                  f"  set-up {figures(setups, 1e3, 'ms')}")
     print(line, flush=True)
+    return walls
 
 
 print(f"weft {weft}; {runs} runs each, median (min–max)")
-measure("trivial (start→output)", write("trivial.json", [node("start", "start", {"initialInput": "hi"}), node("end", "output", {})], [edge("e", "start", "end")]))
+trivial = write("trivial.json", [node("start", "start", {"initialInput": "hi"}), node("end", "output", {})], [edge("e", "start", "end")])
+measure("trivial (start→output)", trivial)
 for length in (1000, 10000):
     for kind in ("template", "if"):
-        measure(f"chain {length} {kind}", chain(length, kind), steps=length + 2)
+        measure(f"chain {length} {kind}", chain(length, kind), steps=length, baseline=trivial)
 
 script = os.path.join(work, "script.json")
 with open(script, "w") as file:

@@ -14,6 +14,9 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use weft_engine::Decision;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Run LLM agent workflows headless: the same flows the Weft canvas edits.
 #[derive(Debug, Parser)]
 #[command(name = "weft", version, after_help = AFTER_HELP)]

@@ -4,7 +4,12 @@
 //! 2. wall time of 1,000 concurrent agent branches against the scripted LLM server answering
 //!    after 50 ms (target: within 0.1 s of the ideal 50 ms);
 //! 3. events written per second to the run store (target ≥ 50,000 events/s);
-//! 4. forEach over 1,000 items with maxConcurrency 50 (a template step, then a Python step).
+//! 4. forEach over 1,000 items with maxConcurrency 50 (a template step, then a Python step);
+//! 5. validation of a 1,000-node flow, first and after an edit of one node, as the canvas
+//!    validates on every change (target ≤ 10 ms).
+//!
+//! Whole-process figures of the `weft` command (start-up, set-up, printing events) are
+//! `bash scripts/bench.sh`.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -22,7 +27,7 @@ fn chain_flow(length: usize, kind: &str) -> Flow {
         let id = format!("n{index}");
         let data = match kind {
             "if" => json!({"conditions": [{"operator": "is_not_empty"}]}),
-            _ => json!({"template": "step"}),
+            _ => json!({"template": "{{ PREVIOUS_OUTPUT }}"}),
         };
         nodes.push(json!({"id": id, "type": kind, "data": data}));
         let handle = if previous != "start" && kind == "if" {
@@ -258,6 +263,67 @@ async fn for_each_items(count: usize, max_concurrency: u32, kind: &str) {
     );
 }
 
+/// A flow of `size` nodes, each with a template of its own (as a real flow's prompts are),
+/// alternating `template` and `if` nodes.
+fn varied_flow(size: usize, edited: usize) -> Flow {
+    let mut nodes = vec![json!({"id": "start", "type": "start", "data": {"initialInput": "go"}})];
+    let mut edges = Vec::new();
+    let mut previous = ("start".to_string(), "output");
+    for index in 0..size {
+        let id = format!("n{index}");
+        let (kind, data, handle) = if index % 2 == 0 {
+            let text = format!(
+                "Step {index} (edit {}): {{{{ PREVIOUS_OUTPUT | upper }}}} {{% if vars.tone %}}in a {{{{ vars.tone }}}} tone{{% endif %}}",
+                if index == 0 { edited } else { 0 }
+            );
+            (
+                "template",
+                json!({"template": text, "label": format!("Step {index}")}),
+                "output",
+            )
+        } else {
+            let condition = json!({"operator": "contains", "value": format!("Step {}", index - 1)});
+            ("if", json!({"conditions": [condition]}), "condition-0")
+        };
+        nodes.push(
+            json!({"id": id, "type": kind, "data": data, "position": {"x": index * 200, "y": 0}}),
+        );
+        edges.push(json!({"id": format!("e{index}"), "source": previous.0, "target": id, "sourceHandle": previous.1}));
+        previous = (id, handle);
+    }
+    nodes.push(json!({"id": "end", "type": "output", "data": {}}));
+    edges.push(
+        json!({"id": "e-end", "source": previous.0, "target": "end", "sourceHandle": previous.1}),
+    );
+    Flow::from_value(json!({"name": "varied", "settings": {"vars": {"tone": "dry"}}, "nodes": nodes, "edges": edges}), "bench")
+        .expect("varied flow")
+}
+
+fn validation_per_edit(size: usize) {
+    let started = Instant::now();
+    let problems = weft_engine::validate(&varied_flow(size, 0), None);
+    let first = started.elapsed();
+    assert!(
+        problems.iter().all(|problem| !problem.is_error()),
+        "{problems:?}"
+    );
+    let mut edits: Vec<Duration> = (1..=21)
+        .map(|edit| {
+            let flow = varied_flow(size, edit);
+            let started = Instant::now();
+            weft_engine::validate(&flow, None);
+            started.elapsed()
+        })
+        .collect();
+    edits.sort();
+    println!(
+        "validation of a {size}-node flow: first {:.2} ms, after editing one node {:.2} ms (median of {})  [target ≤ 10 ms]",
+        first.as_secs_f64() * 1e3,
+        edits[edits.len() / 2].as_secs_f64() * 1e3,
+        edits.len()
+    );
+}
+
 fn store_events_per_second(count: u64) {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = Store::open(&dir.path().join("events.db")).expect("store");
@@ -334,5 +400,8 @@ fn main() {
     });
     if wanted("store") {
         store_events_per_second(events);
+    }
+    if wanted("validation") {
+        validation_per_edit(if quick { 100 } else { 1_000 });
     }
 }

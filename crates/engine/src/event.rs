@@ -6,9 +6,25 @@ use serde::{Deserialize, Serialize};
 
 use crate::providers::Usage;
 
-/// Called with every event of a run, in `seq` order, once the event is committed to the store
-/// (so what a person was shown is never lost).
-pub type EventListener = Arc<dyn Fn(&RunEvent) + Send + Sync>;
+/// Receives every event of a run, in `seq` order, once the event is committed to the store (so
+/// what a person was shown is never lost). Events arrive one committed batch at a time, and
+/// [`EventSink::flush`] follows the last event of each batch: a sink may hold events until
+/// then (the CLI prints a batch of NDJSON lines with one write). Any `Fn(&RunEvent)` is a sink.
+pub trait EventSink: Send + Sync {
+    fn event(&self, event: &RunEvent);
+
+    /// The batch of events just handed over is complete.
+    fn flush(&self) {}
+}
+
+impl<F: Fn(&RunEvent) + Send + Sync> EventSink for F {
+    fn event(&self, event: &RunEvent) {
+        self(event);
+    }
+}
+
+/// Where a run's events go: see [`EventSink`].
+pub type EventListener = Arc<dyn EventSink>;
 
 /// What happened. Serialized in snake_case (`run_start`, `llm_delta`, ...).
 #[cfg_attr(feature = "specta", derive(specta::Type))]

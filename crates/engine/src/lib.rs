@@ -24,7 +24,7 @@ pub mod store;
 pub mod template;
 pub mod validate;
 
-pub use event::{EventType, RunEvent, RunStatus};
+pub use event::{EventSink, EventType, RunEvent, RunStatus};
 pub use flow::{Edge, Flow, LoadError, Node};
 pub use nodes::Decision;
 pub use run::{

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::flow::{DEFAULT_TARGET_HANDLE, Flow, SUBAGENT_HANDLE};
-use crate::nodes::{CommonSettings, NodeConfig, NodeKind, Scheduling};
+use crate::flow::{DEFAULT_TARGET_HANDLE, Flow, Node, SUBAGENT_HANDLE};
+use crate::nodes::{CommonSettings, NodeConfig, NodeKind, ParsedNode, Scheduling};
 use crate::providers::{ProviderSettings, route_model, supports_web_search};
 use crate::step::MAX_CHILD_DEPTH;
 use crate::template::check_syntax;
@@ -150,6 +150,14 @@ impl std::fmt::Display for Problem {
 /// the order of nodes and edges in the file). `flow_path` locates files a flow refers to
 /// (`subflow` and `forEach`), which are checked too.
 pub fn validate(flow: &Flow, flow_path: Option<&Path>) -> Vec<Problem> {
+    validate_parsing(flow, flow_path).0
+}
+
+/// [`validate`], with every node as it parsed (by position in `flow.nodes`), for a run.
+pub(crate) fn validate_parsing(
+    flow: &Flow,
+    flow_path: Option<&Path>,
+) -> (Vec<Problem>, Vec<Option<ParsedNode>>) {
     let mut stack: Vec<PathBuf> = flow_path.map(canonical).into_iter().collect();
     validate_within(flow, flow_path, &mut stack)
 }
@@ -163,16 +171,17 @@ fn validate_within(
     flow: &Flow,
     flow_path: Option<&Path>,
     stack: &mut Vec<PathBuf>,
-) -> Vec<Problem> {
+) -> (Vec<Problem>, Vec<Option<ParsedNode>>) {
     let mut problems = Vec::new();
     check_settings(flow, &mut problems);
 
     // Nodes: ids, types, fields, templates.
-    let mut configs: HashMap<&str, NodeConfig> = HashMap::new();
+    let mut parsed: Vec<Option<ParsedNode>> = Vec::with_capacity(flow.nodes.len());
     let mut handles: HashMap<&str, Vec<Cow<'static, str>>> = HashMap::new();
     let mut kinds: HashMap<&str, Option<NodeKind>> = HashMap::new();
     let mut seen = HashSet::new();
     for node in &flow.nodes {
+        parsed.push(None);
         if !seen.insert(node.id.as_str()) {
             problems.push(Problem::node_error(
                 &node.id,
@@ -203,13 +212,15 @@ fn validate_within(
             ));
             continue;
         };
-        if let Err(error) = CommonSettings::parse(&node.data) {
-            problems.push(Problem::node_error(
-                &node.id,
-                ProblemCode::InvalidField,
-                error.to_string(),
-            ));
-        }
+        let settings = CommonSettings::parse(&node.data)
+            .map_err(|error| {
+                problems.push(Problem::node_error(
+                    &node.id,
+                    ProblemCode::InvalidField,
+                    error.to_string(),
+                ));
+            })
+            .ok();
         match NodeConfig::parse(kind, &node.data) {
             Ok(config) => {
                 for (field, source) in kind.templates(&node.data) {
@@ -222,7 +233,13 @@ fn validate_within(
                     }
                 }
                 handles.insert(&node.id, kind.handles(&node.data));
-                configs.insert(&node.id, config);
+                if let (Some(settings), Some(slot)) = (settings, parsed.last_mut()) {
+                    *slot = Some(ParsedNode {
+                        kind,
+                        config,
+                        settings,
+                    });
+                }
             }
             Err(error) => problems.push(Problem::node_error(
                 &node.id,
@@ -255,6 +272,12 @@ fn validate_within(
         }
     }
 
+    let configs: HashMap<&str, &NodeConfig> = flow
+        .nodes
+        .iter()
+        .zip(&parsed)
+        .filter_map(|(node, parsed)| Some((node.id.as_str(), &parsed.as_ref()?.config)))
+        .collect();
     for node in &flow.nodes {
         if let Some(config) = configs.get(node.id.as_str()) {
             check_child_flow(&node.id, config, flow_path, stack, &mut problems);
@@ -270,7 +293,8 @@ fn validate_within(
         &handles,
         &mut problems,
     );
-    problems
+    drop(configs);
+    (problems, parsed)
 }
 
 /// A `subflow` or `forEach` node's flow file: present, valid itself, no cycle of files, at most
@@ -346,6 +370,7 @@ fn check_child_flow(
     }
     stack.push(key);
     let child_errors: Vec<String> = validate_within(&flow, Some(&path), stack)
+        .0
         .into_iter()
         .filter(Problem::is_error)
         .map(|problem| problem.to_string())
@@ -372,6 +397,22 @@ pub fn check_flow(
     problems
 }
 
+/// [`check_flow`], with every node as it parsed.
+fn check_parsing(
+    flow: &Flow,
+    flow_path: Option<&Path>,
+    settings: &ProviderSettings,
+) -> (Vec<Problem>, Vec<Option<ParsedNode>>) {
+    let (mut problems, parsed) = validate_parsing(flow, flow_path);
+    let configs = flow
+        .nodes
+        .iter()
+        .zip(&parsed)
+        .filter_map(|(node, parsed)| Some((node, &parsed.as_ref()?.config)));
+    problems.extend(provider_problems_of(configs, settings));
+    (problems, parsed)
+}
+
 /// A flow that passed [`check_flow`] without errors, with the warnings found. A host that
 /// shows the problems before a run hands it to [`crate::Engine::spawn`], which then does not
 /// validate it a second time (on a large flow, validation is a tenth of a run).
@@ -379,6 +420,8 @@ pub fn check_flow(
 pub struct CheckedFlow {
     flow: Flow,
     warnings: Vec<Problem>,
+    /// Every node as validation parsed it (by position), which the run uses.
+    parsed: Vec<Option<ParsedNode>>,
 }
 
 impl CheckedFlow {
@@ -390,8 +433,8 @@ impl CheckedFlow {
         &self.warnings
     }
 
-    pub(crate) fn into_flow(self) -> Flow {
-        self.flow
+    pub(crate) fn into_parts(self) -> (Flow, Vec<Option<ParsedNode>>) {
+        (self.flow, self.parsed)
     }
 }
 
@@ -402,13 +445,14 @@ pub fn check_for_run(
     flow_path: Option<&Path>,
     settings: &ProviderSettings,
 ) -> Result<CheckedFlow, Vec<Problem>> {
-    let problems = check_flow(&flow, flow_path, settings);
+    let (problems, parsed) = check_parsing(&flow, flow_path, settings);
     if problems.iter().any(Problem::is_error) {
         return Err(problems);
     }
     Ok(CheckedFlow {
         flow,
         warnings: problems,
+        parsed,
     })
 }
 
@@ -434,14 +478,27 @@ impl From<CheckedFlow> for FlowToRun {
 /// default model, or a provider without its key. A run would stop at such a node with the same
 /// message.
 pub fn provider_problems(flow: &Flow, settings: &ProviderSettings) -> Vec<Problem> {
+    let configs: Vec<(&Node, NodeConfig)> = flow
+        .nodes
+        .iter()
+        .filter_map(|node| {
+            let kind = NodeKind::of(node)?;
+            Some((node, NodeConfig::parse(kind, &node.data).ok()?))
+        })
+        .collect();
+    provider_problems_of(
+        configs.iter().map(|(node, config)| (*node, config)),
+        settings,
+    )
+}
+
+/// [`provider_problems`] of nodes already parsed.
+fn provider_problems_of<'a>(
+    configs: impl Iterator<Item = (&'a Node, &'a NodeConfig)>,
+    settings: &ProviderSettings,
+) -> Vec<Problem> {
     let mut problems = Vec::new();
-    for node in &flow.nodes {
-        let Some(kind) = NodeKind::of(node) else {
-            continue;
-        };
-        let Ok(config) = NodeConfig::parse(kind, &node.data) else {
-            continue;
-        };
+    for (node, config) in configs {
         let Some(model) = config.model() else {
             continue;
         };
@@ -585,7 +642,7 @@ fn check_edges(
 fn check_subagents(
     flow: &Flow,
     kinds: &HashMap<&str, Option<NodeKind>>,
-    configs: &HashMap<&str, NodeConfig>,
+    configs: &HashMap<&str, &NodeConfig>,
     problems: &mut Vec<Problem>,
 ) {
     let mut parents: HashMap<&str, &str> = HashMap::new();

@@ -9,8 +9,8 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use weft_engine::providers::{LlmClients, ProviderSettings};
 use weft_engine::{
-    Engine, Entry, EventListener, RunError, RunEvent, RunOptions, RunOutcome, RunStatus, Store,
-    check_decisions, check_for_run,
+    Engine, Entry, EventListener, EventSink, RunError, RunEvent, RunOptions, RunOutcome, RunStatus,
+    Store, check_decisions, check_for_run,
 };
 
 use super::validate::print_problems_to_stderr;
@@ -111,7 +111,7 @@ impl Live {
                 let progress = Arc::clone(progress);
                 Arc::new(move |event: &RunEvent| progress.handle(event))
             }
-            None => Arc::new(print_event_line),
+            None => Arc::new(NdjsonPrinter::default()),
         };
         let ticker = progress.as_ref().and_then(Progress::start_ticker);
         let signals = tokio::spawn(watch_signals(
@@ -139,11 +139,35 @@ impl Live {
     }
 }
 
-/// One event as one compact JSON line on stdout, flushed at once.
-fn print_event_line(event: &RunEvent) {
-    if let Ok(line) = serde_json::to_string(event) {
+/// Events as NDJSON on stdout: one compact JSON line each, a committed batch written at once
+/// (a fast run commits hundreds of events together; one write each cost more than the run).
+/// JSON escapes every control character, so nothing needs stripping.
+#[derive(Default)]
+struct NdjsonPrinter {
+    lines: std::sync::Mutex<Vec<u8>>,
+}
+
+impl EventSink for NdjsonPrinter {
+    fn event(&self, event: &RunEvent) {
+        let mut lines = self
+            .lines
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if serde_json::to_writer(&mut *lines, event).is_ok() {
+            lines.push(b'\n');
+        }
+    }
+
+    fn flush(&self) {
+        use std::io::Write as _;
+        let mut lines = self
+            .lines
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         // A closed stdout must not stop the run; the store keeps every event anyway.
-        let _ = output::out(&format!("{line}\n"));
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(&lines).and_then(|()| stdout.flush());
+        lines.clear();
     }
 }
 

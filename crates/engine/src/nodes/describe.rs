@@ -464,6 +464,26 @@ pub(super) fn templates<'a>(
     templates
 }
 
+/// The source of the templated field `name` (as [`templates`] names it: `field`, or
+/// `field.key` in a map of templates) of a node with `data`.
+pub(super) fn template_source<'a>(
+    fields: &'a [FieldDescription],
+    data: &'a Map<String, Value>,
+    name: &str,
+) -> Option<&'a str> {
+    fields.iter().find_map(|field| {
+        let value = || crate::path::get_in(data, &field.name).unwrap_or(&field.default);
+        match &field.field_type {
+            FieldType::Template if field.name == name => value().as_str(),
+            FieldType::StringMap { templates: true } => {
+                let key = name.strip_prefix(field.name.as_str())?.strip_prefix('.')?;
+                value().as_object()?.get(key)?.as_str()
+            }
+            _ => None,
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

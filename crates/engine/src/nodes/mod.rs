@@ -73,6 +73,12 @@ impl NodeKind {
     pub fn templates(self, data: &Map<String, Value>) -> Vec<(String, &str)> {
         describe::templates(&self.describe().fields, data)
     }
+
+    /// The source of one templated field (named as [`NodeKind::templates`] names it) of a
+    /// node of this kind with `data`.
+    pub fn template_source<'a>(self, data: &'a Map<String, Value>, field: &str) -> Option<&'a str> {
+        describe::template_source(&self.describe().fields, data, field)
+    }
 }
 
 /// Every kind's description, in registry order.
@@ -97,6 +103,28 @@ fn parse_fields<T: DeserializeOwned>(data: &Map<String, Value>) -> Result<T, Fie
         let message = error.into_inner().to_string();
         FieldError::new(if field == "." { "data".into() } else { field }, message)
     })
+}
+
+/// A node as the validator parsed it and a run uses it: its kind, config and run settings.
+/// A checked flow carries these, so a run does not parse every node again.
+#[derive(Debug, Clone)]
+pub(crate) struct ParsedNode {
+    pub kind: NodeKind,
+    pub config: NodeConfig,
+    pub settings: CommonSettings,
+}
+
+impl ParsedNode {
+    /// `node` parsed; `None` when its kind is unknown or a field does not parse (the
+    /// validator refuses such a node and says why).
+    pub(crate) fn parse(node: &crate::flow::Node) -> Option<ParsedNode> {
+        let kind = NodeKind::of(node)?;
+        Some(ParsedNode {
+            kind,
+            config: NodeConfig::parse(kind, &node.data).ok()?,
+            settings: CommonSettings::parse(&node.data).ok()?,
+        })
+    }
 }
 
 impl NodeConfig {

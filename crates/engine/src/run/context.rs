@@ -22,11 +22,10 @@ use crate::providers::{
     ChatMessage, ChatRequest, ChatResponse, LazyClient, LlmClients, ModelRoute, ProviderError,
     Usage,
 };
-use crate::step::{ChildEnd, ChildRun, StepEnv, StepError};
+use crate::step::{ChildEnd, ChildRun, StepEnv, StepError, StepErrorKind};
 use crate::store::RecordedCall;
 use crate::store::Store;
 use crate::template::{NodeOutputs, RenderLimits, Scope, Templates};
-use crate::validate::{Problem, ProblemCode};
 
 /// What a run uses from outside that its nested runs share: providers, HTTP, the sandbox, the
 /// store.
@@ -38,10 +37,12 @@ pub(crate) struct Services {
     pub store: Store,
 }
 
-/// What one run (with its nested runs) shares beyond the services: its LLM call log.
+/// What one run (with its nested runs) shares beyond the services: its LLM call log and its
+/// compiled templates.
 #[derive(Clone, Default)]
 pub(crate) struct RunShared {
     pub llm_log: Arc<LlmLog>,
+    pub templates: Arc<Templates>,
 }
 
 /// Shared by every step of one run (or of one nested run).
@@ -53,12 +54,11 @@ pub(crate) struct RunContext {
     /// 0 for a run, 1 for a flow it runs as a subflow, and so on.
     pub(crate) depth: usize,
     pub(crate) graph: Graph,
-    templates: Templates,
     pub(crate) outputs: Arc<NodeOutputs>,
     /// The run's input as a value (`initial` in templates; the `start` node's output).
-    pub(crate) initial: Value,
-    vars: Value,
-    pub(crate) approval: RwLock<Option<Value>>,
+    pub(crate) initial: Arc<Value>,
+    vars: Arc<Value>,
+    pub(crate) approval: RwLock<Option<Arc<Value>>>,
     pub(crate) histories: Mutex<HashMap<String, Vec<ChatMessage>>>,
     pub(crate) services: Services,
     pub(crate) shared: RunShared,
@@ -77,11 +77,13 @@ pub(crate) struct ContextSeed {
 }
 
 impl RunContext {
-    /// A run's context: parses node configs, compiles every template once.
+    /// A run's context over `graph`, the parsed nodes of `flow` (templates are compiled as
+    /// they are first rendered, see [`Templates`]).
     #[allow(clippy::too_many_arguments)] // the one constructor of a context, used by runs and nested runs
     pub(crate) fn build(
         run_id: String,
         flow: Arc<Flow>,
+        graph: Graph,
         flow_path: Option<PathBuf>,
         depth: usize,
         seed: ContextSeed,
@@ -90,51 +92,30 @@ impl RunContext {
         events: Emitter,
         cancel: CancellationToken,
         decisions: HashMap<String, Decision>,
-    ) -> Result<RunContext, Vec<Problem>> {
-        let graph = Graph::build(&flow);
-        let mut templates = Templates::new();
-        let mut problems = Vec::new();
-        for node in &flow.nodes {
-            let Some(graph_node) = graph.nodes.get(&node.id) else {
-                continue;
-            };
-            for (field, source) in graph_node.kind.templates(&node.data) {
-                if let Err(error) = templates.add(&node.id, &field, source) {
-                    problems.push(Problem::node_error(
-                        &node.id,
-                        ProblemCode::TemplateSyntax,
-                        format!("{field}: {error}"),
-                    ));
-                }
-            }
-        }
-        if !problems.is_empty() {
-            return Err(problems);
-        }
-        let vars = flow.vars();
-        Ok(RunContext {
+    ) -> RunContext {
+        let vars = Arc::new(flow.vars());
+        RunContext {
             run_id,
             flow,
             flow_path,
             depth,
             graph,
-            templates,
             outputs: Arc::new(NodeOutputs::from_map(seed.outputs)),
-            initial: seed.initial,
+            initial: Arc::new(seed.initial),
             vars,
-            approval: RwLock::new(seed.approval),
+            approval: RwLock::new(seed.approval.map(Arc::new)),
             histories: Mutex::new(seed.histories),
             services,
             shared,
             events,
             cancel,
             decisions,
-        })
+        }
     }
 
     /// The key of `node_id` in the store's node outputs (nested runs prefix their scope).
     pub(crate) fn store_key(&self, node_id: &str) -> String {
-        format!("{}{node_id}", self.events.store_prefix())
+        self.events.store_key(node_id)
     }
 
     pub(crate) fn store(&self) -> &Store {
@@ -156,8 +137,13 @@ impl RunContext {
 
     pub(crate) fn set_approval(&self, value: Value) {
         if let Ok(mut guard) = self.approval.write() {
-            *guard = Some(value);
+            *guard = Some(Arc::new(value));
         }
+    }
+
+    /// The latest decision (`approval` in templates), if any.
+    pub(crate) fn approval(&self) -> Option<Arc<Value>> {
+        self.approval.read().ok().and_then(|guard| guard.clone())
     }
 
     /// Advance decisions meant for approvals inside the subflow run by `node_id`
@@ -174,9 +160,6 @@ impl RunContext {
     }
 }
 
-/// How long a template of a node that is not in the flow's graph may render.
-const DEFAULT_RENDER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
-
 impl StepEnv for RunContext {
     fn emit(&self, node_id: &str, kind: EventType, content: String, usage: Option<Usage>) {
         self.events
@@ -184,7 +167,21 @@ impl StepEnv for RunContext {
     }
 
     fn render(&self, node_id: &str, field: &str, input: &Value) -> Result<String, StepError> {
-        let approval = self.approval.read().ok().and_then(|guard| guard.clone());
+        let internal = |message: String| StepError::new(StepErrorKind::Internal, message);
+        let graph_node = self
+            .graph
+            .nodes
+            .get(node_id)
+            .ok_or_else(|| internal(format!("node `{node_id}` is not in the flow")))?;
+        let source = self
+            .node(node_id)
+            .and_then(|node| graph_node.kind.template_source(&node.data, field))
+            .ok_or_else(|| {
+                internal(format!(
+                    "`{field}` of node `{node_id}` is not a template (a bug in Weft)"
+                ))
+            })?;
+        let approval = self.approval();
         let scope = Scope {
             input,
             initial: &self.initial,
@@ -193,20 +190,12 @@ impl StepEnv for RunContext {
             nodes: &self.outputs,
         };
         // A render is part of its step, so it may take as long as the step's attempt.
-        let timeout = self
-            .graph
-            .nodes
-            .get(node_id)
-            .map_or(DEFAULT_RENDER_TIMEOUT, |node| {
-                node.settings.timeout(node.kind.default_timeout_seconds())
-            });
-        self.templates
-            .render(
-                node_id,
-                field,
-                &scope,
-                RenderLimits::within(timeout, &self.cancel),
-            )
+        let timeout = graph_node
+            .settings
+            .timeout(graph_node.kind.default_timeout_seconds());
+        self.shared
+            .templates
+            .render(source, &scope, RenderLimits::within(timeout, &self.cancel))
             .map_err(|error| StepError::from_template(field, error))
     }
 

@@ -2,6 +2,7 @@
 //! which passes it on to the host's listener once it is committed, so every consumer sees the
 //! same order and nothing shown can be lost.
 
+use std::cell::RefCell;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use chrono::{SecondsFormat, Utc};
@@ -13,7 +14,20 @@ use crate::store::Store;
 
 /// The current time as stored in events and the store (RFC 3339, milliseconds, UTC).
 pub(crate) fn now() -> String {
-    Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
+    // Formatting a date costs more than the rest of emitting an event, and a fast run emits
+    // many events in the same millisecond: they share the text.
+    thread_local! {
+        static LAST: RefCell<(i64, String)> = const { RefCell::new((i64::MIN, String::new())) };
+    }
+    let time = Utc::now();
+    let millis = time.timestamp_millis();
+    LAST.with_borrow_mut(|(last, text)| {
+        if *last != millis {
+            *last = millis;
+            *text = time.to_rfc3339_opts(SecondsFormat::Millis, true);
+        }
+        text.clone()
+    })
 }
 
 /// Shared by a run and all its nested runs.
@@ -79,12 +93,13 @@ impl Emitter {
         }
     }
 
-    /// The prefix that makes this run's node ids unique in the store (`""` at the top).
-    pub(crate) fn store_prefix(&self) -> String {
-        self.scope
-            .as_ref()
-            .map(|scope| format!("{scope}/"))
-            .unwrap_or_default()
+    /// `node_id` as the store knows it: prefixed with this run's scope in a nested run, so
+    /// that it is unique in the whole run.
+    pub(crate) fn store_key(&self, node_id: &str) -> String {
+        match &self.scope {
+            Some(scope) => format!("{scope}/{node_id}"),
+            None => node_id.to_string(),
+        }
     }
 
     pub(crate) fn emit(&self, kind: EventType, node_id: Option<&str>, content: String) {

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use crate::flow::Flow;
-use crate::nodes::{CommonSettings, NodeConfig, NodeKind};
+use crate::nodes::{CommonSettings, NodeConfig, NodeKind, ParsedNode};
 
 /// A node as a run sees it: its place in the flow, kind, parsed config and run settings.
 pub(crate) struct GraphNode {
@@ -28,27 +28,27 @@ impl Graph {
     /// Builds the graph of a flow the validator accepted. Nodes whose kind is unknown or whose
     /// config does not parse are left out (validation has already refused such flows).
     pub(crate) fn build(flow: &Flow) -> Graph {
+        Graph::from_parsed(flow, flow.nodes.iter().map(ParsedNode::parse).collect())
+    }
+
+    /// [`Graph::build`] from the nodes the validator parsed (`parsed[i]` is `flow.nodes[i]`).
+    pub(crate) fn from_parsed(flow: &Flow, parsed: Vec<Option<ParsedNode>>) -> Graph {
         let mut nodes = HashMap::with_capacity(flow.nodes.len());
-        for (index, node) in flow.nodes.iter().enumerate() {
-            if nodes.contains_key(&node.id) {
-                continue;
-            }
-            let Some(kind) = NodeKind::of(node) else {
+        for (index, (node, parsed)) in flow.nodes.iter().zip(parsed).enumerate() {
+            let Some(ParsedNode {
+                kind,
+                config,
+                settings,
+            }) = parsed
+            else {
                 continue;
             };
-            let Ok(config) = NodeConfig::parse(kind, &node.data) else {
-                continue;
-            };
-            let settings = CommonSettings::parse(&node.data).unwrap_or_default();
-            nodes.insert(
-                node.id.clone(),
-                GraphNode {
-                    index,
-                    kind,
-                    config,
-                    settings,
-                },
-            );
+            nodes.entry(node.id.clone()).or_insert(GraphNode {
+                index,
+                kind,
+                config,
+                settings,
+            });
         }
         let mut outgoing: HashMap<String, Vec<(String, String)>> = HashMap::new();
         let mut subagents: HashMap<String, Vec<String>> = HashMap::new();

@@ -43,6 +43,7 @@ use crate::template::output_text;
 use crate::validate::{FlowToRun, Problem, check_flow};
 use context::{ContextSeed, RunContext, RunShared, Services};
 use emitter::{Emitter, now};
+use graph::Graph;
 use llm_log::LlmLog;
 use scheduler::{SavedState, Scheduler};
 
@@ -281,16 +282,17 @@ impl Engine {
         flow: impl Into<FlowToRun>,
         options: RunOptions,
     ) -> Result<RunHandle, RunError> {
-        let flow = match flow.into() {
-            FlowToRun::Checked(checked) => checked.into_flow(),
+        let (flow, parsed) = match flow.into() {
+            FlowToRun::Checked(checked) => checked.into_parts(),
             FlowToRun::Unchecked(flow) => {
-                let problems = crate::validate::validate(&flow, options.flow_path.as_deref());
+                let (problems, parsed) =
+                    crate::validate::validate_parsing(&flow, options.flow_path.as_deref());
                 if problems.iter().any(Problem::is_error) {
                     return Err(RunError::Invalid {
                         problems: problems.into_iter().filter(Problem::is_error).collect(),
                     });
                 }
-                flow
+                (flow, parsed)
             }
         };
         check_decisions(&flow, &options.decisions)?;
@@ -339,7 +341,9 @@ impl Engine {
                 .flow_path
                 .as_ref()
                 .map(|path| path.display().to_string()),
-            flow_json: flow.to_file_string(),
+            // Compact: the stored flow is read back by Weft, never by a person, and a large
+            // flow's pretty text takes several times as long to write.
+            flow_json: serde_json::to_string(&flow).unwrap_or_default(),
             input: initial.clone(),
             started_at: now(),
         };
@@ -361,16 +365,18 @@ impl Engine {
             Usage::default(),
         );
         let cancel = self.track(&run_id, &options.cancel);
+        let graph = Graph::from_parsed(&flow, parsed);
         let ctx = self.context(
             run_id.clone(),
             flow,
+            graph,
             options.flow_path,
             seed,
             events,
             cancel,
             options.decisions,
             RunShared::default(),
-        )?;
+        );
         let mut scheduler = Scheduler::for_new_run(ctx.clone(), queue, &state);
         // The run is stored with its first checkpoint in one transaction, before anything is
         // shown: a run killed at any moment after it exists can be continued.
@@ -501,16 +507,18 @@ impl Engine {
         );
         let flow_path = record.summary.flow_path.as_ref().map(PathBuf::from);
         let cancel = self.track(&run_id, &options.cancel);
+        let graph = Graph::build(&flow);
         let ctx = self.context(
             run_id,
             flow,
+            graph,
             flow_path,
             seed,
             events,
             cancel,
             options.decisions,
             RunShared::default(),
-        )?;
+        );
         let mut scheduler =
             Scheduler::checkpointing(ctx.clone(), record.queue.clone(), &state, true);
         scheduler.resume(waiting, state.nested.clone(), decision);
@@ -598,17 +606,20 @@ impl Engine {
         let cancel = self.track(&run_id, &options.cancel);
         let shared = RunShared {
             llm_log: Arc::new(LlmLog::replaying(calls)),
+            ..RunShared::default()
         };
+        let graph = Graph::build(&flow);
         let ctx = self.context(
             run_id,
             flow,
+            graph,
             flow_path,
             seed,
             events,
             cancel,
             options.decisions,
             shared,
-        )?;
+        );
         let again: Vec<&str> = record
             .queue
             .iter()
@@ -721,16 +732,18 @@ impl Engine {
         &self,
         run_id: String,
         flow: Flow,
+        graph: Graph,
         flow_path: Option<PathBuf>,
         seed: ContextSeed,
         events: Emitter,
         cancel: CancellationToken,
         decisions: HashMap<String, Decision>,
         shared: RunShared,
-    ) -> Result<Arc<RunContext>, RunError> {
-        RunContext::build(
+    ) -> Arc<RunContext> {
+        Arc::new(RunContext::build(
             run_id,
             Arc::new(flow),
+            graph,
             flow_path,
             0,
             seed,
@@ -739,9 +752,7 @@ impl Engine {
             events,
             cancel,
             decisions,
-        )
-        .map(Arc::new)
-        .map_err(|problems| RunError::Invalid { problems })
+        ))
     }
 
     /// Runs the scheduler, then stores how the run ended or where it paused.

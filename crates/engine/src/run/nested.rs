@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::context::{ContextSeed, RunContext};
+use super::graph::Graph;
 use super::scheduler::{SavedState, Scheduler};
 use crate::event::RunStatus;
 use crate::nodes::{Decision, NodeKind};
@@ -91,6 +92,7 @@ pub(crate) async fn run_child(
     let ctx = RunContext::build(
         parent.run_id.clone(),
         flow.clone(),
+        Graph::build(flow),
         Some(path.to_path_buf()),
         depth,
         seed,
@@ -99,15 +101,7 @@ pub(crate) async fn run_child(
         parent.events.nested(node_id, child.item),
         child.cancel,
         parent.nested_decisions(node_id),
-    )
-    .map_err(|problems| {
-        let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
-        subflow_error(format!(
-            "{} is not valid: {}",
-            path.display(),
-            problems.join("; ")
-        ))
-    })?;
+    );
     let ctx = Arc::new(ctx);
     let nested = state.nested.clone();
     let mut scheduler = Scheduler::new(ctx.clone(), queue, &state);

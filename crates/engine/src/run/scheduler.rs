@@ -720,12 +720,7 @@ impl Scheduler {
             } else {
                 HashMap::new()
             },
-            approval: self
-                .ctx
-                .approval
-                .read()
-                .ok()
-                .and_then(|guard| guard.clone()),
+            approval: self.ctx.approval().map(Arc::unwrap_or_clone),
             histories: self
                 .ctx
                 .histories

@@ -41,6 +41,8 @@ pub(crate) struct FakeEnv {
     pub children: Mutex<Vec<ChildCall>>,
     histories: Mutex<HashMap<String, Vec<ChatMessage>>>,
     templates: Templates,
+    /// Template sources by (node id, field).
+    sources: HashMap<(String, String), String>,
     /// Other nodes of the run: label and parsed config (a kind's config type).
     configs: HashMap<String, (String, Box<dyn Any + Send + Sync>)>,
     subagents: HashMap<String, Vec<String>>,
@@ -63,6 +65,7 @@ impl FakeEnv {
             children: Mutex::default(),
             histories: Mutex::default(),
             templates: Templates::new(),
+            sources: HashMap::new(),
             configs: HashMap::new(),
             subagents: HashMap::new(),
             child_ends: Mutex::default(),
@@ -81,11 +84,13 @@ impl FakeEnv {
         self
     }
 
-    /// Compiles `source` as the template of `field` of `node_id`.
+    /// `source` as the template of `field` of `node_id` (it must compile).
     pub(crate) fn template(mut self, node_id: &str, field: &str, source: &str) -> FakeEnv {
         self.templates
-            .add(node_id, field, source)
+            .compile(source)
             .unwrap_or_else(|error| panic!("{node_id}.{field}: {error}"));
+        self.sources
+            .insert((node_id.to_string(), field.to_string()), source.to_string());
         self
     }
 
@@ -181,19 +186,28 @@ impl StepEnv for FakeEnv {
     }
 
     fn render(&self, node_id: &str, field: &str, input: &Value) -> Result<String, StepError> {
+        let source = self
+            .sources
+            .get(&(node_id.to_string(), field.to_string()))
+            .ok_or_else(|| {
+                StepError::new(
+                    StepErrorKind::Internal,
+                    format!("no template for {node_id}.{field}"),
+                )
+            })?;
         let nodes = Arc::new(NodeOutputs::default());
-        let vars = Value::Object(Default::default());
+        let vars = Arc::new(Value::Object(Default::default()));
+        let initial = Arc::new(self.initial.clone());
         let scope = Scope {
             input,
-            initial: &self.initial,
+            initial: &initial,
             approval: None,
             vars: &vars,
             nodes: &nodes,
         };
         self.templates
             .render(
-                node_id,
-                field,
+                source,
                 &scope,
                 RenderLimits::within(std::time::Duration::from_secs(60), &self.cancel),
             )

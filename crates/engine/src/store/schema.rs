@@ -10,6 +10,11 @@ use rusqlite::{Connection, ErrorCode, TransactionBehavior};
 /// database before giving up with "database is locked".
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Pages written to the log between two checkpoints (SQLite's default is 1,000).
+const WAL_CHECKPOINT_PAGES: i64 = 10_000;
+/// Bytes the log file keeps after a checkpoint.
+const WAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
+
 /// Prepared statements kept per connection (there are a few dozen distinct ones).
 const STATEMENT_CACHE: usize = 48;
 
@@ -135,6 +140,11 @@ pub(super) fn configure(conn: &Connection, writer: bool) -> rusqlite::Result<()>
         if !mode.eq_ignore_ascii_case("wal") {
             tracing::warn!("the run store could not use WAL mode (journal mode is {mode})");
         }
+        // Copying the log back into the database less often: a page that many commits change
+        // (the last page of `events`) is copied once per checkpoint instead of once per 1,000
+        // pages written. The log file is cut back to a bound after each checkpoint.
+        conn.pragma_update(None, "wal_autocheckpoint", WAL_CHECKPOINT_PAGES)?;
+        conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)?;
     }
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "foreign_keys", true)?;

@@ -1,7 +1,7 @@
 //! The store's own tests: round trips, claiming, concurrency, damaged files.
 
 use super::*;
-use crate::event::EventType;
+use crate::event::{EventSink, EventType};
 use schema::MIGRATIONS;
 use serde_json::json;
 use std::path::Path;
@@ -404,6 +404,58 @@ fn store_publishes_an_event_only_once_it_is_committed() {
         (1..=50).map(|seq| (seq, true)).collect::<Vec<_>>(),
         "every event reached the listener after its commit, in order, and the refused one never"
     );
+}
+
+/// Records what a sink is handed: `Some(seq)` for an event, `None` for a flush.
+#[derive(Default)]
+struct BatchRecorder(Mutex<Vec<Option<u64>>>);
+
+impl EventSink for BatchRecorder {
+    fn event(&self, event: &RunEvent) {
+        self.0.lock().expect("calls").push(Some(event.seq));
+    }
+
+    fn flush(&self) {
+        self.0.lock().expect("calls").push(None);
+    }
+}
+
+#[test]
+fn store_hands_events_over_in_committed_batches_each_followed_by_a_flush() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = Store::open(&dir.path().join("runs.db")).expect("open");
+    let recorder = Arc::new(BatchRecorder::default());
+    let listener: EventListener = recorder.clone();
+    store.create_run(&new_run("run-b", &ts(0)));
+    for seq in 1..=3_000 {
+        store.append_event(
+            event("run-b", seq, EventType::LlmDelta, Some("a")),
+            Some(listener.clone()),
+        );
+    }
+    store.flush().expect("flush");
+    let calls = recorder.0.lock().expect("calls").clone();
+    let events: Vec<u64> = calls.iter().flatten().copied().collect();
+    assert_eq!(
+        events,
+        (1..=3_000).collect::<Vec<_>>(),
+        "every event, in order"
+    );
+    // A sink that buffers until flush (the CLI's NDJSON printer) has shown everything: the
+    // last call is a flush, a flush never comes twice in a row, and no batch is larger than
+    // what the writer commits at once.
+    assert_eq!(calls.last(), Some(&None));
+    assert!(calls.windows(2).all(|pair| pair != [None, None]));
+    let batches: Vec<usize> = calls
+        .split(Option::is_none)
+        .map(<[Option<u64>]>::len)
+        .filter(|len| *len > 0)
+        .collect();
+    assert!(
+        batches.len() >= 3,
+        "3,000 events are more than one commit: {batches:?}"
+    );
+    assert!(batches.iter().all(|len| *len <= 1_000), "{batches:?}");
 }
 
 /// Sets the lease of `run_id` as another process would have it.

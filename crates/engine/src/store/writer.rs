@@ -1,5 +1,6 @@
 //! The writer thread: applies queued writes in order, many at a time in one transaction.
 
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::Instant;
 
@@ -316,6 +317,7 @@ fn commit(
         });
     match result {
         Ok(()) => {
+            let mut published: Vec<&EventListener> = Vec::new();
             for (write, applied) in pending.iter().zip(applied) {
                 if let (
                     Write::Event {
@@ -325,8 +327,14 @@ fn commit(
                     true,
                 ) = (write, applied)
                 {
-                    publish(event);
+                    publish.event(event);
+                    if !published.iter().any(|seen| Arc::ptr_eq(seen, publish)) {
+                        published.push(publish);
+                    }
                 }
+            }
+            for listener in published {
+                listener.flush();
             }
         }
         Err(source) => failures.push(StoreError::Sqlite {

@@ -5,7 +5,8 @@
 //! output of a finished node), `vars` (`settings.vars`) and, when the previous output is a JSON
 //! object, each of its top-level keys. A name that does not exist is an error naming it.
 
-use std::collections::HashMap;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
 use minijinja::value::{Enumerator, Object, ObjectRepr, Serde};
@@ -78,12 +79,13 @@ pub fn output_text(value: &Value) -> String {
     }
 }
 
-/// What a template can see while one node runs.
+/// What a template can see while one node runs. The run-wide values are shared (`Arc`), so a
+/// render copies nothing but the step's input.
 pub(crate) struct Scope<'a> {
     pub input: &'a Value,
-    pub initial: &'a Value,
-    pub approval: Option<&'a Value>,
-    pub vars: &'a Value,
+    pub initial: &'a Arc<Value>,
+    pub approval: Option<&'a Arc<Value>>,
+    pub vars: &'a Arc<Value>,
     pub nodes: &'a Arc<NodeOutputs>,
 }
 
@@ -152,63 +154,105 @@ fn describe_error(error: &minijinja::Error) -> String {
     text
 }
 
+thread_local! {
+    /// Building an environment (its filters above all) costs more than parsing a short
+    /// template, and the validator checks every template field of every node: one per thread.
+    static SYNTAX: Environment<'static> = new_environment();
+    static PARSED: RefCell<ParsedSources> = RefCell::default();
+}
+
 /// Checks that `source` parses; used by the validator.
 pub fn check_syntax(source: &str) -> Result<(), TemplateError> {
-    check_nesting(source)?;
-    // Building an environment (its filters above all) costs more than parsing a short
-    // template, and the validator checks every template field of every node: one per thread.
-    thread_local! {
-        static SYNTAX: Environment<'static> = new_environment();
+    if PARSED.with(|parsed| parsed.borrow().sources.contains(source)) {
+        return Ok(());
     }
+    check_nesting(source)?;
     SYNTAX.with(|env| {
         env.template_from_str(source)
             .map(|_| ())
             .map_err(|error| TemplateError::Syntax(describe_error(&error)))
-    })
+    })?;
+    PARSED.with(|parsed| parsed.borrow_mut().remember(source));
+    Ok(())
 }
 
-/// The templates of one flow, compiled once and rendered many times.
+/// Template sources known to parse. The app checks the whole flow on every edit, and nearly
+/// all its templates are the ones checked a moment ago; a flow may also repeat one template in
+/// many nodes. Bounded: forgotten all at once when full.
+#[derive(Default)]
+struct ParsedSources {
+    sources: HashSet<Box<str>>,
+    bytes: usize,
+}
+
+impl ParsedSources {
+    const MAX_SOURCES: usize = 20_000;
+    const MAX_BYTES: usize = 8 * 1024 * 1024;
+
+    fn remember(&mut self, source: &str) {
+        if self.sources.len() >= Self::MAX_SOURCES || self.bytes + source.len() > Self::MAX_BYTES {
+            self.sources.clear();
+            self.bytes = 0;
+        }
+        if source.len() <= Self::MAX_BYTES && self.sources.insert(source.into()) {
+            self.bytes += source.len();
+        }
+    }
+}
+
+/// The templates of one run (with its nested runs), each compiled when it is first rendered
+/// and kept by its source text: a template that many steps render (a loop, the items of a
+/// forEach, one prompt in many nodes) is compiled once, and one that never runs is never
+/// compiled. The validator has already checked every template's syntax.
 pub(crate) struct Templates {
     env: Environment<'static>,
 }
 
+impl Default for Templates {
+    fn default() -> Templates {
+        Templates::new()
+    }
+}
+
 impl Templates {
     pub(crate) fn new() -> Templates {
-        Templates {
-            env: new_environment(),
-        }
+        let mut env = new_environment();
+        // A template's name is its source text: MiniJinja asks the loader for a name it has
+        // not compiled yet, compiles what it returns and keeps it under that name.
+        env.set_loader(|source: &str| match check_nesting(source) {
+            Ok(()) => Ok(Some(source.to_string())),
+            Err(error) => Err(minijinja::Error::new(
+                ErrorKind::SyntaxError,
+                match error {
+                    TemplateError::Syntax(message) => message,
+                    other => other.to_string(),
+                },
+            )),
+        });
+        Templates { env }
     }
 
-    fn key(node_id: &str, field: &str) -> String {
-        format!("{node_id}\u{1f}{field}")
-    }
-
-    /// Compiles the template of `field` of `node_id`.
-    pub(crate) fn add(
-        &mut self,
-        node_id: &str,
-        field: &str,
-        source: &str,
-    ) -> Result<(), TemplateError> {
-        check_nesting(source)?;
+    /// Compiles `source` now (it is kept for later renders); the error a render would meet.
+    #[cfg(test)]
+    pub(crate) fn compile(&self, source: &str) -> Result<(), TemplateError> {
         self.env
-            .add_template_owned(Templates::key(node_id, field), source.to_string())
+            .get_template(source)
+            .map(|_| ())
             .map_err(|error| TemplateError::Syntax(describe_error(&error)))
     }
 
-    /// Renders a template added earlier with [`Templates::add`].
+    /// Renders the template `source` (compiled on its first render) in `scope`.
     pub(crate) fn render(
         &self,
-        node_id: &str,
-        field: &str,
+        source: &str,
         scope: &Scope<'_>,
         limits: RenderLimits,
     ) -> Result<String, TemplateError> {
         let template = self
             .env
-            .get_template(&Templates::key(node_id, field))
-            .map_err(|error| TemplateError::Render(describe_error(&error)))?;
-        let context = build_context(scope);
+            .get_template(source)
+            .map_err(|error| TemplateError::Syntax(describe_error(&error)))?;
+        let context = minijinja::Value::from_object(ScopeNames::of(scope));
         let mut output = BoundedText::default();
         let watch = Watch::start(limits);
         let rendered = template.render_captured_to(&context, &mut output);
@@ -246,31 +290,71 @@ impl Templates {
     }
 }
 
-fn build_context(scope: &Scope<'_>) -> minijinja::Value {
-    let mut context: std::collections::BTreeMap<String, minijinja::Value> = Default::default();
-    if let Value::Object(fields) = scope.input {
-        for (key, value) in fields {
-            context.insert(key.clone(), minijinja::Value::from(Serde(value)));
+/// The names of a [`Scope`], converted to template values only when a template asks for them:
+/// a prompt that reads `PREVIOUS_OUTPUT` pays nothing for `vars`, `initial` or the fields of a
+/// large previous output.
+#[derive(Debug)]
+struct ScopeNames {
+    input: Value,
+    /// `input` converted, at its first use (a template may read it many times).
+    input_value: std::sync::OnceLock<minijinja::Value>,
+    initial: Arc<Value>,
+    approval: Option<Arc<Value>>,
+    vars: Arc<Value>,
+    nodes: Arc<NodeOutputs>,
+}
+
+impl ScopeNames {
+    fn of(scope: &Scope<'_>) -> ScopeNames {
+        ScopeNames {
+            input: scope.input.clone(),
+            input_value: std::sync::OnceLock::new(),
+            initial: Arc::clone(scope.initial),
+            approval: scope.approval.cloned(),
+            vars: Arc::clone(scope.vars),
+            nodes: Arc::clone(scope.nodes),
         }
     }
-    context.insert(
-        "PREVIOUS_OUTPUT".into(),
-        minijinja::Value::from(output_text(scope.input)),
-    );
-    context.insert("input".into(), minijinja::Value::from(Serde(scope.input)));
-    context.insert(
-        "initial".into(),
-        minijinja::Value::from(Serde(scope.initial)),
-    );
-    context.insert("vars".into(), minijinja::Value::from(Serde(scope.vars)));
-    context.insert(
-        "nodes".into(),
-        minijinja::Value::from_object(NodesView(scope.nodes.clone())),
-    );
-    if let Some(approval) = scope.approval {
-        context.insert("approval".into(), minijinja::Value::from(Serde(approval)));
+}
+
+impl Object for ScopeNames {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Map
     }
-    minijinja::Value::from(context)
+
+    /// Weft's names first; then, when the previous output is an object, its fields.
+    fn get_value(self: &Arc<Self>, key: &minijinja::Value) -> Option<minijinja::Value> {
+        let value = match key.as_str()? {
+            "PREVIOUS_OUTPUT" => minijinja::Value::from(output_text(&self.input)),
+            "input" => self
+                .input_value
+                .get_or_init(|| minijinja::Value::from(Serde(&self.input)))
+                .clone(),
+            "initial" => minijinja::Value::from(Serde(&*self.initial)),
+            "vars" => minijinja::Value::from(Serde(&*self.vars)),
+            "nodes" => minijinja::Value::from_object(NodesView(Arc::clone(&self.nodes))),
+            "approval" => minijinja::Value::from(Serde(self.approval.as_deref()?)),
+            field => minijinja::Value::from(Serde(self.input.as_object()?.get(field)?)),
+        };
+        Some(value)
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        let mut keys: Vec<minijinja::Value> = SCOPE_NAMES
+            .iter()
+            .filter(|name| **name != "approval" || self.approval.is_some())
+            .map(|name| minijinja::Value::from(*name))
+            .collect();
+        if let Value::Object(fields) = &self.input {
+            keys.extend(
+                fields
+                    .keys()
+                    .filter(|key| !SCOPE_NAMES.contains(&key.as_str()))
+                    .map(|key| minijinja::Value::from(key.as_str())),
+            );
+        }
+        Enumerator::Values(keys)
+    }
 }
 
 /// The first part of a dotted name (`nodes.classify.verdict`) that does not resolve, as an
@@ -282,10 +366,10 @@ fn missing_part(name: &str, scope: &Scope<'_>) -> Option<TemplateError> {
     let current: Value = match head {
         "PREVIOUS_OUTPUT" => return None,
         "input" => scope.input.clone(),
-        "initial" => scope.initial.clone(),
-        "vars" => scope.vars.clone(),
+        "initial" => Value::clone(scope.initial),
+        "vars" => Value::clone(scope.vars),
         "approval" => match scope.approval {
-            Some(value) => value.clone(),
+            Some(value) => Value::clone(value),
             None => {
                 return unknown(
                     head.into(),
@@ -363,14 +447,12 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.clone()))
                 .collect(),
         ));
-        let mut templates = Templates::new();
-        templates.add("n", "f", source)?;
-        let initial = json!({"topic": "rust"});
-        let vars = json!({"tone": "dry"});
-        let approval = json!({"decision": "approve", "note": "fine"});
+        let templates = Templates::new();
+        let initial = Arc::new(json!({"topic": "rust"}));
+        let vars = Arc::new(json!({"tone": "dry"}));
+        let approval = Arc::new(json!({"decision": "approve", "note": "fine"}));
         templates.render(
-            "n",
-            "f",
+            source,
             &Scope {
                 input: &input,
                 initial: &initial,
@@ -570,8 +652,7 @@ mod tests {
                 error.to_string().contains("more than 200 operators"),
                 "{error}"
             );
-            let mut templates = Templates::new();
-            assert!(templates.add("n", "f", &source).is_err());
+            assert!(Templates::new().compile(&source).is_err());
         }
         // Ordinary expressions, and operators inside strings, are fine.
         check_syntax(
@@ -579,6 +660,54 @@ mod tests {
         )
         .expect("ordinary");
         check_syntax(&format!("{{{{ '{}' }}}}", "-+.|".repeat(5_000))).expect("a string");
+    }
+
+    #[test]
+    fn the_syntax_check_remembers_only_templates_that_parse() {
+        let good = "{{ input.a }} remembered";
+        let bad = "{{ input.a ";
+        for _ in 0..3 {
+            check_syntax(good).expect("parses, checked again from memory");
+            assert!(matches!(check_syntax(bad), Err(TemplateError::Syntax(_))));
+        }
+        // Many distinct templates (more than it keeps) still check right.
+        for index in 0..(ParsedSources::MAX_SOURCES + 10) {
+            check_syntax(&format!("{{{{ input.a }}}} {index}")).expect("parses");
+        }
+        assert!(check_syntax(bad).is_err());
+        let remembered = PARSED.with(|parsed| parsed.borrow().sources.len());
+        assert!(
+            remembered <= ParsedSources::MAX_SOURCES,
+            "bounded: {remembered}"
+        );
+    }
+
+    #[test]
+    fn a_template_rendered_by_many_steps_is_compiled_once() {
+        let templates = Templates::new();
+        let outputs = Arc::new(NodeOutputs::default());
+        let initial = Arc::new(json!("go"));
+        let vars = Arc::new(json!({}));
+        for step in 0..5 {
+            let input = json!({"n": step});
+            let scope = Scope {
+                input: &input,
+                initial: &initial,
+                approval: None,
+                vars: &vars,
+                nodes: &outputs,
+            };
+            let limits = RenderLimits::within(Duration::from_secs(5), &CancellationToken::new());
+            let text = templates
+                .render("item {{ n }} of {{ initial }}", &scope, limits)
+                .expect("renders");
+            assert_eq!(text, format!("item {step} of go"));
+        }
+        assert_eq!(
+            templates.env.templates().count(),
+            1,
+            "one compiled template"
+        );
     }
 
     #[test]
@@ -824,8 +953,8 @@ mod fuzz {
     /// Checks and renders `source`; a failure is an error value, never a panic.
     fn check_and_render(source: &str) -> Result<(), TestCaseError> {
         let checked = check_syntax(source);
-        let mut templates = Templates::new();
-        let added = templates.add("n", "f", source);
+        let templates = Templates::new();
+        let added = templates.compile(source);
         prop_assert_eq!(checked.is_ok(), added.is_ok(), "check and compile agree");
         if added.is_err() {
             return Ok(());
@@ -836,13 +965,13 @@ mod fuzz {
         let input = json!({"verdict": "yes", "list": [1, 2, 3]});
         let scope = Scope {
             input: &input,
-            initial: &json!("start"),
+            initial: &Arc::new(json!("start")),
             approval: None,
-            vars: &json!({"tone": "dry"}),
+            vars: &Arc::new(json!({"tone": "dry"})),
             nodes: &outputs,
         };
         let limits = RenderLimits::within(Duration::from_secs(10), &CancellationToken::new());
-        if let Ok(text) = templates.render("n", "f", &scope, limits) {
+        if let Ok(text) = templates.render(source, &scope, limits) {
             prop_assert!(text.len() <= MAX_RENDERED_BYTES);
         }
         Ok(())
