@@ -14,6 +14,12 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use weft_engine::Decision;
 
+// mimalloc rather than glibc's allocator: a run allocates events and outputs on the engine's
+// threads and frees them on the store's writer thread, which glibc serializes on its arena
+// locks, and a large flow's parse fragments glibc's heap (its consolidation grew faster than
+// the flow). Measured on a 10,000-step chain: engine time per step 10 → 6 µs. It costs about
+// 1.5 MiB more resident memory in a trivial run; transparent huge pages stay off (no_thp),
+// which would cost far more.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
