@@ -293,7 +293,6 @@ fn validate_within(
         &handles,
         &mut problems,
     );
-    drop(configs);
     (problems, parsed)
 }
 
@@ -392,9 +391,7 @@ pub fn check_flow(
     flow_path: Option<&Path>,
     settings: &ProviderSettings,
 ) -> Vec<Problem> {
-    let mut problems = validate(flow, flow_path);
-    problems.extend(provider_problems(flow, settings));
-    problems
+    check_parsing(flow, flow_path, settings).0
 }
 
 /// [`check_flow`], with every node as it parsed.
