@@ -174,7 +174,9 @@ impl StepEnv for RunContext {
             .get(node_id)
             .ok_or_else(|| internal(format!("node `{node_id}` is not in the flow")))?;
         let source = self
-            .node(node_id)
+            .flow
+            .nodes
+            .get(graph_node.index)
             .and_then(|node| graph_node.kind.template_source(&node.data, field))
             .ok_or_else(|| {
                 internal(format!(

@@ -603,3 +603,39 @@ fn a_run_is_created_with_its_seed_outputs_and_first_checkpoint_in_one_write() {
     assert_eq!(outputs[0].node_id, "draft");
     assert_eq!(outputs[0].output, json!("earlier text"));
 }
+
+#[test]
+fn a_run_whose_first_checkpoint_cannot_be_stored_is_not_stored_at_all() {
+    let (_dir, store) = open_temp();
+    // A visit count SQLite cannot hold: the checkpoint's queue row is refused.
+    let unstorable = StoredStep {
+        key: 0,
+        step: step("write", 1, None),
+        visit: Some(u64::MAX),
+    };
+    store.create_run_with(
+        &new_run("run-half", &ts(0)),
+        &[("draft".to_string(), json!("earlier text"))],
+        &Checkpoint {
+            added: vec![unstorable],
+            removed: Vec::new(),
+            waiting: None,
+            state: json!({"nextSeq": 1}),
+        },
+    );
+    assert!(store.flush().is_err(), "the failed write is reported");
+    assert!(
+        matches!(store.run("run-half"), Err(StoreError::NoSuchRun(_))),
+        "no run without the state to continue it from"
+    );
+    assert!(matches!(
+        store.node_outputs("run-half"),
+        Err(StoreError::NoSuchRun(_))
+    ));
+    // The writer goes on with later writes.
+    store.create_run(&new_run("run-next", &ts(1)));
+    assert_eq!(
+        store.run("run-next").expect("run").summary.status,
+        RunStatus::Running
+    );
+}

@@ -163,7 +163,19 @@ impl Write {
                 queue::add(conn, run_id, added)
             }
             Write::LlmCall { run_id, call, at } => llm_calls::insert(conn, run_id, call, at),
-            Write::Together(writes) => writes.iter().try_for_each(|write| write.apply(conn, owner)),
+            Write::Together(writes) => {
+                // All or none: a savepoint inside the batch's transaction, so that a failing
+                // part leaves nothing of the others (the rest of the batch still commits).
+                conn.execute_batch("SAVEPOINT together")?;
+                let applied = writes.iter().try_for_each(|write| write.apply(conn, owner));
+                let end = if applied.is_ok() {
+                    "RELEASE together"
+                } else {
+                    "ROLLBACK TO together; RELEASE together"
+                };
+                conn.execute_batch(end)?;
+                applied
+            }
             Write::Event { event, .. } => events::insert(conn, event),
             Write::Usage {
                 run_id,

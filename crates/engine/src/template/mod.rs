@@ -159,6 +159,8 @@ thread_local! {
     /// template, and the validator checks every template field of every node: one per thread.
     static SYNTAX: Environment<'static> = new_environment();
     static PARSED: RefCell<ParsedSources> = RefCell::default();
+    /// Set while [`Templates`] looks up the template a step renders (see its loader).
+    static LOADING_RENDERED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Checks that `source` parses; used by the validator.
@@ -218,27 +220,40 @@ impl Templates {
     pub(crate) fn new() -> Templates {
         let mut env = new_environment();
         // A template's name is its source text: MiniJinja asks the loader for a name it has
-        // not compiled yet, compiles what it returns and keeps it under that name.
-        env.set_loader(|source: &str| match check_nesting(source) {
-            Ok(()) => Ok(Some(source.to_string())),
-            Err(error) => Err(minijinja::Error::new(
-                ErrorKind::SyntaxError,
-                match error {
-                    TemplateError::Syntax(message) => message,
-                    other => other.to_string(),
-                },
-            )),
+        // not compiled yet, compiles what it returns and keeps it under that name. Only the
+        // template a step renders is loaded so: an `{% include %}` (or `extends`, `import`)
+        // names no template of the flow, and loading its text would let a loop in one
+        // template compile and keep any number of others.
+        env.set_loader(|source: &str| {
+            if !LOADING_RENDERED.get() {
+                return Ok(None);
+            }
+            match check_nesting(source) {
+                Ok(()) => Ok(Some(source.to_string())),
+                Err(error) => Err(minijinja::Error::new(
+                    ErrorKind::SyntaxError,
+                    match error {
+                        TemplateError::Syntax(message) => message,
+                        other => other.to_string(),
+                    },
+                )),
+            }
         });
         Templates { env }
+    }
+
+    /// The compiled template `source`, compiled now if this run has not rendered it yet.
+    fn template(&self, source: &str) -> Result<minijinja::Template<'_, '_>, TemplateError> {
+        LOADING_RENDERED.set(true);
+        let template = self.env.get_template(source);
+        LOADING_RENDERED.set(false);
+        template.map_err(|error| TemplateError::Syntax(describe_error(&error)))
     }
 
     /// Compiles `source` now (it is kept for later renders); the error a render would meet.
     #[cfg(test)]
     pub(crate) fn compile(&self, source: &str) -> Result<(), TemplateError> {
-        self.env
-            .get_template(source)
-            .map(|_| ())
-            .map_err(|error| TemplateError::Syntax(describe_error(&error)))
+        self.template(source).map(|_| ())
     }
 
     /// Renders the template `source` (compiled on its first render) in `scope`.
@@ -248,10 +263,7 @@ impl Templates {
         scope: &Scope<'_>,
         limits: RenderLimits,
     ) -> Result<String, TemplateError> {
-        let template = self
-            .env
-            .get_template(source)
-            .map_err(|error| TemplateError::Syntax(describe_error(&error)))?;
+        let template = self.template(source)?;
         let context = minijinja::Value::from_object(ScopeNames::of(scope));
         let mut output = BoundedText::default();
         let watch = Watch::start(limits);
