@@ -199,7 +199,7 @@ fn a_run_killed_in_the_middle_of_a_resume_can_be_answered_again() {
     // A resumer claims the run and dies before doing anything else.
     engine
         .store()
-        .claim_paused(&paused.run_id, "2026-01-01T00:00:00.000Z")
+        .claim_paused(&paused.run_id, "2026-01-01T00:00:00.000Z", None)
         .expect("claimed");
     drop(engine);
     orphan_running_runs(&db);
@@ -251,7 +251,7 @@ fn a_run_killed_in_the_middle_of_a_resume_can_be_answered_again() {
         .expect("runs");
     engine2
         .store()
-        .claim_paused(&paused.run_id, "2026-01-01T00:00:00.000Z")
+        .claim_paused(&paused.run_id, "2026-01-01T00:00:00.000Z", None)
         .expect("claimed");
     drop(engine2);
     orphan_running_runs(&db);
@@ -261,6 +261,71 @@ fn a_run_killed_in_the_middle_of_a_resume_can_be_answered_again() {
         .block_on(engine3.resume(&paused.run_id, decision, ResumeOptions::default()))
         .expect("answers the interrupted run");
     assert_eq!(done.result, Some(json!("sent y")));
+}
+
+#[test]
+fn a_decision_taken_by_a_resume_killed_before_it_went_on_is_kept() {
+    let support = tokio::runtime::Runtime::new().expect("runtime");
+    let server = support
+        .block_on(ScriptedLlm::start(Script::always(Reply::echo("unused: "))))
+        .expect("server");
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("runs.db");
+    let engine = engine(&server, &db);
+    let paused = support
+        .block_on(engine.start(
+            flow(json!({
+                "nodes": [
+                    {"id": "start", "type": "start", "data": {"initialInput": "z"}},
+                    {"id": "review", "type": "approval", "data": {"message": "ok?"}},
+                    {"id": "sent", "type": "template", "data": {"template": "sent {{ PREVIOUS_OUTPUT }}"}},
+                    {"id": "dropped", "type": "template", "data": {"template": "dropped ({{ approval.note }})"}}
+                ],
+                "edges": [
+                    {"id": "a", "source": "start", "target": "review"},
+                    {"id": "b", "source": "review", "target": "sent", "sourceHandle": "approve"},
+                    {"id": "c", "source": "review", "target": "dropped", "sourceHandle": "reject"}
+                ]
+            })),
+            RunOptions::default(),
+        ))
+        .expect("runs");
+    assert_eq!(paused.status, RunStatus::Paused);
+    // A resumer claims the run with a person's "reject" and dies before its first checkpoint
+    // (its output may already have shown the decision going through).
+    let reject = Decision::parse("reject", "too long").expect("decision");
+    engine
+        .store()
+        .claim_paused(
+            &paused.run_id,
+            "2026-01-01T00:00:00.000Z",
+            Some(&serde_json::to_value(&reject).expect("json")),
+        )
+        .expect("claimed");
+    drop(engine);
+    orphan_running_runs(&db);
+
+    // A different answer now is refused, naming the decision taken...
+    let engine = self::engine(&server, &db);
+    let approve = Decision::parse("approve", "").expect("decision");
+    let refused = support
+        .block_on(engine.resume(&paused.run_id, approve, ResumeOptions::default()))
+        .expect_err("decided already");
+    assert!(refused.to_string().contains("(reject)"), "{refused}");
+    // ...and continuing goes on with it, note included, without asking again.
+    let done = support
+        .block_on(engine.retry(&paused.run_id, None, ResumeOptions::default()))
+        .expect("continues");
+    assert_eq!(done.status, RunStatus::Completed, "{:?}", done.error);
+    assert_eq!(done.result, Some(json!("dropped (too long)")));
+    let events = engine.store().events(&paused.run_id).expect("events");
+    assert!(
+        events.iter().any(|event| event
+            .content
+            .contains("decision already taken at `review` (reject)")),
+        "the log says why nothing was asked"
+    );
+    assert!(server.requests().is_empty());
 }
 
 #[test]

@@ -51,7 +51,8 @@ pub(crate) fn store_error(error: StoreError) -> anyhow::Error {
         | StoreError::Ambiguous(_)
         | StoreError::Finished { .. }
         | StoreError::NotPaused { .. }
-        | StoreError::NotInterrupted { .. } => usage_error(error.to_string()),
+        | StoreError::NotInterrupted { .. }
+        | StoreError::NotWaiting { .. } => usage_error(error.to_string()),
         other => anyhow::Error::new(other),
     }
 }

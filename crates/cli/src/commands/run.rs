@@ -80,10 +80,9 @@ pub(crate) fn run_error(error: RunError) -> anyhow::Error {
             usage_error("the flow is not valid")
         }
         RunError::Store(error) => super::store_error(error),
-        RunError::NoSuchEntry(_)
-        | RunError::NoEarlierOutput { .. }
-        | RunError::Decide(_)
-        | RunError::NotWaiting { .. } => usage_error(error.to_string()),
+        RunError::NoSuchEntry(_) | RunError::NoEarlierOutput { .. } | RunError::Decide(_) => {
+            usage_error(error.to_string())
+        }
         RunError::Lost(_) => anyhow::Error::new(error),
     }
 }

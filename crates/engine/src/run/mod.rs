@@ -131,11 +131,6 @@ pub enum RunError {
     NoEarlierOutput { node_id: String, run_id: String },
     #[error("{0}")]
     Decide(#[from] DecideError),
-    /// A decision was given for an interrupted run that was not waiting for one.
-    #[error(
-        "run {run_id} was interrupted while running, not while waiting for a decision; continue it with --retry"
-    )]
-    NotWaiting { run_id: String },
     /// The run's task stopped without an outcome (a bug: a panic in the engine).
     #[error("run {0} stopped without an outcome (an internal error in Weft)")]
     Lost(String),
@@ -463,10 +458,11 @@ impl Engine {
         options: ResumeOptions,
     ) -> Result<RunHandle, RunError> {
         let wanted = run_id.to_string();
+        let decided = serde_json::to_value(&decision).unwrap_or_default();
         let claimed = self
             .blocking(move |store| {
                 let run_id = store.resolve_run_id(&wanted)?;
-                let record = store.claim_paused(&run_id, &now())?;
+                let record = store.claim_paused(&run_id, &now(), Some(&decided))?;
                 let outputs = store.node_outputs(&run_id)?;
                 Ok((run_id, record, outputs))
             })
@@ -550,10 +546,13 @@ impl Engine {
         options: ResumeOptions,
     ) -> Result<RunHandle, RunError> {
         let wanted = run_id.to_string();
+        let decided = answer
+            .as_ref()
+            .map(|answer| serde_json::to_value(answer).unwrap_or_default());
         let (run_id, record, stored_outputs, events, calls, last_seq) = self
             .blocking(move |store| {
                 let run_id = store.resolve_run_id(&wanted)?;
-                let record = store.claim_interrupted(&run_id, &now())?;
+                let record = store.claim_interrupted(&run_id, &now(), decided.as_ref())?;
                 Ok((
                     run_id.clone(),
                     record,
@@ -586,9 +585,9 @@ impl Engine {
                 }
             }
         }
-        if answer.is_some() && record.waiting.is_none() {
-            return Err(RunError::NotWaiting { run_id });
-        }
+        // A decision taken by a resume that was interrupted before it went on is not asked again.
+        let taken_before = state.decided.take().filter(|_| answer.is_none());
+        let answer = answer.or_else(|| taken_before.clone());
         let seed = ContextSeed {
             initial: record.input.clone(),
             outputs: own_outputs(&flow, stored_outputs),
@@ -626,18 +625,21 @@ impl Engine {
             .filter(|stored| stored.visit.is_some())
             .map(|stored| stored.step.node_id.as_str())
             .collect();
-        ctx.emit(
-            EventType::LogicCheck,
-            None,
-            if again.is_empty() {
-                "continuing after an interruption".to_string()
-            } else {
-                format!(
-                    "continuing after an interruption; running again what was running: {} (LLM answers it already had are reused)",
-                    again.join(", ")
-                )
-            },
-        );
+        let mut message = "continuing after an interruption".to_string();
+        if let (Some(decision), Some(waiting)) = (&taken_before, &record.waiting) {
+            message.push_str(&format!(
+                "; going on with the decision already taken at `{}` ({})",
+                waiting.node_id,
+                decision.decision.handle()
+            ));
+        }
+        if !again.is_empty() {
+            message.push_str(&format!(
+                "; running again what was running: {} (LLM answers it already had are reused)",
+                again.join(", ")
+            ));
+        }
+        ctx.emit(EventType::LogicCheck, None, message);
         let mut scheduler =
             Scheduler::checkpointing(ctx.clone(), record.queue.clone(), &state, true);
         if let Some(waiting) = record.waiting.clone() {

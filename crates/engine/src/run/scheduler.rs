@@ -57,6 +57,11 @@ pub(crate) struct SavedState {
     /// "Run this node": the one node the run is about; nothing after it runs.
     #[serde(default)]
     pub only_node: Option<String>,
+    /// A decision stored with the claim of a paused run ([`crate::store::Store::claim_paused`],
+    /// field `store::DECIDED`) that no checkpoint has applied yet: the run was interrupted
+    /// right after it was decided, and continues with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided: Option<Decision>,
 }
 
 /// What the run is waiting for.
@@ -734,6 +739,7 @@ impl Scheduler {
             parked: self.parked.clone(),
             joins: self.joins.clone(),
             only_node: self.only_node.clone(),
+            decided: None,
         }
     }
 

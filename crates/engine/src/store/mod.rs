@@ -44,6 +44,10 @@ use crate::event::{EventListener, RunEvent, RunStatus};
 use crate::providers::Usage;
 use writer::{Message, Write};
 
+/// The field of a run's state that holds a decision taken when the run was claimed and not yet
+/// applied by a checkpoint (which writes the state afresh, without it).
+pub(crate) const DECIDED: &str = "decided";
+
 /// Everything that can go wrong in the run store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -76,6 +80,19 @@ pub enum StoreError {
         if *status == RunStatus::Interrupted { " (continue it with --retry)" } else { " (perhaps being resumed by another process)" }
     )]
     NotPaused { run_id: String, status: RunStatus },
+    /// A decision was given to an interrupted run that was not waiting for one, or whose
+    /// decision was already taken (`decided`) before it was interrupted.
+    #[error(
+        "run {run_id} was interrupted {}; continue it with --retry",
+        match decided {
+            Some(choice) => format!("after its decision ({choice}) was taken, which --retry goes on with"),
+            None => "while running, not while waiting for a decision".to_string(),
+        }
+    )]
+    NotWaiting {
+        run_id: String,
+        decided: Option<String>,
+    },
     /// The run was not interrupted, so there is nothing to retry.
     #[error("run {run_id} is {status}, not interrupted; there is nothing to retry")]
     NotInterrupted { run_id: String, status: RunStatus },
@@ -492,27 +509,73 @@ impl Store {
     /// checkpoint replaces them, so a resume that dies half-way leaves the pause to go back to.
     /// Of several processes claiming the same run, exactly one wins.
     ///
+    /// `decided` is the person's decision the claimant continues the run with: it is stored in
+    /// the run's state (field [`DECIDED`]) in the same transaction, so a claimant that dies
+    /// before its next checkpoint leaves a run that continues with that decision rather than one
+    /// that asks again (and could be answered differently) after the run went on with it.
+    ///
     /// Errors: [`StoreError::NoSuchRun`], [`StoreError::Finished`] (completed, failed or
     /// cancelled), [`StoreError::NotPaused`] (running or interrupted), [`StoreError::Corrupt`].
-    pub fn claim_paused(&self, run_id: &str, at: &str) -> Result<RunRecord, StoreError> {
-        self.claim(run_id, RunStatus::Paused, at)
+    pub fn claim_paused(
+        &self,
+        run_id: &str,
+        at: &str,
+        decided: Option<&Value>,
+    ) -> Result<RunRecord, StoreError> {
+        self.claim(run_id, RunStatus::Paused, at, decided)
     }
 
     /// Atomically moves an interrupted run to `running`, leased to this process, and returns
     /// its record: the queue and state of its last checkpoint. Of several processes claiming
-    /// the same run, exactly one wins.
+    /// the same run, exactly one wins. `decided` as for [`Store::claim_paused`].
     ///
     /// Errors as [`Store::claim_paused`], with [`StoreError::NotInterrupted`] for a run that is
-    /// not interrupted.
-    pub fn claim_interrupted(&self, run_id: &str, at: &str) -> Result<RunRecord, StoreError> {
-        self.claim(run_id, RunStatus::Interrupted, at)
+    /// not interrupted, and [`StoreError::NotWaiting`] (nothing claimed) for a decision given to
+    /// a run that was not waiting for one, or whose decision was already taken.
+    pub fn claim_interrupted(
+        &self,
+        run_id: &str,
+        at: &str,
+        decided: Option<&Value>,
+    ) -> Result<RunRecord, StoreError> {
+        self.claim(run_id, RunStatus::Interrupted, at, decided)
     }
 
-    fn claim(&self, run_id: &str, from: RunStatus, at: &str) -> Result<RunRecord, StoreError> {
+    fn claim(
+        &self,
+        run_id: &str,
+        from: RunStatus,
+        at: &str,
+        decided: Option<&Value>,
+    ) -> Result<RunRecord, StoreError> {
         self.barrier()?;
         let mut conn = self.reader();
+        // Dropped without a commit on any error below: nothing is claimed then.
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let record = runs::claim(&tx, run_id, from, &self.inner.owner, at)?;
+        let mut record = runs::claim(&tx, run_id, from, &self.inner.owner, at)?;
+        if let Some(decision) = decided {
+            let refused = |decided: Option<&Value>| StoreError::NotWaiting {
+                run_id: run_id.to_string(),
+                decided: decided.map(|earlier| match earlier.get("decision") {
+                    Some(Value::String(choice)) => choice.clone(),
+                    _ => earlier.to_string(),
+                }),
+            };
+            if record.waiting.is_none() {
+                return Err(refused(None));
+            }
+            let Value::Object(state) = &mut record.state else {
+                return Err(StoreError::Corrupt {
+                    run_id: run_id.to_string(),
+                    message: "the run's state is not an object".into(),
+                });
+            };
+            if let Some(earlier) = state.get(DECIDED) {
+                return Err(refused(Some(earlier)));
+            }
+            state.insert(DECIDED.to_string(), decision.clone());
+            runs::set_state(&tx, run_id, &record.state.to_string(), at)?;
+        }
         tx.commit()?;
         Ok(record)
     }

@@ -169,7 +169,7 @@ fn store_claims_a_paused_run_once() {
     assert_eq!(paused.summary.status, RunStatus::Paused);
     assert_eq!(paused.summary.waiting_node_id.as_deref(), Some("approve"));
 
-    let claimed = store.claim_paused("run-p", &ts(2)).expect("claim");
+    let claimed = store.claim_paused("run-p", &ts(2), None).expect("claim");
     assert_eq!(claimed.summary.status, RunStatus::Running);
     assert_eq!(claimed.waiting, Some(pause_record().waiting));
     assert_eq!(steps_of(&claimed.queue), pause_record().queue);
@@ -182,14 +182,14 @@ fn store_claims_a_paused_run_once() {
     assert_eq!(after.waiting, Some(pause_record().waiting));
     assert_eq!(steps_of(&after.queue), pause_record().queue);
 
-    match store.claim_paused("run-p", &ts(3)) {
+    match store.claim_paused("run-p", &ts(3), None) {
         Err(StoreError::NotPaused { run_id, status }) => {
             assert_eq!((run_id.as_str(), status), ("run-p", RunStatus::Running))
         }
         other => panic!("expected NotPaused, got {other:?}"),
     }
     assert!(matches!(
-        store.claim_paused("missing", &ts(3)),
+        store.claim_paused("missing", &ts(3), None),
         Err(StoreError::NoSuchRun(_))
     ));
 }
@@ -200,7 +200,7 @@ fn store_refuses_to_claim_a_finished_run() {
     store.create_run(&new_run("run-f", &ts(0)));
     store.save_pause("run-f", &pause_record(), &ts(1));
     store.finish_run("run-f", RunStatus::Cancelled, None, None, &ts(2));
-    match store.claim_paused("run-f", &ts(3)) {
+    match store.claim_paused("run-f", &ts(3), None) {
         Err(StoreError::Finished { run_id, status }) => {
             assert_eq!(run_id, "run-f");
             assert_eq!(status, RunStatus::Cancelled);
@@ -224,11 +224,11 @@ fn store_pause_survives_reopening_in_another_store() {
 
     // A second process, while the first still has the file open.
     let second = Store::open(&path).expect("reopen");
-    let claimed = second.claim_paused("run-r", &ts(2)).expect("claim");
+    let claimed = second.claim_paused("run-r", &ts(2), None).expect("claim");
     assert_eq!(claimed.waiting, Some(pause_record().waiting));
     assert_eq!(steps_of(&claimed.queue), pause_record().queue);
     assert!(matches!(
-        first.claim_paused("run-r", &ts(3)),
+        first.claim_paused("run-r", &ts(3), None),
         Err(StoreError::NotPaused { .. })
     ));
     drop(first);
@@ -522,16 +522,82 @@ fn store_marks_runs_of_stopped_processes_interrupted_and_leaves_live_ones() {
     assert!(second.interrupt_abandoned().expect("again").is_empty());
 
     // Exactly one claim wins; a decision cannot be given to an interrupted run.
-    match second.claim_paused("dead", &ts(5)) {
+    match second.claim_paused("dead", &ts(5), None) {
         Err(StoreError::NotPaused { status, .. }) => assert_eq!(status, RunStatus::Interrupted),
         other => panic!("expected NotPaused, got {other:?}"),
     }
-    let claimed = second.claim_interrupted("dead", &ts(5)).expect("claim");
+    let claimed = second
+        .claim_interrupted("dead", &ts(5), None)
+        .expect("claim");
     assert_eq!(claimed.summary.status, RunStatus::Running);
-    match first.claim_interrupted("dead", &ts(6)) {
+    match first.claim_interrupted("dead", &ts(6), None) {
         Err(StoreError::NotInterrupted { status, .. }) => assert_eq!(status, RunStatus::Running),
         other => panic!("expected NotInterrupted, got {other:?}"),
     }
+}
+
+#[test]
+fn a_decision_claimed_with_a_run_outlives_the_claimant_and_is_not_taken_twice() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("runs.db");
+    let first = Store::open(&path).expect("open");
+    first.create_run(&new_run("decided", &ts(0)));
+    first.save_pause("decided", &pause_record(), &ts(1));
+    first.create_run(&new_run("busy", &ts(0)));
+    first.flush().expect("flush");
+    let approve = json!({"decision": "approve", "note": "fine"});
+    let claimed = first
+        .claim_paused("decided", &ts(2), Some(&approve))
+        .expect("claim");
+    assert_eq!(claimed.state[DECIDED], approve, "the claimant gets it back");
+    // Both claimants die: the one that took the decision, and one running `busy`.
+    let me = lease::current_owner();
+    let (rest, start) = me.rsplit_once(':').expect("host:pid:start");
+    let gone = format!("{rest}:{}", start.parse::<u64>().expect("ticks") + 7);
+    for id in ["decided", "busy"] {
+        lease_to(&path, id, &gone, "2999-01-01T00:00:00.000Z");
+    }
+    drop(first);
+
+    let second = Store::open(&path).expect("reopen");
+    let status = |id: &str| second.run(id).expect("run").summary.status;
+    assert_eq!(status("decided"), RunStatus::Interrupted);
+    // Another answer is refused, naming the one taken, and claims nothing.
+    let reject = json!({"decision": "reject", "note": ""});
+    match second.claim_interrupted("decided", &ts(3), Some(&reject)) {
+        Err(error @ StoreError::NotWaiting { .. }) => {
+            let message = error.to_string();
+            assert!(message.contains("(approve)"), "{message}");
+            assert!(message.contains("--retry"), "{message}");
+        }
+        other => panic!("expected NotWaiting, got {other:?}"),
+    }
+    assert_eq!(status("decided"), RunStatus::Interrupted);
+    // So is any answer to a run that was not waiting for one; it stays to be continued.
+    match second.claim_interrupted("busy", &ts(3), Some(&reject)) {
+        Err(StoreError::NotWaiting { decided: None, .. }) => {}
+        other => panic!("expected NotWaiting, got {other:?}"),
+    }
+    assert_eq!(status("busy"), RunStatus::Interrupted);
+    // Continued without an answer, the run comes back with the decision and its waiting step.
+    let continued = second
+        .claim_interrupted("decided", &ts(4), None)
+        .expect("claim");
+    assert_eq!(continued.state[DECIDED], approve);
+    assert_eq!(continued.waiting, Some(pause_record().waiting));
+    // The next checkpoint writes the state afresh: the decision is applied, not kept.
+    second.save_checkpoint(
+        "decided",
+        &Checkpoint {
+            added: Vec::new(),
+            removed: Vec::new(),
+            waiting: None,
+            state: json!({"nextSeq": 9}),
+        },
+        &ts(5),
+    );
+    second.flush().expect("flush");
+    assert_eq!(second.run("decided").expect("run").state.get(DECIDED), None);
 }
 
 #[test]
