@@ -40,6 +40,8 @@ Environment:
   OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OLLAMA_HOST
                        LLM providers
   WEFT_DEFAULT_MODEL   the model of agents that name none
+  WEFT_PRICES          a JSON file of model prices, added to the shipped ones:
+                       {\"openai/gpt-4o\": {\"input\": 2.5, \"output\": 10}} (US$ per million tokens)
   WEFT_LOG             log filter for diagnostics on stderr (e.g. `debug`; default `warn`)
   NO_COLOR             set to disable colors
 
@@ -51,6 +53,7 @@ Examples:
   weft resume 3f2a --retry          # a run whose process was killed
   weft runs
   weft show 3f2a
+  weft diff 3f2a 9bc1               # two runs node by node
   weft kinds --json";
 
 #[derive(Debug, Subcommand)]
@@ -63,8 +66,11 @@ enum Command {
     Resume(ResumeArgs),
     /// List recent runs.
     Runs(RunsArgs),
-    /// Show one run: its status, result, node outputs and event trace.
+    /// Show one run: its status, result, cost, node outputs, LLM calls and event trace.
     Show(ShowArgs),
+    /// Compare two runs node by node: status, output, time, tokens and cost. Exits 0 when
+    /// every node's output is the same, 1 when any differs.
+    Diff(DiffArgs),
     /// List the node kinds: their handles and the fields of their data, with types and help.
     Kinds(KindsArgs),
 }
@@ -172,6 +178,21 @@ pub(crate) struct ShowArgs {
 }
 
 #[derive(Debug, Args)]
+pub(crate) struct DiffArgs {
+    /// The first run's id (or a unique prefix of it).
+    #[arg(value_name = "RUN_A")]
+    pub a: String,
+    /// The second run's id (or a unique prefix of it).
+    #[arg(value_name = "RUN_B")]
+    pub b: String,
+    /// Print the comparison as JSON: `{"a", "b", "nodes": [...], "equal"}`.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
 pub(crate) struct KindsArgs {
     /// Print `{"kinds": [...], "commonFields": [...]}` as JSON: what a canvas draws nodes from.
     #[arg(long)]
@@ -233,6 +254,7 @@ fn main() -> ExitCode {
         Command::Resume(args) => block_on(commands::resume::resume(args)),
         Command::Runs(args) => commands::runs::runs(&args),
         Command::Show(args) => commands::show::show(&args),
+        Command::Diff(args) => commands::diff::diff(&args),
         Command::Kinds(args) => commands::kinds::kinds(&args),
     };
     match result {

@@ -12,6 +12,8 @@
 //! - [`store`]: the SQLite run store (runs, events, node outputs, paused queues).
 
 pub mod backoff;
+pub mod compare;
+pub mod cost;
 pub mod event;
 pub mod flow;
 pub mod nodes;

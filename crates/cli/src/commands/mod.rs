@@ -1,6 +1,7 @@
 //! One file per subcommand, plus what several of them share: opening the run store, loading
 //! a flow, and turning store refusals into usage errors.
 
+pub(crate) mod diff;
 pub(crate) mod kinds;
 pub(crate) mod resume;
 pub(crate) mod run;
@@ -11,6 +12,7 @@ pub(crate) mod validate;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
+use weft_engine::cost::{PRICES_ENV, Prices};
 use weft_engine::{Flow, Store, StoreError};
 
 use crate::{StoreArgs, usage_error};
@@ -34,6 +36,12 @@ pub(crate) fn default_db_path() -> Option<PathBuf> {
 /// Opens (creating when missing) the run store at `path`.
 pub(crate) fn open_store(path: &Path) -> anyhow::Result<Store> {
     Store::open(path).with_context(|| format!("cannot open the run store {}", path.display()))
+}
+
+/// The price table: the shipped prices and the file `WEFT_PRICES` names; a file that cannot be
+/// used is a usage error (exit 2) naming it and what is wrong.
+pub(crate) fn prices() -> anyhow::Result<Prices> {
+    Prices::from_env().map_err(|error| usage_error(format!("{error} (set by {PRICES_ENV})")))
 }
 
 /// Loads a flow file; a file that cannot be read or is not a flow is a usage error (exit 2)

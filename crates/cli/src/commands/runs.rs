@@ -1,17 +1,41 @@
 //! `weft runs`: the most recent runs, newest first.
 
 use weft_engine::RunStatus;
+use weft_engine::cost::{Cost, RunCost};
 use weft_engine::store::RunSummary;
 
 use crate::output::{self, Style};
 use crate::{Exit, RunsArgs};
 
+/// A run as `weft runs` lists it: its summary and what it cost.
+struct Listed {
+    summary: RunSummary,
+    cost: Cost,
+}
+
 pub(crate) fn runs(args: &RunsArgs) -> anyhow::Result<Exit> {
+    let prices = super::prices()?;
     let db = super::db_path(&args.store)?;
     let store = super::open_store(&db)?;
-    let runs = store.list_runs(args.limit).map_err(super::store_error)?;
+    let summaries = store.list_runs(args.limit).map_err(super::store_error)?;
+    let mut runs = Vec::with_capacity(summaries.len());
+    for summary in summaries {
+        // A run's total needs no flow: subagents only move cost between its nodes.
+        let calls = store.call_usage(&summary.id).map_err(super::store_error)?;
+        let cost = RunCost::of(calls, None, &prices).total;
+        runs.push(Listed { summary, cost });
+    }
     if args.json {
-        output::out(&format!("{}\n", serde_json::to_string_pretty(&runs)?))?;
+        // Each run's summary with its `cost` beside the other fields.
+        let mut listed = Vec::with_capacity(runs.len());
+        for run in &runs {
+            let mut value = serde_json::to_value(&run.summary)?;
+            if let serde_json::Value::Object(fields) = &mut value {
+                fields.insert("cost".into(), serde_json::to_value(&run.cost)?);
+            }
+            listed.push(value);
+        }
+        output::out(&format!("{}\n", serde_json::to_string_pretty(&listed)?))?;
     } else if runs.is_empty() {
         output::err(&format!("no runs in {}\n", db.display()));
     } else {
@@ -21,10 +45,10 @@ pub(crate) fn runs(args: &RunsArgs) -> anyhow::Result<Exit> {
 }
 
 /// The runs as an aligned table with a header.
-fn table(runs: &[RunSummary], style: Style) -> String {
-    let rows: Vec<[String; 5]> = runs
+fn table(runs: &[Listed], style: Style) -> String {
+    let rows: Vec<[String; 6]> = runs
         .iter()
-        .map(|run| {
+        .map(|Listed { summary: run, cost }| {
             [
                 run.id.clone(),
                 run.status.as_str().to_string(),
@@ -37,11 +61,12 @@ fn table(runs: &[RunSummary], style: Style) -> String {
                     40,
                 ),
                 output::date_time(&run.started_at),
+                cost.text(),
                 took(run),
             ]
         })
         .collect();
-    let header = ["ID", "STATUS", "FLOW", "STARTED", "TOOK"];
+    let header = ["ID", "STATUS", "FLOW", "STARTED", "COST", "TOOK"];
     let mut widths = header.map(|title| title.chars().count());
     for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
@@ -49,7 +74,7 @@ fn table(runs: &[RunSummary], style: Style) -> String {
         }
     }
     let mut text = String::new();
-    let line = |cells: [String; 5], status: Option<RunStatus>| {
+    let line = |cells: [String; 6], status: Option<RunStatus>| {
         let mut line = String::new();
         for (index, (cell, width)) in cells.iter().zip(widths).enumerate() {
             let padded = if index + 1 == cells.len() {
@@ -74,7 +99,7 @@ fn table(runs: &[RunSummary], style: Style) -> String {
     text.push_str(&style.bold(line(header.map(str::to_string), None).trim_end()));
     text.push('\n');
     for (row, run) in rows.into_iter().zip(runs) {
-        text.push_str(&line(row, Some(run.status)));
+        text.push_str(&line(row, Some(run.summary.status)));
     }
     text
 }
@@ -97,20 +122,18 @@ fn took(run: &RunSummary) -> String {
 mod tests {
     use super::*;
 
-    fn summary(
-        id: &str,
-        status: RunStatus,
-        ended: Option<&str>,
-        waiting: Option<&str>,
-    ) -> RunSummary {
-        RunSummary {
-            id: id.into(),
-            flow_name: "Triage".into(),
-            flow_path: None,
-            status,
-            started_at: "2024-05-01T10:00:00.000Z".into(),
-            ended_at: ended.map(str::to_string),
-            waiting_node_id: waiting.map(str::to_string),
+    fn summary(id: &str, status: RunStatus, ended: Option<&str>, waiting: Option<&str>) -> Listed {
+        Listed {
+            summary: RunSummary {
+                id: id.into(),
+                flow_name: "Triage".into(),
+                flow_path: None,
+                status,
+                started_at: "2024-05-01T10:00:00.000Z".into(),
+                ended_at: ended.map(str::to_string),
+                waiting_node_id: waiting.map(str::to_string),
+            },
+            cost: Cost::default(),
         }
     }
 
@@ -130,7 +153,7 @@ mod tests {
         );
         let lines: Vec<&str> = text.lines().collect();
         assert!(
-            lines[0].starts_with("ID      STATUS     FLOW    STARTED"),
+            lines[0].starts_with("ID      STATUS     FLOW    STARTED") && lines[0].contains("COST"),
             "{text}"
         );
         assert!(

@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use serde_json::json;
+use weft_engine::cost::{PRICES_ENV, RunCost, run_cost, usd_text};
 use weft_engine::store::{NodeOutputRecord, RunRecord};
 use weft_engine::{EventType, RunEvent};
 
@@ -13,27 +14,35 @@ use crate::{Exit, ShowArgs};
 const CELL: usize = 200;
 
 pub(crate) fn show(args: &ShowArgs) -> anyhow::Result<Exit> {
+    let prices = super::prices()?;
     let db = super::db_path(&args.store)?;
     let store = super::open_store(&db)?;
     let run_id = super::resolve_run(&store, &args.run_id)?;
     let record = store.run(&run_id).map_err(super::store_error)?;
     let outputs = store.node_outputs(&run_id).map_err(super::store_error)?;
     let events = store.events(&run_id).map_err(super::store_error)?;
+    let cost = run_cost(&store, &record, &prices).map_err(super::store_error)?;
     if args.json {
-        let report = json!({ "run": record, "nodeOutputs": outputs, "events": events });
+        let report = json!({
+            "run": record,
+            "cost": cost,
+            "nodeOutputs": outputs,
+            "events": events,
+        });
         output::out(&format!("{}\n", serde_json::to_string_pretty(&report)?))?;
         return Ok(Exit::Success);
     }
     let style = Style::stdout();
-    let mut text = summary(&record, &db, style);
-    text.push_str(&node_outputs(&outputs, style));
+    let mut text = summary(&record, &cost, &db, style);
+    text.push_str(&node_outputs(&outputs, &cost, style));
+    text.push_str(&llm_calls(&cost, style));
     text.push_str(&trace(&events, args.deltas, style));
     output::out(&text)?;
     Ok(Exit::Success)
 }
 
-/// The run's identity, status, times, input, result or error, and what it waits for.
-fn summary(record: &RunRecord, db: &Path, style: Style) -> String {
+/// The run's identity, status, times, cost, input, result or error, and what it waits for.
+fn summary(record: &RunRecord, cost: &RunCost, db: &Path, style: Style) -> String {
     let run = &record.summary;
     let mut rows: Vec<(&str, String)> = vec![
         ("run", run.id.clone()),
@@ -54,6 +63,22 @@ fn summary(record: &RunRecord, db: &Path, style: Style) -> String {
     rows.push(("started", output::date_time(&run.started_at)));
     if record.usage.input_tokens + record.usage.output_tokens > 0 {
         rows.push(("tokens", output::tokens(&record.usage)));
+    }
+    if cost.total.calls > 0 {
+        let mut said = cost.total.text();
+        if !cost.total.unpriced_models.is_empty() {
+            let models: Vec<&str> = cost
+                .total
+                .unpriced_models
+                .iter()
+                .map(String::as_str)
+                .collect();
+            said.push_str(&style.dim(&format!(
+                "  (no price for {}; {PRICES_ENV} can add one)",
+                models.join(", ")
+            )));
+        }
+        rows.push(("cost", said));
     }
     if let Some(ended) = &run.ended_at {
         let took = output::seconds_between(&run.started_at, ended)
@@ -97,8 +122,9 @@ fn summary(record: &RunRecord, db: &Path, style: Style) -> String {
     text
 }
 
-/// One line per node: id, visits and the latest output (with the decision at approvals).
-fn node_outputs(outputs: &[NodeOutputRecord], style: Style) -> String {
+/// One line per node: id, visits, tokens, cost and the latest output (with the decision at
+/// approvals).
+fn node_outputs(outputs: &[NodeOutputRecord], cost: &RunCost, style: Style) -> String {
     let mut text = format!("\n{}\n", style.bold("node outputs"));
     if outputs.is_empty() {
         text.push_str("  (none)\n");
@@ -110,12 +136,23 @@ fn node_outputs(outputs: &[NodeOutputRecord], style: Style) -> String {
         .max()
         .unwrap_or(0)
         .max("NODE".len());
+    let costs: Vec<String> = outputs
+        .iter()
+        .map(|record| cost.node(&record.node_id).text())
+        .collect();
+    let cost_width = costs
+        .iter()
+        .map(|cost| cost.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("COST".len());
     text.push_str(&style.dim(&format!(
-        "  {}  VISITS  TOKENS (IN/OUT)  OUTPUT",
-        output::pad("NODE", width)
+        "  {}  VISITS  TOKENS (IN/OUT)  {}  OUTPUT",
+        output::pad("NODE", width),
+        output::pad("COST", cost_width)
     )));
     text.push('\n');
-    for record in outputs {
+    for (record, node_cost) in outputs.iter().zip(costs) {
         let mut shown = output::one_line(&output::value_text(&record.output), CELL);
         if let Some(approval) = &record.approval {
             let decision = approval
@@ -146,11 +183,58 @@ fn node_outputs(outputs: &[NodeOutputRecord], style: Style) -> String {
             "-".to_string()
         };
         text.push_str(&format!(
-            "  {}  {}  {}  {shown}\n",
+            "  {}  {}  {}  {}  {shown}\n",
             output::pad(&record.node_id, width),
             output::pad(&record.visits.to_string(), 6),
-            output::pad(&tokens, 15)
+            output::pad(&tokens, 15),
+            output::pad(&node_cost, cost_width)
         ));
+    }
+    text
+}
+
+/// One line per LLM call: node, visit, call number, model, tokens and cost (none without calls).
+fn llm_calls(cost: &RunCost, style: Style) -> String {
+    if cost.calls.is_empty() {
+        return String::new();
+    }
+    let rows: Vec<[String; 6]> = cost
+        .calls
+        .iter()
+        .map(|call| {
+            [
+                call.node_key.clone(),
+                call.visit.to_string(),
+                (call.call + 1).to_string(),
+                call.model
+                    .clone()
+                    .unwrap_or_else(|| "(not recorded)".into()),
+                format!("{}/{}", call.usage.input_tokens, call.usage.output_tokens),
+                call.usd.map_or_else(|| "no price".into(), usd_text),
+            ]
+        })
+        .collect();
+    let header = ["NODE", "VISIT", "CALL", "MODEL", "TOKENS (IN/OUT)", "COST"];
+    let mut widths = header.map(|title| title.chars().count());
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: [String; 6]| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(widths)
+            .map(|(cell, width)| output::pad(cell, width))
+            .collect();
+        format!("  {}", padded.join("  ").trim_end())
+    };
+    let mut text = format!("\n{}\n", style.bold("llm calls"));
+    text.push_str(&style.dim(&line(header.map(str::to_string))));
+    text.push('\n');
+    for row in rows {
+        text.push_str(&line(row));
+        text.push('\n');
     }
     text
 }

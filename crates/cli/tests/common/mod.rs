@@ -73,6 +73,7 @@ impl Sandbox {
             "WEFT_DB",
             "WEFT_DEFAULT_MODEL",
             "WEFT_LOG",
+            "WEFT_PRICES",
             "NO_COLOR",
         ] {
             command.env_remove(name);

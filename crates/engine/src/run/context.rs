@@ -246,6 +246,7 @@ impl StepEnv for RunContext {
                 visit,
                 call,
                 request_hash: hash,
+                model: format!("{}/{}", route.provider.as_str(), route.model),
                 response: serde_json::to_value(&answer).unwrap_or_default(),
             };
             self.store()

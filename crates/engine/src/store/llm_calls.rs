@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{StoreError, corrupt, parse_json, to_i64, to_u64};
+use crate::providers::Usage;
 
 /// One recorded LLM call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -20,8 +21,23 @@ pub struct RecordedCall {
     pub call: u64,
     /// A hash of the request as sent (model, messages, tools, settings).
     pub request_hash: String,
+    /// The model asked, as `provider/model` (empty for calls recorded before it was kept).
+    #[serde(default)]
+    pub model: String,
     /// The provider's answer, as the engine reads it.
     pub response: Value,
+}
+
+/// What one LLM call used, without its answer: what a run's cost is made of.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallUsage {
+    pub node_key: String,
+    pub visit: u64,
+    pub call: u64,
+    /// `provider/model`; `None` for calls recorded before the model was kept.
+    pub model: Option<String>,
+    pub usage: Usage,
 }
 
 pub(super) fn insert(
@@ -30,9 +46,15 @@ pub(super) fn insert(
     call: &RecordedCall,
     at: &str,
 ) -> Result<(), StoreError> {
+    let usage: Usage = call
+        .response
+        .get("usage")
+        .and_then(|usage| Usage::deserialize(usage).ok())
+        .unwrap_or_default();
     conn.prepare_cached(
         "INSERT OR REPLACE INTO llm_calls (run_id, node_key, visit, call, request_hash, \
-         response_json, recorded_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+         response_json, recorded_at, model, input_tokens, output_tokens) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?
     .execute(params![
         run_id,
@@ -41,14 +63,40 @@ pub(super) fn insert(
         to_i64("call number", call.call)?,
         call.request_hash,
         call.response.to_string(),
-        at
+        at,
+        (!call.model.is_empty()).then_some(call.model.as_str()),
+        to_i64("input tokens", usage.input_tokens)?,
+        to_i64("output tokens", usage.output_tokens)?,
     ])?;
     Ok(())
 }
 
+/// What each LLM call of a run used, in the order the calls were made per node.
+pub(super) fn usage(conn: &Connection, run_id: &str) -> Result<Vec<CallUsage>, StoreError> {
+    let mut statement = conn.prepare_cached(
+        "SELECT node_key, visit, call, model, input_tokens, output_tokens FROM llm_calls \
+         WHERE run_id = ?1 ORDER BY node_key, visit, call",
+    )?;
+    let mut rows = statement.query(params![run_id])?;
+    let mut calls = Vec::new();
+    while let Some(row) = rows.next()? {
+        calls.push(CallUsage {
+            node_key: row.get("node_key")?,
+            visit: to_u64(run_id, "visit", row.get("visit")?)?,
+            call: to_u64(run_id, "call number", row.get("call")?)?,
+            model: row.get("model")?,
+            usage: Usage {
+                input_tokens: to_u64(run_id, "input tokens", row.get("input_tokens")?)?,
+                output_tokens: to_u64(run_id, "output tokens", row.get("output_tokens")?)?,
+            },
+        });
+    }
+    Ok(calls)
+}
+
 pub(super) fn list(conn: &Connection, run_id: &str) -> Result<Vec<RecordedCall>, StoreError> {
     let mut statement = conn.prepare_cached(
-        "SELECT node_key, visit, call, request_hash, response_json FROM llm_calls \
+        "SELECT node_key, visit, call, request_hash, model, response_json FROM llm_calls \
          WHERE run_id = ?1 ORDER BY node_key, visit, call",
     )?;
     let mut rows = statement.query(params![run_id])?;
@@ -65,6 +113,7 @@ pub(super) fn list(conn: &Connection, run_id: &str) -> Result<Vec<RecordedCall>,
             visit: to_u64(run_id, "visit", row.get("visit")?)?,
             call: to_u64(run_id, "call number", row.get("call")?)?,
             request_hash: row.get("request_hash")?,
+            model: row.get::<_, Option<String>>("model")?.unwrap_or_default(),
             node_key,
         });
     }

@@ -29,7 +29,7 @@ mod runs;
 mod schema;
 mod writer;
 
-pub use llm_calls::RecordedCall;
+pub use llm_calls::{CallUsage, RecordedCall};
 
 use std::path::Path;
 use std::sync::mpsc::{self, Sender};
@@ -395,6 +395,12 @@ impl Store {
     pub fn llm_calls(&self, run_id: &str) -> Result<Vec<RecordedCall>, StoreError> {
         self.barrier()?;
         llm_calls::list(&self.reader(), run_id)
+    }
+
+    /// What each LLM call of run `run_id` used (model and tokens), without the answers.
+    pub fn call_usage(&self, run_id: &str) -> Result<Vec<CallUsage>, StoreError> {
+        self.barrier()?;
+        llm_calls::usage(&self.reader(), run_id)
     }
 
     /// Queues one event, and `publish` to be called with it once it is committed (in the order

@@ -26,6 +26,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     MIGRATION_3,
     MIGRATION_4,
     MIGRATION_5,
+    MIGRATION_6,
 ];
 
 /// Migration 1: runs, their events, node outputs and the queue of a paused run.
@@ -119,6 +120,15 @@ CREATE TABLE llm_calls (
     recorded_at TEXT NOT NULL,
     PRIMARY KEY (run_id, node_key, visit, call)
 ) WITHOUT ROWID;
+";
+
+/// Migration 6: what each LLM call cost: the model it asked (`provider/model`) and the tokens
+/// the provider reported, so that a run's cost is summed without reading every answer back.
+/// Calls recorded before have no model, and count as unpriced.
+const MIGRATION_6: &str = "
+ALTER TABLE llm_calls ADD COLUMN model TEXT;
+ALTER TABLE llm_calls ADD COLUMN input_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE llm_calls ADD COLUMN output_tokens INTEGER NOT NULL DEFAULT 0;
 ";
 
 /// A clear message for an error met while opening.

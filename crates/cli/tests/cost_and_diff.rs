@@ -1,0 +1,277 @@
+//! `weft show` and `weft runs` say what a run cost, and `weft diff` compares two runs node by
+//! node: the real executable, a scripted LLM server on loopback, prices shipped or from a file.
+
+mod common;
+
+use common::{Ran, Sandbox, edge, node};
+use serde_json::{Value, json};
+use weft_scripted_llm::{Reply, Script, ScriptedLlm};
+
+fn agent_flow(model: &str) -> Value {
+    json!({
+        "version": 1,
+        "name": "Ask",
+        "nodes": [
+            node("start", "start", json!({ "initialInput": "Ada" })),
+            node("ask", "agent", json!({ "model": model, "userPrompt": "Greet {{PREVIOUS_OUTPUT}}" })),
+        ],
+        "edges": [edge("e1", "start", "ask", None)]
+    })
+}
+
+fn json_of(ran: &Ran) -> Value {
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    serde_json::from_str(&ran.stdout).expect("JSON on stdout")
+}
+
+/// Runs `weft` with `WEFT_PRICES` naming `prices`.
+fn with_prices(sandbox: &Sandbox, args: &[&str], prices: &str) -> Ran {
+    sandbox
+        .command(args, None)
+        .env("WEFT_PRICES", prices)
+        .output()
+        .expect("weft runs")
+        .into()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn show_and_runs_price_each_call_and_a_prices_file_overrides_them() {
+    let llm = ScriptedLlm::start(Script::always(Reply::text("four words right here")))
+        .await
+        .expect("server");
+    let sandbox = Sandbox::new();
+    let db = sandbox.db_arg();
+    let flow = sandbox.flow("ask.json", &agent_flow("gpt-4o-mini"));
+    let ran = sandbox.run_with(&["run", &flow, "--db", &db], &llm).await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+
+    let listed = json_of(&sandbox.run(&["runs", "--db", &db, "--json"]));
+    let id = listed[0]["id"].as_str().expect("id").to_string();
+    let shown = json_of(&sandbox.run(&["show", &id, "--db", &db, "--json"]));
+    let input = shown["run"]["usage"]["inputTokens"]
+        .as_u64()
+        .expect("tokens");
+    assert!(input > 0);
+    // gpt-4o-mini's shipped list price: $0.15 per million input tokens, $0.60 output.
+    let expected = (input as f64 * 0.15 + 4.0 * 0.60) / 1e6;
+    let usd = |value: &Value| value.as_f64().expect("dollars");
+    assert!(
+        (usd(&shown["cost"]["total"]["usd"]) - expected).abs() < 1e-12,
+        "{shown}"
+    );
+    assert!((usd(&shown["cost"]["nodes"]["ask"]["usd"]) - expected).abs() < 1e-12);
+    assert!(
+        (usd(&listed[0]["cost"]["usd"]) - expected).abs() < 1e-12,
+        "{listed}"
+    );
+    let call = &shown["cost"]["calls"][0];
+    assert_eq!(call["model"], "openai/gpt-4o-mini");
+    assert_eq!(call["usage"]["outputTokens"], 4);
+
+    // A prices file replaces the shipped price: a dollar per token makes the figure exact.
+    let prices = sandbox.dir.path().join("prices.json");
+    std::fs::write(
+        &prices,
+        json!({"openai/gpt-4o-mini": {"input": 1_000_000, "output": 1_000_000}}).to_string(),
+    )
+    .expect("write prices");
+    let prices = prices.display().to_string();
+    let dollars = format!("${}.00", input + 4);
+    let text = with_prices(&sandbox, &["show", &id, "--db", &db], &prices);
+    assert_eq!(text.code, Some(0), "{text:?}");
+    let cost_line = text
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("cost"))
+        .expect("a cost line");
+    assert!(cost_line.contains(&dollars), "{}", text.stdout);
+    assert!(text.stdout.contains("llm calls"), "{}", text.stdout);
+    assert!(
+        text.stdout.contains("openai/gpt-4o-mini"),
+        "{}",
+        text.stdout
+    );
+    let table = with_prices(&sandbox, &["runs", "--db", &db], &prices);
+    assert!(table.stdout.contains("COST"), "{table:?}");
+    assert!(table.stdout.contains(&dollars), "{table:?}");
+
+    // A model with no price shows its tokens and no dollar figure, and says how to add one.
+    let unpriced = sandbox.flow("local.json", &agent_flow("local-model"));
+    let ran = sandbox
+        .run_with(&["run", &unpriced, "--db", &db], &llm)
+        .await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    let listed = json_of(&sandbox.run(&["runs", "--db", &db, "--json"]));
+    let local = listed[0]["id"].as_str().expect("id").to_string();
+    assert_eq!(
+        listed[0]["cost"]["unpricedModels"],
+        json!(["openai/local-model"])
+    );
+    let text = sandbox.run(&["show", &local, "--db", &db]);
+    assert!(
+        text.stdout
+            .contains("no price for openai/local-model; WEFT_PRICES can add one"),
+        "{}",
+        text.stdout
+    );
+    assert!(!text.stdout.contains("$"), "no guess: {}", text.stdout);
+}
+
+#[test]
+fn a_prices_file_that_cannot_be_used_is_named_and_exits_2() {
+    let sandbox = Sandbox::new();
+    let db = sandbox.db_arg();
+    let prices = sandbox.dir.path().join("prices.json");
+    std::fs::write(&prices, "{\n  \"openai/x\": {\"input\": 1,,\n}").expect("write");
+    let ran = with_prices(
+        &sandbox,
+        &["runs", "--db", &db],
+        &prices.display().to_string(),
+    );
+    assert_eq!(ran.code, Some(2), "{ran:?}");
+    assert!(ran.stderr.contains("prices.json: line 2"), "{ran:?}");
+    assert!(ran.stderr.contains("WEFT_PRICES"), "{ran:?}");
+    std::fs::write(&prices, r#"{"gpt-4o": {"input": 1, "output": 2}}"#).expect("write");
+    let ran = with_prices(
+        &sandbox,
+        &["runs", "--db", &db],
+        &prices.display().to_string(),
+    );
+    assert_eq!(ran.code, Some(2), "{ran:?}");
+    assert!(ran.stderr.contains("`openai/gpt-4o`"), "{ran:?}");
+}
+
+/// start → greet (template, two lines) → out.
+fn greeting_flow() -> Value {
+    json!({
+        "version": 1,
+        "name": "Greet",
+        "nodes": [
+            node("start", "start", json!({ "initialInput": "Ada" })),
+            node("greet", "template", json!({ "template": "Hello {{ PREVIOUS_OUTPUT }}\nhave a good day" })),
+            node("out", "output", json!({})),
+        ],
+        "edges": [edge("e1", "start", "greet", None), edge("e2", "greet", "out", None)]
+    })
+}
+
+fn run_id(sandbox: &Sandbox, flow: &str, input: &str) -> String {
+    let db = sandbox.db_arg();
+    let ran = sandbox.run(&["run", flow, "--db", &db, "--input", input]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    let listed = json_of(&sandbox.run(&["runs", "--db", &db, "--json", "--limit", "1"]));
+    listed[0]["id"].as_str().expect("id").to_string()
+}
+
+#[test]
+fn diff_tells_equal_runs_from_different_ones() {
+    let sandbox = Sandbox::new();
+    let db = sandbox.db_arg();
+    let flow = sandbox.flow("greet.json", &greeting_flow());
+    let first = run_id(&sandbox, &flow, "Ada");
+    let again = run_id(&sandbox, &flow, "Ada");
+    let other = run_id(&sandbox, &flow, "Bob");
+
+    let same = sandbox.run(&["diff", &first, &again, "--db", &db]);
+    assert_eq!(same.code, Some(0), "{same:?}");
+    assert!(
+        same.stdout.contains("same outputs: all 3 nodes agree"),
+        "{}",
+        same.stdout
+    );
+
+    let differ = sandbox.run(&["diff", &first[..8], &other, "--db", &db]);
+    assert_eq!(differ.code, Some(1), "{differ:?}");
+    assert!(differ.stdout.contains("  - Hello Ada"), "{}", differ.stdout);
+    assert!(differ.stdout.contains("  + Hello Bob"), "{}", differ.stdout);
+    assert!(
+        !differ.stdout.contains("- have a good day"),
+        "unchanged lines are not listed"
+    );
+    assert!(
+        differ.stdout.contains("outputs differ at 3 nodes of 3"),
+        "{}",
+        differ.stdout
+    );
+
+    let report = sandbox.run(&["diff", &first, &other, "--db", &db, "--json"]);
+    assert_eq!(report.code, Some(1), "{report:?}");
+    let report: Value = serde_json::from_str(&report.stdout).expect("JSON");
+    assert_eq!(report["equal"], false);
+    assert_eq!(report["a"]["id"], json!(first));
+    let greet = report["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .find(|node| node["node"] == "greet")
+        .expect("greet compared");
+    assert_eq!(greet["a"]["status"], "completed");
+    assert_eq!(greet["sameOutput"], false);
+    assert_eq!(greet["diff"]["kind"], "text");
+    assert_eq!(
+        greet["diff"]["lines"],
+        json!([
+            {"kind": "removed", "text": "Hello Ada"},
+            {"kind": "added", "text": "Hello Bob"},
+            {"kind": "same", "text": "have a good day"}
+        ])
+    );
+}
+
+#[test]
+fn diff_names_changed_json_paths_and_nodes_one_run_never_reached() {
+    let sandbox = Sandbox::new();
+    let db = sandbox.db_arg();
+    // start → check (if: contains "go") → yes (template) on the first condition only.
+    let flow = sandbox.flow(
+        "branch.json",
+        &json!({
+            "nodes": [
+                node("start", "start", json!({})),
+                node("check", "if", json!({ "conditions": [{ "operator": "contains", "value": "go" }] })),
+                node("yes", "template", json!({ "template": "went" })),
+            ],
+            "edges": [
+                edge("e1", "start", "check", None),
+                edge("e2", "check", "yes", Some("condition-0")),
+            ]
+        }),
+    );
+    let going = run_id(&sandbox, &flow, r#"{"say": "go", "n": 1}"#);
+    let staying = run_id(&sandbox, &flow, r#"{"say": "stay", "n": 1}"#);
+    let report = sandbox.run(&["diff", &going, &staying, "--db", &db, "--json"]);
+    assert_eq!(report.code, Some(1), "{report:?}");
+    let report: Value = serde_json::from_str(&report.stdout).expect("JSON");
+    let node = |id: &str| {
+        report["nodes"]
+            .as_array()
+            .expect("nodes")
+            .iter()
+            .find(|node| node["node"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("{id} compared: {report}"))
+    };
+    assert_eq!(
+        node("start")["diff"],
+        json!({"kind": "json", "changes": [{"path": "$.say", "a": "go", "b": "stay"}], "truncated": false})
+    );
+    assert_eq!(node("yes")["a"]["status"], "completed");
+    assert_eq!(node("yes")["b"]["status"], "not_run");
+    assert_eq!(node("yes")["b"]["output"], Value::Null);
+
+    let text = sandbox.run(&["diff", &going, &staying, "--db", &db]);
+    assert!(
+        text.stdout.contains("$.say: \"go\" → \"stay\""),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout.contains("completed | not run"),
+        "{}",
+        text.stdout
+    );
+
+    let unknown = sandbox.run(&["diff", &going, "no-such-run", "--db", &db]);
+    assert_eq!(unknown.code, Some(2), "{unknown:?}");
+    assert!(unknown.stderr.contains("no-such-run"), "{unknown:?}");
+}
