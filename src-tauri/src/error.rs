@@ -47,7 +47,8 @@ impl From<weft_engine::RunError> for AppError {
             weft_engine::RunError::Store(_) => ErrorCode::Store,
             weft_engine::RunError::NoSuchEntry(_)
             | weft_engine::RunError::NoEarlierOutput { .. }
-            | weft_engine::RunError::Decide(_) => ErrorCode::BadRequest,
+            | weft_engine::RunError::Decide(_)
+            | weft_engine::RunError::Pins { .. } => ErrorCode::BadRequest,
             weft_engine::RunError::Lost(_) => ErrorCode::Internal,
         };
         AppError::new(code, error.to_string())

@@ -49,6 +49,7 @@ Examples:
   weft validate flows/triage.json
   weft run flows/triage.json --input 'My order never arrived'
   weft run flows/triage.json --decide review=approve --events > events.ndjson
+  weft run flows/triage.json --pins     # nodes pinned in flows/triage.pins.json do not run
   weft resume 3f2a --decision reject --note 'too long'
   weft resume 3f2a --retry          # a run whose process was killed
   weft runs
@@ -117,6 +118,10 @@ pub(crate) struct RunArgs {
     /// The earlier run (id or unique prefix) whose outputs --from or --only reuse.
     #[arg(long, value_name = "RUN_ID")]
     pub after: Option<String>,
+    /// Use the pinned outputs in NAME.pins.json beside the flow: those nodes do not run, their
+    /// pin is their output ({"pins": {"NODE": {"output": VALUE}}}).
+    #[arg(long)]
+    pub pins: bool,
     #[command(flatten)]
     pub store: StoreArgs,
 }

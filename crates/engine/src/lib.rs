@@ -19,6 +19,7 @@ pub mod flow;
 pub mod nodes;
 pub mod output_schema;
 pub mod path;
+pub mod pins;
 pub mod providers;
 pub mod run;
 pub mod step;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
+use weft_engine::pins::{Pins, check_pins, load_pins, pins_path};
 use weft_engine::providers::{LlmClients, ProviderSettings};
 use weft_engine::{
     Engine, Entry, EventListener, EventSink, RunError, RunEvent, RunOptions, RunOutcome, RunStatus,
@@ -41,6 +42,17 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
     }
     // Checked before the store is opened, so a wrong target leaves no trace.
     check_decisions(flow, &decisions).map_err(|error| usage_error(error.to_string()))?;
+    let pins = if args.pins {
+        let pins = load_pins(&pins_path(&args.flow))
+            .map_err(|error| usage_error(format!("{error} (read because of --pins)")))?;
+        let problems = check_pins(flow, &pins);
+        if !problems.is_empty() {
+            return Err(usage_error(problems.join("\n")));
+        }
+        pins
+    } else {
+        Pins::new()
+    };
     let db = super::db_path(&args.store)?;
     let store = super::open_store(&db)?;
     let engine = engine(store);
@@ -60,6 +72,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
         flow_path: Some(flow_path),
         on_event: Some(live.listener.clone()),
         entry,
+        pins,
         ..RunOptions::default()
     };
     let outcome = engine.start(checked, options).await;
@@ -80,9 +93,10 @@ pub(crate) fn run_error(error: RunError) -> anyhow::Error {
             usage_error("the flow is not valid")
         }
         RunError::Store(error) => super::store_error(error),
-        RunError::NoSuchEntry(_) | RunError::NoEarlierOutput { .. } | RunError::Decide(_) => {
-            usage_error(error.to_string())
-        }
+        RunError::NoSuchEntry(_)
+        | RunError::NoEarlierOutput { .. }
+        | RunError::Decide(_)
+        | RunError::Pins { .. } => usage_error(error.to_string()),
         RunError::Lost(_) => anyhow::Error::new(error),
     }
 }

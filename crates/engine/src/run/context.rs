@@ -18,6 +18,7 @@ use super::llm_log::{LlmLog, request_hash};
 use crate::event::EventType;
 use crate::flow::{Flow, Node};
 use crate::nodes::{Decision, NodeConfig};
+use crate::pins::Pins;
 use crate::providers::{
     ChatMessage, ChatRequest, ChatResponse, LazyClient, LlmClients, ModelRoute, ProviderError,
     Usage,
@@ -66,6 +67,8 @@ pub(crate) struct RunContext {
     pub(crate) cancel: CancellationToken,
     /// Approvals answered in advance, by node id (`sub/review` for one inside subflow `sub`).
     pub(crate) decisions: HashMap<String, Decision>,
+    /// Pinned outputs by node id: these nodes do not run ([`crate::pins`]).
+    pub(crate) pins: Pins,
 }
 
 /// What a run keeps between steps that a nested or resumed run starts from.
@@ -74,6 +77,8 @@ pub(crate) struct ContextSeed {
     pub outputs: HashMap<String, Value>,
     pub approval: Option<Value>,
     pub histories: HashMap<String, Vec<ChatMessage>>,
+    /// Outputs that stand for their nodes, which then do not run ([`crate::pins`]).
+    pub pins: Pins,
 }
 
 impl RunContext {
@@ -110,6 +115,7 @@ impl RunContext {
             events,
             cancel,
             decisions,
+            pins: seed.pins,
         }
     }
 

@@ -35,6 +35,7 @@ pub use emitter::EventListener;
 use crate::event::{EventType, RunStatus};
 use crate::flow::Flow;
 use crate::nodes::{Decision, NodeConfig, NodeKind, StartConfig};
+use crate::pins::{Pins, check_pins};
 use crate::providers::{LazyClient, LlmClients, Usage};
 use crate::store::{
     NewRun, NodeOutputRecord, PauseRecord, QueuedStep, RunRecord, Store, StoreError,
@@ -80,6 +81,10 @@ pub struct RunOptions {
     /// Cancelling it ends the run with status `cancelled` (as [`Engine::cancel`] does).
     pub cancel: CancellationToken,
     pub entry: Entry,
+    /// Pinned outputs by node id ([`crate::pins`]): these nodes do not run, their pin is their
+    /// output, for the whole run (a resumed run keeps them). Checked by
+    /// [`crate::pins::check_pins`] before the run starts.
+    pub pins: Pins,
 }
 
 /// How to resume a paused run.
@@ -131,6 +136,9 @@ pub enum RunError {
     NoEarlierOutput { node_id: String, run_id: String },
     #[error("{0}")]
     Decide(#[from] DecideError),
+    /// Pins that cannot apply to the flow, one message each.
+    #[error("{}", problems.join("\n"))]
+    Pins { problems: Vec<String> },
     /// The run's task stopped without an outcome (a bug: a panic in the engine).
     #[error("run {0} stopped without an outcome (an internal error in Weft)")]
     Lost(String),
@@ -291,6 +299,12 @@ impl Engine {
             }
         };
         check_decisions(&flow, &options.decisions)?;
+        let pin_problems = check_pins(&flow, &options.pins);
+        if !pin_problems.is_empty() {
+            return Err(RunError::Pins {
+                problems: pin_problems,
+            });
+        }
         let run_id = uuid::Uuid::new_v4().to_string();
         let initial = initial_value(&flow, options.input.as_deref());
         let mut state = SavedState::default();
@@ -351,6 +365,7 @@ impl Engine {
             outputs,
             approval: None,
             histories: HashMap::new(),
+            pins: options.pins,
         };
         let events = Emitter::new(
             run_id.clone(),
@@ -493,6 +508,7 @@ impl Engine {
             outputs: own_outputs(&flow, stored_outputs),
             approval: state.approval.clone(),
             histories: state.histories.clone(),
+            pins: state.pins.clone(),
         };
         let events = Emitter::new(
             run_id.clone(),
@@ -593,6 +609,7 @@ impl Engine {
             outputs: own_outputs(&flow, stored_outputs),
             approval: state.approval.clone(),
             histories: state.histories.clone(),
+            pins: state.pins.clone(),
         };
         let events = Emitter::new(
             run_id.clone(),

@@ -15,6 +15,7 @@ use super::graph::Graph;
 use super::scheduler::{SavedState, Scheduler};
 use crate::event::RunStatus;
 use crate::nodes::{Decision, NodeKind};
+use crate::pins::Pins;
 use crate::step::{ChildEnd, ChildPause, ChildRun, MAX_CHILD_DEPTH, StepError, StepErrorKind};
 use crate::store::QueuedStep;
 
@@ -59,6 +60,8 @@ pub(crate) async fn run_child(
                 outputs: saved.outputs,
                 approval: saved.state.approval.clone(),
                 histories: saved.state.histories.clone(),
+                // Pins are of the top-level flow's nodes.
+                pins: Pins::new(),
             };
             (
                 seed,
@@ -84,6 +87,7 @@ pub(crate) async fn run_child(
                 outputs: HashMap::new(),
                 approval: None,
                 histories: HashMap::new(),
+                pins: Pins::new(),
             };
             (seed, queue, SavedState::default(), None)
         }

@@ -20,6 +20,7 @@ use super::context::RunContext;
 use super::emitter::now;
 use crate::event::{EventType, RunStatus};
 use crate::nodes::{Decision, Scheduling};
+use crate::pins::Pins;
 use crate::providers::ChatMessage;
 use crate::step::{ChildPause, ChildResume, Step, StepError, StepErrorKind, StepOutput, Wait};
 use crate::store::{Checkpoint, QueuedStep, StoredStep};
@@ -62,6 +63,9 @@ pub(crate) struct SavedState {
     /// right after it was decided, and continues with it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decided: Option<Decision>,
+    /// The run's pinned outputs ([`crate::pins`]), kept for as long as the run goes on.
+    #[serde(default, skip_serializing_if = "Pins::is_empty")]
+    pub pins: Pins,
 }
 
 /// What the run is waiting for.
@@ -366,7 +370,23 @@ impl Scheduler {
         let Some(visits) = self.count_visit(&item.node_id) else {
             return;
         };
+        if let Some(pin) = self.ctx.pins.get(&item.node_id).cloned() {
+            self.use_pin(keyed.1, visits, pin);
+            return;
+        }
         self.launch(keyed, visits);
+    }
+
+    /// A pinned node's step: shown as a step that ends at once with its pin, which goes on
+    /// along `output`; the node itself does not run (no provider request, no code, no HTTP).
+    fn use_pin(&mut self, item: QueuedStep, visits: u64, pin: Value) {
+        step_started(&self.ctx, &item);
+        self.ctx.emit(
+            EventType::LogicCheck,
+            Some(&item.node_id),
+            "pinned: its pinned output stands for it; it does not run".to_string(),
+        );
+        self.settle(item, visits, Ok(StepOutput::new(pin, "output")));
     }
 
     /// Runs a counted step as visit `visits` of its node: inline when its kind does not wait
@@ -740,6 +760,7 @@ impl Scheduler {
             joins: self.joins.clone(),
             only_node: self.only_node.clone(),
             decided: None,
+            pins: self.ctx.pins.clone(),
         }
     }
 

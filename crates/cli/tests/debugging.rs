@@ -1,5 +1,7 @@
-//! `weft show` and `weft runs` say what a run cost, and `weft diff` compares two runs node by
-//! node: the real executable, a scripted LLM server on loopback, prices shipped or from a file.
+//! Debugging headless (SPEC §10), through the real executable with a scripted LLM server on
+//! loopback: `weft show` and `weft runs` say what a run cost (prices shipped or from a file),
+//! `weft diff` compares two runs node by node, and `weft run --pins` keeps pinned nodes from
+//! running.
 
 mod common;
 
@@ -274,4 +276,110 @@ fn diff_names_changed_json_paths_and_nodes_one_run_never_reached() {
     let unknown = sandbox.run(&["diff", &going, "no-such-run", "--db", &db]);
     assert_eq!(unknown.code, Some(2), "{unknown:?}");
     assert!(unknown.stderr.contains("no-such-run"), "{unknown:?}");
+}
+
+/// start → review (approval) → classify (agent) → reply (template).
+fn pinned_flow() -> Value {
+    json!({
+        "version": 1,
+        "name": "Pinned",
+        "nodes": [
+            node("start", "start", json!({ "initialInput": "my parcel never came" })),
+            node("review", "approval", json!({ "message": "go on?" })),
+            node("classify", "agent", json!({ "model": "gpt-4o-mini", "userPrompt": "Label: {{ PREVIOUS_OUTPUT }}" })),
+            node("reply", "template", json!({ "template": "Reply for {{ PREVIOUS_OUTPUT }}" })),
+        ],
+        "edges": [
+            edge("e1", "start", "review", None),
+            edge("e2", "review", "classify", Some("approve")),
+            edge("e3", "classify", "reply", None),
+        ]
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pinned_node_does_not_run_and_stays_pinned_across_a_resume() {
+    let llm = ScriptedLlm::start(Script::always(Reply::text("live label")))
+        .await
+        .expect("server");
+    let sandbox = Sandbox::new();
+    let db = sandbox.db_arg();
+    let flow = sandbox.flow("pinned.json", &pinned_flow());
+    std::fs::write(
+        sandbox.dir.path().join("pinned.pins.json"),
+        json!({"pins": {"classify": {"output": "delivery", "from": "typed"}}}).to_string(),
+    )
+    .expect("write pins");
+
+    // Pinned, the run pauses at the approval; resumed by another process, the pin still holds.
+    let ran = sandbox
+        .run_with(&["run", &flow, "--db", &db, "--pins"], &llm)
+        .await;
+    assert_eq!(ran.code, Some(3), "{ran:?}");
+    let run_id = common::paused_run_id(&ran);
+    let ran = sandbox
+        .run_with(
+            &["resume", &run_id, "--decision", "approve", "--db", &db],
+            &llm,
+        )
+        .await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout.trim(), "Reply for delivery");
+    assert!(llm.requests().is_empty(), "no request reached the server");
+    let shown = json_of(&sandbox.run(&["show", &run_id, "--db", &db, "--json"]));
+    let events = shown["events"].as_array().expect("events");
+    assert!(
+        events.iter().any(|event| event["type"] == "logic_check"
+            && event["nodeId"] == "classify"
+            && event["content"].as_str().unwrap_or("").contains("pinned")),
+        "the log says the node was pinned: {shown}"
+    );
+
+    // Without --pins the node runs.
+    let ran = sandbox
+        .run_with(
+            &["run", &flow, "--db", &db, "--decide", "review=approve"],
+            &llm,
+        )
+        .await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout.trim(), "Reply for live label");
+    assert_eq!(llm.requests().len(), 1);
+}
+
+#[test]
+fn pins_that_cannot_apply_are_refused_before_anything_runs() {
+    let sandbox = Sandbox::new();
+    let db = sandbox.db_arg();
+    let flow = sandbox.flow("pinned.json", &pinned_flow());
+    let pins = sandbox.dir.path().join("pinned.pins.json");
+    let refused = |what: &str| {
+        let ran = sandbox.run(&["run", &flow, "--db", &db, "--pins"]);
+        assert_eq!(ran.code, Some(2), "{what}: {ran:?}");
+        ran.stderr
+    };
+    let stderr = refused("no file");
+    assert!(stderr.contains("pinned.pins.json"), "{stderr}");
+    std::fs::write(&pins, "{\"pins\": {\n  \"classify\": {\"output\": 1,}\n}}").expect("write");
+    let stderr = refused("not JSON");
+    assert!(stderr.contains("pinned.pins.json: line 2"), "{stderr}");
+    std::fs::write(
+        &pins,
+        json!({"pins": {"clasify": {"output": 1}}}).to_string(),
+    )
+    .expect("write");
+    let stderr = refused("a node the flow lacks");
+    assert!(
+        stderr.contains("pin `clasify`: the flow has no such node"),
+        "{stderr}"
+    );
+    std::fs::write(
+        &pins,
+        json!({"pins": {"review": {"output": 1}}}).to_string(),
+    )
+    .expect("write");
+    let stderr = refused("an approval");
+    assert!(stderr.contains("cannot be pinned"), "{stderr}");
+    let runs = json_of(&sandbox.run(&["runs", "--db", &db, "--json"]));
+    assert_eq!(runs, json!([]), "nothing was stored");
 }

@@ -1,0 +1,233 @@
+//! Pinned outputs (SPEC §10): a node's output fixed by the person, taken from a past run or
+//! typed. A pinned node does not run: its pin is its output, so an expensive or flaky step is
+//! not asked again while the nodes after it are worked on. Pins are debugging state, kept beside
+//! the flow in `NAME.pins.json`, never in the flow file:
+//!
+//! ```json
+//! { "pins": { "classify": { "output": { "label": "bug" } } } }
+//! ```
+//!
+//! An entry may carry more fields (where the pin came from, say); Weft keeps only `output`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::flow::Flow;
+use crate::nodes::NodeKind;
+use crate::output_schema::OutputSchema;
+
+/// Pinned outputs by node id (nodes of the flow itself, not of its subflows).
+pub type Pins = BTreeMap<String, Value>;
+
+/// The pins file of the flow at `flow_path`: `triage.json` → `triage.pins.json`.
+pub fn pins_path(flow_path: &Path) -> PathBuf {
+    let stem = flow_path
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    flow_path.with_file_name(format!("{stem}.pins.json"))
+}
+
+/// Why a pins file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PinsError {
+    #[error("pins file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("pins file {path}: line {line}, column {column}: {message}")]
+    Syntax {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("pins file {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+/// Reads the pins file at `path`.
+pub fn load_pins(path: &Path) -> Result<Pins, PinsError> {
+    let text = std::fs::read_to_string(path).map_err(|source| PinsError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_pins(&text).map_err(|error| match error {
+        ParseError::Syntax {
+            line,
+            column,
+            message,
+        } => PinsError::Syntax {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message,
+        },
+        ParseError::Shape(message) => PinsError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        },
+    })
+}
+
+enum ParseError {
+    Syntax {
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    Shape(String),
+}
+
+fn parse_pins(text: &str) -> Result<Pins, ParseError> {
+    let value: Value = serde_json::from_str(text).map_err(|error| ParseError::Syntax {
+        line: error.line(),
+        column: error.column(),
+        message: error.to_string(),
+    })?;
+    let shape =
+        || ParseError::Shape("expected {\"pins\": {\"NODE\": {\"output\": VALUE}}}".to_string());
+    let Some(Value::Object(entries)) = value.get("pins") else {
+        return Err(shape());
+    };
+    let mut pins = Pins::new();
+    for (node, entry) in entries {
+        match entry.get("output") {
+            Some(output) if entry.is_object() => {
+                pins.insert(node.clone(), output.clone());
+            }
+            _ => {
+                return Err(ParseError::Shape(format!(
+                    "pin `{node}`: expected {{\"output\": VALUE}}"
+                )));
+            }
+        }
+    }
+    Ok(pins)
+}
+
+/// What is wrong with pinning `pins` in `flow`, one message per problem: a node that is not in
+/// the flow, a kind whose route depends on running it (an `if`, an approval), or an output that
+/// does not match the node's `outputSchema`.
+pub fn check_pins(flow: &Flow, pins: &Pins) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (node_id, output) in pins {
+        let Some(node) = flow.nodes.iter().find(|node| &node.id == node_id) else {
+            problems.push(format!("pin `{node_id}`: the flow has no such node"));
+            continue;
+        };
+        let Some(kind) = NodeKind::of(node) else {
+            problems.push(format!(
+                "pin `{node_id}`: its type `{}` is unknown",
+                node.kind
+            ));
+            continue;
+        };
+        let data = &node.data;
+        let routes_by_output = kind.handles(data).iter().any(|handle| handle == "output");
+        if !routes_by_output || kind == NodeKind::Output {
+            problems.push(format!(
+                "pin `{node_id}`: a `{}` node cannot be pinned (only nodes that go on by their `output` handle can)",
+                node.kind
+            ));
+            continue;
+        }
+        if let Some(schema) = data.get("outputSchema").filter(|schema| !schema.is_null()) {
+            // A schema that does not compile is the flow's own validation's to report.
+            if let Ok(schema) = OutputSchema::compile(schema) {
+                let found = schema.problems(output);
+                if !found.is_empty() {
+                    problems.push(format!(
+                        "pin `{node_id}`: the output does not match its outputSchema: {}",
+                        found.join("; ")
+                    ));
+                }
+            }
+        }
+    }
+    problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_pins_file_sits_beside_the_flow() {
+        assert_eq!(
+            pins_path(Path::new("/a/flows/triage.json")),
+            PathBuf::from("/a/flows/triage.pins.json")
+        );
+    }
+
+    #[test]
+    fn a_pins_file_reads_outputs_and_names_what_is_wrong() {
+        let pins = parse_pins(r#"{"pins": {"a": {"output": {"x": 1}, "from": "run 3f2a"}}}"#)
+            .ok()
+            .expect("reads");
+        assert_eq!(pins["a"], json!({"x": 1}));
+        match parse_pins("{\n\"pins\": {\n\"a\": {\"output\": 1,}}}") {
+            Err(ParseError::Syntax { line, .. }) => assert_eq!(line, 3),
+            _ => panic!("a syntax error with its line"),
+        }
+        match parse_pins(r#"{"pins": {"a": 5}}"#) {
+            Err(ParseError::Shape(message)) => assert!(message.contains("pin `a`"), "{message}"),
+            _ => panic!("a shape error"),
+        }
+        assert!(matches!(parse_pins("[]"), Err(ParseError::Shape(_))));
+    }
+
+    #[test]
+    fn pins_are_checked_against_the_flow() {
+        let flow = Flow::parse(
+            &json!({
+                "nodes": [
+                    {"id": "start", "type": "start"},
+                    {"id": "check", "type": "if", "data": {"conditions": [{"operator": "contains", "value": "x"}]}},
+                    {"id": "classify", "type": "agent", "data": {"model": "m", "outputSchema": {
+                        "type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"]
+                    }}},
+                    {"id": "t", "type": "template", "data": {"template": "x"}}
+                ],
+                "edges": []
+            })
+            .to_string(),
+            "test",
+        )
+        .expect("flow");
+        let pins = Pins::from([
+            ("ghost".to_string(), json!(1)),
+            ("check".to_string(), json!(1)),
+            ("classify".to_string(), json!({"label": 3})),
+            ("t".to_string(), json!("fixed")),
+        ]);
+        let problems = check_pins(&flow, &pins);
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("`ghost`: the flow has no such node"))
+        );
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("a `if` node cannot be pinned"))
+        );
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("`classify`: the output does not match"))
+        );
+        assert!(
+            check_pins(
+                &flow,
+                &Pins::from([("classify".into(), json!({"label": "bug"}))])
+            )
+            .is_empty()
+        );
+    }
+}
