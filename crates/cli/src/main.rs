@@ -50,6 +50,7 @@ Examples:
   weft run flows/triage.json --input 'My order never arrived'
   weft run flows/triage.json --decide review=approve --events > events.ndjson
   weft run flows/triage.json --pins     # nodes pinned in flows/triage.pins.json do not run
+  weft run flows/triage.json --replay 3f2a   # recorded answers; only what changed goes live
   weft resume 3f2a --decision reject --note 'too long'
   weft resume 3f2a --retry          # a run whose process was killed
   weft runs
@@ -122,6 +123,11 @@ pub(crate) struct RunArgs {
     /// pin is their output ({"pins": {"NODE": {"output": VALUE}}}).
     #[arg(long)]
     pub pins: bool,
+    /// Replay the run RUN_ID (id or unique prefix): a request identical to one it recorded (same
+    /// node, visit and request) gets the recorded answer with no provider call; the first that
+    /// differs, and every node after it on its branch, goes live.
+    #[arg(long, value_name = "RUN_ID")]
+    pub replay: Option<String>,
     #[command(flatten)]
     pub store: StoreArgs,
 }

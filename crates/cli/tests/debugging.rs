@@ -383,3 +383,146 @@ fn pins_that_cannot_apply_are_refused_before_anything_runs() {
     let runs = json_of(&sandbox.run(&["runs", "--db", &db, "--json"]));
     assert_eq!(runs, json!([]), "nothing was stored");
 }
+
+/// start → a → b → c: three agents, each asked about the previous answer.
+fn chain_flow(b_prompt: &str) -> Value {
+    let agent = |prompt: &str| json!({ "model": "gpt-4o-mini", "userPrompt": prompt });
+    json!({
+        "version": 1,
+        "name": "Chain",
+        "nodes": [
+            node("start", "start", json!({ "initialInput": "a parcel" })),
+            node("a", "agent", agent("First: {{ PREVIOUS_OUTPUT }}")),
+            node("b", "agent", agent(b_prompt)),
+            node("c", "agent", agent("Third: {{ PREVIOUS_OUTPUT }}")),
+        ],
+        "edges": [
+            edge("e1", "start", "a", None),
+            edge("e2", "a", "b", None),
+            edge("e3", "b", "c", None),
+        ]
+    })
+}
+
+fn latest_run(sandbox: &Sandbox) -> String {
+    let db = sandbox.db_arg();
+    let listed = json_of(&sandbox.run(&["runs", "--db", &db, "--json", "--limit", "1"]));
+    listed[0]["id"].as_str().expect("id").to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replay_asks_only_from_the_changed_node_on() {
+    // Every answer is the same text, so c's request after an edit of b is byte for byte the
+    // recorded one: only the rule "after a live node, live" sends it.
+    let llm = ScriptedLlm::start(Script::always(Reply::text("same answer")))
+        .await
+        .expect("server");
+    let sandbox = Sandbox::new();
+    let db = sandbox.db_arg();
+    let flow = sandbox.flow("chain.json", &chain_flow("Second: {{ PREVIOUS_OUTPUT }}"));
+    let ran = sandbox.run_with(&["run", &flow, "--db", &db], &llm).await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    let recorded = latest_run(&sandbox);
+    assert_eq!(llm.requests().len(), 3);
+
+    // Unchanged: no request at all, the same outputs, and every call kept as the replay's own.
+    let ran = sandbox
+        .run_with(
+            &["run", &flow, "--db", &db, "--replay", &recorded[..8]],
+            &llm,
+        )
+        .await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(
+        llm.requests().len(),
+        3,
+        "a replay of an unchanged flow asks nothing"
+    );
+    let replayed = latest_run(&sandbox);
+    let same = sandbox.run(&["diff", &recorded, &replayed, "--db", &db]);
+    assert_eq!(same.code, Some(0), "{same:?}");
+    let shown = json_of(&sandbox.run(&["show", &replayed, "--db", &db, "--json"]));
+    assert_eq!(shown["cost"]["calls"].as_array().map(Vec::len), Some(3));
+    assert_eq!(
+        shown["cost"]["total"]["usd"],
+        json!(0.0),
+        "replayed answers cost nothing"
+    );
+    let replay_notes = shown["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|event| {
+            event["type"] == "logic_check"
+                && event["content"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with("replayed:")
+        })
+        .count();
+    assert_eq!(replay_notes, 3, "{shown}");
+
+    // b's prompt edited: b and everything after it go live, a is replayed.
+    sandbox.flow(
+        "chain.json",
+        &chain_flow("Second, briefly: {{ PREVIOUS_OUTPUT }}"),
+    );
+    let ran = sandbox
+        .run_with(&["run", &flow, "--db", &db, "--replay", &recorded], &llm)
+        .await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 5, "exactly b and c were asked again");
+    let asked: Vec<String> = requests[3..]
+        .iter()
+        .map(|request| {
+            request
+                .conversation()
+                .last()
+                .map(|(_, text)| text.clone())
+                .unwrap_or_default()
+        })
+        .collect();
+    assert_eq!(
+        asked,
+        ["Second, briefly: same answer", "Third: same answer"]
+    );
+
+    let unknown = sandbox.run(&["run", &flow, "--db", &db, "--replay", "no-such-run"]);
+    assert_eq!(unknown.code, Some(2), "{unknown:?}");
+    assert!(unknown.stderr.contains("no-such-run"), "{unknown:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_paused_replay_replays_on_after_the_decision() {
+    let llm = ScriptedLlm::start(Script::always(Reply::text("live label")))
+        .await
+        .expect("server");
+    let sandbox = Sandbox::new();
+    let db = sandbox.db_arg();
+    let flow = sandbox.flow("pinned.json", &pinned_flow());
+    let ran = sandbox
+        .run_with(
+            &["run", &flow, "--db", &db, "--decide", "review=approve"],
+            &llm,
+        )
+        .await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    let recorded = latest_run(&sandbox);
+    assert_eq!(llm.requests().len(), 1);
+
+    let ran = sandbox
+        .run_with(&["run", &flow, "--db", &db, "--replay", &recorded], &llm)
+        .await;
+    assert_eq!(ran.code, Some(3), "{ran:?}");
+    let paused = common::paused_run_id(&ran);
+    let ran = sandbox
+        .run_with(
+            &["resume", &paused, "--decision", "approve", "--db", &db],
+            &llm,
+        )
+        .await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout.trim(), "Reply for live label");
+    assert_eq!(llm.requests().len(), 1, "the resumed replay asked nothing");
+}

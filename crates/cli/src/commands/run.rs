@@ -73,6 +73,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
         on_event: Some(live.listener.clone()),
         entry,
         pins,
+        replay: args.replay.map(|run_id| run_id.trim().to_string()),
         ..RunOptions::default()
     };
     let outcome = engine.start(checked, options).await;

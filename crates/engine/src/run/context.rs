@@ -233,15 +233,37 @@ impl StepEnv for RunContext {
             let call = log.next_call(&node_key, visit);
             let hash = request_hash(route, request);
             if let Some(answer) = log.recorded(&node_key, visit, call, &hash) {
-                // Its tokens were counted when it was first asked; shown as one piece.
+                // Its tokens were counted (and paid) when it was first asked.
+                let answer = ChatResponse {
+                    usage: None,
+                    ..answer
+                };
+                if let Some(from_run) = log.replayed_run() {
+                    // A replay keeps the call as its own, costing nothing, so that the run is
+                    // complete in itself (to replay again, to compare).
+                    self.events.emit(
+                        EventType::LogicCheck,
+                        Some(node_id),
+                        format!("replayed: the answer run {from_run} recorded for this request (no provider call)"),
+                    );
+                    let replayed = RecordedCall {
+                        node_key,
+                        visit,
+                        call,
+                        request_hash: hash,
+                        model: format!("{}/{}", route.provider.as_str(), route.model),
+                        response: serde_json::to_value(&answer).unwrap_or_default(),
+                    };
+                    self.store()
+                        .record_llm_call(&self.run_id, &replayed, &now());
+                }
+                // Shown as one piece.
                 if !answer.content.is_empty() {
                     on_delta(&answer.content);
                 }
-                return Ok(ChatResponse {
-                    usage: None,
-                    ..answer
-                });
+                return Ok(answer);
             }
+            log.went_live(&node_key);
             let answer = self
                 .services
                 .llm

@@ -1,9 +1,16 @@
 //! The LLM calls of a run: every answer is kept in the store (call `n` of node `k` in its visit
 //! `v`, with a hash of the request), and a run continued after an interruption gets the answers
 //! it already had for the same requests instead of asking the provider again.
+//!
+//! A replay (`weft run --replay RUN_ID`, SPEC §10) is a new run given another run's answers the
+//! same way, with one rule more: once a node's request differs from the recording and goes
+//! live, every node after it on that branch goes live too, even where a request happens to be
+//! the recorded one, so what follows an edit is always asked afresh.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+use std::sync::{Mutex, MutexGuard};
 
 use sha2::{Digest, Sha256};
 
@@ -17,6 +24,29 @@ pub(crate) struct LlmLog {
     recorded: HashMap<(String, u64, u64), RecordedCall>,
     /// How many calls each (node key, visit) has made so far in this process.
     calls: Mutex<HashMap<(String, u64), u64>>,
+    /// Set when the answers are another run's (a replay).
+    replay: Option<Replay>,
+}
+
+/// Where a replay stands, kept with a paused run so that its resume replays on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ReplayState {
+    pub from_run: String,
+    pub live: BTreeSet<String>,
+}
+
+/// A replay of run `from_run`.
+struct Replay {
+    from_run: String,
+    /// Node keys that went live, and those after them on their branches.
+    live: Mutex<HashSet<String>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl LlmLog {
@@ -28,6 +58,61 @@ impl LlmLog {
                 .map(|call| ((call.node_key.clone(), call.visit, call.call), call))
                 .collect(),
             calls: Mutex::default(),
+            replay: None,
+        }
+    }
+
+    /// A log for a new run that replays the answers `recorded` by run `from_run`.
+    pub(crate) fn replay_of(from_run: String, recorded: Vec<RecordedCall>) -> LlmLog {
+        LlmLog {
+            replay: Some(Replay {
+                from_run,
+                live: Mutex::default(),
+            }),
+            ..LlmLog::replaying(recorded)
+        }
+    }
+
+    /// A replay resumed where `state` left it, with the answers `recorded` by its run.
+    pub(crate) fn resume_replay(state: ReplayState, recorded: Vec<RecordedCall>) -> LlmLog {
+        LlmLog {
+            replay: Some(Replay {
+                from_run: state.from_run,
+                live: Mutex::new(state.live.into_iter().collect()),
+            }),
+            ..LlmLog::replaying(recorded)
+        }
+    }
+
+    /// Where the replay stands (`None` when this is no replay).
+    pub(crate) fn replay_state(&self) -> Option<ReplayState> {
+        self.replay.as_ref().map(|replay| ReplayState {
+            from_run: replay.from_run.clone(),
+            live: lock(&replay.live).iter().cloned().collect(),
+        })
+    }
+
+    /// The run whose answers this one replays.
+    pub(crate) fn replayed_run(&self) -> Option<&str> {
+        self.replay.as_ref().map(|replay| replay.from_run.as_str())
+    }
+
+    /// A call of `node_key` went to the provider: in a replay, it and what follows it go live.
+    pub(crate) fn went_live(&self, node_key: &str) {
+        if let Some(replay) = &self.replay {
+            lock(&replay.live).insert(node_key.to_string());
+        }
+    }
+
+    /// A step of `node_key` starts from the output of `source_key`: in a replay, it goes live
+    /// when its source did.
+    pub(crate) fn follows(&self, node_key: &str, source_key: Option<&str>) {
+        let (Some(replay), Some(source)) = (&self.replay, source_key) else {
+            return;
+        };
+        let mut live = lock(&replay.live);
+        if is_live(&live, source) {
+            live.insert(node_key.to_string());
         }
     }
 
@@ -52,12 +137,37 @@ impl LlmLog {
         call: u64,
         request_hash: &str,
     ) -> Option<ChatResponse> {
+        if let Some(replay) = &self.replay
+            && is_live(&lock(&replay.live), node_key)
+        {
+            return None;
+        }
         let recorded = self.recorded.get(&(node_key.to_string(), visit, call))?;
         if recorded.request_hash != request_hash {
             return None;
         }
         serde_json::from_value(recorded.response.clone()).ok()
     }
+}
+
+/// Whether `node_key` is live: itself, or a run it is nested in (`sub` for `sub/x`, `each` and
+/// `each[2]` for `each[2]/x`).
+fn is_live(live: &HashSet<String>, node_key: &str) -> bool {
+    if live.is_empty() {
+        return false;
+    }
+    let segments: Vec<&str> = node_key.split('/').collect();
+    (1..=segments.len()).any(|end| {
+        if live.contains(&segments[..end].join("/")) {
+            return true;
+        }
+        // An item `each[2]` is inside its forEach `each`.
+        segments[end - 1].split_once('[').is_some_and(|(node, _)| {
+            let mut outer = segments[..end - 1].to_vec();
+            outer.push(node);
+            live.contains(&outer.join("/"))
+        })
+    })
 }
 
 /// A hash of what is sent: the provider, the model and the whole request.
@@ -69,4 +179,21 @@ pub(crate) fn request_hash(route: &ModelRoute, request: &ChatRequest) -> String 
         .iter()
         .map(|byte| format!("{byte:02x}"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_is_live_inside_a_live_run_or_item() {
+        let live: HashSet<String> = ["sub".to_string(), "each".to_string(), "x".to_string()].into();
+        for key in ["x", "sub/a", "sub/inner/b", "each[3]/a", "each"] {
+            assert!(is_live(&live, key), "{key}");
+        }
+        for key in ["y", "subway", "other/sub", "eachx[1]/a"] {
+            assert!(!is_live(&live, key), "{key}");
+        }
+        assert!(!is_live(&HashSet::new(), "x"));
+    }
 }

@@ -85,6 +85,10 @@ pub struct RunOptions {
     /// output, for the whole run (a resumed run keeps them). Checked by
     /// [`crate::pins::check_pins`] before the run starts.
     pub pins: Pins,
+    /// A past run (id or unique prefix) whose recorded LLM answers this run gets for identical
+    /// requests (same node, visit and request), with no provider call; a request that differs,
+    /// and every node after it on its branch, goes live.
+    pub replay: Option<String>,
 }
 
 /// How to resume a paused run.
@@ -305,6 +309,22 @@ impl Engine {
                 problems: pin_problems,
             });
         }
+        let shared = match options.replay.clone() {
+            Some(wanted) => {
+                let (from_run, calls) = self
+                    .blocking(move |store| {
+                        let run_id = store.resolve_run_id(&wanted)?;
+                        let calls = store.llm_calls(&run_id)?;
+                        Ok((run_id, calls))
+                    })
+                    .await?;
+                RunShared {
+                    llm_log: Arc::new(LlmLog::replay_of(from_run, calls)),
+                    ..RunShared::default()
+                }
+            }
+            None => RunShared::default(),
+        };
         let run_id = uuid::Uuid::new_v4().to_string();
         let initial = initial_value(&flow, options.input.as_deref());
         let mut state = SavedState::default();
@@ -385,7 +405,7 @@ impl Engine {
             events,
             cancel,
             options.decisions,
-            RunShared::default(),
+            shared,
         );
         let mut scheduler = Scheduler::for_new_run(ctx.clone(), queue, &state);
         // The run is stored with its first checkpoint in one transaction, before anything is
@@ -499,6 +519,20 @@ impl Engine {
             .map_err(|error| corrupt(error.to_string()))?;
         let state: SavedState = serde_json::from_value(record.state.clone())
             .map_err(|error| corrupt(format!("run state: {error}")))?;
+        let shared = match state.replay.clone() {
+            // A paused replay replays on after the decision.
+            Some(replay) => {
+                let from_run = replay.from_run.clone();
+                let calls = self
+                    .blocking(move |store| store.llm_calls(&from_run))
+                    .await?;
+                RunShared {
+                    llm_log: Arc::new(LlmLog::resume_replay(replay, calls)),
+                    ..RunShared::default()
+                }
+            }
+            None => RunShared::default(),
+        };
         let waiting = record
             .waiting
             .clone()
@@ -529,7 +563,7 @@ impl Engine {
             events,
             cancel,
             options.decisions,
-            RunShared::default(),
+            shared,
         );
         let mut scheduler =
             Scheduler::checkpointing(ctx.clone(), record.queue.clone(), &state, true);

@@ -18,6 +18,7 @@ use tokio::task::JoinSet;
 
 use super::context::RunContext;
 use super::emitter::now;
+use super::llm_log::ReplayState;
 use crate::event::{EventType, RunStatus};
 use crate::nodes::{Decision, Scheduling};
 use crate::pins::Pins;
@@ -66,6 +67,9 @@ pub(crate) struct SavedState {
     /// The run's pinned outputs ([`crate::pins`]), kept for as long as the run goes on.
     #[serde(default, skip_serializing_if = "Pins::is_empty")]
     pub pins: Pins,
+    /// For a replay of another run: which run, and which nodes went live.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplayState>,
 }
 
 /// What the run is waiting for.
@@ -761,6 +765,7 @@ impl Scheduler {
             only_node: self.only_node.clone(),
             decided: None,
             pins: self.ctx.pins.clone(),
+            replay: self.ctx.shared.llm_log.replay_state(),
         }
     }
 
@@ -826,6 +831,15 @@ impl Scheduler {
 
 /// Emits `step_start` for `item`, naming the node whose output started it.
 fn step_started(ctx: &RunContext, item: &QueuedStep) {
+    if ctx.shared.llm_log.replayed_run().is_some() {
+        ctx.shared.llm_log.follows(
+            &ctx.store_key(&item.node_id),
+            item.source_node_id
+                .as_deref()
+                .map(|source| ctx.store_key(source))
+                .as_deref(),
+        );
+    }
     let label = ctx
         .node(&item.node_id)
         .map_or(item.node_id.as_str(), |node| node.label());
