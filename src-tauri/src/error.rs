@@ -48,7 +48,7 @@ impl From<weft_engine::RunError> for AppError {
             weft_engine::RunError::NoSuchEntry(_)
             | weft_engine::RunError::NoEarlierOutput { .. }
             | weft_engine::RunError::Decide(_)
-            | weft_engine::RunError::Pins { .. } => ErrorCode::BadRequest,
+            | weft_engine::RunError::Debugging { .. } => ErrorCode::BadRequest,
             weft_engine::RunError::Lost(_) => ErrorCode::Internal,
         };
         AppError::new(code, error.to_string())

@@ -75,6 +75,9 @@ export type ApprovalAnswer = {
 	note?: string,
 };
 
+/**  Before the node runs (the value is its input) or after it ran (its output). */
+export type BreakWhen = "before" | "after";
+
 /**  What a successful connection check found. */
 export type ConnectionReport = {
 	/**  The address asked. */
@@ -456,5 +459,10 @@ export type Value = null | boolean | number | string | Value[] | { [key in strin
 export type Waiting = {
 	nodeId: string,
 	message: string,
+	/**
+	 *  Set when the run stopped at a breakpoint (before or after the node) rather than at an
+	 *  approval: it is continued, not decided.
+	 */
+	breakpoint?: BreakWhen | null,
 };
 

@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use weft_engine::Decision;
+use weft_engine::breakpoints::Breakpoint;
 
 // mimalloc rather than glibc's allocator: a run allocates events and outputs on the engine's
 // threads and frees them on the store's writer thread, which glibc serializes on its arena
@@ -53,6 +54,8 @@ Examples:
   weft run flows/triage.json --replay 3f2a   # recorded answers; only what changed goes live
   weft resume 3f2a --decision reject --note 'too long'
   weft resume 3f2a --retry          # a run whose process was killed
+  weft run flows/triage.json --break 'classify:after'
+  weft resume 3f2a --continue --set '{\"label\": \"bug\"}'
   weft runs
   weft show 3f2a
   weft diff 3f2a 9bc1               # two runs node by node
@@ -128,12 +131,17 @@ pub(crate) struct RunArgs {
     /// differs, and every node after it on its branch, goes live.
     #[arg(long, value_name = "RUN_ID")]
     pub replay: Option<String>,
+    /// Stop before NODE runs, or after it ran (NODE:after), optionally only when a condition
+    /// holds: 'NODE[:after] if visit == 3' (repeatable). The run pauses there; go on with
+    /// `weft resume RUN --continue`.
+    #[arg(long = "break", value_name = "NODE[:after] [if CONDITION]", value_parser = parse_break)]
+    pub breakpoints: Vec<Breakpoint>,
     #[command(flatten)]
     pub store: StoreArgs,
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("how").required(true).multiple(true).args(["decision", "retry"])))]
+#[command(group(clap::ArgGroup::new("how").required(true).multiple(true).args(["decision", "retry", "go_on"])))]
 pub(crate) struct ResumeArgs {
     /// The paused (or interrupted) run's id, or a unique prefix of it.
     #[arg(value_name = "RUN_ID")]
@@ -146,6 +154,16 @@ pub(crate) struct ResumeArgs {
     /// already made are not sent again.
     #[arg(long)]
     pub retry: bool,
+    /// Go on from the breakpoint the run is paused at.
+    #[arg(long = "continue", conflicts_with_all = ["decision", "retry"])]
+    pub go_on: bool,
+    /// With --continue: stop again before the steps that become ready next.
+    #[arg(long, requires = "go_on")]
+    pub step: bool,
+    /// With --continue: go on with this JSON value instead of the one at the breakpoint (the
+    /// node's input before it, its output after; an output is checked against outputSchema).
+    #[arg(long, value_name = "JSON", requires = "go_on")]
+    pub set: Option<String>,
     /// A note stored with the decision (`{{ approval.note }}` in templates).
     #[arg(
         long,
@@ -212,6 +230,10 @@ pub(crate) struct KindsArgs {
 
 fn parse_decide(text: &str) -> Result<(String, Decision), String> {
     Decision::parse_for_node(text)
+}
+
+fn parse_break(text: &str) -> Result<Breakpoint, String> {
+    Breakpoint::parse(text)
 }
 
 /// How a command ended; the process exit code.

@@ -258,7 +258,10 @@ impl Progress {
             }
             EventType::WaitInput => {
                 let message = output::one_line(&event.content, 200);
-                if message.is_empty() {
+                if message.starts_with("breakpoint ") {
+                    // A breakpoint's message names its node and place.
+                    format!("{} stopped at a {message}\n", style.yellow("⏸"))
+                } else if message.is_empty() {
                     format!(
                         "{} {} waits for approval\n",
                         style.yellow("⏸"),

@@ -526,3 +526,261 @@ async fn a_paused_replay_replays_on_after_the_decision() {
     assert_eq!(ran.stdout.trim(), "Reply for live label");
     assert_eq!(llm.requests().len(), 1, "the resumed replay asked nothing");
 }
+
+/// start → greet (template) → shout (template) → out.
+fn shouting_flow() -> Value {
+    json!({
+        "version": 1,
+        "name": "Shout",
+        "nodes": [
+            node("start", "start", json!({ "initialInput": "Ada" })),
+            node("greet", "template", json!({ "template": "Hello {{ PREVIOUS_OUTPUT }}" })),
+            node("shout", "template", json!({ "template": "{{ PREVIOUS_OUTPUT | upper }}" })),
+            node("out", "output", json!({})),
+        ],
+        "edges": [
+            edge("e1", "start", "greet", None),
+            edge("e2", "greet", "shout", None),
+            edge("e3", "shout", "out", None),
+        ]
+    })
+}
+
+fn status_of(sandbox: &Sandbox, run_id: &str) -> Value {
+    let shown = json_of(&sandbox.run(&["show", run_id, "--db", &sandbox.db_arg(), "--json"]));
+    shown["run"]["summary"]["status"].clone()
+}
+
+#[test]
+fn a_breakpoint_stops_before_and_after_and_a_replaced_value_goes_downstream() {
+    let sandbox = Sandbox::new();
+    let db = sandbox.db_arg();
+    let flow = sandbox.flow("shout.json", &shouting_flow());
+
+    // Before: the run pauses with greet's input, resumable by another process.
+    let ran = sandbox.run(&["run", &flow, "--db", &db, "--break", "greet"]);
+    assert_eq!(ran.code, Some(3), "{ran:?}");
+    assert!(
+        ran.stderr
+            .contains("breakpoint before `greet` (visit 1): its input is Ada"),
+        "{ran:?}"
+    );
+    assert!(ran.stderr.contains("⏸ stopped at a breakpoint before `greet`"), "{ran:?}");
+    assert!(ran.stderr.contains("--continue"), "{ran:?}");
+    let run_id = common::paused_run_id(&ran);
+    // A decision is not what a breakpoint takes; the run stays paused.
+    let refused = sandbox.run(&["resume", &run_id, "--decision", "approve", "--db", &db]);
+    assert_eq!(refused.code, Some(2), "{refused:?}");
+    assert!(
+        refused.stderr.contains("paused at a breakpoint at `greet`"),
+        "{refused:?}"
+    );
+    assert_eq!(status_of(&sandbox, &run_id), "paused");
+    // A value that is not JSON is refused before the run is touched.
+    let refused = sandbox.run(&["resume", &run_id, "--continue", "--set", "Bob", "--db", &db]);
+    assert_eq!(refused.code, Some(2), "{refused:?}");
+    assert!(refused.stderr.contains("--set: not JSON"), "{refused:?}");
+    assert_eq!(status_of(&sandbox, &run_id), "paused");
+    // Replaced, the new input is what greet and everything after it get, and the log says so.
+    let ran = sandbox.run(&[
+        "resume",
+        &run_id,
+        "--continue",
+        "--set",
+        "\"Bob\"",
+        "--db",
+        &db,
+    ]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout.trim(), "HELLO BOB");
+    let shown = json_of(&sandbox.run(&["show", &run_id, "--db", &db, "--json"]));
+    assert!(
+        shown["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .any(|event| {
+                event["type"] == "logic_check"
+                    && event["nodeId"] == "greet"
+                    && event["content"]
+                        .as_str()
+                        .unwrap_or("")
+                        .contains("replaced by the person: \"Bob\"")
+            }),
+        "{shown}"
+    );
+
+    // After: the run pauses with greet's output; the replaced output goes on downstream and is
+    // greet's stored output.
+    let ran = sandbox.run(&["run", &flow, "--db", &db, "--break", "greet:after"]);
+    assert_eq!(ran.code, Some(3), "{ran:?}");
+    assert!(
+        ran.stderr
+            .contains("breakpoint after `greet` (visit 1): its output is Hello Ada"),
+        "{ran:?}"
+    );
+    let run_id = common::paused_run_id(&ran);
+    let ran = sandbox.run(&[
+        "resume",
+        &run_id,
+        "--continue",
+        "--set",
+        "\"Hi there\"",
+        "--db",
+        &db,
+    ]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout.trim(), "HI THERE");
+    let shown = json_of(&sandbox.run(&["show", &run_id, "--db", &db, "--json"]));
+    let greet = shown["nodeOutputs"]
+        .as_array()
+        .expect("outputs")
+        .iter()
+        .find(|output| output["nodeId"] == "greet")
+        .cloned()
+        .expect("greet's output");
+    assert_eq!(greet["output"], "Hi there");
+}
+
+#[test]
+fn stepping_stops_before_each_next_step() {
+    let sandbox = Sandbox::new();
+    let db = sandbox.db_arg();
+    let flow = sandbox.flow("shout.json", &shouting_flow());
+    let ran = sandbox.run(&["run", &flow, "--db", &db, "--break", "greet"]);
+    let run_id = common::paused_run_id(&ran);
+    let ran = sandbox.run(&["resume", &run_id, "--continue", "--step", "--db", &db]);
+    assert_eq!(ran.code, Some(3), "{ran:?}");
+    assert!(
+        ran.stderr
+            .contains("breakpoint before `shout` (visit 1) (a step): its input is Hello Ada"),
+        "{ran:?}"
+    );
+    let ran = sandbox.run(&["resume", &run_id, "--continue", "--step", "--db", &db]);
+    assert_eq!(ran.code, Some(3), "{ran:?}");
+    assert!(ran.stderr.contains("before `out`"), "{ran:?}");
+    let ran = sandbox.run(&["resume", &run_id, "--continue", "--db", &db]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout.trim(), "HELLO ADA");
+}
+
+#[test]
+fn a_conditional_breakpoint_stops_at_the_loop_visit_it_names() {
+    let sandbox = Sandbox::new();
+    let db = sandbox.db_arg();
+    // start → grow (adds an x) → enough? (contains "xxxx") → out; otherwise back to grow.
+    let flow = sandbox.flow(
+        "loop.json",
+        &json!({
+            "version": 1,
+            "nodes": [
+                node("start", "start", json!({ "initialInput": "" })),
+                node("grow", "template", json!({ "template": "{{ PREVIOUS_OUTPUT }}x" })),
+                node("enough", "if", json!({ "conditions": [{ "operator": "contains", "value": "xxxx" }] })),
+                node("out", "output", json!({})),
+            ],
+            "edges": [
+                edge("e1", "start", "grow", None),
+                edge("e2", "grow", "enough", None),
+                edge("e3", "enough", "out", Some("condition-0")),
+                edge("e4", "enough", "grow", Some("false")),
+            ]
+        }),
+    );
+    let ran = sandbox.run(&["run", &flow, "--db", &db, "--break", "grow if visit == 3"]);
+    assert_eq!(ran.code, Some(3), "{ran:?}");
+    assert!(
+        ran.stderr
+            .contains("breakpoint before `grow` (visit 3) (visit == 3): its input is xx"),
+        "{ran:?}"
+    );
+    let run_id = common::paused_run_id(&ran);
+    // Continued, the condition no longer holds: the loop runs to its end.
+    let ran = sandbox.run(&["resume", &run_id, "--continue", "--db", &db]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout.trim(), "xxxx");
+
+    // Breakpoints that cannot apply are refused before anything runs.
+    let ran = sandbox.run(&["run", &flow, "--db", &db, "--break", "gorw"]);
+    assert_eq!(ran.code, Some(2), "{ran:?}");
+    assert!(
+        ran.stderr
+            .contains("breakpoint at `gorw`: the flow has no such node"),
+        "{ran:?}"
+    );
+    let ran = sandbox.run(&["run", &flow, "--db", &db, "--break", "grow if visit =="]);
+    assert_eq!(ran.code, Some(2), "{ran:?}");
+    assert!(ran.stderr.contains("does not parse"), "{ran:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replaced_output_must_fit_the_schema_and_approvals_are_not_continued() {
+    let llm = ScriptedLlm::start(Script::always(Reply::text(r#"{"label": "bug"}"#)))
+        .await
+        .expect("server");
+    let sandbox = Sandbox::new();
+    let db = sandbox.db_arg();
+    let flow = sandbox.flow(
+        "classify.json",
+        &json!({
+            "version": 1,
+            "nodes": [
+                node("start", "start", json!({ "initialInput": "it crashes" })),
+                node("classify", "agent", json!({ "model": "gpt-4o-mini", "outputSchema": {
+                    "type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"]
+                }})),
+                node("say", "template", json!({ "template": "label: {{ input.label }}" })),
+            ],
+            "edges": [edge("e1", "start", "classify", None), edge("e2", "classify", "say", None)]
+        }),
+    );
+    let ran = sandbox
+        .run_with(
+            &["run", &flow, "--db", &db, "--break", "classify:after"],
+            &llm,
+        )
+        .await;
+    assert_eq!(ran.code, Some(3), "{ran:?}");
+    let run_id = common::paused_run_id(&ran);
+    let refused = sandbox.run(&[
+        "resume",
+        &run_id,
+        "--continue",
+        "--set",
+        r#"{"label": 3}"#,
+        "--db",
+        &db,
+    ]);
+    assert_eq!(refused.code, Some(2), "{refused:?}");
+    assert!(
+        refused.stderr.contains("does not match its outputSchema"),
+        "{refused:?}"
+    );
+    assert_eq!(status_of(&sandbox, &run_id), "paused");
+    let ran = sandbox.run(&[
+        "resume",
+        &run_id,
+        "--continue",
+        "--set",
+        r#"{"label": "feature"}"#,
+        "--db",
+        &db,
+    ]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout.trim(), "label: feature");
+
+    // --continue on a run that waits at an approval is refused; the run stays paused.
+    let flow = sandbox.flow("pinned.json", &pinned_flow());
+    let ran = sandbox.run_with(&["run", &flow, "--db", &db], &llm).await;
+    assert_eq!(ran.code, Some(3), "{ran:?}");
+    let run_id = common::paused_run_id(&ran);
+    let refused = sandbox.run(&["resume", &run_id, "--continue", "--db", &db]);
+    assert_eq!(refused.code, Some(2), "{refused:?}");
+    assert!(
+        refused
+            .stderr
+            .contains("waits at the approval `review`, not at a breakpoint"),
+        "{refused:?}"
+    );
+    assert_eq!(status_of(&sandbox, &run_id), "paused");
+}

@@ -12,6 +12,7 @@
 //! - [`store`]: the SQLite run store (runs, events, node outputs, paused queues).
 
 pub mod backoff;
+pub mod breakpoints;
 pub mod compare;
 pub mod cost;
 pub mod event;
@@ -31,8 +32,8 @@ pub use event::{EventSink, EventType, RunEvent, RunStatus};
 pub use flow::{Edge, Flow, LoadError, Node};
 pub use nodes::Decision;
 pub use run::{
-    DecideError, Engine, Entry, EventListener, ResumeOptions, RunError, RunHandle, RunOptions,
-    RunOutcome, Waiting, check_decisions, waiting_of,
+    Continue, DecideError, Engine, Entry, EventListener, ResumeOptions, RunError, RunHandle,
+    RunOptions, RunOutcome, Waiting, check_decisions, waiting_of,
 };
 pub use store::{Store, StoreError};
 pub use validate::{

@@ -60,7 +60,8 @@ pub(crate) fn store_error(error: StoreError) -> anyhow::Error {
         | StoreError::Finished { .. }
         | StoreError::NotPaused { .. }
         | StoreError::NotInterrupted { .. }
-        | StoreError::NotWaiting { .. } => usage_error(error.to_string()),
+        | StoreError::NotWaiting { .. }
+        | StoreError::Refused { .. } => usage_error(error.to_string()),
         other => anyhow::Error::new(other),
     }
 }

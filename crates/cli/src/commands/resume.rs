@@ -1,8 +1,9 @@
 //! `weft resume RUN_ID --decision approve|reject`: continues a paused run, possibly paused by
 //! another process that has since exited. `weft resume RUN_ID --retry`: continues an interrupted
-//! run (its process stopped before it ended) from its last checkpoint.
+//! run (its process stopped before it ended) from its last checkpoint. `weft resume RUN_ID
+//! --continue [--step] [--set JSON]`: goes on from the breakpoint a run is paused at.
 
-use weft_engine::{Decision, ResumeOptions};
+use weft_engine::{Continue, Decision, ResumeOptions};
 
 use super::run::{Live, engine, report, run_error};
 use crate::output::{self, Style};
@@ -18,6 +19,16 @@ pub(crate) async fn resume(args: ResumeArgs) -> anyhow::Result<Exit> {
         .map_err(|message| {
             usage_error(format!("--decision: {message}; the run was not changed"))
         })?;
+    let set = args
+        .set
+        .as_deref()
+        .map(serde_json::from_str::<serde_json::Value>)
+        .transpose()
+        .map_err(|error| {
+            usage_error(format!(
+                "--set: not JSON ({error}); write the value as JSON, a text in quotes: '\"like this\"'; the run was not changed"
+            ))
+        })?;
     let db = super::db_path(&args.store)?;
     let store = super::open_store(&db)?;
     let run_id = super::resolve_run(&store, &args.run_id)?;
@@ -27,7 +38,11 @@ pub(crate) async fn resume(args: ResumeArgs) -> anyhow::Result<Exit> {
             "{}\n",
             style.dim(&format!(
                 "{} run {run_id}",
-                if args.retry { "continuing" } else { "resuming" }
+                if args.retry || args.go_on {
+                    "continuing"
+                } else {
+                    "resuming"
+                }
             ))
         ));
     }
@@ -38,9 +53,18 @@ pub(crate) async fn resume(args: ResumeArgs) -> anyhow::Result<Exit> {
         ..ResumeOptions::default()
     };
     let outcome = match (args.retry, decision) {
+        _ if args.go_on => {
+            let how = Continue {
+                step: args.step,
+                set,
+            };
+            engine.continue_run(&run_id, how, options).await
+        }
         (true, answer) => engine.retry(&run_id, answer, options).await,
         (false, Some(decision)) => engine.resume(&run_id, decision, options).await,
-        (false, None) => return Err(usage_error("give --decision or --retry")),
+        (false, None) => {
+            return Err(usage_error("give --decision, --continue or --retry"));
+        }
     };
     live.end();
     report(&outcome.map_err(run_error)?, args.events, &db)

@@ -74,6 +74,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
         entry,
         pins,
         replay: args.replay.map(|run_id| run_id.trim().to_string()),
+        breakpoints: args.breakpoints,
         ..RunOptions::default()
     };
     let outcome = engine.start(checked, options).await;
@@ -97,7 +98,7 @@ pub(crate) fn run_error(error: RunError) -> anyhow::Error {
         RunError::NoSuchEntry(_)
         | RunError::NoEarlierOutput { .. }
         | RunError::Decide(_)
-        | RunError::Pins { .. } => usage_error(error.to_string()),
+        | RunError::Debugging { .. } => usage_error(error.to_string()),
         RunError::Lost(_) => anyhow::Error::new(error),
     }
 }
@@ -299,12 +300,17 @@ pub(crate) fn report(outcome: &RunOutcome, events: bool, db: &Path) -> anyhow::R
             if !message.trim().is_empty() {
                 text.push_str(&format!("  {}\n", message.trim().replace('\n', "\n  ")));
             }
+            let how = match outcome
+                .waiting
+                .as_ref()
+                .and_then(|waiting| waiting.breakpoint)
+            {
+                Some(_) => "--continue [--step] [--set JSON]",
+                None => "--decision approve|reject",
+            };
             text.push_str(&format!(
                 "resume with: {}\n",
-                style.bold(&format!(
-                    "{} --decision approve|reject",
-                    resume_command(id, db)
-                ))
+                style.bold(&format!("{} {how}", resume_command(id, db)))
             ));
             output::err(&text);
             if !events {

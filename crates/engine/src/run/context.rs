@@ -119,6 +119,28 @@ impl RunContext {
         }
     }
 
+    /// Renders `source` (a breakpoint's condition) with `input` as the step's input, within a
+    /// few seconds.
+    pub(crate) fn render_condition(
+        &self,
+        source: &str,
+        input: &Value,
+    ) -> Result<String, crate::template::TemplateError> {
+        let approval = self.approval();
+        let scope = Scope {
+            input,
+            initial: &self.initial,
+            approval: approval.as_ref(),
+            vars: &self.vars,
+            nodes: &self.outputs,
+        };
+        self.shared.templates.render(
+            source,
+            &scope,
+            RenderLimits::within(std::time::Duration::from_secs(5), &self.cancel),
+        )
+    }
+
     /// The key of `node_id` in the store's node outputs (nested runs prefix their scope).
     pub(crate) fn store_key(&self, node_id: &str) -> String {
         self.events.store_key(node_id)

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -32,9 +32,11 @@ use tokio_util::task::TaskTracker;
 
 pub use emitter::EventListener;
 
+use crate::breakpoints::{BreakWhen, Breakpoint, check_breakpoints};
 use crate::event::{EventType, RunStatus};
 use crate::flow::Flow;
 use crate::nodes::{Decision, NodeConfig, NodeKind, StartConfig};
+use crate::output_schema::OutputSchema;
 use crate::pins::{Pins, check_pins};
 use crate::providers::{LazyClient, LlmClients, Usage};
 use crate::store::{
@@ -46,7 +48,7 @@ use context::{ContextSeed, RunContext, RunShared, Services};
 use emitter::{Emitter, now};
 use graph::Graph;
 use llm_log::LlmLog;
-use scheduler::{SavedState, Scheduler};
+use scheduler::{BreakStop, SavedState, Scheduler};
 
 /// Where a run begins.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -89,6 +91,9 @@ pub struct RunOptions {
     /// requests (same node, visit and request), with no provider call; a request that differs,
     /// and every node after it on its branch, goes live.
     pub replay: Option<String>,
+    /// Where the run stops for the person ([`crate::breakpoints`]), kept for the whole run.
+    /// Checked by [`crate::breakpoints::check_breakpoints`] before the run starts.
+    pub breakpoints: Vec<Breakpoint>,
 }
 
 /// How to resume a paused run.
@@ -122,6 +127,10 @@ pub struct RunOutcome {
 pub struct Waiting {
     pub node_id: String,
     pub message: String,
+    /// Set when the run stopped at a breakpoint (before or after the node) rather than at an
+    /// approval: it is continued, not decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breakpoint: Option<BreakWhen>,
 }
 
 /// Why a run could not start or resume. Failures *during* a run are not errors here: the run
@@ -140,9 +149,9 @@ pub enum RunError {
     NoEarlierOutput { node_id: String, run_id: String },
     #[error("{0}")]
     Decide(#[from] DecideError),
-    /// Pins that cannot apply to the flow, one message each.
+    /// Pins or breakpoints that cannot apply to the flow, one message each.
     #[error("{}", problems.join("\n"))]
-    Pins { problems: Vec<String> },
+    Debugging { problems: Vec<String> },
     /// The run's task stopped without an outcome (a bug: a panic in the engine).
     #[error("run {0} stopped without an outcome (an internal error in Weft)")]
     Lost(String),
@@ -303,11 +312,10 @@ impl Engine {
             }
         };
         check_decisions(&flow, &options.decisions)?;
-        let pin_problems = check_pins(&flow, &options.pins);
-        if !pin_problems.is_empty() {
-            return Err(RunError::Pins {
-                problems: pin_problems,
-            });
+        let mut problems = check_pins(&flow, &options.pins);
+        problems.extend(check_breakpoints(&flow, &options.breakpoints));
+        if !problems.is_empty() {
+            return Err(RunError::Debugging { problems });
         }
         let shared = match options.replay.clone() {
             Some(wanted) => {
@@ -327,7 +335,10 @@ impl Engine {
         };
         let run_id = uuid::Uuid::new_v4().to_string();
         let initial = initial_value(&flow, options.input.as_deref());
-        let mut state = SavedState::default();
+        let mut state = SavedState {
+            breakpoints: options.breakpoints,
+            ..SavedState::default()
+        };
         let (queue, outputs) = match options.entry {
             Entry::Start => {
                 let start = flow
@@ -484,30 +495,82 @@ impl Engine {
 
     /// Claims a paused run (it may have been paused by another process that has since exited)
     /// and continues it in the background with `decision`. A finished run, or one that is
-    /// running (being resumed elsewhere), is refused and left as it is. An interrupted run that
-    /// was waiting for a decision is continued with this one ([`Engine::spawn_retry`]).
+    /// running (being resumed elsewhere), is refused and left as it is; so is a run paused at a
+    /// breakpoint (it is continued, [`Engine::spawn_continue`]). An interrupted run that was
+    /// waiting for a decision is continued with this one ([`Engine::spawn_retry`]).
     pub async fn spawn_resume(
         &self,
         run_id: &str,
         decision: Decision,
         options: ResumeOptions,
     ) -> Result<RunHandle, RunError> {
+        self.spawn_from_pause(run_id, PauseAnswer::Decision(decision), options)
+            .await
+    }
+
+    /// Goes on from the breakpoint the paused run `run_id` stopped at ([`crate::breakpoints`]):
+    /// with `how.set` in place of the value there (the node's input before it runs, its output
+    /// after; an output is checked against the node's `outputSchema`), and with `how.step`
+    /// stopping again before the steps that become ready next. A run paused at an approval, or a
+    /// value that does not fit, is refused and the run stays paused. Waits until the run ends or
+    /// pauses again.
+    pub async fn continue_run(
+        &self,
+        run_id: &str,
+        how: Continue,
+        options: ResumeOptions,
+    ) -> Result<RunOutcome, RunError> {
+        self.spawn_continue(run_id, how, options)
+            .await?
+            .outcome()
+            .await
+    }
+
+    /// [`Engine::continue_run`], returning once the run is claimed and going.
+    pub async fn spawn_continue(
+        &self,
+        run_id: &str,
+        how: Continue,
+        options: ResumeOptions,
+    ) -> Result<RunHandle, RunError> {
+        self.spawn_from_pause(run_id, PauseAnswer::Continue(how), options)
+            .await
+    }
+
+    async fn spawn_from_pause(
+        &self,
+        run_id: &str,
+        answer: PauseAnswer,
+        options: ResumeOptions,
+    ) -> Result<RunHandle, RunError> {
         let wanted = run_id.to_string();
-        let decided = serde_json::to_value(&decision).unwrap_or_default();
+        let decided = match &answer {
+            PauseAnswer::Decision(decision) => {
+                Some(serde_json::to_value(decision).unwrap_or_default())
+            }
+            PauseAnswer::Continue(_) => None,
+        };
+        let check = answer.clone();
         let claimed = self
             .blocking(move |store| {
                 let run_id = store.resolve_run_id(&wanted)?;
-                let record = store.claim_paused(&run_id, &now(), Some(&decided))?;
+                let record =
+                    store.claim_paused_if(&run_id, &now(), decided.as_ref(), |record| {
+                        check.accepts(&run_id, record)
+                    })?;
                 let outputs = store.node_outputs(&run_id)?;
                 Ok((run_id, record, outputs))
             })
             .await;
-        let (run_id, record, stored_outputs) = match claimed {
-            Err(StoreError::NotPaused {
-                run_id,
-                status: RunStatus::Interrupted,
-            }) => return self.spawn_retry(&run_id, Some(decision), options).await,
-            other => other?,
+        let (run_id, record, stored_outputs) = match (claimed, answer.clone()) {
+            (
+                Err(StoreError::NotPaused {
+                    run_id,
+                    status: RunStatus::Interrupted,
+                }),
+                PauseAnswer::Decision(decision),
+            ) => return self.spawn_retry(&run_id, Some(decision), options).await,
+            (other, _) => other?,
         };
         let corrupt = |message: String| {
             RunError::Store(StoreError::Corrupt {
@@ -536,7 +599,7 @@ impl Engine {
         let waiting = record
             .waiting
             .clone()
-            .ok_or_else(|| corrupt("the run is paused but waits for no approval".into()))?;
+            .ok_or_else(|| corrupt("the run is paused but waits for nothing".into()))?;
         let seed = ContextSeed {
             initial: record.input.clone(),
             outputs: own_outputs(&flow, stored_outputs),
@@ -567,7 +630,16 @@ impl Engine {
         );
         let mut scheduler =
             Scheduler::checkpointing(ctx.clone(), record.queue.clone(), &state, true);
-        scheduler.resume(waiting, state.nested.clone(), decision);
+        match (answer, state.breakpoint.clone()) {
+            (PauseAnswer::Decision(decision), _) => {
+                scheduler.resume(waiting, state.nested.clone(), decision);
+            }
+            (PauseAnswer::Continue(how), Some(stop)) => {
+                scheduler.continue_from(waiting, stop, how.set, how.step);
+            }
+            // Refused by the claim's check; a run that changed meanwhile stops there again.
+            (PauseAnswer::Continue(_), None) => scheduler.wait_again(waiting, None, None),
+        }
         Ok(self.launch(ctx, scheduler))
     }
 
@@ -602,7 +674,15 @@ impl Engine {
         let (run_id, record, stored_outputs, events, calls, last_seq) = self
             .blocking(move |store| {
                 let run_id = store.resolve_run_id(&wanted)?;
-                let record = store.claim_interrupted(&run_id, &now(), decided.as_ref())?;
+                let record = store.claim_interrupted_if(
+                    &run_id,
+                    &now(),
+                    decided.as_ref(),
+                    |record| match (&decided, breakpoint_of(record)) {
+                        (Some(_), Some(_)) => Err(at_breakpoint(&run_id, record)),
+                        _ => Ok(()),
+                    },
+                )?;
                 Ok((
                     run_id.clone(),
                     record,
@@ -694,7 +774,10 @@ impl Engine {
         let mut scheduler =
             Scheduler::checkpointing(ctx.clone(), record.queue.clone(), &state, true);
         if let Some(waiting) = record.waiting.clone() {
-            scheduler.wait_again(waiting, state.nested.clone(), answer);
+            match state.breakpoint.clone() {
+                Some(stop) => scheduler.stop_again(waiting, stop),
+                None => scheduler.wait_again(waiting, state.nested.clone(), answer),
+            }
         }
         Ok(self.launch(ctx, scheduler))
     }
@@ -824,6 +907,7 @@ impl Engine {
                 Some(Waiting {
                     node_id: paused.path,
                     message: paused.message,
+                    breakpoint: paused.state.breakpoint.map(|stop| stop.when),
                 })
             }
             None => {
@@ -872,6 +956,91 @@ fn own_outputs(flow: &Flow, stored: Vec<NodeOutputRecord>) -> HashMap<String, Va
 }
 
 /// What the stored run `record` waits for, when it is paused.
+/// Going on from a breakpoint ([`Engine::continue_run`]).
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Continue {
+    /// Stop again before the steps that become ready next.
+    #[serde(default)]
+    pub step: bool,
+    /// The value to go on with instead of the one at the breakpoint.
+    #[serde(default)]
+    pub set: Option<Value>,
+}
+
+/// How a person goes on from a pause.
+#[derive(Clone)]
+enum PauseAnswer {
+    Decision(Decision),
+    Continue(Continue),
+}
+
+impl PauseAnswer {
+    /// Whether this answer fits what the paused run `record` waits at: a decision an approval,
+    /// a continue a breakpoint (and a replacing output the node's `outputSchema`).
+    fn accepts(&self, run_id: &str, record: &RunRecord) -> Result<(), String> {
+        let node = record
+            .waiting
+            .as_ref()
+            .map_or("?", |waiting| waiting.node_id.as_str());
+        match (self, breakpoint_of(record)) {
+            (PauseAnswer::Decision(_), Some(_)) => Err(at_breakpoint(run_id, record)),
+            (PauseAnswer::Decision(_), None) => Ok(()),
+            (PauseAnswer::Continue(_), None) => Err(format!(
+                "run {run_id} waits at the approval `{node}`, not at a breakpoint; answer it with a decision (approve or reject)"
+            )),
+            (PauseAnswer::Continue(how), Some(stop)) => match (&how.set, stop.when) {
+                (Some(value), BreakWhen::After) => {
+                    let problems = output_schema_problems(record, node, value);
+                    if problems.is_empty() {
+                        Ok(())
+                    } else {
+                        Err(format!(
+                            "the value for `{node}` does not match its outputSchema: {}; run {run_id} stays paused",
+                            problems.join("; ")
+                        ))
+                    }
+                }
+                _ => Ok(()),
+            },
+        }
+    }
+}
+
+/// Where the paused run `record` stopped at a breakpoint, if it did.
+fn breakpoint_of(record: &RunRecord) -> Option<BreakStop> {
+    record
+        .state
+        .get("breakpoint")
+        .and_then(|stop| serde_json::from_value(stop.clone()).ok())
+}
+
+fn at_breakpoint(run_id: &str, record: &RunRecord) -> String {
+    let node = record
+        .waiting
+        .as_ref()
+        .map_or("?", |waiting| waiting.node_id.as_str());
+    format!(
+        "run {run_id} is paused at a breakpoint at `{node}`, not at an approval; continue it instead (weft resume {run_id} --continue)"
+    )
+}
+
+/// What is wrong with `value` as the output of `node` of the run's flow, by its `outputSchema`.
+fn output_schema_problems(record: &RunRecord, node: &str, value: &Value) -> Vec<String> {
+    let Ok(flow) = Flow::parse(&record.flow_json, "the stored flow") else {
+        return Vec::new();
+    };
+    let schema = flow
+        .node(node)
+        .and_then(|node| node.data.get("outputSchema"))
+        .filter(|schema| !schema.is_null());
+    match schema.map(OutputSchema::compile) {
+        Some(Ok(schema)) => schema.problems(value),
+        _ => Vec::new(),
+    }
+}
+
 pub fn waiting_of(record: &RunRecord) -> Option<Waiting> {
     if record.summary.status != RunStatus::Paused {
         return None;
@@ -885,6 +1054,7 @@ pub fn waiting_of(record: &RunRecord) -> Option<Waiting> {
     Some(Waiting {
         node_id,
         message: state.waiting_message.unwrap_or_default(),
+        breakpoint: state.breakpoint.map(|stop| stop.when),
     })
 }
 

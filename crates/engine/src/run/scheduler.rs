@@ -19,6 +19,7 @@ use tokio::task::JoinSet;
 use super::context::RunContext;
 use super::emitter::now;
 use super::llm_log::ReplayState;
+use crate::breakpoints::{BreakWhen, Breakpoint};
 use crate::event::{EventType, RunStatus};
 use crate::nodes::{Decision, Scheduling};
 use crate::pins::Pins;
@@ -70,18 +71,50 @@ pub(crate) struct SavedState {
     /// For a replay of another run: which run, and which nodes went live.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplayState>,
+    /// The run's breakpoints ([`crate::breakpoints`]), kept for as long as the run goes on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub breakpoints: Vec<Breakpoint>,
+    /// Set while the run is paused at a breakpoint (rather than at an approval).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breakpoint: Option<BreakStop>,
+}
+
+/// Where a run stopped at a breakpoint; the waiting step's input holds the value there (the
+/// node's input before it runs, its output after).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct BreakStop {
+    pub when: BreakWhen,
+    /// The node's visit the stop is at.
+    pub visit: u64,
+    /// After: the handle the output goes on by.
+    #[serde(default)]
+    pub handle: String,
 }
 
 /// What the run is waiting for.
 enum Waiting {
-    Decision { item: QueuedStep, message: String },
-    Child { item: QueuedStep, pause: ChildPause },
+    Decision {
+        item: QueuedStep,
+        message: String,
+    },
+    Child {
+        item: QueuedStep,
+        pause: ChildPause,
+    },
+    Breakpoint {
+        item: QueuedStep,
+        stop: BreakStop,
+        message: String,
+    },
 }
 
 impl Waiting {
     fn item(&self) -> &QueuedStep {
         match self {
-            Waiting::Decision { item, .. } | Waiting::Child { item, .. } => item,
+            Waiting::Decision { item, .. }
+            | Waiting::Child { item, .. }
+            | Waiting::Breakpoint { item, .. } => item,
         }
     }
 }
@@ -132,6 +165,10 @@ pub(crate) struct Scheduler {
     last_finished: Option<Value>,
     failure: Option<String>,
     only_node: Option<String>,
+    breakpoints: Vec<Breakpoint>,
+    /// Stepping from a breakpoint: steps queued with a key from this one on stop before they
+    /// start (those already queued start).
+    step_from: Option<u64>,
 }
 
 /// The steps of a queue that starts now, keyed in order.
@@ -219,6 +256,8 @@ impl Scheduler {
             last_finished: state.last_finished.clone(),
             failure: None,
             only_node: state.only_node.clone(),
+            breakpoints: state.breakpoints.clone(),
+            step_from: None,
         }
     }
 
@@ -341,11 +380,16 @@ impl Scheduler {
     /// Whether a step of `node_id` may stop the run for a person: reached while the run is
     /// paused, it waits in the queue.
     fn may_pause(&self, node_id: &str) -> bool {
-        self.ctx
-            .graph
-            .nodes
-            .get(node_id)
-            .is_some_and(|node| node.kind.scheduling() == Scheduling::Pause)
+        self.step_from.is_some()
+            || self.breakpoints.iter().any(|breakpoint| {
+                breakpoint.node_id == node_id && breakpoint.when == BreakWhen::Before
+            })
+            || self
+                .ctx
+                .graph
+                .nodes
+                .get(node_id)
+                .is_some_and(|node| node.kind.scheduling() == Scheduling::Pause)
     }
 
     fn start(&mut self, keyed: Keyed) {
@@ -374,11 +418,140 @@ impl Scheduler {
         let Some(visits) = self.count_visit(&item.node_id) else {
             return;
         };
+        let stepped = self.step_from.is_some_and(|from| keyed.0 >= from);
+        let stop = if stepped {
+            self.step_from = None;
+            Some(" (a step)".to_string())
+        } else {
+            self.breakpoint_hit(&item.node_id, BreakWhen::Before, visits, &item.input)
+        };
+        if let Some(why) = stop {
+            let stop = BreakStop {
+                when: BreakWhen::Before,
+                visit: visits,
+                handle: String::new(),
+            };
+            self.stop_at(keyed.1, stop, &why);
+            return;
+        }
         if let Some(pin) = self.ctx.pins.get(&item.node_id).cloned() {
             self.use_pin(keyed.1, visits, pin);
             return;
         }
         self.launch(keyed, visits);
+    }
+
+    /// Whether a breakpoint of `node_id` at `when` stops visit `visit` with `value`: `Some` with
+    /// what to add to the message (its condition), `None` to go on. A condition that cannot be
+    /// evaluated stops, saying why, rather than being passed silently.
+    fn breakpoint_hit(
+        &self,
+        node_id: &str,
+        when: BreakWhen,
+        visit: u64,
+        value: &Value,
+    ) -> Option<String> {
+        for breakpoint in self
+            .breakpoints
+            .iter()
+            .filter(|breakpoint| breakpoint.node_id == node_id && breakpoint.when == when)
+        {
+            let Some(template) = breakpoint.condition_template(visit) else {
+                return Some(String::new());
+            };
+            let condition = breakpoint.condition.as_deref().unwrap_or_default();
+            match self.ctx.render_condition(&template, value) {
+                Ok(text) if text == "stop" => return Some(format!(" ({condition})")),
+                Ok(_) => {}
+                Err(error) => {
+                    return Some(format!(" (its condition `{condition}` failed: {error})"));
+                }
+            }
+        }
+        None
+    }
+
+    /// Pauses the run at a breakpoint: `item.input` is the value there.
+    fn stop_at(&mut self, item: QueuedStep, stop: BreakStop, why: &str) {
+        let value = output_text(&item.input);
+        let value: String = if value.chars().count() > 200 {
+            value.chars().take(200).chain("…".chars()).collect()
+        } else {
+            value
+        };
+        let message = format!(
+            "breakpoint {} `{}` (visit {}){why}: its {} is {value}",
+            stop.when.as_str(),
+            item.node_id,
+            stop.visit,
+            match stop.when {
+                BreakWhen::Before => "input",
+                BreakWhen::After => "output",
+            }
+        );
+        self.ctx
+            .emit(EventType::WaitInput, Some(&item.node_id), message.clone());
+        self.waiting = Some(Waiting::Breakpoint {
+            item,
+            stop,
+            message,
+        });
+        self.status = RunStatus::Paused;
+    }
+
+    /// Goes on from the breakpoint the run stopped at, with `set` (checked by the caller) in
+    /// place of the value there; with `step`, the steps that become ready from here on stop
+    /// before they start.
+    pub(crate) fn continue_from(
+        &mut self,
+        waiting: QueuedStep,
+        stop: BreakStop,
+        set: Option<Value>,
+        step: bool,
+    ) {
+        let node_id = waiting.node_id.clone();
+        let mut item = waiting;
+        let replaced = set.is_some();
+        if let Some(value) = set {
+            self.ctx.emit(
+                EventType::LogicCheck,
+                Some(&node_id),
+                format!(
+                    "value at the breakpoint {} `{node_id}` replaced by the person: {}",
+                    stop.when.as_str(),
+                    value
+                ),
+            );
+            item.input = value;
+        }
+        if step {
+            self.step_from = Some(self.next_key);
+        }
+        match stop.when {
+            BreakWhen::Before => {
+                let keyed = self.keyed(item);
+                self.launch(keyed, stop.visit);
+            }
+            BreakWhen::After => {
+                if replaced {
+                    self.ctx.outputs.set(&node_id, item.input.clone());
+                    self.ctx.store().put_node_output(
+                        &self.ctx.run_id,
+                        &self.ctx.store_key(&node_id),
+                        &item.input,
+                        stop.visit,
+                        &now(),
+                    );
+                    self.last_finished = Some(item.input.clone());
+                }
+                self.route(&node_id, &stop.handle, &item.input);
+            }
+        }
+    }
+
+    /// Stops again at the breakpoint an interrupted run was stopped at.
+    pub(crate) fn stop_again(&mut self, waiting: QueuedStep, stop: BreakStop) {
+        self.stop_at(waiting, stop, "");
     }
 
     /// A pinned node's step: shown as a step that ends at once with its pin, which goes on
@@ -504,7 +677,9 @@ impl Scheduler {
         let removed: Vec<u64> = stored.difference(&current).copied().collect();
         *stored = current;
         let (waiting, nested) = match &self.waiting {
-            Some(Waiting::Decision { item, .. }) => (Some(item.clone()), None),
+            Some(Waiting::Decision { item, .. } | Waiting::Breakpoint { item, .. }) => {
+                (Some(item.clone()), None)
+            }
             Some(Waiting::Child { item, pause }) => (Some(item.clone()), Some(pause.clone())),
             None => (None, None),
         };
@@ -697,6 +872,30 @@ impl Scheduler {
             },
             Ok(output) => {
                 self.finish_step(&item.node_id, &output.value, output.is_result, visits);
+                // A run already paused elsewhere holds one stop at a time: the breakpoint is
+                // passed then, and says so.
+                if let Some(why) =
+                    self.breakpoint_hit(&item.node_id, BreakWhen::After, visits, &output.value)
+                {
+                    if self.waiting.is_none() {
+                        let stop = BreakStop {
+                            when: BreakWhen::After,
+                            visit: visits,
+                            handle: output.handle,
+                        };
+                        let item = QueuedStep {
+                            input: output.value,
+                            ..item
+                        };
+                        self.stop_at(item, stop, &why);
+                        return;
+                    }
+                    self.ctx.emit(
+                        EventType::LogicCheck,
+                        Some(&item.node_id),
+                        "breakpoint after it passed: the run is already paused elsewhere".into(),
+                    );
+                }
                 self.route(&item.node_id, &output.handle, &output.value);
             }
             Err(error) if error.is_cancelled() => {}
@@ -766,6 +965,11 @@ impl Scheduler {
             decided: None,
             pins: self.ctx.pins.clone(),
             replay: self.ctx.shared.llm_log.replay_state(),
+            breakpoints: self.breakpoints.clone(),
+            breakpoint: match &self.waiting {
+                Some(Waiting::Breakpoint { stop, .. }) => Some(stop.clone()),
+                _ => None,
+            },
         }
     }
 
@@ -783,6 +987,10 @@ impl Scheduler {
                     let path = format!("{}/{}", item.node_id, pause.path);
                     let message = pause.message.clone();
                     state.nested = Some(pause);
+                    (item, path, message)
+                }
+                Waiting::Breakpoint { item, message, .. } => {
+                    let path = item.node_id.clone();
                     (item, path, message)
                 }
             };

@@ -93,6 +93,9 @@ pub enum StoreError {
         run_id: String,
         decided: Option<String>,
     },
+    /// The caller's own check of what the run waits at refused the claim (the message says why).
+    #[error("{message}")]
+    Refused { message: String },
     /// The run was not interrupted, so there is nothing to retry.
     #[error("run {run_id} is {status}, not interrupted; there is nothing to retry")]
     NotInterrupted { run_id: String, status: RunStatus },
@@ -528,7 +531,20 @@ impl Store {
         at: &str,
         decided: Option<&Value>,
     ) -> Result<RunRecord, StoreError> {
-        self.claim(run_id, RunStatus::Paused, at, decided)
+        self.claim(run_id, RunStatus::Paused, at, decided, |_| Ok(()))
+    }
+
+    /// [`Store::claim_paused`] when `accept` agrees with the run's record (what it waits at),
+    /// in the same transaction: else nothing is claimed, and the error is
+    /// [`StoreError::Refused`] with `accept`'s message.
+    pub fn claim_paused_if(
+        &self,
+        run_id: &str,
+        at: &str,
+        decided: Option<&Value>,
+        accept: impl FnOnce(&RunRecord) -> Result<(), String>,
+    ) -> Result<RunRecord, StoreError> {
+        self.claim(run_id, RunStatus::Paused, at, decided, accept)
     }
 
     /// Atomically moves an interrupted run to `running`, leased to this process, and returns
@@ -544,7 +560,18 @@ impl Store {
         at: &str,
         decided: Option<&Value>,
     ) -> Result<RunRecord, StoreError> {
-        self.claim(run_id, RunStatus::Interrupted, at, decided)
+        self.claim(run_id, RunStatus::Interrupted, at, decided, |_| Ok(()))
+    }
+
+    /// [`Store::claim_interrupted`] when `accept` agrees, as [`Store::claim_paused_if`].
+    pub fn claim_interrupted_if(
+        &self,
+        run_id: &str,
+        at: &str,
+        decided: Option<&Value>,
+        accept: impl FnOnce(&RunRecord) -> Result<(), String>,
+    ) -> Result<RunRecord, StoreError> {
+        self.claim(run_id, RunStatus::Interrupted, at, decided, accept)
     }
 
     fn claim(
@@ -553,12 +580,14 @@ impl Store {
         from: RunStatus,
         at: &str,
         decided: Option<&Value>,
+        accept: impl FnOnce(&RunRecord) -> Result<(), String>,
     ) -> Result<RunRecord, StoreError> {
         self.barrier()?;
         let mut conn = self.reader();
         // Dropped without a commit on any error below: nothing is claimed then.
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut record = runs::claim(&tx, run_id, from, &self.inner.owner, at)?;
+        accept(&record).map_err(|message| StoreError::Refused { message })?;
         if let Some(decision) = decided {
             let refused = |decided: Option<&Value>| StoreError::NotWaiting {
                 run_id: run_id.to_string(),
