@@ -565,7 +565,11 @@ fn a_breakpoint_stops_before_and_after_and_a_replaced_value_goes_downstream() {
             .contains("breakpoint before `greet` (visit 1): its input is Ada"),
         "{ran:?}"
     );
-    assert!(ran.stderr.contains("⏸ stopped at a breakpoint before `greet`"), "{ran:?}");
+    assert!(
+        ran.stderr
+            .contains("⏸ stopped at a breakpoint before `greet`"),
+        "{ran:?}"
+    );
     assert!(ran.stderr.contains("--continue"), "{ran:?}");
     let run_id = common::paused_run_id(&ran);
     // A decision is not what a breakpoint takes; the run stays paused.

@@ -6,7 +6,11 @@
 //! 3. events written per second to the run store (target ≥ 50,000 events/s);
 //! 4. forEach over 1,000 items with maxConcurrency 50 (a template step, then a Python step);
 //! 5. validation of a 1,000-node flow, first and after an edit of one node, as the canvas
-//!    validates on every change (target ≤ 10 ms).
+//!    validates on every change (target ≤ 10 ms);
+//! 6. replay of a recorded 100-node run with 50 LLM nodes: engine time with every answer from
+//!    the recording (target ≤ 50 ms);
+//! 7. what a breakpoint costs: a run stopped and continued, against the same run unstopped
+//!    (target ≤ 1 ms more).
 //!
 //! Whole-process figures of the `weft` command (start-up, set-up, printing events) are
 //! `bash scripts/bench.sh`.
@@ -365,6 +369,146 @@ fn store_events_per_second(count: u64) {
     );
 }
 
+/// start → 100 nodes alternating agent and template → the answers of a scripted server.
+fn llm_chain_flow(nodes: usize) -> Flow {
+    let mut flow_nodes =
+        vec![json!({"id": "start", "type": "start", "data": {"initialInput": "go"}})];
+    let mut edges = Vec::new();
+    let mut previous = "start".to_string();
+    for index in 0..nodes {
+        let id = format!("n{index}");
+        let node = if index % 2 == 0 {
+            json!({"id": id, "type": "agent", "data": {"model": "scripted", "userPrompt": "step {{ PREVIOUS_OUTPUT }}"}})
+        } else {
+            json!({"id": id, "type": "template", "data": {"template": "{{ PREVIOUS_OUTPUT }}"}})
+        };
+        flow_nodes.push(node);
+        edges.push(json!({"id": format!("e{index}"), "source": previous, "target": id}));
+        previous = id;
+    }
+    Flow::from_value(
+        json!({"name": "llm chain", "nodes": flow_nodes, "edges": edges}),
+        "bench",
+    )
+    .expect("llm chain flow")
+}
+
+/// Engine time (first `step_start` to `run_end`, from the events' own times) of a run.
+fn engine_time(engine: &Engine, run_id: &str) -> Duration {
+    let events = engine.store().events(run_id).expect("events");
+    let time = |kind: EventType| {
+        events
+            .iter()
+            .find(|event| event.kind == kind)
+            .and_then(|event| chrono::DateTime::parse_from_rfc3339(&event.ts).ok())
+    };
+    match (time(EventType::StepStart), time(EventType::RunEnd)) {
+        (Some(first), Some(end)) => (end - first).to_std().unwrap_or_default(),
+        _ => Duration::ZERO,
+    }
+}
+
+async fn replay_recorded_run(nodes: usize) {
+    let server = ScriptedLlm::start(Script::always(Reply::text("answer")))
+        .await
+        .expect("server");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let engine = engine(dir.path(), server.base_url());
+    let recorded = engine
+        .start(llm_chain_flow(nodes), RunOptions::default())
+        .await
+        .expect("runs");
+    assert_eq!(
+        recorded.status,
+        RunStatus::Completed,
+        "{:?}",
+        recorded.error
+    );
+    let live = engine_time(&engine, &recorded.run_id);
+    let asked = server.requests().len();
+    let mut best = Duration::MAX;
+    let mut best_wall = Duration::MAX;
+    for _ in 0..5 {
+        let started = Instant::now();
+        let replayed = engine
+            .start(
+                llm_chain_flow(nodes),
+                RunOptions {
+                    replay: Some(recorded.run_id.clone()),
+                    ..RunOptions::default()
+                },
+            )
+            .await
+            .expect("replays");
+        best_wall = best_wall.min(started.elapsed());
+        assert_eq!(
+            replayed.status,
+            RunStatus::Completed,
+            "{:?}",
+            replayed.error
+        );
+        best = best.min(engine_time(&engine, &replayed.run_id));
+    }
+    assert_eq!(server.requests().len(), asked, "a replay asks nothing");
+    println!(
+        "replay of a {nodes}-node run with {} LLM nodes: engine {:.1} ms (whole call {:.1} ms; live against a local server: {:.1} ms)  [target ≤ 50 ms]",
+        nodes.div_ceil(2),
+        best.as_secs_f64() * 1e3,
+        best_wall.as_secs_f64() * 1e3,
+        live.as_secs_f64() * 1e3,
+    );
+}
+
+async fn breakpoint_stop_and_continue(rounds: usize) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let engine = engine(dir.path(), "http://127.0.0.1:9/v1".into());
+    let flow = chain_flow(3, "template");
+    let mut plain = Vec::new();
+    let mut stopped = Vec::new();
+    for _ in 0..rounds {
+        let started = Instant::now();
+        let outcome = engine
+            .start(flow.clone(), RunOptions::default())
+            .await
+            .expect("runs");
+        plain.push(started.elapsed());
+        assert_eq!(outcome.status, RunStatus::Completed);
+        let started = Instant::now();
+        let paused = engine
+            .start(
+                flow.clone(),
+                RunOptions {
+                    breakpoints: vec![
+                        weft_engine::breakpoints::Breakpoint::parse("n1").expect("breakpoint"),
+                    ],
+                    ..RunOptions::default()
+                },
+            )
+            .await
+            .expect("runs");
+        assert_eq!(paused.status, RunStatus::Paused);
+        let done = engine
+            .continue_run(
+                &paused.run_id,
+                weft_engine::Continue::default(),
+                weft_engine::ResumeOptions::default(),
+            )
+            .await
+            .expect("continues");
+        stopped.push(started.elapsed());
+        assert_eq!(done.status, RunStatus::Completed, "{:?}", done.error);
+    }
+    plain.sort();
+    stopped.sort();
+    let median = |times: &[Duration]| times[times.len() / 2];
+    println!(
+        "a breakpoint stop and continue (stored pause, claim, resume) on a 5-step run: median {:.2} ms against {:.2} ms unstopped: {:.2} ms more  [target ≤ 1 ms]",
+        median(&stopped).as_secs_f64() * 1e3,
+        median(&plain).as_secs_f64() * 1e3,
+        (median(&stopped).as_secs_f64() - median(&plain).as_secs_f64()) * 1e3,
+    );
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing: run small then.
     let quick = !std::env::args().any(|arg| arg == "--bench");
@@ -391,6 +535,12 @@ fn main() {
         }
         if wanted("branches") {
             concurrent_agent_branches(branches, 50).await;
+        }
+        if wanted("replay") {
+            replay_recorded_run(if quick { 20 } else { 100 }).await;
+        }
+        if wanted("breakpoint") {
+            breakpoint_stop_and_continue(if quick { 3 } else { 50 }).await;
         }
         if wanted("forEach") {
             let items = if quick { 20 } else { 1_000 };
