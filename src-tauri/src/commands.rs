@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tauri::State;
 use tauri::ipc::Channel;
+use weft_engine::compare::{RunComparison, compare_runs as compare_runs_in};
+use weft_engine::cost::{Cost, Prices, RunCost, run_cost};
 use weft_engine::nodes::{
     DecisionChoice, FieldDescription, KindDescription, all_kinds, common_fields,
 };
@@ -158,6 +160,10 @@ pub struct RunRequest {
     /// node"); `None` runs the whole flow.
     #[serde(default)]
     pub from: Option<RunFrom>,
+    /// Replay this earlier run: identical LLM requests get its recorded answers with no
+    /// provider call; what differs, and what follows it, goes live.
+    #[serde(default)]
+    pub replay: Option<String>,
 }
 
 /// Where a partial run starts and which earlier run's outputs it uses.
@@ -194,6 +200,7 @@ pub async fn start_run(
         flow_path: request.path.map(PathBuf::from),
         on_event: Some(forward(events)),
         entry,
+        replay: request.replay,
         ..RunOptions::default()
     };
     Ok(engine.spawn(request.flow, options).await?.run_id)
@@ -265,15 +272,57 @@ pub fn cancel_run(state: State<'_, AppState>, run_id: String) -> bool {
     state.engine().cancel(&run_id)
 }
 
-/// The most recent runs, newest first (runs of `weft` in the same store too).
+/// A past run as History lists it.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryRun {
+    pub run: RunSummary,
+    /// What its LLM calls cost (prices: shipped, and `WEFT_PRICES`).
+    pub cost: Cost,
+}
+
+/// The most recent runs, newest first (runs of `weft` in the same store too), with their cost.
 #[tauri::command]
 #[specta::specta]
 pub async fn list_runs(
     state: State<'_, AppState>,
     limit: u32,
-) -> Result<Vec<RunSummary>, AppError> {
+) -> Result<Vec<HistoryRun>, AppError> {
     let store = state.store.clone();
-    blocking(move || Ok(store.list_runs(limit as usize)?)).await
+    let prices = prices()?;
+    blocking(move || {
+        let mut listed = Vec::new();
+        for run in store.list_runs(limit as usize)? {
+            // A run's total needs no flow: subagents only move cost between its nodes.
+            let cost = RunCost::of(store.call_usage(&run.id)?, None, &prices).total;
+            listed.push(HistoryRun { run, cost });
+        }
+        Ok(listed)
+    })
+    .await
+}
+
+/// Two past runs compared node by node: status, output, time, tokens and cost.
+#[tauri::command]
+#[specta::specta]
+pub async fn compare_runs(
+    state: State<'_, AppState>,
+    a: String,
+    b: String,
+) -> Result<RunComparison, AppError> {
+    let store = state.store.clone();
+    let prices = prices()?;
+    blocking(move || Ok(compare_runs_in(&store, &a, &b, &prices)?)).await
+}
+
+/// The price table, or why it cannot be read.
+fn prices() -> Result<Prices, AppError> {
+    Prices::from_env().map_err(|error| {
+        AppError::new(
+            ErrorCode::BadRequest,
+            format!("{error} (set by WEFT_PRICES)"),
+        )
+    })
 }
 
 /// Everything stored about one run: the flow as it ran, its events and its nodes' outputs.
@@ -289,6 +338,8 @@ pub struct RunDetail {
     pub waiting: Option<Waiting>,
     pub events: Vec<RunEvent>,
     pub outputs: Vec<NodeOutputRecord>,
+    /// What it cost: in total, per node, per LLM call.
+    pub cost: RunCost,
 }
 
 /// Opens a past run (a full id or a unique prefix) to show its trace on the canvas.
@@ -296,6 +347,7 @@ pub struct RunDetail {
 #[specta::specta]
 pub async fn open_run(state: State<'_, AppState>, run_id: String) -> Result<RunDetail, AppError> {
     let store = state.store.clone();
+    let prices = prices()?;
     blocking(move || {
         let run_id = store.resolve_run_id(&run_id)?;
         let record = store.run(&run_id)?;
@@ -303,6 +355,7 @@ pub async fn open_run(state: State<'_, AppState>, run_id: String) -> Result<RunD
         let outputs = store.node_outputs(&run_id)?;
         let flow = Flow::parse(&record.flow_json, "the stored flow")?;
         let waiting = waiting_of(&record);
+        let cost = run_cost(&store, &record, &prices)?;
         Ok(RunDetail {
             summary: record.summary,
             flow,
@@ -312,6 +365,7 @@ pub async fn open_run(state: State<'_, AppState>, run_id: String) -> Result<RunD
             waiting,
             events,
             outputs,
+            cost,
         })
     })
     .await

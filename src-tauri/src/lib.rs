@@ -116,6 +116,7 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::retry_run,
             commands::cancel_run,
             commands::list_runs,
+            commands::compare_runs,
             commands::open_run,
             commands::get_settings,
             commands::save_settings,

@@ -490,3 +490,48 @@ test("cancel reads cancelled; opening another flow during a run leaves the new f
   );
   await shot(browser, "18-other-flow-opened-during-run");
 });
+
+test("replays a past run with its recorded answers, then compares the two runs", async () => {
+  // The newest run is the built flow's run that went on while another flow was open.
+  await openFile(browser, builtFile);
+  await node(browser, "agent-1").waitForExist();
+  await byTestId(browser, "tab-history").click();
+  const recorded = (await allByTestId(browser, "history-row"))[0];
+  const recordedId = await recorded.getAttribute("data-run-id");
+  assert.equal(await recorded.getAttribute("data-status"), "completed");
+  await recorded.click();
+  await waitForStatus(browser, "agent-1", "done");
+  await byTestId(browser, "history-replay").click();
+  await waitForRunStatus(browser, "completed");
+  await waitForStatus(browser, "agent-1", "done");
+  // The agent's answer came from the recording: the log says so, and it is the same text.
+  const notes = [];
+  for (const row of await allByTestId(browser, "log-row")) {
+    if ((await row.getAttribute("data-type")) === "logic_check") notes.push(await row.getProperty("textContent"));
+  }
+  assert.ok(
+    notes.some((text) => text.includes("replayed:")),
+    `a replayed answer is logged: ${JSON.stringify(notes)}`,
+  );
+  assert.equal((await byTestId(browser, "node-stream-agent-1").getText()).trim(), STREAMED);
+  await shot(browser, "19-replayed");
+
+  // History: the replay is the newest run; check it and the recorded one, then compare.
+  await byTestId(browser, "tab-history").click();
+  await browser.waitUntil(
+    async () => (await (await allByTestId(browser, "history-row"))[0].getAttribute("data-run-id")) !== recordedId,
+    { timeout: 10_000, timeoutMsg: "the replay is not listed in History" },
+  );
+  const rows = await allByTestId(browser, "history-row");
+  const checks = await allByTestId(browser, "history-check");
+  const ids = [];
+  for (const row of rows) ids.push(await row.getAttribute("data-run-id"));
+  await checks[0].click();
+  await checks[ids.indexOf(recordedId)].click();
+  await byTestId(browser, "history-compare").click();
+  await byTestId(browser, "compare").waitForDisplayed({ timeout: 5_000 });
+  assert.equal(await byTestId(browser, "compare").getAttribute("data-equal"), "true");
+  assert.match(await byTestId(browser, "compare-verdict").getText(), /^Same outputs at all \d+ nodes$/);
+  assert.ok((await allByTestId(browser, "compare-row")).length >= 3, "every node is compared");
+  await shot(browser, "20-compared");
+});

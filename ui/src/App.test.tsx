@@ -5,11 +5,27 @@ import { act, cleanup, fireEvent, render, screen, within } from '@testing-librar
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { App } from './App';
 import type { Api } from './api';
-import type { Problem, RunEvent, RunSummary } from './bindings';
+import type { Cost, Problem, RunComparison, RunCost, RunEvent, RunSummary } from './bindings';
 import { CanvasStore } from './canvasStore';
 import { RunStore } from './runStore';
 import { Session } from './session';
 import { catalog, event, offlineEventsAfterApprove, offlineEventsToPause, offlineFlow } from './test/fixtures';
+
+const NO_CALLS: Cost = { calls: 0, inputTokens: 0, outputTokens: 0, usd: 0, unpricedModels: [] };
+const NO_COST: RunCost = { total: NO_CALLS, nodes: {}, calls: [] };
+
+/** A completed past run of the offline flow. */
+function pastRun(id: string): RunSummary {
+  return {
+    id,
+    flowName: 'Refund desk (offline)',
+    flowPath: null,
+    status: 'completed',
+    startedAt: '2026-11-21T20:56:18.000Z',
+    endedAt: '2026-11-21T20:56:19.000Z',
+    waitingNodeId: null,
+  };
+}
 
 function fakeApi(overrides: Partial<Api> = {}): Api {
   const fail = () => Promise.reject({ code: 'badRequest', message: 'not in this test' });
@@ -25,6 +41,7 @@ function fakeApi(overrides: Partial<Api> = {}): Api {
     retryRun: fail,
     cancelRun: () => Promise.resolve(true),
     listRuns: () => Promise.resolve([]),
+    compareRuns: fail,
     openRun: fail,
     getSettings: fail,
     saveSettings: fail,
@@ -176,15 +193,7 @@ describe('App', () => {
 
   it('does not show the edited flow’s problems as the reason while a past run is viewed', async () => {
     const problem = { severity: 'error', code: 'if-branches', nodeId: 'large', message: 'the if has no branch' } as Problem;
-    const summary: RunSummary = {
-      id: 'past-run-1',
-      flowName: 'Refund desk (offline)',
-      flowPath: null,
-      status: 'completed',
-      startedAt: '2026-11-21T20:56:18.000Z',
-      endedAt: '2026-11-21T20:56:19.000Z',
-      waitingNodeId: null,
-    };
+    const summary = pastRun('past-run-1');
     const session = await mount(
       fakeApi({
         validateFlow: () => Promise.resolve([problem]),
@@ -198,6 +207,7 @@ describe('App', () => {
             waiting: null,
             events: [event(1, 'run_start', null, 'x', { runId: 'past-run-1' })],
             outputs: [],
+            cost: NO_COST,
           }),
       }),
     );
@@ -234,7 +244,7 @@ describe('App', () => {
     const session = await mount(
       fakeApi({
         retryRun,
-        listRuns: () => Promise.resolve([summary]),
+        listRuns: () => Promise.resolve([{ run: summary, cost: NO_CALLS }]),
         openRun: () =>
           Promise.resolve({
             summary,
@@ -245,6 +255,7 @@ describe('App', () => {
             waiting: null,
             events: cut,
             outputs: [],
+            cost: NO_COST,
           }),
       }),
     );
@@ -257,6 +268,70 @@ describe('App', () => {
     expect(screen.getByTestId('run-status').textContent).toBe('completed');
     expect(screen.getByTestId('node-summary').dataset.status).toBe('done');
     expect(screen.queryByTestId('continue-run')).toBeNull();
+  });
+
+  it('lists each run’s cost, compares two checked runs and replays the run shown', async () => {
+    const run = pastRun;
+    const priced: Cost = { calls: 2, inputTokens: 120, outputTokens: 40, usd: 0.0123, unpricedModels: [] };
+    const comparison: RunComparison = {
+      a: { id: 'run-a', flowName: 'x', status: 'completed', durationMs: 1000, cost: priced },
+      b: { id: 'run-b', flowName: 'x', status: 'completed', durationMs: 900, cost: NO_CALLS },
+      nodes: [
+        {
+          node: 'summary',
+          a: { status: 'completed', visits: 1, output: 'Hello Ada', durationMs: 5, cost: priced },
+          b: { status: 'completed', visits: 1, output: 'Hello Bob', durationMs: 4, cost: NO_CALLS },
+          sameOutput: false,
+          diff: { kind: 'text', lines: [{ kind: 'removed', text: 'Hello Ada' }, { kind: 'added', text: 'Hello Bob' }] },
+        },
+      ],
+      equal: false,
+    };
+    const compareRuns = vi.fn(() => Promise.resolve(comparison));
+    const startRun = vi.fn(() => Promise.resolve('run-c'));
+    const session = await mount(
+      fakeApi({
+        listRuns: () => Promise.resolve([{ run: run('run-a'), cost: priced }, { run: run('run-b'), cost: NO_CALLS }]),
+        compareRuns,
+        startRun,
+        openRun: () =>
+          Promise.resolve({
+            summary: run('run-a'),
+            flow: offlineFlow(),
+            input: 'the ticket',
+            result: 'done',
+            error: null,
+            waiting: null,
+            events: [],
+            outputs: [],
+            cost: NO_COST,
+          }),
+      }),
+    );
+    await act(async () => fireEvent.click(screen.getByTestId('tab-history')));
+    const costs = screen.getAllByTestId('history-cost').map((cell) => cell.textContent);
+    expect(costs).toEqual(['$0.0123', '—']);
+    const compare = screen.getByTestId('history-compare') as HTMLButtonElement;
+    expect(compare.disabled).toBe(true);
+    const checks = screen.getAllByTestId('history-check');
+    fireEvent.click(checks[0]);
+    fireEvent.click(checks[1]);
+    expect(compare.disabled).toBe(false);
+    await act(async () => fireEvent.click(compare));
+    expect(compareRuns).toHaveBeenCalledWith('run-a', 'run-b');
+    expect(screen.getByTestId('compare-verdict').textContent).toBe('Outputs differ at 1 of 1 nodes');
+    expect(screen.getByTestId('compare-diff').textContent).toContain('- Hello Ada');
+    expect(screen.getByTestId('compare-diff').textContent).toContain('+ Hello Bob');
+
+    // Replay: only with a past run shown; the edited flow runs with that run's input.
+    const replay = screen.getByTestId('history-replay') as HTMLButtonElement;
+    expect(replay.disabled).toBe(true);
+    await act(() => session.openRun('run-a'));
+    expect(replay.disabled).toBe(false);
+    await act(async () => fireEvent.click(replay));
+    const request = (startRun.mock.calls[0] as unknown[])[0] as { replay: string; input: string };
+    expect(request.replay).toBe('run-a');
+    expect(request.input).toBe('the ticket');
   });
 
   it('shows a failing command’s message in the error banner', async () => {

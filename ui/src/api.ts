@@ -15,7 +15,8 @@ import type {
   RunDetail,
   RunEvent,
   RunRequest,
-  RunSummary,
+  HistoryRun,
+  RunComparison,
   SettingsChange,
   SettingsView,
 } from './bindings';
@@ -36,7 +37,10 @@ export interface Api {
   /** Continues an interrupted run; its events follow on `onEvent`. */
   retryRun(runId: string, onEvent: EventListener): Promise<string>;
   cancelRun(runId: string): Promise<boolean>;
-  listRuns(limit: number): Promise<RunSummary[]>;
+  /** The newest runs with what each cost. */
+  listRuns(limit: number): Promise<HistoryRun[]>;
+  /** Two past runs compared node by node. */
+  compareRuns(a: string, b: string): Promise<RunComparison>;
   openRun(runId: string): Promise<RunDetail>;
   getSettings(): Promise<SettingsView>;
   saveSettings(change: SettingsChange): Promise<SettingsView>;
@@ -62,6 +66,7 @@ export const tauriApi: Api = {
   retryRun: (runId, onEvent) => commands.retryRun(runId, channelTo(onEvent)),
   cancelRun: (runId) => commands.cancelRun(runId),
   listRuns: (limit) => commands.listRuns(limit),
+  compareRuns: (a, b) => commands.compareRuns(a, b),
   openRun: (runId) => commands.openRun(runId),
   getSettings: () => commands.getSettings(),
   saveSettings: (change) => commands.saveSettings(change),

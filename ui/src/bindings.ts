@@ -47,8 +47,10 @@ export const commands = {
 	retryRun: (runId: string, events: Channel<RunEvent>) => __TAURI_INVOKE<string>("retry_run", { runId, events }),
 	/**  Cancels a run going in this app. Returns whether such a run was going. */
 	cancelRun: (runId: string) => __TAURI_INVOKE<boolean>("cancel_run", { runId }),
-	/**  The most recent runs, newest first (runs of `weft` in the same store too). */
-	listRuns: (limit: number) => __TAURI_INVOKE<RunSummary[]>("list_runs", { limit }),
+	/**  The most recent runs, newest first (runs of `weft` in the same store too), with their cost. */
+	listRuns: (limit: number) => __TAURI_INVOKE<HistoryRun[]>("list_runs", { limit }),
+	/**  Two past runs compared node by node: status, output, time, tokens and cost. */
+	compareRuns: (a: string, b: string) => __TAURI_INVOKE<RunComparison>("compare_runs", { a, b }),
 	/**  Opens a past run (a full id or a unique prefix) to show its trace on the canvas. */
 	openRun: (runId: string) => __TAURI_INVOKE<RunDetail>("open_run", { runId }),
 	getSettings: () => __TAURI_INVOKE<SettingsView>("get_settings"),
@@ -78,6 +80,16 @@ export type ApprovalAnswer = {
 /**  Before the node runs (the value is its input) or after it ran (its output). */
 export type BreakWhen = "before" | "after";
 
+/**  One LLM call and what it cost (`None`: its model has no price). */
+export type CallCost = {
+	nodeKey: string,
+	visit: number,
+	call: number,
+	model: string | null,
+	usage: Usage,
+	usd: number | null,
+};
+
 /**  What a successful connection check found. */
 export type ConnectionReport = {
 	/**  The address asked. */
@@ -85,6 +97,23 @@ export type ConnectionReport = {
 	/**  Model names the provider listed (at most 20). */
 	models: string[],
 };
+
+/**  Tokens and dollars of some LLM calls. */
+export type Cost = {
+	calls: number,
+	inputTokens: number,
+	outputTokens: number,
+	/**  US dollars of the calls whose model has a price. */
+	usd: number | null,
+	/**
+	 *  Models of calls with no price (a call recorded without its model counts as `unknown`):
+	 *  `usd` leaves them out.
+	 */
+	unpricedModels: string[],
+};
+
+/**  One line of a text diff. */
+export type DiffLine = { kind: "same"; text: string } | { kind: "removed"; text: string } | { kind: "added"; text: string };
 
 /**
  *  A connection between two nodes. An edge whose `source_handle` is `subagent` makes the target
@@ -198,6 +227,13 @@ export type HandleKind =
 /**  The run continues along it when the node fails. */
 "error";
 
+/**  A past run as History lists it. */
+export type HistoryRun = {
+	run: RunSummary,
+	/**  What its LLM calls cost (prices: shipped, and `WEFT_PRICES`). */
+	cost: Cost,
+};
+
 /**  Everything the canvas draws nodes and inspectors from. */
 export type KindCatalog = {
 	kinds: KindDescription[],
@@ -244,6 +280,17 @@ export type Node = {
 	data?: { [key in string]: Value },
 } & { [key in string]: Value };
 
+/**  One node in both runs. */
+export type NodeComparison = {
+	/**  The node's key (`draft`, `research/draft` in a subflow, `each[2]/draft` in a forEach). */
+	node: string,
+	a: NodeRun,
+	b: NodeRun,
+	sameOutput: boolean,
+	/**  `None` when the outputs are the same. */
+	diff: OutputDiff | null,
+};
+
 /**  The latest output of one node in one run. */
 export type NodeOutputRecord = {
 	nodeId: string,
@@ -260,10 +307,44 @@ export type NodeOutputRecord = {
 	metadata: Value | null,
 };
 
+/**  One node in one run. */
+export type NodeRun = {
+	status: NodeStatus,
+	visits: number,
+	/**  The latest output (`None` when it has none). */
+	output: Value | null,
+	/**  Time from each `step_start` to its end, over all visits. */
+	durationMs: number | null,
+	cost: Cost,
+};
+
+/**  What happened to a node in one run, from its events. */
+export type NodeStatus = "completed" | "failed" | 
+/**  Waiting for a person (an approval, a breakpoint) when the run was last stored. */
+"waiting" | 
+/**  Started and never ended (the run was cancelled or interrupted meanwhile). */
+"stopped" | 
+/**  Not reached (a branch not taken, or the run ended before it). */
+"not_run";
+
 /**  A flow file as opened: its absolute path and its content in the normalized form. */
 export type OpenedFlow = {
 	path: string,
 	flow: Flow,
+};
+
+/**  How two outputs differ. */
+export type OutputDiff = 
+/**  Both outputs are text: the lines of both, marked. */
+{ kind: "text"; lines: DiffLine[] } | 
+/**  Otherwise: the paths whose values differ (at most [`MAX_CHANGES`]; `truncated` if more). */
+{ kind: "json"; changes: PathChange[]; truncated: boolean };
+
+/**  One changed place in a JSON output: `$` for the whole value, `$.a.b[2]` inside it. */
+export type PathChange = {
+	path: string,
+	a: Value | null,
+	b: Value | null,
 };
 
 /**  A canvas position. Stored as integers; fractional positions from the canvas are rounded on save. */
@@ -340,6 +421,28 @@ export type ProviderSettingsView = {
 	effectiveAddress: string,
 };
 
+/**  Two runs compared node by node. */
+export type RunComparison = {
+	a: RunSide,
+	b: RunSide,
+	/**  Nodes in the order they first ran in `a`, then those that ran only in `b`. */
+	nodes: NodeComparison[],
+	/**  Every node's output is the same in both runs. */
+	equal: boolean,
+};
+
+/**  A run's cost: in total, per node, per call. */
+export type RunCost = {
+	total: Cost,
+	/**
+	 *  By node key (`draft`, `research/draft` in a subflow, `each[2]/draft` in a forEach item).
+	 *  A node counts every visit, everything run inside it (a subflow's or forEach's nodes, each
+	 *  item) and the calls of its subagents; so nodes overlap, and only `total` is the sum.
+	 */
+	nodes: { [key in string]: Cost },
+	calls: CallCost[],
+};
+
 /**  Everything stored about one run: the flow as it ran, its events and its nodes' outputs. */
 export type RunDetail = {
 	summary: RunSummary,
@@ -351,6 +454,8 @@ export type RunDetail = {
 	waiting: Waiting | null,
 	events: RunEvent[],
 	outputs: NodeOutputRecord[],
+	/**  What it cost: in total, per node, per LLM call. */
+	cost: RunCost,
 };
 
 /**  One event of a run. `seq` starts at 1 and has no gaps within a run, across pauses and resumes. */
@@ -399,6 +504,20 @@ export type RunRequest = {
 	 *  node"); `None` runs the whole flow.
 	 */
 	from?: RunFrom | null,
+	/**
+	 *  Replay this earlier run: identical LLM requests get its recorded answers with no
+	 *  provider call; what differs, and what follows it, goes live.
+	 */
+	replay?: string | null,
+};
+
+/**  One of the two runs, in brief. */
+export type RunSide = {
+	id: string,
+	flowName: string,
+	status: RunStatus,
+	durationMs: number | null,
+	cost: Cost,
 };
 
 /**  A run's status (SPEC §4, and `interrupted`). */

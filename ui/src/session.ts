@@ -5,7 +5,7 @@
 
 import type { Api } from './api';
 import { errorMessage } from './errors';
-import type { KindCatalog, Problem, RunDetail, RunSummary } from './bindings';
+import type { Cost, KindCatalog, Problem, RunComparison, RunDetail, RunSummary } from './bindings';
 import { canvasFlow, type CanvasFlow } from './flowMapping';
 import { defaultData, kindOf, kindRuns } from './catalog';
 import { CanvasStore, emptyFlow } from './canvasStore';
@@ -28,6 +28,10 @@ export interface SessionState {
   errors: Banner[];
   /** Recent runs from the store, newest first. */
   history: RunSummary[];
+  /** What each run in `history` cost, by run id. */
+  historyCosts: Record<string, Cost>;
+  /** Two past runs compared, shown in History. */
+  comparison: RunComparison | null;
   /** A past run shown on the canvas instead of the edited flow. */
   viewing: ViewedRun | null;
   /** The node selected while a past run is shown (the edited flow's selection is kept). */
@@ -54,6 +58,8 @@ export class Session {
     problemEdges: NO_EDGES,
     errors: [],
     history: [],
+    historyCosts: {},
+    comparison: null,
     viewing: null,
     viewSelection: null,
     busy: false,
@@ -257,7 +263,11 @@ export class Session {
    * shown now left. The command answers with the run's id at once; the run's events then
    * paint the canvas until it ends or pauses.
    */
-  async startRun(input: string, from: { nodeId: string; only: boolean } | null = null): Promise<void> {
+  async startRun(
+    input: string,
+    from: { nodeId: string; only: boolean } | null = null,
+    replay: string | null = null,
+  ): Promise<void> {
     if (this.runBlockedReason() !== null) return;
     if (from && this.partialRunBlockedReason() !== null) return;
     const earlierRunId = this.run.getSnapshot().runId;
@@ -276,6 +286,7 @@ export class Session {
           path,
           input: input.trim() === '' ? null : input,
           from: from && earlierRunId ? { runId: earlierRunId, nodeId: from.nodeId, only: from.only } : null,
+          replay,
         },
         (event) => this.onEvent(run, event),
       );
@@ -369,10 +380,40 @@ export class Session {
 
   async refreshHistory(): Promise<void> {
     try {
-      this.set({ history: await this.api.listRuns(HISTORY_LIMIT) });
+      const listed = await this.api.listRuns(HISTORY_LIMIT);
+      this.set({
+        history: listed.map((entry) => entry.run),
+        historyCosts: Object.fromEntries(listed.map((entry) => [entry.run.id, entry.cost])),
+      });
     } catch (error) {
       this.reportError(error);
     }
+  }
+
+  /** Compares two past runs node by node; the comparison shows in History. */
+  async compareRuns(a: string, b: string): Promise<void> {
+    try {
+      this.set({ comparison: await this.api.compareRuns(a, b) });
+    } catch (error) {
+      this.reportError(error);
+    }
+  }
+
+  closeComparison(): void {
+    this.set({ comparison: null });
+  }
+
+  /**
+   * Replays the past run shown: the edited flow runs with that run's input, and every LLM
+   * request identical to one it recorded gets the recorded answer with no provider call; the
+   * first that differs (an edited prompt, say), and what follows it, goes live.
+   */
+  async replayViewed(): Promise<void> {
+    const viewed = this.state.viewing;
+    if (!viewed || this.state.busy) return;
+    const input = typeof viewed.input === 'string' ? viewed.input : JSON.stringify(viewed.input);
+    this.leaveViewing();
+    await this.startRun(input, null, viewed.summary.id);
   }
 
   /**

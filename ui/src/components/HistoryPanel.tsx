@@ -1,7 +1,10 @@
-// Past runs from the store (runs of `weft` in the same store too). Opening one shows its
-// flow, replayed statuses, log and outputs on the canvas; the edited flow stays as it was.
+// Past runs from the store (runs of `weft` in the same store too), with what each cost. Opening
+// one shows its flow, replayed statuses, log and outputs on the canvas; the edited flow stays as
+// it was. Two checked runs can be compared node by node, and the run shown can be replayed.
 
-import { useEffect } from 'react';
+import { useEffect, useState } from 'react';
+import type { NodeComparison, NodeRun, RunComparison } from '../bindings';
+import { costText, tokensText } from '../cost';
 import { useRun, useSession, useSessionState } from '../hooks';
 
 function durationOf(startedAt: string, endedAt: string | null | undefined): string {
@@ -18,9 +21,110 @@ function startOf(startedAt: string): string {
   return Number.isNaN(date.getTime()) ? startedAt : date.toLocaleString();
 }
 
+function millisText(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined) return '—';
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+function both(a: string, b: string): string {
+  return a === b ? a : `${a} | ${b}`;
+}
+
+function statusText(node: NodeRun): string {
+  return node.status.replace('_', ' ');
+}
+
+/** The lines or paths where two outputs differ. */
+function OutputChanges({ node }: { node: NodeComparison }) {
+  const diff = node.diff;
+  if (!diff) return null;
+  if (diff.kind === 'text') {
+    return (
+      <pre className="compare-diff" data-testid="compare-diff">
+        {diff.lines
+          .filter((line) => line.kind !== 'same')
+          .map((line, index) => (
+            <div key={index} className={`diff-${line.kind}`}>
+              {line.kind === 'removed' ? '- ' : '+ '}
+              {line.text}
+            </div>
+          ))}
+      </pre>
+    );
+  }
+  return (
+    <pre className="compare-diff" data-testid="compare-diff">
+      {diff.changes.map((change, index) => (
+        <div key={index}>
+          {change.path}: <span className="diff-removed">{change.a === undefined ? '(none)' : JSON.stringify(change.a)}</span> →{' '}
+          <span className="diff-added">{change.b === undefined ? '(none)' : JSON.stringify(change.b)}</span>
+        </div>
+      ))}
+      {diff.truncated && <div className="muted">… more changes</div>}
+    </pre>
+  );
+}
+
+/** Two runs side by side: a verdict, then per node status, time, tokens, cost and output. */
+function ComparePanel({ comparison }: { comparison: RunComparison }) {
+  const session = useSession();
+  const differing = comparison.nodes.filter((node) => !node.sameOutput).length;
+  return (
+    <div className="compare" data-testid="compare" data-equal={comparison.equal ? 'true' : 'false'}>
+      <div className="compare-head">
+        <strong data-testid="compare-verdict">
+          {comparison.equal
+            ? `Same outputs at all ${comparison.nodes.length} nodes`
+            : `Outputs differ at ${differing} of ${comparison.nodes.length} nodes`}
+        </strong>
+        <button type="button" className="button small" data-testid="compare-close" onClick={() => session.closeComparison()}>
+          Close
+        </button>
+      </div>
+      <div className="muted mono">
+        A {comparison.a.id.slice(0, 8)} · {costText(comparison.a.cost)} — B {comparison.b.id.slice(0, 8)} · {costText(comparison.b.cost)}
+      </div>
+      <table className="compare-table">
+        <thead>
+          <tr>
+            <th>Node</th>
+            <th>Status A | B</th>
+            <th>Time</th>
+            <th>Tokens</th>
+            <th>Cost</th>
+            <th>Output</th>
+          </tr>
+        </thead>
+        <tbody>
+          {comparison.nodes.map((node) => (
+            <tr key={node.node} data-testid="compare-row" data-node={node.node} data-same={node.sameOutput ? 'true' : 'false'}>
+              <td className="mono">{node.node}</td>
+              <td>{both(statusText(node.a), statusText(node.b))}</td>
+              <td>{both(millisText(node.a.durationMs), millisText(node.b.durationMs))}</td>
+              <td>{both(tokensText(node.a.cost), tokensText(node.b.cost))}</td>
+              <td>{both(costText(node.a.cost), costText(node.b.cost))}</td>
+              <td>
+                {node.sameOutput ? <span className="muted">same</span> : <span className="status-paused">differs</span>}
+                <OutputChanges node={node} />
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
 export function HistoryPanel() {
   const session = useSession();
   const history = useSessionState((state) => state.history);
+  const costs = useSessionState((state) => state.historyCosts);
+  const comparison = useSessionState((state) => state.comparison);
+  const viewing = useSessionState((state) => state.viewing);
+  const busy = useSessionState((state) => state.busy);
+  const [checked, setChecked] = useState<string[]>([]);
+  const toggle = (runId: string) =>
+    setChecked((now) => (now.includes(runId) ? now.filter((id) => id !== runId) : [...now.slice(-1), runId]));
   // Subscribed so that the blocked reason below is recomputed when these change.
   useSessionState((state) => state.busy);
   useRun((view) => view.status);
@@ -39,12 +143,41 @@ export function HistoryPanel() {
         <button type="button" className="button small" data-testid="history-refresh" onClick={() => void session.refreshHistory()}>
           Refresh
         </button>
+        <button
+          type="button"
+          className="button small"
+          data-testid="history-compare"
+          disabled={checked.length !== 2}
+          title="Compare the two checked runs node by node"
+          onClick={() => void session.compareRuns(checked[0], checked[1])}
+        >
+          Compare
+        </button>
+        <button
+          type="button"
+          className="button small"
+          data-testid="history-replay"
+          disabled={!viewing || busy}
+          title="Run the edited flow with the LLM answers the run shown recorded: only what changed goes live"
+          onClick={() => void session.replayViewed()}
+        >
+          Replay
+        </button>
         {blocked && <span className="muted">{blocked}</span>}
       </div>
+      {comparison && <ComparePanel comparison={comparison} />}
       {history.length === 0 && <p className="muted">No runs yet.</p>}
       <ul className="history-list">
         {history.map((run) => (
-          <li key={run.id}>
+          <li key={run.id} className="history-item">
+            <input
+              type="checkbox"
+              className="history-check"
+              data-testid="history-check"
+              aria-label={`Compare run ${run.id.slice(0, 8)}`}
+              checked={checked.includes(run.id)}
+              onChange={() => toggle(run.id)}
+            />
             <button
               type="button"
               className={`history-row status-${run.status} ${run.id === viewingId || run.id === shownRunId ? 'current' : ''}`}
@@ -58,7 +191,8 @@ export function HistoryPanel() {
               <span className="history-name">{run.flowName || 'Untitled'}</span>
               <span className={`run-status-chip status-${run.status}`}>{run.status}</span>
               <span className="history-meta muted">
-                {startOf(run.startedAt)} · {durationOf(run.startedAt, run.endedAt)}
+                {startOf(run.startedAt)} · {durationOf(run.startedAt, run.endedAt)} ·{' '}
+                <span data-testid="history-cost">{costText(costs[run.id])}</span>
                 {run.waitingNodeId ? ` · waits at ${run.waitingNodeId}` : ''}
               </span>
               <span className="history-id muted mono">{run.id.slice(0, 8)}</span>
