@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tauri::State;
 use tauri::ipc::Channel;
+use weft_engine::breakpoints::Breakpoint;
 use weft_engine::compare::{RunComparison, compare_runs as compare_runs_in};
 use weft_engine::cost::{Cost, Prices, RunCost, run_cost};
 use weft_engine::nodes::{
@@ -18,8 +19,8 @@ use weft_engine::providers::{ConnectionReport, ProviderKind};
 use weft_engine::store::{NodeOutputRecord, RunSummary};
 use weft_engine::template::SCOPE_NAMES;
 use weft_engine::{
-    Decision, Entry, EventListener, Flow, Problem, ResumeOptions, RunEvent, RunOptions, Waiting,
-    waiting_of,
+    Continue, Decision, Entry, EventListener, Flow, Problem, ResumeOptions, RunEvent, RunOptions,
+    Waiting, waiting_of,
 };
 
 use crate::AppState;
@@ -164,6 +165,9 @@ pub struct RunRequest {
     /// provider call; what differs, and what follows it, goes live.
     #[serde(default)]
     pub replay: Option<String>,
+    /// Where the run stops for the person (debugging state, never in the flow file).
+    #[serde(default)]
+    pub breakpoints: Vec<Breakpoint>,
 }
 
 /// Where a partial run starts and which earlier run's outputs it uses.
@@ -201,6 +205,7 @@ pub async fn start_run(
         on_event: Some(forward(events)),
         entry,
         replay: request.replay,
+        breakpoints: request.breakpoints,
         ..RunOptions::default()
     };
     Ok(engine.spawn(request.flow, options).await?.run_id)
@@ -234,15 +239,40 @@ pub async fn resume_run(
         },
         note: answer.note,
     };
-    let options = ResumeOptions {
-        on_event: Some(forward(events)),
-        ..ResumeOptions::default()
-    };
+    let options = resume_options(events);
     let engine = state.engine();
     Ok(engine
         .spawn_resume(&answer.run_id, decision, options)
         .await?
         .run_id)
+}
+
+/// Goes on from the breakpoint a paused run stopped at (stepping, or with a replaced value) and
+/// returns once it is claimed; its events continue on `events`. A run waiting at an approval,
+/// or a replaced output that does not fit the node's `outputSchema`, is refused and the run
+/// stays paused.
+#[tauri::command]
+#[specta::specta]
+pub async fn continue_run(
+    state: State<'_, AppState>,
+    run_id: String,
+    how: Continue,
+    events: Channel<RunEvent>,
+) -> Result<String, AppError> {
+    let options = resume_options(events);
+    Ok(state
+        .engine()
+        .spawn_continue(&run_id, how, options)
+        .await?
+        .run_id)
+}
+
+/// A resumed run's options: its events forwarded to `events`.
+fn resume_options(events: Channel<RunEvent>) -> ResumeOptions {
+    ResumeOptions {
+        on_event: Some(forward(events)),
+        ..ResumeOptions::default()
+    }
 }
 
 /// Continues an interrupted run (its process stopped before it ended, e.g. killed) from its
@@ -254,10 +284,7 @@ pub async fn retry_run(
     run_id: String,
     events: Channel<RunEvent>,
 ) -> Result<String, AppError> {
-    let options = ResumeOptions {
-        on_event: Some(forward(events)),
-        ..ResumeOptions::default()
-    };
+    let options = resume_options(events);
     Ok(state
         .engine()
         .spawn_retry(&run_id, None, options)

@@ -113,6 +113,7 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::validate_flow,
             commands::start_run,
             commands::resume_run,
+            commands::continue_run,
             commands::retry_run,
             commands::cancel_run,
             commands::list_runs,

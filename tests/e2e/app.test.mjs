@@ -535,3 +535,29 @@ test("replays a past run with its recorded answers, then compares the two runs",
   assert.ok((await allByTestId(browser, "compare-row")).length >= 3, "every node is compared");
   await shot(browser, "20-compared");
 });
+
+test("a breakpoint after a node stops the run there; a replaced value goes on downstream", async () => {
+  await byTestId(browser, "compare-close").click();
+  await openFile(browser, builtFile);
+  await node(browser, "agent-1").waitForExist();
+  await selectNode(browser, "agent-1");
+  await byTestId(browser, "breakpoint-when").selectByAttribute("value", "after");
+  await byTestId(browser, "breakpoint-agent-1").waitForExist({ timeout: 2_000 });
+  await byTestId(browser, "run").click();
+  await waitForStatus(browser, "agent-1", "paused");
+  const prompt = byTestId(browser, "breakpoint-prompt");
+  await prompt.waitForDisplayed();
+  assert.match(await byTestId(browser, "breakpoint-message").getText(), /breakpoint after `agent-1` \(visit 1\): its output is Cold water/);
+  await shot(browser, "21-breakpoint");
+  // Not JSON: refused on the spot, the run stays stopped.
+  await typeInto(browser, byTestId(browser, "breakpoint-value"), "Replaced by a person");
+  await byTestId(browser, "breakpoint-continue").click();
+  await byTestId(browser, "breakpoint-problem").waitForDisplayed();
+  assert.equal((await byTestId(browser, "run-status").getProperty("textContent")).trim(), "paused");
+  await typeInto(browser, byTestId(browser, "breakpoint-value"), '"Replaced by a person"');
+  await byTestId(browser, "breakpoint-continue").click();
+  await waitForRunStatus(browser, "completed");
+  await waitForStatus(browser, "output-1", "done");
+  assert.equal(await latestOutput(browser, "output-1"), "Replaced by a person");
+  await shot(browser, "22-breakpoint-continued");
+});

@@ -39,6 +39,7 @@ function fakeApi(overrides: Partial<Api> = {}): Api {
     startRun: fail,
     resumeRun: fail,
     retryRun: fail,
+    continueRun: fail,
     cancelRun: () => Promise.resolve(true),
     listRuns: () => Promise.resolve([]),
     compareRuns: fail,
@@ -128,6 +129,46 @@ describe('App', () => {
     expect(screen.getByTestId('node-auto').dataset.status).toBe('skipped');
     expect(screen.getByTestId('node-refunded').dataset.status).toBe('done');
     expect(screen.getAllByTestId('log-row')).toHaveLength(18);
+  });
+
+  it('stops at a breakpoint set with F9 and goes on with a replaced value', async () => {
+    const startRun = vi.fn((_request, onEvent: (event: RunEvent) => void) => {
+      onEvent(event(1, 'run_start', null, 'x'));
+      onEvent(event(2, 'step_start', 'start', 'Request'));
+      onEvent(event(3, 'step_end', 'start', 'x'));
+      onEvent(event(4, 'wait_input', 'summary', 'breakpoint before `summary` (visit 1): its input is x'));
+      return Promise.resolve('6c4ba313-67fb-4e7c-bbc7-63ab45649f30');
+    });
+    const continueRun = vi.fn((_runId: string, _how: unknown, onEvent: (event: RunEvent) => void) => {
+      onEvent(event(5, 'logic_check', 'summary', 'value at the breakpoint before `summary` replaced by the person: "y"'));
+      onEvent(event(6, 'step_start', 'summary', 'Summarize'));
+      onEvent(event(7, 'step_end', 'summary', 'y'));
+      onEvent(event(8, 'run_end', null, '{"error":null,"result":"y","status":"completed"}'));
+      return Promise.resolve('6c4ba313-67fb-4e7c-bbc7-63ab45649f30');
+    });
+    const session = await mount(fakeApi({ startRun, continueRun }));
+    act(() => session.canvas.select(['summary'], []));
+    fireEvent.keyDown(window, { key: 'F9' });
+    expect(screen.getByTestId('breakpoint-summary').dataset.when).toBe('before');
+    await act(async () => fireEvent.click(screen.getByTestId('run')));
+    expect(startRun.mock.calls[0][0]).toMatchObject({ breakpoints: [{ nodeId: 'summary', when: 'before', condition: null }] });
+    const prompt = within(screen.getByTestId('node-summary')).getByTestId('breakpoint-prompt');
+    expect(within(prompt).getByTestId('breakpoint-message').textContent).toContain('its input is x');
+    expect(within(screen.getByTestId('node-summary')).queryByTestId('approve')).toBeNull();
+
+    // Not JSON: said at once, and nothing is sent.
+    fireEvent.change(within(prompt).getByTestId('breakpoint-value'), { target: { value: 'y' } });
+    fireEvent.click(within(prompt).getByTestId('breakpoint-continue'));
+    expect(within(prompt).getByTestId('breakpoint-problem').textContent).toContain('Not JSON');
+    expect(continueRun).not.toHaveBeenCalled();
+    fireEvent.change(within(prompt).getByTestId('breakpoint-value'), { target: { value: '"y"' } });
+    await act(async () => fireEvent.click(within(prompt).getByTestId('breakpoint-continue')));
+    expect(continueRun.mock.calls[0][1]).toEqual({ step: false, set: 'y' });
+    expect(screen.getByTestId('run-status').textContent).toBe('completed');
+
+    // F9 again: no breakpoint.
+    fireEvent.keyDown(window, { key: 'F9' });
+    expect(screen.queryByTestId('breakpoint-summary')).toBeNull();
   });
 
   it('stops painting a run on the canvas once another flow is opened, and lets the new one run', async () => {

@@ -175,6 +175,10 @@ function Shell() {
     selectAll: () => !session.getSnapshot().viewing && session.canvas.selectAll(),
     fitView: () => void fitView({ ...FIT_VIEW, duration: 200 }),
     run: () => void session.startRun(input),
+    breakpoint: () => {
+      const selected = session.canvas.getSnapshot().selection.nodes;
+      if (!session.getSnapshot().viewing && selected.length === 1) session.toggleBreakpoint(selected[0]);
+    },
     help: () => setHelp((open) => !open),
     escape: () => {
       if (help) setHelp(false);

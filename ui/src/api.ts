@@ -15,6 +15,7 @@ import type {
   RunDetail,
   RunEvent,
   RunRequest,
+  Continue,
   HistoryRun,
   RunComparison,
   SettingsChange,
@@ -34,6 +35,8 @@ export interface Api {
   startRun(request: RunRequest, onEvent: EventListener): Promise<string>;
   /** Claims a paused run and answers its id; its events follow on `onEvent`. */
   resumeRun(answer: ApprovalAnswer, onEvent: EventListener): Promise<string>;
+  /** Goes on from the breakpoint a paused run stopped at; its events follow on `onEvent`. */
+  continueRun(runId: string, how: Continue, onEvent: EventListener): Promise<string>;
   /** Continues an interrupted run; its events follow on `onEvent`. */
   retryRun(runId: string, onEvent: EventListener): Promise<string>;
   cancelRun(runId: string): Promise<boolean>;
@@ -63,6 +66,7 @@ export const tauriApi: Api = {
   validateFlow: (flow, path) => commands.validateFlow(flow, path),
   startRun: (request, onEvent) => commands.startRun(request, channelTo(onEvent)),
   resumeRun: (answer, onEvent) => commands.resumeRun(answer, channelTo(onEvent)),
+  continueRun: (runId, how, onEvent) => commands.continueRun(runId, how, channelTo(onEvent)),
   retryRun: (runId, onEvent) => commands.retryRun(runId, channelTo(onEvent)),
   cancelRun: (runId) => commands.cancelRun(runId),
   listRuns: (limit) => commands.listRuns(limit),

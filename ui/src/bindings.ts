@@ -41,6 +41,13 @@ export const commands = {
 	 */
 	resumeRun: (answer: ApprovalAnswer, events: Channel<RunEvent>) => __TAURI_INVOKE<string>("resume_run", { answer, events }),
 	/**
+	 *  Goes on from the breakpoint a paused run stopped at (stepping, or with a replaced value) and
+	 *  returns once it is claimed; its events continue on `events`. A run waiting at an approval,
+	 *  or a replaced output that does not fit the node's `outputSchema`, is refused and the run
+	 *  stays paused.
+	 */
+	continueRun: (runId: string, how: Continue, events: Channel<RunEvent>) => __TAURI_INVOKE<string>("continue_run", { runId, how, events }),
+	/**
 	 *  Continues an interrupted run (its process stopped before it ended, e.g. killed) from its
 	 *  last finished steps, and returns once it is claimed; its events continue on `events`.
 	 */
@@ -80,6 +87,18 @@ export type ApprovalAnswer = {
 /**  Before the node runs (the value is its input) or after it ran (its output). */
 export type BreakWhen = "before" | "after";
 
+/**  One breakpoint on a node of the top-level flow. */
+export type Breakpoint = {
+	nodeId: string,
+	when?: BreakWhen,
+	/**
+	 *  A MiniJinja expression with the names templates have, plus `visit` (the node's visit
+	 *  count, 1 on the first): the run stops only when it is true. `visit == 3` stops at the
+	 *  third pass of a loop.
+	 */
+	condition?: string | null,
+};
+
 /**  One LLM call and what it cost (`None`: its model has no price). */
 export type CallCost = {
 	nodeKey: string,
@@ -96,6 +115,17 @@ export type ConnectionReport = {
 	url: string,
 	/**  Model names the provider listed (at most 20). */
 	models: string[],
+};
+
+/**
+ *  What the stored run `record` waits for, when it is paused.
+ *  Going on from a breakpoint ([`Engine::continue_run`]).
+ */
+export type Continue = {
+	/**  Stop again before the steps that become ready next. */
+	step?: boolean,
+	/**  The value to go on with instead of the one at the breakpoint. */
+	set?: Value | null,
 };
 
 /**  Tokens and dollars of some LLM calls. */
@@ -509,6 +539,8 @@ export type RunRequest = {
 	 *  provider call; what differs, and what follows it, goes live.
 	 */
 	replay?: string | null,
+	/**  Where the run stops for the person (debugging state, never in the flow file). */
+	breakpoints?: Breakpoint[],
 };
 
 /**  One of the two runs, in brief. */

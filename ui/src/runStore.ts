@@ -3,7 +3,7 @@
 // a pure fold over the run's events (`reduceRunEvent`), so a live run and a run replayed from
 // the store (History) are shown by the same code.
 
-import type { NodeOutputRecord, RunDetail, RunEvent, RunStatus, Waiting } from './bindings';
+import type { BreakWhen, NodeOutputRecord, RunDetail, RunEvent, RunStatus, Waiting } from './bindings';
 import { canvasFlow, isSubagentEdge, type FlowEdge } from './flowMapping';
 
 /** `cancelled`: the step was going when the run was cancelled or failed elsewhere. */
@@ -65,6 +65,21 @@ const ENDED: ReadonlySet<RunStatus | null> = new Set<RunStatus | null>(['complet
 
 export function isRunEnded(status: RunStatus | null): boolean {
   return ENDED.has(status);
+}
+
+/**
+ * Whether a `wait_input` is a breakpoint's (its content says so, SPEC §10: "breakpoint before
+ * `node` …" / "breakpoint after `node` …") rather than an approval's.
+ */
+export function breakpointOf(content: string): BreakWhen | null {
+  const stop = /^breakpoint (before|after) /.exec(content);
+  return stop ? (stop[1] as BreakWhen) : null;
+}
+
+/** What a run waits for at `nodeId`, from its `wait_input` content. */
+function waitingAt(nodeId: string, content: string): Waiting {
+  const breakpoint = breakpointOf(content);
+  return breakpoint ? { nodeId, message: content, breakpoint } : { nodeId, message: content };
 }
 
 /** The node a waiting approval is shown at: a nested one (`sub/review`) at its subflow node. */
@@ -135,7 +150,7 @@ export function reduceRunEvent(view: RunView, event: RunEvent): RunView {
         ...view,
         status: 'paused',
         nodeStatus: { ...view.nodeStatus, [nodeId]: 'paused' },
-        waiting: { nodeId, message: event.content },
+        waiting: waitingAt(nodeId, event.content),
       };
     case 'input_received':
       if (!nodeId) return view;

@@ -5,7 +5,17 @@
 
 import type { Api } from './api';
 import { errorMessage } from './errors';
-import type { Cost, KindCatalog, Problem, RunComparison, RunDetail, RunSummary } from './bindings';
+import type {
+  Breakpoint,
+  BreakWhen,
+  Continue,
+  Cost,
+  KindCatalog,
+  Problem,
+  RunComparison,
+  RunDetail,
+  RunSummary,
+} from './bindings';
 import { canvasFlow, type CanvasFlow } from './flowMapping';
 import { defaultData, kindOf, kindRuns } from './catalog';
 import { CanvasStore, emptyFlow } from './canvasStore';
@@ -32,6 +42,11 @@ export interface SessionState {
   historyCosts: Record<string, Cost>;
   /** Two past runs compared, shown in History. */
   comparison: RunComparison | null;
+  /**
+   * Breakpoints by flow file (`''` for a flow not saved yet), then by node: debugging state,
+   * never written into the flow.
+   */
+  breakpoints: Record<string, Record<string, Breakpoint>>;
   /** A past run shown on the canvas instead of the edited flow. */
   viewing: ViewedRun | null;
   /** The node selected while a past run is shown (the edited flow's selection is kept). */
@@ -60,6 +75,7 @@ export class Session {
     history: [],
     historyCosts: {},
     comparison: null,
+    breakpoints: {},
     viewing: null,
     viewSelection: null,
     busy: false,
@@ -287,6 +303,10 @@ export class Session {
           input: input.trim() === '' ? null : input,
           from: from && earlierRunId ? { runId: earlierRunId, nodeId: from.nodeId, only: from.only } : null,
           replay,
+          breakpoints: Object.values(this.breakpointsOfFlow()).map((breakpoint) => ({
+            ...breakpoint,
+            condition: breakpoint.condition?.trim() || null,
+          })),
         },
         (event) => this.onEvent(run, event),
       );
@@ -337,15 +357,24 @@ export class Session {
 
   /** Answers the approval the shown run waits for; its events continue in the same view. */
   async answerApproval(approve: boolean, note: string): Promise<void> {
+    await this.goOnFromPause((runId, onEvent) => this.api.resumeRun({ runId, approve, note }, onEvent));
+  }
+
+  /**
+   * Goes on from the pause the shown run is at with `answer` (a decision, a continue); its
+   * events continue in the same view. A refused answer loses nothing: the run shows paused again.
+   */
+  private async goOnFromPause(
+    answer: (runId: string, onEvent: (event: Parameters<RunStore['push']>[0]) => void) => Promise<string>,
+  ): Promise<void> {
     const before = this.run.getSnapshot();
     if (before.status !== 'paused' || !before.runId || this.state.busy) return;
     this.run.resume();
     const run = ++this.following;
     this.set({ busy: true });
     try {
-      await this.api.resumeRun({ runId: before.runId, approve, note }, (event) => this.onEvent(run, event));
+      await answer(before.runId, (event) => this.onEvent(run, event));
     } catch (error) {
-      // The run is still paused (nothing is lost on a refused answer): show it so again.
       if (run === this.following) {
         if (this.run.getSnapshot().events.length === before.events.length) this.run.show(before);
         else this.run.fail(errorMessage(error));
@@ -374,6 +403,39 @@ export class Session {
     } finally {
       this.set({ busy: false });
     }
+  }
+
+  // --- breakpoints ----------------------------------------------------------------------
+
+  /** The edited flow's breakpoints, by node. */
+  breakpointsOfFlow(): Record<string, Breakpoint> {
+    return this.state.breakpoints[this.canvas.getSnapshot().path ?? ''] ?? {};
+  }
+
+  /**
+   * Sets (or, with `when` null, removes) the breakpoint of `nodeId` in the edited flow: the
+   * next run stops before it runs or after it ran, when `condition` (a template expression
+   * with `visit`) holds, or always without one.
+   */
+  setBreakpoint(nodeId: string, when: BreakWhen | null, condition = ''): void {
+    const flowKey = this.canvas.getSnapshot().path ?? '';
+    const current = { ...(this.state.breakpoints[flowKey] ?? {}) };
+    if (when === null) delete current[nodeId];
+    else current[nodeId] = { nodeId, when, condition: condition === '' ? null : condition };
+    this.set({ breakpoints: { ...this.state.breakpoints, [flowKey]: current } });
+  }
+
+  /** Toggles a "stop before" breakpoint on `nodeId` (F9). */
+  toggleBreakpoint(nodeId: string): void {
+    this.setBreakpoint(nodeId, this.breakpointsOfFlow()[nodeId] ? null : 'before');
+  }
+
+  /**
+   * Goes on from the breakpoint the shown run stopped at: with `how.step`, it stops again before
+   * the next steps; with `how.set`, that value replaces the one at the breakpoint.
+   */
+  async continueFromBreakpoint(how: Continue): Promise<void> {
+    await this.goOnFromPause((runId, onEvent) => this.api.continueRun(runId, how, onEvent));
   }
 
   // --- history --------------------------------------------------------------------------

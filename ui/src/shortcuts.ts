@@ -14,6 +14,7 @@ export type ShortcutAction =
   | 'selectAll'
   | 'fitView'
   | 'run'
+  | 'breakpoint'
   | 'help'
   | 'escape';
 
@@ -42,6 +43,7 @@ export const SHORTCUTS: readonly Shortcut[] = [
   { action: null, keys: ['Shift+Drag'], description: 'Select with a box' },
   { action: 'fitView', keys: ['F'], description: 'Fit the flow into view' },
   { action: 'run', keys: ['Mod+Enter'], description: 'Run the flow', inInputs: true },
+  { action: 'breakpoint', keys: ['F9'], description: 'Stop before the selected node when the flow runs (again: no longer)' },
   { action: 'help', keys: ['?'], description: 'Show or hide this help' },
   { action: 'escape', keys: ['Escape'], description: 'Close a dialog or this help' },
 ];

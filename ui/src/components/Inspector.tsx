@@ -6,6 +6,7 @@
 // it is the run's input. "Latest output" is the node's last `step_end`, or for a stored run
 // the output the store kept for it.
 
+import type { BreakWhen } from '../bindings';
 import { fieldsOf, kindOf, labelOf, templateNamesFor } from '../catalog';
 import { getPath } from '../flowMapping';
 import { useCanvas, useRun, useSession, useSessionState } from '../hooks';
@@ -81,6 +82,44 @@ function PartialRunButtons({ nodeId }: { nodeId: string }) {
   );
 }
 
+/** Where the next run stops at this node (F9 toggles "before"): debugging state, not the flow's. */
+function BreakpointField({ nodeId }: { nodeId: string }) {
+  const session = useSession();
+  const flowPath = useCanvas((state) => state.path);
+  const breakpoint = useSessionState((state) => state.breakpoints[flowPath ?? '']?.[nodeId]);
+  const when = breakpoint?.when ?? null;
+  return (
+    <div className="field breakpoint-field">
+      <label className="field-label" htmlFor={`breakpoint-${nodeId}`}>
+        Breakpoint
+      </label>
+      <select
+        id={`breakpoint-${nodeId}`}
+        className="input"
+        data-testid="breakpoint-when"
+        value={when ?? 'none'}
+        onChange={(event) => {
+          const value = event.target.value;
+          session.setBreakpoint(nodeId, value === 'none' ? null : (value as BreakWhen), breakpoint?.condition ?? '');
+        }}
+      >
+        <option value="none">none</option>
+        <option value="before">stop before it runs</option>
+        <option value="after">stop after it ran</option>
+      </select>
+      {when && (
+        <input
+          className="input mono"
+          data-testid="breakpoint-condition"
+          placeholder="only when… (e.g. visit == 3)"
+          value={breakpoint?.condition ?? ''}
+          onChange={(event) => session.setBreakpoint(nodeId, when, event.target.value)}
+        />
+      )}
+    </div>
+  );
+}
+
 export function Inspector() {
   const session = useSession();
   const catalog = useSessionState((state) => state.catalog);
@@ -146,6 +185,7 @@ export function Inspector() {
         {!kind && <p className="field-error">The engine does not know the kind “{node.type}”.</p>}
         {readOnly && <p className="muted">A past run's flow: read only.</p>}
         {!readOnly && kind && <PartialRunButtons nodeId={node.id} />}
+        {!readOnly && kind && <BreakpointField nodeId={node.id} />}
       </header>
       {fields.map((field) => (
         <FieldRow

@@ -6,7 +6,7 @@ import { memo, type ComponentType } from 'react';
 import { Handle, Position, type NodeProps } from '@xyflow/react';
 import { handlesOf, kindOf, labelOf, summaryOf } from '../catalog';
 import { DEFAULT_TARGET_HANDLE, type CanvasNode } from '../flowMapping';
-import { useRun, useSessionState } from '../hooks';
+import { useCanvas, useRun, useSessionState } from '../hooks';
 import { promptNodeOf } from '../runStore';
 import type { Problem } from '../bindings';
 import { AgentStream } from './agent';
@@ -30,6 +30,10 @@ function GenericNodeView({ id, data, selected }: NodeProps<CanvasNode>) {
   const status = useRun((view) => view.nodeStatus[id] ?? 'idle');
   const nodeError = useRun((view) => view.nodeErrors[id]);
   const prompting = useRun((view) => view.status === 'paused' && promptNodeOf(view.waiting) === id);
+  const flowPath = useCanvas((state) => state.path);
+  const breakpoint = useSessionState((state) =>
+    state.viewing ? undefined : state.breakpoints[flowPath ?? '']?.[id],
+  );
 
   const handles = handlesOf(kind, node.data);
   const sideHandles = handles.filter((handle) => handle.kind !== 'subagent');
@@ -65,6 +69,16 @@ function GenericNodeView({ id, data, selected }: NodeProps<CanvasNode>) {
         />
       )}
       <div className="node-header">
+        {breakpoint && (
+          <span
+            className="breakpoint-badge"
+            data-testid={`breakpoint-${id}`}
+            data-when={breakpoint.when}
+            title={`Stops ${breakpoint.when} it runs${breakpoint.condition ? ` when ${breakpoint.condition}` : ''}`}
+          >
+            ●
+          </span>
+        )}
         <span className="node-label">{labelOf(node)}</span>
         {problems.length > 0 && (
           <span
