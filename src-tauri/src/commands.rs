@@ -15,6 +15,7 @@ use weft_engine::cost::{Cost, Prices, RunCost, run_cost};
 use weft_engine::nodes::{
     DecisionChoice, FieldDescription, KindDescription, all_kinds, common_fields,
 };
+use weft_engine::pins::{Pins, load_pins, pins_path, write_pins};
 use weft_engine::providers::{ConnectionReport, ProviderKind};
 use weft_engine::store::{NodeOutputRecord, RunSummary};
 use weft_engine::template::SCOPE_NAMES;
@@ -168,6 +169,9 @@ pub struct RunRequest {
     /// Where the run stops for the person (debugging state, never in the flow file).
     #[serde(default)]
     pub breakpoints: Vec<Breakpoint>,
+    /// Outputs that stand for their nodes, which then do not run.
+    #[serde(default)]
+    pub pins: Pins,
 }
 
 /// Where a partial run starts and which earlier run's outputs it uses.
@@ -206,6 +210,7 @@ pub async fn start_run(
         entry,
         replay: request.replay,
         breakpoints: request.breakpoints,
+        pins: request.pins,
         ..RunOptions::default()
     };
     Ok(engine.spawn(request.flow, options).await?.run_id)
@@ -265,6 +270,33 @@ pub async fn continue_run(
         .spawn_continue(&run_id, how, options)
         .await?
         .run_id)
+}
+
+/// The pinned outputs of the flow at `flow_path` (its `NAME.pins.json`; none when missing).
+#[tauri::command]
+#[specta::specta]
+pub async fn read_pins(flow_path: String) -> Result<Pins, AppError> {
+    blocking(move || {
+        let path = pins_path(&absolute(&flow_path)?);
+        if !path.exists() {
+            return Ok(Pins::new());
+        }
+        load_pins(&path).map_err(|error| AppError::new(ErrorCode::FlowFile, error.to_string()))
+    })
+    .await
+}
+
+/// Keeps `pins` beside the flow at `flow_path` (`NAME.pins.json`, which `weft run --pins`
+/// reads too); no pins remove the file.
+#[tauri::command]
+#[specta::specta]
+pub async fn save_pins(flow_path: String, pins: Pins) -> Result<(), AppError> {
+    blocking(move || {
+        let path = pins_path(&absolute(&flow_path)?);
+        write_pins(&path, &pins)
+            .map_err(|error| AppError::new(ErrorCode::FlowFile, error.to_string()))
+    })
+    .await
 }
 
 /// A resumed run's options: its events forwarded to `events`.

@@ -119,6 +119,8 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::list_runs,
             commands::compare_runs,
             commands::open_run,
+            commands::read_pins,
+            commands::save_pins,
             commands::get_settings,
             commands::save_settings,
             commands::test_connection,

@@ -561,3 +561,42 @@ test("a breakpoint after a node stops the run there; a replaced value goes on do
   assert.equal(await latestOutput(browser, "output-1"), "Replaced by a person");
   await shot(browser, "22-breakpoint-continued");
 });
+
+test("pins an output from a past run: the next run does not run the node, and the pin is kept beside the flow", async () => {
+  // The breakpoint of the last test goes first.
+  await selectNode(browser, "agent-1");
+  await byTestId(browser, "breakpoint-when").selectByAttribute("value", "none");
+  await byTestId(browser, "tab-history").click();
+  const newest = (await allByTestId(browser, "history-row"))[0];
+  await newest.click();
+  await waitForStatus(browser, "output-1", "done");
+  await selectNode(browser, "agent-1");
+  await byTestId(browser, "pin-output").click();
+  await byTestId(browser, "back-to-editing").click();
+  await byTestId(browser, "pin-agent-1").waitForExist({ timeout: 5_000 });
+  const pinsFile = builtFile.replace(/\.json$/, ".pins.json");
+  await browser.waitUntil(() => existsSync(pinsFile), { timeout: 5_000, timeoutMsg: "no pins file" });
+  assert.deepEqual(JSON.parse(readFileSync(pinsFile, "utf8")), {
+    pins: { "agent-1": { output: "Replaced by a person" } },
+  });
+
+  await byTestId(browser, "run").click();
+  await waitForRunStatus(browser, "completed");
+  await waitForStatus(browser, "output-1", "done");
+  assert.equal(await latestOutput(browser, "output-1"), "Replaced by a person");
+  const types = [];
+  const notes = [];
+  for (const row of await allByTestId(browser, "log-row")) {
+    const type = await row.getAttribute("data-type");
+    types.push(type);
+    if (type === "logic_check") notes.push(await row.getProperty("textContent"));
+  }
+  assert.ok(!types.includes("llm_delta") && !types.includes("llm_response"), `no model call: ${types}`);
+  assert.ok(notes.some((text) => text.includes("pinned")), `the log says it was pinned: ${notes}`);
+  await shot(browser, "23-pinned");
+
+  // Unpinned, the pins file goes.
+  await selectNode(browser, "agent-1");
+  await byTestId(browser, "unpin").click();
+  await browser.waitUntil(() => !existsSync(pinsFile), { timeout: 5_000, timeoutMsg: "the pins file stays" });
+});

@@ -43,6 +43,8 @@ function fakeApi(overrides: Partial<Api> = {}): Api {
     cancelRun: () => Promise.resolve(true),
     listRuns: () => Promise.resolve([]),
     compareRuns: fail,
+    readPins: () => Promise.resolve({}),
+    savePins: () => Promise.resolve(null),
     openRun: fail,
     getSettings: fail,
     saveSettings: fail,
@@ -169,6 +171,62 @@ describe('App', () => {
     // F9 again: no breakpoint.
     fireEvent.keyDown(window, { key: 'F9' });
     expect(screen.queryByTestId('breakpoint-summary')).toBeNull();
+  });
+
+  it('pins a typed output or one from a past run, keeps it beside the flow and runs with it', async () => {
+    const savePins = vi.fn((_path: string, _pins: Record<string, unknown>) => Promise.resolve(null));
+    const startRun = vi.fn(() => Promise.resolve('6c4ba313-67fb-4e7c-bbc7-63ab45649f30'));
+    const session = await mount(
+      fakeApi({
+        savePins,
+        startRun,
+        openRun: () =>
+          Promise.resolve({
+            summary: pastRun('past-run-1'),
+            flow: offlineFlow(),
+            input: 'x',
+            result: 'done',
+            error: null,
+            waiting: null,
+            events: [],
+            outputs: [
+              {
+                nodeId: 'summary',
+                output: { customer: 'Ada' },
+                visits: 1,
+                approval: null,
+                updatedAt: '2026-11-21T20:56:19.000Z',
+                usage: { inputTokens: 0, outputTokens: 0 },
+                metadata: null,
+              },
+            ],
+            cost: NO_COST,
+          }),
+      }),
+    );
+    act(() => session.canvas.select(['auto'], []));
+    await act(async () => fireEvent.click(screen.getByTestId('tab-inspector')));
+    fireEvent.change(screen.getByTestId('pin-value'), { target: { value: '{"approved": true' } });
+    fireEvent.click(screen.getByTestId('pin-typed'));
+    expect(savePins).not.toHaveBeenCalled();
+    fireEvent.change(screen.getByTestId('pin-value'), { target: { value: '{"approved": true}' } });
+    await act(async () => fireEvent.click(screen.getByTestId('pin-typed')));
+    expect(savePins).toHaveBeenLastCalledWith('/flows/offline.json', { auto: { approved: true } });
+    expect(screen.getByTestId('pin-auto')).toBeTruthy();
+
+    // From a past run: the output it stored, pinned for the edited flow.
+    await act(() => session.openRun('past-run-1'));
+    act(() => session.selectInView('summary'));
+    await act(async () => fireEvent.click(screen.getByTestId('pin-output')));
+    expect(savePins).toHaveBeenLastCalledWith('/flows/offline.json', {
+      auto: { approved: true },
+      summary: { customer: 'Ada' },
+    });
+    act(() => session.backToEditing());
+    await act(async () => fireEvent.click(screen.getByTestId('run')));
+    expect((startRun.mock.calls[0] as unknown[])[0]).toMatchObject({
+      pins: { auto: { approved: true }, summary: { customer: 'Ada' } },
+    });
   });
 
   it('stops painting a run on the canvas once another flow is opened, and lets the new one run', async () => {

@@ -18,6 +18,7 @@ import type {
   Continue,
   HistoryRun,
   RunComparison,
+  Value,
   SettingsChange,
   SettingsView,
 } from './bindings';
@@ -42,6 +43,10 @@ export interface Api {
   cancelRun(runId: string): Promise<boolean>;
   /** The newest runs with what each cost. */
   listRuns(limit: number): Promise<HistoryRun[]>;
+  /** The pinned outputs kept beside the flow file `flowPath`, by node. */
+  readPins(flowPath: string): Promise<Record<string, Value>>;
+  /** Keeps pinned outputs beside the flow file `flowPath` (none: no file). */
+  savePins(flowPath: string, pins: Record<string, Value>): Promise<null>;
   /** Two past runs compared node by node. */
   compareRuns(a: string, b: string): Promise<RunComparison>;
   openRun(runId: string): Promise<RunDetail>;
@@ -71,6 +76,8 @@ export const tauriApi: Api = {
   cancelRun: (runId) => commands.cancelRun(runId),
   listRuns: (limit) => commands.listRuns(limit),
   compareRuns: (a, b) => commands.compareRuns(a, b),
+  readPins: (flowPath) => commands.readPins(flowPath),
+  savePins: (flowPath, pins) => commands.savePins(flowPath, pins),
   openRun: (runId) => commands.openRun(runId),
   getSettings: () => commands.getSettings(),
   saveSettings: (change) => commands.saveSettings(change),

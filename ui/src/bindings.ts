@@ -60,6 +60,13 @@ export const commands = {
 	compareRuns: (a: string, b: string) => __TAURI_INVOKE<RunComparison>("compare_runs", { a, b }),
 	/**  Opens a past run (a full id or a unique prefix) to show its trace on the canvas. */
 	openRun: (runId: string) => __TAURI_INVOKE<RunDetail>("open_run", { runId }),
+	/**  The pinned outputs of the flow at `flow_path` (its `NAME.pins.json`; none when missing). */
+	readPins: (flowPath: string) => __TAURI_INVOKE<{ [key in string]: Value }>("read_pins", { flowPath }),
+	/**
+	 *  Keeps `pins` beside the flow at `flow_path` (`NAME.pins.json`, which `weft run --pins`
+	 *  reads too); no pins remove the file.
+	 */
+	savePins: (flowPath: string, pins: { [key in string]: Value }) => __TAURI_INVOKE<null>("save_pins", { flowPath, pins }),
 	getSettings: () => __TAURI_INVOKE<SettingsView>("get_settings"),
 	/**
 	 *  Applies `change`, writes the settings file (mode 0600) and uses the new settings for the
@@ -541,6 +548,8 @@ export type RunRequest = {
 	replay?: string | null,
 	/**  Where the run stops for the person (debugging state, never in the flow file). */
 	breakpoints?: Breakpoint[],
+	/**  Outputs that stand for their nodes, which then do not run. */
+	pins?: { [key in string]: Value },
 };
 
 /**  One of the two runs, in brief. */

@@ -15,6 +15,7 @@ import type {
   RunComparison,
   RunDetail,
   RunSummary,
+  Value,
 } from './bindings';
 import { canvasFlow, type CanvasFlow } from './flowMapping';
 import { defaultData, kindOf, kindRuns } from './catalog';
@@ -47,6 +48,11 @@ export interface SessionState {
    * never written into the flow.
    */
   breakpoints: Record<string, Record<string, Breakpoint>>;
+  /**
+   * Pinned outputs by flow file (`''` for a flow not saved yet), then by node: kept beside the
+   * file (`NAME.pins.json`), never in it.
+   */
+  pins: Record<string, Record<string, Value>>;
   /** A past run shown on the canvas instead of the edited flow. */
   viewing: ViewedRun | null;
   /** The node selected while a past run is shown (the edited flow's selection is kept). */
@@ -76,6 +82,7 @@ export class Session {
     historyCosts: {},
     comparison: null,
     breakpoints: {},
+    pins: {},
     viewing: null,
     viewSelection: null,
     busy: false,
@@ -172,6 +179,7 @@ export class Session {
       this.canvas.load(opened.flow, opened.path);
       this.run.show(emptyRunView());
       void this.validateNow();
+      void this.loadPins(opened.path);
       return true;
     } catch (error) {
       this.reportError(error);
@@ -303,6 +311,7 @@ export class Session {
           input: input.trim() === '' ? null : input,
           from: from && earlierRunId ? { runId: earlierRunId, nodeId: from.nodeId, only: from.only } : null,
           replay,
+          pins: this.pinsOfFlow(),
           breakpoints: Object.values(this.breakpointsOfFlow()).map((breakpoint) => ({
             ...breakpoint,
             condition: breakpoint.condition?.trim() || null,
@@ -403,6 +412,47 @@ export class Session {
     } finally {
       this.set({ busy: false });
     }
+  }
+
+  // --- pins -----------------------------------------------------------------------------
+
+  /** The edited flow's pinned outputs, by node. */
+  pinsOfFlow(): Record<string, Value> {
+    return this.state.pins[this.canvas.getSnapshot().path ?? ''] ?? {};
+  }
+
+  private async loadPins(path: string): Promise<void> {
+    try {
+      const pins = await this.api.readPins(path);
+      this.set({ pins: { ...this.state.pins, [path]: pins } });
+    } catch (error) {
+      this.reportError(error);
+    }
+  }
+
+  /**
+   * Pins `value` as the output of `nodeId` in the edited flow (or, with `undefined`, unpins
+   * it): the next runs do not run the node. Kept beside the flow's file when it has one.
+   */
+  async setPin(nodeId: string, value: Value | undefined): Promise<void> {
+    const path = this.canvas.getSnapshot().path;
+    const pins = { ...this.pinsOfFlow() };
+    if (value === undefined) delete pins[nodeId];
+    else pins[nodeId] = value;
+    this.set({ pins: { ...this.state.pins, [path ?? '']: pins } });
+    if (!path) return;
+    try {
+      await this.api.savePins(path, pins);
+    } catch (error) {
+      this.reportError(error);
+    }
+  }
+
+  /** Pins the output `nodeId` had in the past run shown, for the edited flow's next runs. */
+  async pinFromViewed(nodeId: string): Promise<void> {
+    const stored = this.state.viewing?.outputs.find((output) => output.nodeId === nodeId);
+    if (!stored || stored.output === null) return;
+    await this.setPin(nodeId, stored.output);
   }
 
   // --- breakpoints ----------------------------------------------------------------------

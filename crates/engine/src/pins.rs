@@ -33,6 +33,7 @@ pub fn pins_path(flow_path: &Path) -> PathBuf {
 /// Why a pins file cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum PinsError {
+    /// Reading or writing the file failed.
     #[error("pins file {path}: {source}")]
     Read {
         path: PathBuf,
@@ -71,6 +72,28 @@ pub fn load_pins(path: &Path) -> Result<Pins, PinsError> {
             message,
         },
     })
+}
+
+/// Writes `pins` to the pins file at `path` (pretty JSON, one entry per node); with no pins the
+/// file is removed, so a folder keeps no empty pins files.
+pub fn write_pins(path: &Path, pins: &Pins) -> Result<(), PinsError> {
+    let failed = |source: std::io::Error| PinsError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    if pins.is_empty() {
+        return match std::fs::remove_file(path) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(failed(error)),
+            _ => Ok(()),
+        };
+    }
+    let entries: serde_json::Map<String, Value> = pins
+        .iter()
+        .map(|(node, output)| (node.clone(), serde_json::json!({ "output": output })))
+        .collect();
+    let text =
+        serde_json::to_string_pretty(&serde_json::json!({ "pins": entries })).unwrap_or_default();
+    std::fs::write(path, format!("{text}\n")).map_err(failed)
 }
 
 enum ParseError {
@@ -179,6 +202,18 @@ mod tests {
             _ => panic!("a shape error"),
         }
         assert!(matches!(parse_pins("[]"), Err(ParseError::Shape(_))));
+    }
+
+    #[test]
+    fn written_pins_read_back_and_no_pins_leave_no_file() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("flow.pins.json");
+        let pins = Pins::from([("a".to_string(), json!({"label": "bug"}))]);
+        write_pins(&path, &pins).expect("writes");
+        assert_eq!(load_pins(&path).expect("reads"), pins);
+        write_pins(&path, &Pins::new()).expect("removes");
+        assert!(!path.exists());
+        write_pins(&path, &Pins::new()).expect("nothing to remove");
     }
 
     #[test]

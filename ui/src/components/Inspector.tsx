@@ -6,7 +6,8 @@
 // it is the run's input. "Latest output" is the node's last `step_end`, or for a stored run
 // the output the store kept for it.
 
-import type { BreakWhen } from '../bindings';
+import { useState } from 'react';
+import type { BreakWhen, KindDescription } from '../bindings';
 import { fieldsOf, kindOf, labelOf, templateNamesFor } from '../catalog';
 import { getPath } from '../flowMapping';
 import { useCanvas, useRun, useSession, useSessionState } from '../hooks';
@@ -78,6 +79,80 @@ function PartialRunButtons({ nodeId }: { nodeId: string }) {
           {text}
         </button>
       ))}
+    </div>
+  );
+}
+
+/**
+ * Whether nodes of `kind` can be pinned: those that go on by their `output` handle (an `if` or an
+ * approval routes by running; an `output` is the result). An unknown kind is left to the engine.
+ */
+function pinnable(kind: KindDescription | undefined): boolean {
+  if (!kind) return true;
+  return kind.id !== 'output' && kind.handles.some((handle) => handle.id === 'output');
+}
+
+/**
+ * A pinned output: in the edited flow, the pin (Unpin) or a JSON value to pin; for a past run's
+ * node, "Pin this output" pins what it gave into the edited flow.
+ */
+function PinField({ nodeId, readOnly }: { nodeId: string; readOnly: boolean }) {
+  const session = useSession();
+  const flowPath = useCanvas((state) => state.path);
+  const pin = useSessionState((state) => state.pins[flowPath ?? '']?.[nodeId]);
+  const stored = useSessionState((state) => state.viewing?.outputs.find((output) => output.nodeId === nodeId));
+  const [typed, setTyped] = useState('');
+  const [problem, setProblem] = useState<string | null>(null);
+  if (readOnly) {
+    if (!stored || stored.output === null) return null;
+    return (
+      <button
+        type="button"
+        className="button small"
+        data-testid="pin-output"
+        title="Pin this output for the edited flow: its next runs do not run this node"
+        onClick={() => void session.pinFromViewed(nodeId)}
+      >
+        Pin this output
+      </button>
+    );
+  }
+  if (pin !== undefined) {
+    return (
+      <div className="field pin-field">
+        <span className="field-label">Pinned output (the node does not run)</span>
+        <pre className="run-value" data-testid="pinned-value">
+          {typeof pin === 'string' ? pin : JSON.stringify(pin, null, 2)}
+        </pre>
+        <button type="button" className="button small" data-testid="unpin" onClick={() => void session.setPin(nodeId, undefined)}>
+          Unpin
+        </button>
+      </div>
+    );
+  }
+  const pinTyped = () => {
+    try {
+      void session.setPin(nodeId, JSON.parse(typed));
+      setTyped('');
+      setProblem(null);
+    } catch (error) {
+      setProblem(`Not JSON: ${(error as Error).message}. A text goes in quotes: "like this".`);
+    }
+  };
+  return (
+    <div className="field pin-field">
+      <span className="field-label">Pin an output</span>
+      <input
+        className="input mono"
+        data-testid="pin-value"
+        placeholder='JSON: "a text" or {"label": "bug"}'
+        value={typed}
+        onChange={(event) => setTyped(event.target.value)}
+      />
+      {problem && <div className="field-error">{problem}</div>}
+      <button type="button" className="button small" data-testid="pin-typed" disabled={typed.trim() === ''} onClick={pinTyped}>
+        Pin
+      </button>
     </div>
   );
 }
@@ -186,6 +261,7 @@ export function Inspector() {
         {readOnly && <p className="muted">A past run's flow: read only.</p>}
         {!readOnly && kind && <PartialRunButtons nodeId={node.id} />}
         {!readOnly && kind && <BreakpointField nodeId={node.id} />}
+        {pinnable(kind) && <PinField nodeId={node.id} readOnly={readOnly} />}
       </header>
       {fields.map((field) => (
         <FieldRow

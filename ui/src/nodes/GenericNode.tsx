@@ -34,6 +34,7 @@ function GenericNodeView({ id, data, selected }: NodeProps<CanvasNode>) {
   const breakpoint = useSessionState((state) =>
     state.viewing ? undefined : state.breakpoints[flowPath ?? '']?.[id],
   );
+  const pinned = useSessionState((state) => !state.viewing && state.pins[flowPath ?? '']?.[id] !== undefined);
 
   const handles = handlesOf(kind, node.data);
   const sideHandles = handles.filter((handle) => handle.kind !== 'subagent');
@@ -80,6 +81,11 @@ function GenericNodeView({ id, data, selected }: NodeProps<CanvasNode>) {
           </span>
         )}
         <span className="node-label">{labelOf(node)}</span>
+        {pinned && (
+          <span className="pin-badge" data-testid={`pin-${id}`} title="Pinned: its pinned output stands for it; it does not run">
+            pinned
+          </span>
+        )}
         {problems.length > 0 && (
           <span
             className={`problem-marker ${errors.length > 0 ? 'error' : 'warning'}`}
