@@ -403,7 +403,7 @@ describe('App', () => {
             waiting: null,
             events: [],
             outputs: [],
-            cost: NO_COST,
+            cost: { total: priced, nodes: { summary: priced }, calls: [] },
           }),
       }),
     );
@@ -421,6 +421,14 @@ describe('App', () => {
     expect(screen.getByTestId('compare-verdict').textContent).toBe('Outputs differ at 1 of 1 nodes');
     expect(screen.getByTestId('compare-diff').textContent).toContain('- Hello Ada');
     expect(screen.getByTestId('compare-diff').textContent).toContain('+ Hello Bob');
+
+    // The inspector of a past run's node says what its calls cost.
+    await act(() => session.openRun('run-a'));
+    act(() => session.selectInView('summary'));
+    await act(async () => fireEvent.click(screen.getByTestId('tab-inspector')));
+    expect(screen.getByTestId('node-cost').textContent).toBe('2 LLM calls · tokens 120/40 · cost $0.0123');
+    act(() => session.backToEditing());
+    await act(async () => fireEvent.click(screen.getByTestId('tab-history')));
 
     // Replay: only with a past run shown; the edited flow runs with that run's input.
     const replay = screen.getByTestId('history-replay') as HTMLButtonElement;

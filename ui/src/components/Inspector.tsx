@@ -9,6 +9,7 @@
 import { useState } from 'react';
 import type { BreakWhen, KindDescription } from '../bindings';
 import { fieldsOf, kindOf, labelOf, templateNamesFor } from '../catalog';
+import { costText, tokensText } from '../cost';
 import { getPath } from '../flowMapping';
 import { useCanvas, useRun, useSession, useSessionState } from '../hooks';
 import { FieldRow } from './fields';
@@ -18,9 +19,16 @@ function RunData({ nodeId }: { nodeId: string }) {
   const output = useRun((view) => view.outputs[nodeId]);
   const error = useRun((view) => view.nodeErrors[nodeId]);
   const hasRun = useRun((view) => view.status !== null);
+  // A stored run knows what each node's LLM calls cost (all visits, items and subagents).
+  const cost = useSessionState((state) => state.viewing?.cost.nodes[nodeId]);
   if (!hasRun) return null;
   return (
     <section className="run-data">
+      {cost && cost.calls > 0 && (
+        <p className="muted" data-testid="node-cost">
+          {cost.calls === 1 ? '1 LLM call' : `${cost.calls} LLM calls`} · tokens {tokensText(cost)} · cost {costText(cost)}
+        </p>
+      )}
       <h3 className="section-title">Latest input</h3>
       <pre className="run-value" data-testid="node-input">
         {input ?? '—'}
