@@ -600,3 +600,25 @@ test("pins an output from a past run: the next run does not run the node, and th
   await byTestId(browser, "unpin").click();
   await browser.waitUntil(() => !existsSync(pinsFile), { timeout: 5_000, timeoutMsg: "the pins file stays" });
 });
+
+test("an edit marks the node and what follows it stale; Run from there runs only those", async () => {
+  await selectNode(browser, "agent-1");
+  await typeInto(browser, byTestId(browser, "field-userPrompt"), "A short poem about a river: {{ PREVIOUS_OUTPUT }}");
+  await byTestId(browser, "stale-agent-1").waitForExist({ timeout: 5_000 });
+  await byTestId(browser, "stale-output-1").waitForExist();
+  assert.equal(await byTestId(browser, "stale-start").isExisting(), false, "start is as it ran");
+  const runFrom = byTestId(browser, "run-from-stale");
+  assert.equal(await runFrom.getAttribute("data-node-id"), "agent-1");
+  await shot(browser, "24-stale");
+  await browser.waitUntil(() => runFrom.isEnabled(), { timeout: 5_000, timeoutMsg: "Run from here stays disabled" });
+  await runFrom.click();
+  await waitForRunStatus(browser, "completed");
+  await waitForStatus(browser, "output-1", "done");
+  const started = [];
+  for (const row of await allByTestId(browser, "log-row")) {
+    if ((await row.getAttribute("data-type")) === "step_start") started.push(await row.getAttribute("data-node-id"));
+  }
+  assert.deepEqual(started, ["agent-1", "output-1"]);
+  assert.equal(await byTestId(browser, "stale-agent-1").isExisting(), false, "the run stands for the edit");
+  assert.equal(await latestOutput(browser, "output-1"), STREAMED);
+});

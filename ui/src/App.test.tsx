@@ -229,6 +229,32 @@ describe('App', () => {
     });
   });
 
+  it('marks what an edit made stale and offers to run from the earliest stale node', async () => {
+    const startRun = vi.fn((_request, onEvent: (event: RunEvent) => void) => {
+      onEvent(event(1, 'run_start', null, 'x'));
+      onEvent(event(2, 'run_end', null, '{"error":null,"result":"x","status":"completed"}'));
+      return Promise.resolve('6c4ba313-67fb-4e7c-bbc7-63ab45649f30');
+    });
+    const session = await mount(fakeApi({ startRun }));
+    expect(screen.queryByTestId('run-from-stale')).toBeNull();
+    await act(async () => fireEvent.click(screen.getByTestId('run')));
+    expect(screen.queryByTestId('stale-summary')).toBeNull();
+    act(() => session.canvas.setNodeField('summary', 'template', '{{ customer }}!'));
+    expect(screen.getByTestId('stale-summary')).toBeTruthy();
+    expect(screen.getByTestId('stale-review')).toBeTruthy();
+    expect(screen.queryByTestId('stale-start')).toBeNull();
+    const runFrom = screen.getByTestId('run-from-stale') as HTMLButtonElement;
+    expect(runFrom.dataset.nodeId).toBe('summary');
+    expect(runFrom.textContent).toContain('Summarize');
+    await act(async () => fireEvent.click(runFrom));
+    expect((startRun.mock.calls[1] as unknown[])[0]).toMatchObject({
+      from: { runId: '6c4ba313-67fb-4e7c-bbc7-63ab45649f30', nodeId: 'summary', only: false },
+    });
+    // The run from there stands for the flow as edited: nothing is stale any more.
+    expect(screen.queryByTestId('stale-summary')).toBeNull();
+    expect(screen.queryByTestId('run-from-stale')).toBeNull();
+  });
+
   it('stops painting a run on the canvas once another flow is opened, and lets the new one run', async () => {
     let emit: (event: RunEvent) => void = () => {};
     const startRun = vi.fn((_request, onEvent: (event: RunEvent) => void) => {

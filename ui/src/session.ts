@@ -21,6 +21,7 @@ import { canvasFlow, type CanvasFlow } from './flowMapping';
 import { defaultData, kindOf, kindRuns } from './catalog';
 import { CanvasStore, emptyFlow } from './canvasStore';
 import { RunStore, emptyRunView, runViewFromDetail, type RunView } from './runStore';
+import { earliestStale, staleNodes } from './stale';
 
 export interface Banner {
   id: number;
@@ -53,6 +54,8 @@ export interface SessionState {
    * file (`NAME.pins.json`), never in it.
    */
   pins: Record<string, Record<string, Value>>;
+  /** The edited flow as its last run (the one shown) started: what stale marks compare with. */
+  ranFlow: CanvasFlow | null;
   /** A past run shown on the canvas instead of the edited flow. */
   viewing: ViewedRun | null;
   /** The node selected while a past run is shown (the edited flow's selection is kept). */
@@ -83,6 +86,7 @@ export class Session {
     comparison: null,
     breakpoints: {},
     pins: {},
+    ranFlow: null,
     viewing: null,
     viewSelection: null,
     busy: false,
@@ -166,6 +170,7 @@ export class Session {
   createNew(): void {
     this.leaveViewing();
     this.detachRun();
+    this.set({ ranFlow: null });
     this.canvas.load(this.newFlow(), null);
     this.run.show(emptyRunView());
     void this.validateNow();
@@ -177,6 +182,7 @@ export class Session {
       this.leaveViewing();
       this.detachRun();
       this.canvas.load(opened.flow, opened.path);
+      this.set({ ranFlow: null });
       this.run.show(emptyRunView());
       void this.validateNow();
       void this.loadPins(opened.path);
@@ -297,6 +303,7 @@ export class Session {
     const earlierRunId = this.run.getSnapshot().runId;
     this.leaveViewing();
     const { flow, path } = this.canvas.getSnapshot();
+    this.set({ ranFlow: flow });
     this.cancelRequested = false;
     const context = { edges: flow.edges, runnableNodeIds: this.runnableNodeIds(flow) };
     if (from) this.run.beginFrom(context);
@@ -412,6 +419,19 @@ export class Session {
     } finally {
       this.set({ busy: false });
     }
+  }
+
+  // --- stale marks ----------------------------------------------------------------------
+
+  /** The edited flow's nodes its last run no longer stands for (edited since, or after one). */
+  staleNodes(): ReadonlySet<string> {
+    if (this.state.viewing) return new Set();
+    return staleNodes(this.state.ranFlow, this.canvas.getSnapshot().flow);
+  }
+
+  /** Where "Run from here" starts after edits: the earliest stale node, or null. */
+  earliestStaleNode(): string | null {
+    return earliestStale(this.canvas.getSnapshot().flow, this.staleNodes());
   }
 
   // --- pins -----------------------------------------------------------------------------

@@ -1,8 +1,10 @@
 // File commands, the flow's title with its dirty marker, the run's input, Run / Cancel and
 // the run's status.
 
+import { labelOf } from '../catalog';
 import { getPath } from '../flowMapping';
 import { useCanvas, useRun, useSession, useSessionState } from '../hooks';
+import { earliestStale, staleNodes } from '../stale';
 
 export interface ToolbarProps {
   onNew: () => void;
@@ -41,6 +43,11 @@ export function Toolbar(props: ToolbarProps) {
 
   const blocked = session.runBlockedReason();
   const running = runStatus === 'running';
+  // After edits: "Run from here" at the earliest node the last run no longer stands for.
+  const ranFlow = useSessionState((state) => (state.viewing ? null : state.ranFlow));
+  const earliest = earliestStale(flow, staleNodes(ranFlow, flow));
+  const earliestNode = earliest ? flow.nodes.find((node) => node.id === earliest) : undefined;
+  const partialBlocked = session.partialRunBlockedReason();
   const start = flow.nodes.find((node) => node.type === 'start');
   const initial = getPath(start?.data, 'initialInput');
   const placeholder =
@@ -111,6 +118,19 @@ export function Toolbar(props: ToolbarProps) {
         >
           ▶ Run
         </button>
+        {earliestNode && !running && (
+          <button
+            type="button"
+            className="button"
+            data-testid="run-from-stale"
+            data-node-id={earliestNode.id}
+            disabled={partialBlocked !== null}
+            title={partialBlocked ?? 'Run from the first node edited since the last run, reusing what it left before it'}
+            onClick={() => void session.startRun('', { nodeId: earliestNode.id, only: false })}
+          >
+            ▶ Run from {labelOf(earliestNode)}
+          </button>
+        )}
         {running && (
           <button type="button" className="button danger" data-testid="cancel" onClick={() => void session.cancelRun()}>
             ■ Cancel

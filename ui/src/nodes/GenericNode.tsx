@@ -8,6 +8,7 @@ import { handlesOf, kindOf, labelOf, summaryOf } from '../catalog';
 import { DEFAULT_TARGET_HANDLE, type CanvasNode } from '../flowMapping';
 import { useCanvas, useRun, useSessionState } from '../hooks';
 import { promptNodeOf } from '../runStore';
+import { staleNodes } from '../stale';
 import type { Problem } from '../bindings';
 import { AgentStream } from './agent';
 import { ApprovalPrompt } from './approval';
@@ -35,6 +36,8 @@ function GenericNodeView({ id, data, selected }: NodeProps<CanvasNode>) {
     state.viewing ? undefined : state.breakpoints[flowPath ?? '']?.[id],
   );
   const pinned = useSessionState((state) => !state.viewing && state.pins[flowPath ?? '']?.[id] !== undefined);
+  const ranFlow = useSessionState((state) => (state.viewing ? null : state.ranFlow));
+  const stale = useCanvas((state) => staleNodes(ranFlow, state.flow).has(id));
 
   const handles = handlesOf(kind, node.data);
   const sideHandles = handles.filter((handle) => handle.kind !== 'subagent');
@@ -47,6 +50,7 @@ function GenericNodeView({ id, data, selected }: NodeProps<CanvasNode>) {
     `kind-${node.type}`,
     `status-${status}`,
     selected ? 'selected' : '',
+    stale ? 'stale' : '',
     errors.length > 0 ? 'invalid' : problems.length > 0 ? 'warned' : '',
     kind ? '' : 'unknown-kind',
   ];
@@ -81,6 +85,11 @@ function GenericNodeView({ id, data, selected }: NodeProps<CanvasNode>) {
           </span>
         )}
         <span className="node-label">{labelOf(node)}</span>
+        {stale && (
+          <span className="stale-badge" data-testid={`stale-${id}`} title="Edited since the last run, or after a node that was: its result may differ now">
+            stale
+          </span>
+        )}
         {pinned && (
           <span className="pin-badge" data-testid={`pin-${id}`} title="Pinned: its pinned output stands for it; it does not run">
             pinned
