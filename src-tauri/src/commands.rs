@@ -324,6 +324,14 @@ pub async fn retry_run(
         .run_id)
 }
 
+/// Asks a run going in this app to pause: it starts no new step and stops before the next one,
+/// as at a breakpoint (continued with `continue_run`). Returns whether such a run was going.
+#[tauri::command]
+#[specta::specta]
+pub fn pause_run(state: State<'_, AppState>, run_id: String) -> bool {
+    state.engine().pause(&run_id)
+}
+
 /// Cancels a run going in this app. Returns whether such a run was going.
 #[tauri::command]
 #[specta::specta]

@@ -116,6 +116,7 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::continue_run,
             commands::retry_run,
             commands::cancel_run,
+            commands::pause_run,
             commands::list_runs,
             commands::compare_runs,
             commands::open_run,

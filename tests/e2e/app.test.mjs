@@ -622,3 +622,17 @@ test("an edit marks the node and what follows it stale; Run from there runs only
   assert.equal(await byTestId(browser, "stale-agent-1").isExisting(), false, "the run stands for the edit");
   assert.equal(await latestOutput(browser, "output-1"), STREAMED);
 });
+
+test("Pause during a run: the running step ends, the next waits, Continue goes on", async () => {
+  await byTestId(browser, "run").click();
+  await waitForStatus(browser, "agent-1", "running");
+  await byTestId(browser, "pause").click();
+  await waitForRunStatus(browser, "paused");
+  await waitForStatus(browser, "output-1", "paused");
+  assert.equal(await node(browser, "agent-1").getAttribute("data-status"), "done", "the running step ended");
+  assert.match(await byTestId(browser, "breakpoint-message").getText(), /before `output-1` \(visit 1\) \(paused by the person\)/);
+  await shot(browser, "25-paused-by-the-person");
+  await byTestId(browser, "breakpoint-continue").click();
+  await waitForRunStatus(browser, "completed");
+  await waitForStatus(browser, "output-1", "done");
+});

@@ -41,6 +41,7 @@ function fakeApi(overrides: Partial<Api> = {}): Api {
     retryRun: fail,
     continueRun: fail,
     cancelRun: () => Promise.resolve(true),
+    pauseRun: () => Promise.resolve(true),
     listRuns: () => Promise.resolve([]),
     compareRuns: fail,
     readPins: () => Promise.resolve({}),

@@ -41,6 +41,8 @@ export interface Api {
   /** Continues an interrupted run; its events follow on `onEvent`. */
   retryRun(runId: string, onEvent: EventListener): Promise<string>;
   cancelRun(runId: string): Promise<boolean>;
+  /** Asks a run going to pause before its next step. */
+  pauseRun(runId: string): Promise<boolean>;
   /** The newest runs with what each cost. */
   listRuns(limit: number): Promise<HistoryRun[]>;
   /** The pinned outputs kept beside the flow file `flowPath`, by node. */
@@ -74,6 +76,7 @@ export const tauriApi: Api = {
   continueRun: (runId, how, onEvent) => commands.continueRun(runId, how, channelTo(onEvent)),
   retryRun: (runId, onEvent) => commands.retryRun(runId, channelTo(onEvent)),
   cancelRun: (runId) => commands.cancelRun(runId),
+  pauseRun: (runId) => commands.pauseRun(runId),
   listRuns: (limit) => commands.listRuns(limit),
   compareRuns: (a, b) => commands.compareRuns(a, b),
   readPins: (flowPath) => commands.readPins(flowPath),

@@ -54,6 +54,11 @@ export const commands = {
 	retryRun: (runId: string, events: Channel<RunEvent>) => __TAURI_INVOKE<string>("retry_run", { runId, events }),
 	/**  Cancels a run going in this app. Returns whether such a run was going. */
 	cancelRun: (runId: string) => __TAURI_INVOKE<boolean>("cancel_run", { runId }),
+	/**
+	 *  Asks a run going in this app to pause: it starts no new step and stops before the next one,
+	 *  as at a breakpoint (continued with `continue_run`). Returns whether such a run was going.
+	 */
+	pauseRun: (runId: string) => __TAURI_INVOKE<boolean>("pause_run", { runId }),
 	/**  The most recent runs, newest first (runs of `weft` in the same store too), with their cost. */
 	listRuns: (limit: number) => __TAURI_INVOKE<HistoryRun[]>("list_runs", { limit }),
 	/**  Two past runs compared node by node: status, output, time, tokens and cost. */

@@ -371,6 +371,20 @@ export class Session {
     }
   }
 
+  /**
+   * Asks the run shown to pause: it starts no new step, and once the steps running have ended
+   * it stops before the next one, where Continue and Step go on.
+   */
+  async pauseRun(): Promise<void> {
+    const { runId, status } = this.run.getSnapshot();
+    if (status !== 'running' || !runId) return;
+    try {
+      await this.api.pauseRun(runId);
+    } catch (error) {
+      this.reportError(error);
+    }
+  }
+
   /** Answers the approval the shown run waits for; its events continue in the same view. */
   async answerApproval(approve: boolean, note: string): Promise<void> {
     await this.goOnFromPause((runId, onEvent) => this.api.resumeRun({ runId, approve, note }, onEvent));

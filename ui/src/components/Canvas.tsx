@@ -39,7 +39,7 @@ export function Canvas() {
   const promptNode = useRun((view) => (view.status === 'paused' ? promptNodeOf(view.waiting) : null));
 
   const loads = useCanvas((state) => state.loads);
-  const { fitView, setViewport } = useReactFlow();
+  const { fitView, setViewport, setCenter, getZoom, getNode } = useReactFlow();
 
   const flow = viewing?.flow ?? editedFlow;
   const readOnly = viewing !== null;
@@ -73,6 +73,17 @@ export function Canvas() {
     [readOnly, viewSelection, selection.nodes],
   );
   const selectedEdges = useMemo(() => (readOnly ? NO_IDS : new Set(selection.edges)), [readOnly, selection.edges]);
+
+  // The node that needs the person (an approval, a breakpoint) is brought to the middle of the
+  // view at the same zoom, so its prompt is not off screen or under the minimap.
+  useEffect(() => {
+    if (!promptNode) return;
+    const node = getNode(promptNode);
+    if (!node) return;
+    const width = node.measured?.width ?? 0;
+    const height = node.measured?.height ?? 0;
+    void setCenter(node.position.x + width / 2, node.position.y + height / 2, { zoom: getZoom(), duration: 150 });
+  }, [promptNode, getNode, getZoom, setCenter]);
 
   const raised = useMemo(() => new Set(promptNode ? [promptNode] : []), [promptNode]);
   const nodes = useMemo(

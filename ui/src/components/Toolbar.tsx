@@ -132,6 +132,17 @@ export function Toolbar(props: ToolbarProps) {
           </button>
         )}
         {running && (
+          <button
+            type="button"
+            className="button"
+            data-testid="pause"
+            title="Start no new step: the run stops before its next one, as at a breakpoint"
+            onClick={() => void session.pauseRun()}
+          >
+            ❚❚ Pause
+          </button>
+        )}
+        {running && (
           <button type="button" className="button danger" data-testid="cancel" onClick={() => void session.cancelRun()}>
             ■ Cancel
           </button>

@@ -21,6 +21,7 @@ mod scheduler;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -222,12 +223,20 @@ impl RunHandle {
 #[derive(Default)]
 struct ActiveRuns {
     tokens: Mutex<HashMap<String, CancellationToken>>,
+    /// Per run going: set when the person asks it to pause ([`Engine::pause`]).
+    pauses: Mutex<HashMap<String, Arc<AtomicBool>>>,
     tracker: TaskTracker,
 }
 
 impl ActiveRuns {
     fn tokens(&self) -> MutexGuard<'_, HashMap<String, CancellationToken>> {
         self.tokens
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn pauses(&self) -> MutexGuard<'_, HashMap<String, Arc<AtomicBool>>> {
+        self.pauses
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -804,6 +813,19 @@ impl Engine {
         }
     }
 
+    /// Asks the run `run_id`, going in this process, to pause: it starts no new step, and once
+    /// the steps running have ended it pauses before the next one, as at a breakpoint (stored,
+    /// continued with [`Engine::continue_run`]). Returns whether the run was going.
+    pub fn pause(&self, run_id: &str) -> bool {
+        match self.active.pauses().get(run_id) {
+            Some(requested) => {
+                requested.store(true, Ordering::SeqCst);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The ids of the runs going in this process.
     pub fn active_runs(&self) -> Vec<String> {
         self.active.tokens().keys().cloned().collect()
@@ -838,12 +860,16 @@ impl Engine {
     }
 
     /// Runs the scheduler in a tracked task that stores how the run ended or where it paused.
-    fn launch(&self, ctx: Arc<RunContext>, scheduler: Scheduler) -> RunHandle {
+    fn launch(&self, ctx: Arc<RunContext>, mut scheduler: Scheduler) -> RunHandle {
         let run_id = ctx.run_id.clone();
+        let pause = Arc::new(AtomicBool::new(false));
+        self.active.pauses().insert(run_id.clone(), pause.clone());
+        scheduler.pause_on(pause);
         let engine = self.clone();
         let task = self.active.tracker.spawn(async move {
             let outcome = engine.finish(&ctx, scheduler).await;
             engine.active.tokens().remove(&ctx.run_id);
+            engine.active.pauses().remove(&ctx.run_id);
             outcome
         });
         RunHandle { run_id, task }

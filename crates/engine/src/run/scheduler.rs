@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -169,6 +170,9 @@ pub(crate) struct Scheduler {
     /// Stepping from a breakpoint: steps queued with a key from this one on stop before they
     /// start (those already queued start).
     step_from: Option<u64>,
+    /// Set by the person ([`crate::Engine::pause`]): no new step starts; the first ready one
+    /// stops the run as a breakpoint before it.
+    pause_request: Option<Arc<AtomicBool>>,
 }
 
 /// The steps of a queue that starts now, keyed in order.
@@ -258,6 +262,7 @@ impl Scheduler {
             only_node: state.only_node.clone(),
             breakpoints: state.breakpoints.clone(),
             step_from: None,
+            pause_request: None,
         }
     }
 
@@ -381,6 +386,7 @@ impl Scheduler {
     /// paused, it waits in the queue.
     fn may_pause(&self, node_id: &str) -> bool {
         self.step_from.is_some()
+            || self.pause_requested()
             || self.breakpoints.iter().any(|breakpoint| {
                 breakpoint.node_id == node_id && breakpoint.when == BreakWhen::Before
             })
@@ -418,9 +424,11 @@ impl Scheduler {
         let Some(visits) = self.count_visit(&item.node_id) else {
             return;
         };
+        // Both hold every step after the stop too (the run is stored paused with them queued).
         let stepped = self.step_from.is_some_and(|from| keyed.0 >= from);
-        let stop = if stepped {
-            self.step_from = None;
+        let stop = if self.pause_requested() {
+            Some(" (paused by the person)".to_string())
+        } else if stepped {
             Some(" (a step)".to_string())
         } else {
             self.breakpoint_hit(&item.node_id, BreakWhen::Before, visits, &item.input)
@@ -439,6 +447,17 @@ impl Scheduler {
             return;
         }
         self.launch(keyed, visits);
+    }
+
+    /// Lets the person pause this run through `requested` ([`crate::Engine::pause`]).
+    pub(crate) fn pause_on(&mut self, requested: Arc<AtomicBool>) {
+        self.pause_request = Some(requested);
+    }
+
+    fn pause_requested(&self) -> bool {
+        self.pause_request
+            .as_ref()
+            .is_some_and(|requested| requested.load(Ordering::SeqCst))
     }
 
     /// Whether a breakpoint of `node_id` at `when` stops visit `visit` with `value`: `Some` with
