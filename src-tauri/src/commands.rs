@@ -11,7 +11,7 @@ use tauri::State;
 use tauri::ipc::Channel;
 use weft_engine::breakpoints::Breakpoint;
 use weft_engine::compare::{RunComparison, compare_runs as compare_runs_in};
-use weft_engine::cost::{Cost, Prices, RunCost, run_cost};
+use weft_engine::cost::{Cost, Prices, RunCost, run_cost, run_total};
 use weft_engine::nodes::{
     DecisionChoice, FieldDescription, KindDescription, all_kinds, common_fields,
 };
@@ -360,8 +360,7 @@ pub async fn list_runs(
     blocking(move || {
         let mut listed = Vec::new();
         for run in store.list_runs(limit as usize)? {
-            // A run's total needs no flow: subagents only move cost between its nodes.
-            let cost = RunCost::of(store.call_usage(&run.id)?, None, &prices).total;
+            let cost = run_total(&store, &run.id, &prices)?;
             listed.push(HistoryRun { run, cost });
         }
         Ok(listed)

@@ -161,8 +161,7 @@ fn run_id(sandbox: &Sandbox, flow: &str, input: &str) -> String {
     let db = sandbox.db_arg();
     let ran = sandbox.run(&["run", flow, "--db", &db, "--input", input]);
     assert_eq!(ran.code, Some(0), "{ran:?}");
-    let listed = json_of(&sandbox.run(&["runs", "--db", &db, "--json", "--limit", "1"]));
-    listed[0]["id"].as_str().expect("id").to_string()
+    latest_run(sandbox)
 }
 
 #[test]
@@ -644,6 +643,21 @@ fn a_breakpoint_stops_before_and_after_and_a_replaced_value_goes_downstream() {
         .cloned()
         .expect("greet's output");
     assert_eq!(greet["output"], "Hi there");
+
+    // After the output node: the replaced value is the run's result.
+    let ran = sandbox.run(&["run", &flow, "--db", &db, "--break", "out:after"]);
+    let run_id = common::paused_run_id(&ran);
+    let ran = sandbox.run(&[
+        "resume",
+        &run_id,
+        "--continue",
+        "--set",
+        "\"Bye\"",
+        "--db",
+        &db,
+    ]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout.trim(), "Bye");
 }
 
 #[test]
@@ -715,6 +729,18 @@ fn a_conditional_breakpoint_stops_at_the_loop_visit_it_names() {
     let ran = sandbox.run(&["run", &flow, "--db", &db, "--break", "grow if visit =="]);
     assert_eq!(ran.code, Some(2), "{ran:?}");
     assert!(ran.stderr.contains("does not parse"), "{ran:?}");
+    // Refused before the store is opened: a store that did not exist is not created.
+    let fresh = Sandbox::new();
+    let flow = fresh.flow(
+        "loop.json",
+        &json!({
+            "nodes": [node("start", "start", json!({}))],
+            "edges": []
+        }),
+    );
+    let ran = fresh.run(&["run", &flow, "--db", &fresh.db_arg(), "--break", "gorw"]);
+    assert_eq!(ran.code, Some(2), "{ran:?}");
+    assert!(!fresh.db().exists(), "no store was created");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -3,7 +3,7 @@
 //! cost. Two runs are equal when every node has the same output in both (a node that ran in
 //! one only differs).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -129,12 +129,14 @@ pub fn compare_runs(
 ) -> Result<RunComparison, StoreError> {
     let a = RunFacts::read(store, &store.resolve_run_id(a)?, prices)?;
     let b = RunFacts::read(store, &store.resolve_run_id(b)?, prices)?;
-    let mut keys: Vec<&str> = Vec::new();
-    for key in a.order.iter().chain(&b.order) {
-        if !keys.contains(&key.as_str()) {
-            keys.push(key);
-        }
-    }
+    let mut seen: HashSet<&str> = HashSet::with_capacity(a.order.len());
+    let keys: Vec<&str> = a
+        .order
+        .iter()
+        .chain(&b.order)
+        .map(String::as_str)
+        .filter(|key| seen.insert(key))
+        .collect();
     let nodes: Vec<NodeComparison> = keys
         .into_iter()
         .map(|key| {
@@ -193,7 +195,8 @@ impl RunFacts {
         }
         let mut outputs = HashMap::new();
         for stored in store.node_outputs(run_id)? {
-            if !timings.contains_key(&stored.node_id) && !order.contains(&stored.node_id) {
+            // Each node has one stored output: those without events come after the others.
+            if !timings.contains_key(&stored.node_id) {
                 order.push(stored.node_id.clone());
             }
             outputs.insert(stored.node_id, (stored.output, stored.visits));

@@ -35,7 +35,7 @@ pub fn pins_path(flow_path: &Path) -> PathBuf {
 pub enum PinsError {
     /// Reading or writing the file failed.
     #[error("pins file {path}: {source}")]
-    Read {
+    Io {
         path: PathBuf,
         source: std::io::Error,
     },
@@ -52,7 +52,7 @@ pub enum PinsError {
 
 /// Reads the pins file at `path`.
 pub fn load_pins(path: &Path) -> Result<Pins, PinsError> {
-    let text = std::fs::read_to_string(path).map_err(|source| PinsError::Read {
+    let text = std::fs::read_to_string(path).map_err(|source| PinsError::Io {
         path: path.to_path_buf(),
         source,
     })?;
@@ -77,7 +77,7 @@ pub fn load_pins(path: &Path) -> Result<Pins, PinsError> {
 /// Writes `pins` to the pins file at `path` (pretty JSON, one entry per node); with no pins the
 /// file is removed, so a folder keeps no empty pins files.
 pub fn write_pins(path: &Path, pins: &Pins) -> Result<(), PinsError> {
-    let failed = |source: std::io::Error| PinsError::Read {
+    let failed = |source: std::io::Error| PinsError::Io {
         path: path.to_path_buf(),
         source,
     };

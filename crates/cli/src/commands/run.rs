@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
+use weft_engine::breakpoints::check_breakpoints;
 use weft_engine::pins::{Pins, check_pins, load_pins, pins_path};
 use weft_engine::providers::{LlmClients, ProviderSettings};
 use weft_engine::{
@@ -43,16 +44,16 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
     // Checked before the store is opened, so a wrong target leaves no trace.
     check_decisions(flow, &decisions).map_err(|error| usage_error(error.to_string()))?;
     let pins = if args.pins {
-        let pins = load_pins(&pins_path(&args.flow))
-            .map_err(|error| usage_error(format!("{error} (read because of --pins)")))?;
-        let problems = check_pins(flow, &pins);
-        if !problems.is_empty() {
-            return Err(usage_error(problems.join("\n")));
-        }
-        pins
+        load_pins(&pins_path(&args.flow))
+            .map_err(|error| usage_error(format!("{error} (read because of --pins)")))?
     } else {
         Pins::new()
     };
+    let mut problems = check_pins(flow, &pins);
+    problems.extend(check_breakpoints(flow, &args.breakpoints));
+    if !problems.is_empty() {
+        return Err(usage_error(problems.join("\n")));
+    }
     let db = super::db_path(&args.store)?;
     let store = super::open_store(&db)?;
     let engine = engine(store);

@@ -1,7 +1,7 @@
 //! `weft runs`: the most recent runs, newest first.
 
 use weft_engine::RunStatus;
-use weft_engine::cost::{Cost, RunCost};
+use weft_engine::cost::{Cost, run_total};
 use weft_engine::store::RunSummary;
 
 use crate::output::{self, Style};
@@ -20,9 +20,7 @@ pub(crate) fn runs(args: &RunsArgs) -> anyhow::Result<Exit> {
     let summaries = store.list_runs(args.limit).map_err(super::store_error)?;
     let mut runs = Vec::with_capacity(summaries.len());
     for summary in summaries {
-        // A run's total needs no flow: subagents only move cost between its nodes.
-        let calls = store.call_usage(&summary.id).map_err(super::store_error)?;
-        let cost = RunCost::of(calls, None, &prices).total;
+        let cost = run_total(&store, &summary.id, &prices).map_err(super::store_error)?;
         runs.push(Listed { summary, cost });
     }
     if args.json {

@@ -300,6 +300,12 @@ pub fn run_cost(store: &Store, record: &RunRecord, prices: &Prices) -> Result<Ru
     ))
 }
 
+/// What all the LLM calls of run `run_id` cost together (no flow needed: subagents only move
+/// cost between a run's nodes) — a run as History and `weft runs` list it.
+pub fn run_total(store: &Store, run_id: &str, prices: &Prices) -> Result<Cost, StoreError> {
+    Ok(RunCost::of(store.call_usage(run_id)?, None, prices).total)
+}
+
 /// Each top-level agent's parents through subagent edges.
 fn subagent_parents(flow: &Flow) -> HashMap<String, Vec<String>> {
     let mut parents: HashMap<String, Vec<String>> = HashMap::new();

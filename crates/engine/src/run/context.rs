@@ -254,6 +254,19 @@ impl StepEnv for RunContext {
             let log = &self.shared.llm_log;
             let call = log.next_call(&node_key, visit);
             let hash = request_hash(route, request);
+            // Keeps an answer as this run's call `call` of the node in this visit.
+            let record = |answer: &ChatResponse| {
+                let recorded = RecordedCall {
+                    node_key: node_key.clone(),
+                    visit,
+                    call,
+                    request_hash: hash.clone(),
+                    model: format!("{}/{}", route.provider.as_str(), route.model),
+                    response: serde_json::to_value(answer).unwrap_or_default(),
+                };
+                self.store()
+                    .record_llm_call(&self.run_id, &recorded, &now());
+            };
             if let Some(answer) = log.recorded(&node_key, visit, call, &hash) {
                 // Its tokens were counted (and paid) when it was first asked.
                 let answer = ChatResponse {
@@ -268,16 +281,7 @@ impl StepEnv for RunContext {
                         Some(node_id),
                         format!("replayed: the answer run {from_run} recorded for this request (no provider call)"),
                     );
-                    let replayed = RecordedCall {
-                        node_key,
-                        visit,
-                        call,
-                        request_hash: hash,
-                        model: format!("{}/{}", route.provider.as_str(), route.model),
-                        response: serde_json::to_value(&answer).unwrap_or_default(),
-                    };
-                    self.store()
-                        .record_llm_call(&self.run_id, &replayed, &now());
+                    record(&answer);
                 }
                 // Shown as one piece.
                 if !answer.content.is_empty() {
@@ -291,16 +295,7 @@ impl StepEnv for RunContext {
                 .llm
                 .complete(route, request, on_delta, &self.cancel)
                 .await?;
-            let recorded = RecordedCall {
-                node_key,
-                visit,
-                call,
-                request_hash: hash,
-                model: format!("{}/{}", route.provider.as_str(), route.model),
-                response: serde_json::to_value(&answer).unwrap_or_default(),
-            };
-            self.store()
-                .record_llm_call(&self.run_id, &recorded, &now());
+            record(&answer);
             Ok(answer)
         }
         .boxed()

@@ -62,19 +62,9 @@ impl LlmLog {
         }
     }
 
-    /// A log for a new run that replays the answers `recorded` by run `from_run`.
-    pub(crate) fn replay_of(from_run: String, recorded: Vec<RecordedCall>) -> LlmLog {
-        LlmLog {
-            replay: Some(Replay {
-                from_run,
-                live: Mutex::default(),
-            }),
-            ..LlmLog::replaying(recorded)
-        }
-    }
-
-    /// A replay resumed where `state` left it, with the answers `recorded` by its run.
-    pub(crate) fn resume_replay(state: ReplayState, recorded: Vec<RecordedCall>) -> LlmLog {
+    /// A log that replays the answers `recorded` by run `state.from_run`, with the nodes that
+    /// already went live (none for a new replay; a paused one's when resumed).
+    pub(crate) fn replay(state: ReplayState, recorded: Vec<RecordedCall>) -> LlmLog {
         LlmLog {
             replay: Some(Replay {
                 from_run: state.from_run,

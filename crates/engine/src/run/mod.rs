@@ -19,7 +19,7 @@ mod llm_log;
 mod nested;
 mod scheduler;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -48,7 +48,7 @@ use crate::validate::{FlowToRun, Problem, check_flow};
 use context::{ContextSeed, RunContext, RunShared, Services};
 use emitter::{Emitter, now};
 use graph::Graph;
-use llm_log::LlmLog;
+use llm_log::{LlmLog, ReplayState};
 use scheduler::{BreakStop, SavedState, Scheduler};
 
 /// Where a run begins.
@@ -326,22 +326,16 @@ impl Engine {
         if !problems.is_empty() {
             return Err(RunError::Debugging { problems });
         }
-        let shared = match options.replay.clone() {
-            Some(wanted) => {
-                let (from_run, calls) = self
-                    .blocking(move |store| {
-                        let run_id = store.resolve_run_id(&wanted)?;
-                        let calls = store.llm_calls(&run_id)?;
-                        Ok((run_id, calls))
-                    })
-                    .await?;
-                RunShared {
-                    llm_log: Arc::new(LlmLog::replay_of(from_run, calls)),
-                    ..RunShared::default()
-                }
-            }
-            None => RunShared::default(),
+        let replay = match options.replay.clone() {
+            Some(wanted) => Some(ReplayState {
+                from_run: self
+                    .blocking(move |store| store.resolve_run_id(&wanted))
+                    .await?,
+                live: BTreeSet::new(),
+            }),
+            None => None,
         };
+        let shared = self.shared_replaying(replay).await?;
         let run_id = uuid::Uuid::new_v4().to_string();
         let initial = initial_value(&flow, options.input.as_deref());
         let mut state = SavedState {
@@ -591,20 +585,8 @@ impl Engine {
             .map_err(|error| corrupt(error.to_string()))?;
         let state: SavedState = serde_json::from_value(record.state.clone())
             .map_err(|error| corrupt(format!("run state: {error}")))?;
-        let shared = match state.replay.clone() {
-            // A paused replay replays on after the decision.
-            Some(replay) => {
-                let from_run = replay.from_run.clone();
-                let calls = self
-                    .blocking(move |store| store.llm_calls(&from_run))
-                    .await?;
-                RunShared {
-                    llm_log: Arc::new(LlmLog::resume_replay(replay, calls)),
-                    ..RunShared::default()
-                }
-            }
-            None => RunShared::default(),
-        };
+        // A paused replay replays on after the decision.
+        let shared = self.shared_replaying(state.replay.clone()).await?;
         let waiting = record
             .waiting
             .clone()
@@ -646,7 +628,7 @@ impl Engine {
             (PauseAnswer::Continue(how), Some(stop)) => {
                 scheduler.continue_from(waiting, stop, how.set, how.step);
             }
-            // Refused by the claim's check; a run that changed meanwhile stops there again.
+            // The claim's own check refuses this; should it ever pass, the run waits where it was.
             (PauseAnswer::Continue(_), None) => scheduler.wait_again(waiting, None, None),
         }
         Ok(self.launch(ctx, scheduler))
@@ -873,6 +855,22 @@ impl Engine {
             outcome
         });
         RunHandle { run_id, task }
+    }
+
+    /// What a run shares with its nested runs: for a replay, the answers the replayed run
+    /// recorded and which nodes went live so far.
+    async fn shared_replaying(&self, replay: Option<ReplayState>) -> Result<RunShared, RunError> {
+        let Some(replay) = replay else {
+            return Ok(RunShared::default());
+        };
+        let from_run = replay.from_run.clone();
+        let calls = self
+            .blocking(move |store| store.llm_calls(&from_run))
+            .await?;
+        Ok(RunShared {
+            llm_log: Arc::new(LlmLog::replay(replay, calls)),
+            ..RunShared::default()
+        })
     }
 
     /// Runs a blocking store call (SQLite, waiting for the writer) off the async workers.

@@ -91,6 +91,9 @@ pub(crate) struct BreakStop {
     /// After: the handle the output goes on by.
     #[serde(default)]
     pub handle: String,
+    /// After: the output is the run's result (an `output` node), so a replacement is too.
+    #[serde(default)]
+    pub is_result: bool,
 }
 
 /// What the run is waiting for.
@@ -438,6 +441,7 @@ impl Scheduler {
                 when: BreakWhen::Before,
                 visit: visits,
                 handle: String::new(),
+                is_result: false,
             };
             self.stop_at(keyed.1, stop, &why);
             return;
@@ -547,10 +551,14 @@ impl Scheduler {
             self.step_from = Some(self.next_key);
         }
         match stop.when {
-            BreakWhen::Before => {
-                let keyed = self.keyed(item);
-                self.launch(keyed, stop.visit);
-            }
+            BreakWhen::Before => match self.ctx.pins.get(&node_id).cloned() {
+                // A pinned node stopped before stays pinned.
+                Some(pin) => self.use_pin(item, stop.visit, pin),
+                None => {
+                    let keyed = self.keyed(item);
+                    self.launch(keyed, stop.visit);
+                }
+            },
             BreakWhen::After => {
                 if replaced {
                     self.ctx.outputs.set(&node_id, item.input.clone());
@@ -562,6 +570,9 @@ impl Scheduler {
                         &now(),
                     );
                     self.last_finished = Some(item.input.clone());
+                    if stop.is_result {
+                        self.last_output = Some(item.input.clone());
+                    }
                 }
                 self.route(&node_id, &stop.handle, &item.input);
             }
@@ -901,6 +912,7 @@ impl Scheduler {
                             when: BreakWhen::After,
                             visit: visits,
                             handle: output.handle,
+                            is_result: output.is_result,
                         };
                         let item = QueuedStep {
                             input: output.value,
