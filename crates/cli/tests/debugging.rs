@@ -334,6 +334,32 @@ async fn a_pinned_node_does_not_run_and_stays_pinned_across_a_resume() {
         "the log says the node was pinned: {shown}"
     );
 
+    // Stopped before by a breakpoint, a pinned node stays pinned when the run goes on.
+    let ran = sandbox
+        .run_with(
+            &[
+                "run",
+                &flow,
+                "--db",
+                &db,
+                "--pins",
+                "--decide",
+                "review=approve",
+                "--break",
+                "classify",
+            ],
+            &llm,
+        )
+        .await;
+    assert_eq!(ran.code, Some(3), "{ran:?}");
+    let stopped = common::paused_run_id(&ran);
+    let ran = sandbox
+        .run_with(&["resume", &stopped, "--continue", "--db", &db], &llm)
+        .await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout.trim(), "Reply for delivery");
+    assert!(llm.requests().is_empty(), "still no request");
+
     // Without --pins the node runs.
     let ran = sandbox
         .run_with(
