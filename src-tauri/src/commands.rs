@@ -11,7 +11,7 @@ use tauri::State;
 use tauri::ipc::Channel;
 use weft_engine::breakpoints::Breakpoint;
 use weft_engine::compare::{RunComparison, compare_runs as compare_runs_in};
-use weft_engine::cost::{Cost, Prices, RunCost, run_cost, run_total};
+use weft_engine::cost::{Cost, RunCost, run_cost, run_total};
 use weft_engine::nodes::{
     DecisionChoice, FieldDescription, KindDescription, all_kinds, common_fields,
 };
@@ -19,6 +19,7 @@ use weft_engine::pins::{Pins, load_pins, pins_path, write_pins};
 use weft_engine::providers::{ConnectionReport, ProviderKind};
 use weft_engine::store::{NodeOutputRecord, RunSummary};
 use weft_engine::template::SCOPE_NAMES;
+use weft_engine::visits::{NodeVisit, node_visits};
 use weft_engine::{
     Continue, Decision, Entry, EventListener, Flow, Problem, ResumeOptions, RunEvent, RunOptions,
     Waiting, waiting_of,
@@ -356,7 +357,7 @@ pub async fn list_runs(
     limit: u32,
 ) -> Result<Vec<HistoryRun>, AppError> {
     let store = state.store.clone();
-    let prices = prices()?;
+    let prices = state.prices()?;
     blocking(move || {
         let mut listed = Vec::new();
         for run in store.list_runs(limit as usize)? {
@@ -377,18 +378,36 @@ pub async fn compare_runs(
     b: String,
 ) -> Result<RunComparison, AppError> {
     let store = state.store.clone();
-    let prices = prices()?;
+    let prices = state.prices()?;
     blocking(move || Ok(compare_runs_in(&store, &a, &b, &prices)?)).await
 }
 
-/// The price table, or why it cannot be read.
-fn prices() -> Result<Prices, AppError> {
-    Prices::from_env().map_err(|error| {
-        AppError::new(
-            ErrorCode::BadRequest,
-            format!("{error} (set by WEFT_PRICES)"),
-        )
+/// What every visit of every node of a run did and cost (a run going now too: its events are
+/// stored before the canvas sees them), and the run's cost per node.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct RunVisits {
+    pub visits: Vec<NodeVisit>,
+    pub cost: RunCost,
+}
+
+/// Every visit of every node of the run `run_id` (loops, forEach items, steps inside subflows),
+/// with input, output, time, tokens and cost.
+#[tauri::command]
+#[specta::specta]
+pub async fn run_visits(state: State<'_, AppState>, run_id: String) -> Result<RunVisits, AppError> {
+    let store = state.store.clone();
+    let prices = state.prices()?;
+    blocking(move || {
+        let run_id = store.resolve_run_id(&run_id)?;
+        let record = store.run(&run_id)?;
+        let events = store.events(&run_id)?;
+        let outputs = store.node_outputs(&run_id)?;
+        let cost = run_cost(&store, &record, &prices)?;
+        let visits = node_visits(&record, &events, &outputs, &cost);
+        Ok(RunVisits { visits, cost })
     })
+    .await
 }
 
 /// Everything stored about one run: the flow as it ran, its events and its nodes' outputs.
@@ -413,7 +432,7 @@ pub struct RunDetail {
 #[specta::specta]
 pub async fn open_run(state: State<'_, AppState>, run_id: String) -> Result<RunDetail, AppError> {
     let store = state.store.clone();
-    let prices = prices()?;
+    let prices = state.prices()?;
     blocking(move || {
         let run_id = store.resolve_run_id(&run_id)?;
         let record = store.run(&run_id)?;
@@ -459,6 +478,8 @@ pub struct ProviderSettingsView {
 pub struct SettingsView {
     pub providers: Vec<ProviderSettingsView>,
     pub default_model: String,
+    /// The price overrides typed in Settings, as JSON text (empty: none).
+    pub prices: String,
     /// Where the settings live (the file is readable by its owner only).
     pub settings_file: String,
     /// The run store.
@@ -473,6 +494,9 @@ pub struct SettingsChange {
     pub key: Option<String>,
     pub address: Option<String>,
     pub default_model: Option<String>,
+    /// Prices by model (`{"openai/gpt-4o": {"input": 2.5, "output": 10}}`, US dollars per
+    /// million tokens) that add to or replace the shipped ones; empty removes them.
+    pub prices: Option<String>,
 }
 
 #[tauri::command]
@@ -503,6 +527,9 @@ pub fn save_settings(
         }
         if let Some(model) = &change.default_model {
             updated.set(Setting::DefaultModel, model);
+        }
+        if let Some(prices) = &change.prices {
+            updated.set_prices(prices)?;
         }
         updated.save(&state.paths.settings_file())?;
         *settings = updated;
@@ -582,6 +609,11 @@ impl AppState {
                 .get(Setting::DefaultModel)
                 .unwrap_or_default()
                 .to_string(),
+            prices: settings
+                .prices
+                .as_ref()
+                .map(|table| serde_json::to_string_pretty(table).unwrap_or_default())
+                .unwrap_or_default(),
             settings_file: self.paths.settings_file().display().to_string(),
             run_store: self.paths.db_path.display().to_string(),
         }

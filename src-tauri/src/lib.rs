@@ -60,6 +60,11 @@ impl AppState {
         lock(&self.engine).clone()
     }
 
+    /// The price table runs are costed at: shipped, `WEFT_PRICES`, then the app's settings.
+    fn prices(&self) -> Result<weft_engine::cost::Prices, AppError> {
+        lock(&self.settings).prices()
+    }
+
     fn provider_settings(&self) -> ProviderSettings {
         lock(&self.settings).provider_settings(env)
     }
@@ -118,6 +123,7 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::cancel_run,
             commands::pause_run,
             commands::list_runs,
+            commands::run_visits,
             commands::compare_runs,
             commands::open_run,
             commands::read_pins,

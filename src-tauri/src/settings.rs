@@ -12,6 +12,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use weft_engine::cost::Prices;
 use weft_engine::providers::{ProviderKind, ProviderSettings};
 
 use crate::error::{AppError, ErrorCode};
@@ -95,6 +96,10 @@ pub struct SettingsFile {
     /// Values by environment variable name.
     #[serde(default)]
     pub values: BTreeMap<String, String>,
+    /// Prices that add to or replace the shipped ones (and `WEFT_PRICES`'s), as in a
+    /// `WEFT_PRICES` file: `{"openai/gpt-4o": {"input": 2.5, "output": 10}}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<serde_json::Value>,
 }
 
 impl SettingsFile {
@@ -141,6 +146,38 @@ impl SettingsFile {
         } else {
             self.values
                 .insert(setting.variable().to_string(), value.to_string());
+        }
+    }
+
+    /// Where price errors say the settings' prices come from.
+    pub const PRICES_ORIGIN: &'static str = "Settings → Prices";
+
+    /// Sets the price overrides from the text typed in Settings (empty: none), refused with
+    /// the line and column of a syntax error or the model and field of a wrong price.
+    pub fn set_prices(&mut self, text: &str) -> Result<(), AppError> {
+        if text.trim().is_empty() {
+            self.prices = None;
+            return Ok(());
+        }
+        let refused = |message: String| AppError::new(ErrorCode::BadRequest, message);
+        Prices::none()
+            .with_text(text, std::path::Path::new(Self::PRICES_ORIGIN))
+            .map_err(|error| refused(error.to_string()))?;
+        let table = serde_json::from_str(text).map_err(|error| refused(error.to_string()))?;
+        self.prices = Some(table);
+        Ok(())
+    }
+
+    /// The price table: shipped, then the file `WEFT_PRICES` names, then these settings.
+    pub fn prices(&self) -> Result<Prices, AppError> {
+        let refused = |message: String| AppError::new(ErrorCode::BadRequest, message);
+        let prices =
+            Prices::from_env().map_err(|error| refused(format!("{error} (set by WEFT_PRICES)")))?;
+        match &self.prices {
+            Some(table) => prices
+                .with_table(table, std::path::Path::new(Self::PRICES_ORIGIN))
+                .map_err(|error| refused(error.to_string())),
+            None => Ok(prices),
         }
     }
 
@@ -274,6 +311,50 @@ mod tests {
         let error = SettingsFile::load(&path).expect_err("broken file");
         assert_eq!(error.code, ErrorCode::Settings);
         assert!(error.message.contains("settings.json"), "{}", error.message);
+    }
+
+    #[test]
+    fn prices_typed_in_settings_replace_the_shipped_ones_and_bad_ones_are_named() {
+        let mut settings = SettingsFile::default();
+        let shipped = Prices::shipped()
+            .price("openai/gpt-4o")
+            .expect("a shipped price");
+        settings
+            .set_prices(r#"{"openai/gpt-4o": {"input": 1, "output": 2}, "ollama/llama3": {"input": 0, "output": 0}}"#)
+            .expect("a valid table");
+        let prices = settings.prices().expect("prices");
+        let mine = prices.price("openai/gpt-4o").expect("overridden");
+        assert_ne!(mine, shipped);
+        assert_eq!((mine.input, mine.output), (1.0, 2.0));
+        assert!(prices.price("ollama/llama3").is_some());
+        // It survives the file.
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("settings.json");
+        settings.save(&path).expect("save");
+        assert_eq!(SettingsFile::load(&path).expect("load"), settings);
+
+        let error = settings
+            .set_prices("{\n  \"openai/gpt-4o\": {\"input\": 1,}\n}")
+            .expect_err("a syntax error");
+        assert!(error.message.contains("line 2"), "{}", error.message);
+        let error = settings
+            .set_prices(r#"{"openai/gpt-4o": {"input": -1, "output": 2}}"#)
+            .expect_err("a negative price");
+        assert!(
+            error.message.contains("`openai/gpt-4o`: `input`"),
+            "{}",
+            error.message
+        );
+        // A refused table leaves the one before.
+        assert_eq!(
+            settings.prices().expect("prices").price("openai/gpt-4o"),
+            Some(mine)
+        );
+        settings.set_prices("  ").expect("cleared");
+        assert_eq!(
+            settings.prices().expect("prices").price("openai/gpt-4o"),
+            Some(shipped)
+        );
     }
 
     #[test]

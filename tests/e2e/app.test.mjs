@@ -636,3 +636,56 @@ test("Pause during a run: the running step ends, the next waits, Continue goes o
   await waitForRunStatus(browser, "completed");
   await waitForStatus(browser, "output-1", "done");
 });
+
+test("a node that ran twice in a loop shows each visit, and its cost follows the prices set in Settings", async () => {
+  const loopFile = path.join(TMP, "loop.json");
+  copyFileSync(path.join(ROOT, "tests/e2e/flows/loop.json"), loopFile);
+  await openFile(browser, loopFile);
+  await node(browser, "ask").waitForExist();
+  await byTestId(browser, "run").click();
+  await waitForRunStatus(browser, "completed");
+  await waitForStatus(browser, "done", "done");
+
+  // The agent ran twice: the picker lists both visits, the latest shown first.
+  await selectNode(browser, "ask");
+  const picker = byTestId(browser, "visit-picker");
+  await picker.waitForDisplayed({ timeout: 5_000 });
+  const options = await picker.$$("option");
+  const labels = [];
+  for (const option of options) labels.push((await option.getText()).trim());
+  assert.deepEqual(labels, ["visit 1", "visit 2"]);
+  assert.equal((await byTestId(browser, "visit-output").getText()).trim(), "Note: Pass 2");
+  await picker.selectByAttribute("value", "0");
+  await browser.waitUntil(async () => (await byTestId(browser, "visit-output").getText()).trim() === "Note: Pass 1", {
+    timeout: 5_000,
+    timeoutMsg: "the first visit's output is not shown",
+  });
+  assert.equal((await byTestId(browser, "visit-input").getText()).trim(), '{\n  "n": 1\n}');
+  assert.match(await byTestId(browser, "visit-facts").getText(), /^completed · \d+(\.\d+)? m?s · 1 LLM call · tokens \d+\/\d+ · cost \$/);
+  await shot(browser, "26-visits");
+
+  // The node carries its cost; a price set in Settings (a dollar per input token) reprices it.
+  const chip = byTestId(browser, "cost-ask");
+  await chip.waitForExist({ timeout: 5_000 });
+  const shipped = (await chip.getText()).trim();
+  assert.match(shipped, /^\$0\.\d+$/);
+  await byTestId(browser, "tab-settings").click();
+  await typeInto(browser, byTestId(browser, "settings-prices"), '{"openai/gpt-4o-mini": {"input": 1000000, "output": 0}}');
+  await byTestId(browser, "settings-save-prices").click();
+  await browser.waitUntil(async () => /^\$\d+\.00$/.test((await chip.getText()).trim()), {
+    timeout: 5_000,
+    timeoutMsg: `the cost stays ${shipped} after the price changed`,
+  });
+  // A wrong table is refused, naming what is wrong; the price before stays.
+  await typeInto(browser, byTestId(browser, "settings-prices"), '{"gpt-4o-mini": {"input": 1, "output": 1}}');
+  await byTestId(browser, "settings-save-prices").click();
+  await byTestId(browser, "settings-prices-error").waitForDisplayed({ timeout: 5_000 });
+  assert.match(await byTestId(browser, "settings-prices-error").getText(), /name the provider too/);
+  assert.match((await chip.getText()).trim(), /^\$\d+\.00$/);
+  await typeInto(browser, byTestId(browser, "settings-prices"), "");
+  await byTestId(browser, "settings-save-prices").click();
+  await browser.waitUntil(async () => (await chip.getText()).trim() === shipped, {
+    timeout: 5_000,
+    timeoutMsg: "clearing the prices does not bring the shipped price back",
+  });
+});

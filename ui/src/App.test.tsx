@@ -5,7 +5,7 @@ import { act, cleanup, fireEvent, render, screen, within } from '@testing-librar
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { App } from './App';
 import type { Api } from './api';
-import type { Cost, Problem, RunComparison, RunCost, RunEvent, RunSummary } from './bindings';
+import type { Cost, NodeVisit, Problem, RunComparison, RunCost, RunEvent, RunSummary, SettingsView } from './bindings';
 import { CanvasStore } from './canvasStore';
 import { RunStore } from './runStore';
 import { Session } from './session';
@@ -47,6 +47,7 @@ function fakeApi(overrides: Partial<Api> = {}): Api {
     readPins: () => Promise.resolve({}),
     savePins: () => Promise.resolve(null),
     openRun: fail,
+    runVisits: () => Promise.resolve({ visits: [], cost: NO_COST }),
     getSettings: fail,
     saveSettings: fail,
     testConnection: fail,
@@ -466,6 +467,114 @@ describe('App', () => {
     const request = (startRun.mock.calls[0] as unknown[])[0] as { replay: string; input: string };
     expect(request.replay).toBe('run-a');
     expect(request.input).toBe('the ticket');
+  });
+
+  it('shows every visit of a node with its cost, on the node and in the inspector, and pins one visit', async () => {
+    const first: Cost = { calls: 1, inputTokens: 10, outputTokens: 1, usd: 0.001, unpricedModels: [] };
+    const second: Cost = { calls: 1, inputTokens: 12, outputTokens: 2, usd: 0.002, unpricedModels: [] };
+    const both: Cost = { calls: 2, inputTokens: 22, outputTokens: 3, usd: 0.003, unpricedModels: [] };
+    const visit = (n: number, input: string, output: string, cost: Cost): NodeVisit => ({
+      nodeId: 'summary',
+      key: 'summary',
+      visit: n,
+      outerVisit: null,
+      item: null,
+      status: 'completed',
+      input,
+      output,
+      error: null,
+      startedAt: '2026-11-21T20:56:18.000Z',
+      durationMs: 1500,
+      cost,
+    });
+    const runVisits = vi.fn((_runId: string) =>
+      Promise.resolve({
+        visits: [visit(1, 'first ticket', 'first summary', first), visit(2, 'second ticket', 'second summary', second)],
+        cost: { total: both, nodes: { summary: both }, calls: [] },
+      }),
+    );
+    const savePins = vi.fn((_path: string, _pins: Record<string, unknown>) => Promise.resolve(null));
+    const session = await mount(
+      fakeApi({
+        runVisits,
+        savePins,
+        openRun: () =>
+          Promise.resolve({
+            summary: pastRun('loop-run'),
+            flow: offlineFlow(),
+            input: 'x',
+            result: 'done',
+            error: null,
+            waiting: null,
+            events: [],
+            outputs: [],
+            cost: NO_COST,
+          }),
+      }),
+    );
+    await act(() => session.openRun('loop-run'));
+    expect(runVisits).toHaveBeenCalledWith('loop-run');
+    // The node says what its calls cost, over both visits.
+    expect(screen.getByTestId('cost-summary').textContent).toBe('$0.003000');
+    act(() => session.selectInView('summary'));
+    await act(async () => fireEvent.click(screen.getByTestId('tab-inspector')));
+    const picker = screen.getByTestId('visit-picker') as HTMLSelectElement;
+    expect([...picker.options].map((option) => option.textContent)).toEqual(['visit 1', 'visit 2']);
+    // The latest visit first; the first one when picked.
+    expect(screen.getByTestId('visit-output').textContent).toBe('second summary');
+    fireEvent.change(picker, { target: { value: '0' } });
+    expect(screen.getByTestId('visit-input').textContent).toBe('first ticket');
+    expect(screen.getByTestId('visit-output').textContent).toBe('first summary');
+    expect(screen.getByTestId('visit-facts').textContent).toBe('completed · 1.50 s · 1 LLM call · tokens 10/1 · cost $0.001000');
+    await act(async () => fireEvent.click(screen.getByTestId('pin-visit')));
+    expect(savePins).toHaveBeenLastCalledWith('/flows/offline.json', { summary: 'first summary' });
+
+    // A live run: its visits and costs are read again as its steps end.
+    act(() => session.backToEditing());
+    let emit: (event: RunEvent) => void = () => {};
+    const startRun = vi.fn((_request: unknown, onEvent: (event: RunEvent) => void) => {
+      emit = onEvent;
+      return Promise.resolve('live-run');
+    });
+    runVisits.mockClear();
+    act(() => {
+      session.api.startRun = startRun;
+    });
+    await act(async () => fireEvent.click(screen.getByTestId('run')));
+    await act(async () => {
+      emit(event(1, 'run_start', null, 'x', { runId: 'live-run' }));
+      emit(event(2, 'step_start', 'summary', 'Summarize', { runId: 'live-run' }));
+      emit(event(3, 'step_end', 'summary', 'done', { runId: 'live-run' }));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    });
+    // Once for the burst of events, not once each.
+    expect(runVisits.mock.calls).toEqual([['live-run']]);
+    expect(screen.getByTestId('cost-summary').textContent).toBe('$0.003000');
+  });
+
+  it('saves price overrides in Settings, and shows the engine’s refusal of a wrong table', async () => {
+    const view = (prices: string): SettingsView => ({
+      providers: [],
+      defaultModel: '',
+      prices,
+      settingsFile: '/config/settings.json',
+      runStore: '/data/runs.db',
+    });
+    const saveSettings = vi.fn((change: { prices: string | null }) =>
+      change.prices?.includes('-1')
+        ? Promise.reject({ code: 'badRequest', message: 'prices in Settings → Prices: `openai/x`: `input` must be a number of US dollars per million tokens, 0 or more' })
+        : Promise.resolve(view(change.prices ?? '')),
+    );
+    await mount(fakeApi({ getSettings: () => Promise.resolve(view('')), saveSettings }));
+    await act(async () => fireEvent.click(screen.getByTestId('tab-settings')));
+    const prices = await screen.findByTestId('settings-prices');
+    fireEvent.change(prices, { target: { value: '{"openai/x": {"input": -1, "output": 1}}' } });
+    await act(async () => fireEvent.click(screen.getByTestId('settings-save-prices')));
+    expect(screen.getByTestId('settings-prices-error').textContent).toContain('`openai/x`: `input`');
+    fireEvent.change(prices, { target: { value: '{"openai/x": {"input": 1, "output": 1}}' } });
+    await act(async () => fireEvent.click(screen.getByTestId('settings-save-prices')));
+    expect(saveSettings).toHaveBeenLastCalledWith(expect.objectContaining({ prices: '{"openai/x": {"input": 1, "output": 1}}', defaultModel: null }));
+    expect(screen.queryByTestId('settings-prices-error')).toBeNull();
   });
 
   it('shows a failing command’s message in the error banner', async () => {

@@ -18,6 +18,7 @@ import type {
   Continue,
   HistoryRun,
   RunComparison,
+  RunVisits,
   Value,
   SettingsChange,
   SettingsView,
@@ -52,6 +53,8 @@ export interface Api {
   /** Two past runs compared node by node. */
   compareRuns(a: string, b: string): Promise<RunComparison>;
   openRun(runId: string): Promise<RunDetail>;
+  /** Every visit of every node of a run (a run going now too), and its cost per node. */
+  runVisits(runId: string): Promise<RunVisits>;
   getSettings(): Promise<SettingsView>;
   saveSettings(change: SettingsChange): Promise<SettingsView>;
   testConnection(provider: ProviderKind): Promise<ConnectionReport>;
@@ -82,6 +85,7 @@ export const tauriApi: Api = {
   readPins: (flowPath) => commands.readPins(flowPath),
   savePins: (flowPath, pins) => commands.savePins(flowPath, pins),
   openRun: (runId) => commands.openRun(runId),
+  runVisits: (runId) => commands.runVisits(runId),
   getSettings: () => commands.getSettings(),
   saveSettings: (change) => commands.saveSettings(change),
   testConnection: (provider) => commands.testConnection(provider),

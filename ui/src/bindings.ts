@@ -61,6 +61,11 @@ export const commands = {
 	pauseRun: (runId: string) => __TAURI_INVOKE<boolean>("pause_run", { runId }),
 	/**  The most recent runs, newest first (runs of `weft` in the same store too), with their cost. */
 	listRuns: (limit: number) => __TAURI_INVOKE<HistoryRun[]>("list_runs", { limit }),
+	/**
+	 *  Every visit of every node of the run `run_id` (loops, forEach items, steps inside subflows),
+	 *  with input, output, time, tokens and cost.
+	 */
+	runVisits: (runId: string) => __TAURI_INVOKE<RunVisits>("run_visits", { runId }),
 	/**  Two past runs compared node by node: status, output, time, tokens and cost. */
 	compareRuns: (a: string, b: string) => __TAURI_INVOKE<RunComparison>("compare_runs", { a, b }),
 	/**  Opens a past run (a full id or a unique prefix) to show its trace on the canvas. */
@@ -366,8 +371,42 @@ export type NodeStatus = "completed" | "failed" |
 "waiting" | 
 /**  Started and never ended (the run was cancelled or interrupted meanwhile). */
 "stopped" | 
+/**  Started and still going (the run is going). */
+"running" | 
 /**  Not reached (a branch not taken, or the run ended before it). */
 "not_run";
+
+/**  One run of one node. */
+export type NodeVisit = {
+	/**
+	 *  The node of the run's own flow this visit is part of: the node itself, or the `subflow`
+	 *  or `forEach` step it ran inside.
+	 */
+	nodeId: string,
+	/**
+	 *  The step's node key: `draft`, `research/draft` inside the subflow `research`,
+	 *  `each[2]/summarize` in item 2 of the forEach `each`.
+	 */
+	key: string,
+	/**  1 for this node's first run in its (possibly nested) run, 2 for the second, … */
+	visit: number,
+	/**  For a step inside a nested run: the visit of `node_id` it ran in. */
+	outerVisit: number | null,
+	/**  For a step of a `forEach` item: the item's index. */
+	item: number | null,
+	status: NodeStatus,
+	/**
+	 *  What the step was given (`None` where the events cannot tell, as for the node a partial
+	 *  run began at).
+	 */
+	input: Value | null,
+	output: Value | null,
+	error: string | null,
+	startedAt: string,
+	durationMs: number | null,
+	/**  The LLM calls of this visit: its own, its subagents' and those of the steps inside it. */
+	cost: Cost,
+};
 
 /**  A flow file as opened: its absolute path and its content in the normalized form. */
 export type OpenedFlow = {
@@ -586,17 +625,33 @@ export type RunSummary = {
 	waitingNodeId: string | null,
 };
 
+/**
+ *  What every visit of every node of a run did and cost (a run going now too: its events are
+ *  stored before the canvas sees them), and the run's cost per node.
+ */
+export type RunVisits = {
+	visits: NodeVisit[],
+	cost: RunCost,
+};
+
 /**  A change to the settings: `None` leaves a value as it is, an empty text removes it. */
 export type SettingsChange = {
 	provider: ProviderKind | null,
 	key: string | null,
 	address: string | null,
 	defaultModel: string | null,
+	/**
+	 *  Prices by model (`{"openai/gpt-4o": {"input": 2.5, "output": 10}}`, US dollars per
+	 *  million tokens) that add to or replace the shipped ones; empty removes them.
+	 */
+	prices: string | null,
 };
 
 export type SettingsView = {
 	providers: ProviderSettingsView[],
 	defaultModel: string,
+	/**  The price overrides typed in Settings, as JSON text (empty: none). */
+	prices: string,
 	/**  Where the settings live (the file is readable by its owner only). */
 	settingsFile: string,
 	/**  The run store. */

@@ -15,6 +15,7 @@ import type {
   RunComparison,
   RunDetail,
   RunSummary,
+  RunVisits,
   Value,
 } from './bindings';
 import { canvasFlow, type CanvasFlow } from './flowMapping';
@@ -60,6 +61,11 @@ export interface SessionState {
   viewing: ViewedRun | null;
   /** The node selected while a past run is shown (the edited flow's selection is kept). */
   viewSelection: string | null;
+  /**
+   * Every visit of every node of the run shown (live or past), with the run's cost per node;
+   * `null` until the store has answered. Refreshed as a live run's steps end.
+   */
+  visits: RunVisits | null;
   /** A run or resume command is going. */
   busy: boolean;
   pausedBannerDismissed: boolean;
@@ -69,6 +75,18 @@ export interface SessionState {
 export const VALIDATE_DELAY_MS = 250;
 /** How many past runs the History tab lists. */
 export const HISTORY_LIMIT = 50;
+/** How long a live run's visits rest before they are read again (steps can end by hundreds). */
+export const VISITS_DELAY_MS = 200;
+
+/** Events after which a run's visits or costs have changed. */
+const CHANGES_VISITS: ReadonlySet<string> = new Set([
+  'step_start',
+  'step_end',
+  'error',
+  'llm_response',
+  'wait_input',
+  'run_end',
+]);
 
 const NO_EDGES: ReadonlySet<string> = new Set();
 
@@ -89,6 +107,7 @@ export class Session {
     ranFlow: null,
     viewing: null,
     viewSelection: null,
+    visits: null,
     busy: false,
     pausedBannerDismissed: false,
   };
@@ -98,6 +117,9 @@ export class Session {
   private nextBannerId = 1;
   /** The live run's view, kept while a past run is shown. */
   private liveView: RunView | null = null;
+  /** The live run's visits, kept while a past run is shown. */
+  private liveVisits: RunVisits | null = null;
+  private visitsTimer: ReturnType<typeof setTimeout> | null = null;
   private cancelRequested = false;
   /**
    * Which run the canvas follows: each start or resume takes the next number, and opening or
@@ -173,6 +195,7 @@ export class Session {
     this.set({ ranFlow: null });
     this.canvas.load(this.newFlow(), null);
     this.run.show(emptyRunView());
+    this.set({ visits: null });
     void this.validateNow();
   }
 
@@ -182,7 +205,7 @@ export class Session {
       this.leaveViewing();
       this.detachRun();
       this.canvas.load(opened.flow, opened.path);
-      this.set({ ranFlow: null });
+      this.set({ ranFlow: null, visits: null });
       this.run.show(emptyRunView());
       void this.validateNow();
       void this.loadPins(opened.path);
@@ -309,7 +332,7 @@ export class Session {
     if (from) this.run.beginFrom(context);
     else this.run.begin(context);
     const run = ++this.following;
-    this.set({ busy: true });
+    this.set({ busy: true, visits: null });
     try {
       const runId = await this.api.startRun(
         {
@@ -350,6 +373,7 @@ export class Session {
       return;
     }
     this.run.push(event);
+    if (CHANGES_VISITS.has(event.type)) this.refreshVisitsSoon();
     if (this.cancelRequested && event.type === 'run_start' && !event.scope) {
       // Cancel was pressed before the run had an id.
       void this.api.cancelRun(event.runId).catch((error) => this.reportError(error));
@@ -435,6 +459,31 @@ export class Session {
     }
   }
 
+  // --- visits and cost -----------------------------------------------------------------
+
+  /** Reads the visits of the run shown again, once events have rested a moment. */
+  private refreshVisitsSoon(): void {
+    if (this.visitsTimer !== null) return;
+    this.visitsTimer = setTimeout(() => {
+      this.visitsTimer = null;
+      void this.refreshVisits();
+    }, VISITS_DELAY_MS);
+  }
+
+  /** Reads every visit of the run shown, and its cost per node, from the store. */
+  async refreshVisits(): Promise<void> {
+    const runId = this.state.viewing?.summary.id ?? this.run.getSnapshot().runId;
+    if (!runId) return;
+    try {
+      const visits = await this.api.runVisits(runId);
+      // The answer is dropped when another run is shown meanwhile.
+      const shown = this.state.viewing?.summary.id ?? this.run.getSnapshot().runId;
+      if (shown === runId) this.set({ visits });
+    } catch (error) {
+      this.reportError(error);
+    }
+  }
+
   // --- stale marks ----------------------------------------------------------------------
 
   /** The edited flow's nodes its last run no longer stands for (edited since, or after one). */
@@ -482,9 +531,17 @@ export class Session {
     }
   }
 
-  /** Pins the output `nodeId` had in the past run shown, for the edited flow's next runs. */
-  async pinFromViewed(nodeId: string): Promise<void> {
-    const stored = this.state.viewing?.outputs.find((output) => output.nodeId === nodeId);
+  /**
+   * Pins what `nodeId` gave in the past run shown for the edited flow's next runs: the output of
+   * the visit picked in the inspector (`visitOutput`), else its latest.
+   */
+  async pinFromViewed(nodeId: string, visitOutput?: Value): Promise<void> {
+    if (!this.state.viewing) return;
+    if (visitOutput !== undefined && visitOutput !== null) {
+      await this.setPin(nodeId, visitOutput);
+      return;
+    }
+    const stored = this.state.viewing.outputs.find((output) => output.nodeId === nodeId);
     if (!stored || stored.output === null) return;
     await this.setPin(nodeId, stored.output);
   }
@@ -577,9 +634,13 @@ export class Session {
     try {
       const stored = await this.api.openRun(runId);
       const detail: ViewedRun = { ...stored, flow: canvasFlow(stored.flow) };
-      if (!this.state.viewing) this.liveView = this.run.getSnapshot();
+      if (!this.state.viewing) {
+        this.liveView = this.run.getSnapshot();
+        this.liveVisits = this.state.visits;
+      }
       this.run.show(runViewFromDetail(detail, this.runnableNodeIds(detail.flow)));
-      this.set({ viewing: detail, viewSelection: null });
+      this.set({ viewing: detail, viewSelection: null, visits: null });
+      void this.refreshVisits();
     } catch (error) {
       this.reportError(error);
     }
@@ -595,7 +656,8 @@ export class Session {
     if (!this.state.viewing) return;
     this.run.show(this.liveView ?? emptyRunView());
     this.liveView = null;
-    this.set({ viewing: null, viewSelection: null });
+    this.set({ viewing: null, viewSelection: null, visits: this.liveVisits });
+    this.liveVisits = null;
   }
 
   selectInView(nodeId: string | null): void {

@@ -202,6 +202,10 @@ pub(crate) struct ShowArgs {
     /// Also list `llm_delta` events (streamed tokens), hidden by default.
     #[arg(long)]
     pub deltas: bool,
+    /// Show every visit of this node instead (each loop pass, forEach item and step inside a
+    /// subflow): input, output, time, tokens and cost.
+    #[arg(long, value_name = "NODE")]
+    pub node: Option<String>,
     #[command(flatten)]
     pub store: StoreArgs,
 }

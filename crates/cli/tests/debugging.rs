@@ -840,3 +840,90 @@ async fn a_replaced_output_must_fit_the_schema_and_approvals_are_not_continued()
     );
     assert_eq!(status_of(&sandbox, &run_id), "paused");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn show_node_lists_every_visit_of_a_loop_with_its_input_output_and_cost() {
+    let llm = ScriptedLlm::start(Script::always(Reply::echo("heard ")))
+        .await
+        .expect("server");
+    let sandbox = Sandbox::new();
+    let db = sandbox.db_arg();
+    let flow = sandbox.flow(
+        "loop.json",
+        &json!({
+            "version": 1,
+            "name": "Two passes",
+            "nodes": [
+                node("start", "start", json!({ "initialInput": { "n": 0 } })),
+                node("step", "template", json!({ "template": "{\"n\": {{ n + 1 }}}", "parseJson": true })),
+                node("ask", "agent", json!({ "model": "gpt-4o-mini", "userPrompt": "Pass {{ n }}" })),
+                node("carry", "template", json!({ "template": "{\"n\": {{ nodes.step.n }}}", "parseJson": true })),
+                node("more", "if", json!({ "conditions": [{ "field": "n", "operator": "lt", "value": "2" }] })),
+                node("done", "output", json!({})),
+            ],
+            "edges": [
+                edge("e1", "start", "step", None),
+                edge("e2", "step", "ask", None),
+                edge("e3", "ask", "carry", None),
+                edge("e4", "carry", "more", None),
+                edge("e5", "more", "step", Some("condition-0")),
+                edge("e6", "more", "done", Some("false")),
+            ]
+        }),
+    );
+    let ran = sandbox.run_with(&["run", &flow, "--db", &db], &llm).await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    let id = json_of(&sandbox.run(&["runs", "--db", &db, "--json"]))[0]["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+
+    let visits = json_of(&sandbox.run(&["show", &id, "--db", &db, "--node", "ask", "--json"]));
+    let visits = visits.as_array().expect("a list of visits");
+    assert_eq!(visits.len(), 2);
+    for (index, visit) in visits.iter().enumerate() {
+        let pass = index as u64 + 1;
+        assert_eq!(visit["visit"], pass);
+        assert_eq!(visit["status"], "completed");
+        assert_eq!(visit["input"], json!({ "n": pass }));
+        assert_eq!(visit["output"], json!(format!("heard Pass {pass}")));
+        assert_eq!(visit["cost"]["calls"], 1);
+        assert!(visit["cost"]["usd"].as_f64().expect("dollars") > 0.0);
+    }
+    // The whole run's JSON has them too.
+    let shown = json_of(&sandbox.run(&["show", &id, "--db", &db, "--json"]));
+    let asked = shown["visits"]
+        .as_array()
+        .expect("visits")
+        .iter()
+        .filter(|visit| visit["key"] == "ask")
+        .count();
+    assert_eq!(asked, 2);
+
+    let text = sandbox.run(&["show", &id, "--db", &db, "--node", "ask"]);
+    assert_eq!(text.code, Some(0), "{text:?}");
+    assert!(
+        text.stdout.starts_with("2 visits of `ask`"),
+        "{}",
+        text.stdout
+    );
+    assert!(text.stdout.contains("ask #2"), "{}", text.stdout);
+    assert!(
+        text.stdout.contains("output  heard Pass 1"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout.contains("1 LLM call, tokens"),
+        "{}",
+        text.stdout
+    );
+
+    let missing = sandbox.run(&["show", &id, "--db", &db, "--node", "nope"]);
+    assert_eq!(missing.code, Some(2), "{missing:?}");
+    assert!(
+        missing.stderr.contains("has no node `nope`"),
+        "{}",
+        missing.stderr
+    );
+}

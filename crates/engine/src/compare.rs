@@ -29,6 +29,8 @@ pub enum NodeStatus {
     Waiting,
     /// Started and never ended (the run was cancelled or interrupted meanwhile).
     Stopped,
+    /// Started and still going (the run is going).
+    Running,
     /// Not reached (a branch not taken, or the run ended before it).
     NotRun,
 }
@@ -281,7 +283,7 @@ fn event_key(event: &RunEvent) -> Option<String> {
     })
 }
 
-fn millis_between(from: &str, to: &str) -> Option<u64> {
+pub(crate) fn millis_between(from: &str, to: &str) -> Option<u64> {
     let from = DateTime::parse_from_rfc3339(from).ok()?;
     let to = DateTime::parse_from_rfc3339(to).ok()?;
     u64::try_from((to - from).num_milliseconds()).ok()

@@ -10,6 +10,7 @@
 //! - [`providers`]: LLM providers over their real HTTP wire formats.
 //! - [`event`]: the ordered events every run emits.
 //! - [`store`]: the SQLite run store (runs, events, node outputs, paused queues).
+//! - [`compare`], [`cost`], [`visits`]: what runs did and cost, per node, per visit, side by side.
 
 pub mod backoff;
 pub mod breakpoints;
@@ -27,6 +28,7 @@ pub mod step;
 pub mod store;
 pub mod template;
 pub mod validate;
+pub mod visits;
 
 pub use event::{EventSink, EventType, RunEvent, RunStatus};
 pub use flow::{Edge, Flow, LoadError, Node};

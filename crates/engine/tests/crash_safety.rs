@@ -92,6 +92,17 @@ fn run_until_killed(
     flow: Flow,
     stop: impl Fn() -> bool,
 ) -> String {
+    run_until_killed_with(server, db, flow, RunOptions::default(), stop)
+}
+
+/// [`run_until_killed`] with `options`.
+fn run_until_killed_with(
+    server: &ScriptedLlm,
+    db: &Path,
+    flow: Flow,
+    options: RunOptions,
+    stop: impl Fn() -> bool,
+) -> String {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -99,7 +110,7 @@ fn run_until_killed(
         .expect("runtime");
     let engine = engine(server, db);
     let handle = runtime
-        .block_on(engine.spawn(flow, RunOptions::default()))
+        .block_on(engine.spawn(flow, options))
         .expect("starts");
     let deadline = Instant::now() + Duration::from_secs(20);
     while !stop() {
@@ -404,4 +415,87 @@ fn calls_an_interrupted_step_had_made_are_answered_from_the_record() {
         .filter(|request| request.last_user_text().unwrap_or_default() == "find facts")
         .count();
     assert_eq!(helper_calls, 1);
+}
+
+#[test]
+fn a_replay_interrupted_mid_way_goes_on_replaying_what_it_had_not_reached() {
+    let support = tokio::runtime::Runtime::new().expect("runtime");
+    // Between the two agents, a slow HTTP call (to the scripted server, not an LLM call, so a
+    // replay makes it for real): the replay is killed while it waits.
+    let script = Script::default()
+        .with_rule(Rule::on(
+            Match {
+                last_user_contains: Some("hold on".into()),
+                ..Match::default()
+            },
+            Reply::Slow {
+                delay_ms: 1_500,
+                content: "held".into(),
+            },
+        ))
+        .with_fallback(Reply::text("an answer"));
+    let server = support
+        .block_on(ScriptedLlm::start(script))
+        .expect("server");
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("runs.db");
+    let hold = json!({"model": "m", "messages": [{"role": "user", "content": "hold on"}]});
+    let slow_middle = || {
+        flow(json!({
+            "nodes": [
+                {"id": "start", "type": "start", "data": {"initialInput": "rivers"}},
+                {"id": "first", "type": "agent", "data": {"model": "m", "userPrompt": "first about {{ PREVIOUS_OUTPUT }}"}},
+                {"id": "wait", "type": "http", "data": {"method": "POST", "url": format!("{}/chat/completions", server.base_url()), "body": hold.to_string()}},
+                {"id": "second", "type": "agent", "data": {"model": "m", "userPrompt": "second about {{ nodes.first }}"}},
+                {"id": "end", "type": "output"}
+            ],
+            "edges": [
+                {"id": "a", "source": "start", "target": "first"},
+                {"id": "b", "source": "first", "target": "wait"},
+                {"id": "c", "source": "wait", "target": "second"},
+                {"id": "d", "source": "second", "target": "end"}
+            ]
+        }))
+    };
+    let recorded = support
+        .block_on(engine(&server, &db).start(slow_middle(), RunOptions::default()))
+        .expect("runs");
+    assert_eq!(
+        recorded.status,
+        RunStatus::Completed,
+        "{:?}",
+        recorded.error
+    );
+    let asked = |text: &str| requests_containing(&server, text);
+    assert_eq!((asked("first about"), asked("second about")), (1, 1));
+
+    let replay = RunOptions {
+        replay: Some(recorded.run_id.clone()),
+        ..RunOptions::default()
+    };
+    let run_id = run_until_killed_with(&server, &db, slow_middle(), replay, || {
+        asked("hold on") == 2
+    });
+    orphan_running_runs(&db);
+    let engine = engine(&server, &db);
+    let outcome = support
+        .block_on(engine.retry(&run_id, None, ResumeOptions::default()))
+        .expect("continues");
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.error);
+    assert_eq!(outcome.result, recorded.result);
+    assert_eq!(asked("hold on"), 3, "the HTTP step ran again");
+    assert_eq!(
+        (asked("first about"), asked("second about")),
+        (1, 1),
+        "both agents' answers came from the replayed run, before and after the interruption"
+    );
+    let events = engine.store().events(&run_id).expect("events");
+    let replayed: Vec<&str> = events
+        .iter()
+        .filter(|event| {
+            event.kind == EventType::LogicCheck && event.content.starts_with("replayed:")
+        })
+        .filter_map(|event| event.node_id.as_deref())
+        .collect();
+    assert_eq!(replayed, ["first", "second"]);
 }

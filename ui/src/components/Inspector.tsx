@@ -4,23 +4,131 @@
 // "Latest input" is the latest output of the node execution last came from (the source of
 // the incoming edge whose node finished last before this one started); for the start node
 // it is the run's input. "Latest output" is the node's last `step_end`, or for a stored run
-// the output the store kept for it.
+// the output the store kept for it. Below them, every visit of the node (read from the store
+// by the engine: loops, forEach items, steps inside a subflow) with a picker.
 
-import { useState } from 'react';
-import type { BreakWhen, KindDescription } from '../bindings';
+import { useMemo, useState } from 'react';
+import type { BreakWhen, KindDescription, NodeVisit, Value } from '../bindings';
 import { fieldsOf, kindOf, labelOf, templateNamesFor } from '../catalog';
 import { costText, tokensText } from '../cost';
 import { getPath } from '../flowMapping';
 import { useCanvas, useRun, useSession, useSessionState } from '../hooks';
 import { FieldRow } from './fields';
 
-function RunData({ nodeId }: { nodeId: string }) {
+/** A visit as the picker lists it: `visit 2`, or `visit 1 › item 0 › draft #1` for a step inside. */
+export function visitLabel(visit: NodeVisit): string {
+  if (visit.outerVisit === null) return `visit ${visit.visit}`;
+  const inner = visit.key
+    .slice(visit.nodeId.length)
+    .replace(/^\[(\d+)\]/, 'item $1')
+    .replace(/^\//, '')
+    .replaceAll('/', ' › ');
+  return `visit ${visit.outerVisit} › ${inner} #${visit.visit}`;
+}
+
+/** A value as the inspector shows it: text as it is, anything else as indented JSON. */
+function shownValue(value: Value | null): string {
+  if (value === null) return '—';
+  return typeof value === 'string' ? value : JSON.stringify(value, null, 2);
+}
+
+function millisText(ms: number | null): string | null {
+  if (ms === null) return null;
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+}
+
+/** What one visit did: status, time, LLM calls, tokens and cost. */
+function visitFacts(visit: NodeVisit): string {
+  const facts: string[] = [visit.status.replace('_', ' ')];
+  const took = millisText(visit.durationMs);
+  if (took) facts.push(took);
+  if (visit.cost.calls > 0) {
+    facts.push(`${visit.cost.calls === 1 ? '1 LLM call' : `${visit.cost.calls} LLM calls`}`);
+    facts.push(`tokens ${tokensText(visit.cost)}`);
+    facts.push(`cost ${costText(visit.cost)}`);
+  }
+  return facts.join(' · ');
+}
+
+/**
+ * Every visit of the node in the run shown (loops, forEach items, steps inside a subflow), one
+ * picked at a time: its input, output, time, tokens and cost. A past run's visit can be pinned.
+ */
+function Visits({ nodeId, visits, readOnly }: { nodeId: string; visits: NodeVisit[]; readOnly: boolean }) {
+  const session = useSession();
+  const own = visits.filter((visit) => visit.outerVisit === null);
+  const latest = own.length > 0 ? visits.indexOf(own[own.length - 1]) : visits.length - 1;
+  const [picked, setPicked] = useState<number | null>(null);
+  const index = picked !== null && picked < visits.length ? picked : latest;
+  const visit = visits[index];
+  if (!visit) return null;
+  const several = visits.length > 1;
+  return (
+    <section className="visits" data-testid="visits">
+      {several ? (
+        <div className="field">
+          <label className="field-label" htmlFor={`visit-${nodeId}`}>
+            Visits ({visits.length})
+          </label>
+          <select
+            id={`visit-${nodeId}`}
+            className="input"
+            data-testid="visit-picker"
+            value={index}
+            onChange={(event) => setPicked(Number(event.target.value))}
+          >
+            {visits.map((candidate, position) => (
+              <option key={`${candidate.key}#${candidate.outerVisit ?? 0}#${candidate.visit}`} value={position}>
+                {visitLabel(candidate)}
+              </option>
+            ))}
+          </select>
+        </div>
+      ) : (
+        <h3 className="section-title">This visit</h3>
+      )}
+      <p className="muted" data-testid="visit-facts">
+        {visitFacts(visit)}
+      </p>
+      {several && (
+        <>
+          <h3 className="section-title">Input</h3>
+          <pre className="run-value" data-testid="visit-input">
+            {visit.input === null ? 'not known (the run began here)' : shownValue(visit.input)}
+          </pre>
+          <h3 className="section-title">{visit.error === null ? 'Output' : 'Error'}</h3>
+          <pre className={`run-value${visit.error === null ? '' : ' error'}`} data-testid="visit-output">
+            {visit.error ?? shownValue(visit.output)}
+          </pre>
+        </>
+      )}
+      {readOnly && several && visit.outerVisit === null && visit.output !== null && (
+        <button
+          type="button"
+          className="button small"
+          data-testid="pin-visit"
+          title="Pin this visit's output for the edited flow: its next runs do not run this node"
+          onClick={() => void session.pinFromViewed(nodeId, visit.output)}
+        >
+          Pin this visit's output
+        </button>
+      )}
+    </section>
+  );
+}
+
+const NO_VISITS: NodeVisit[] = [];
+
+function RunData({ nodeId, readOnly }: { nodeId: string; readOnly: boolean }) {
   const input = useRun((view) => view.inputs[nodeId]);
   const output = useRun((view) => view.outputs[nodeId]);
   const error = useRun((view) => view.nodeErrors[nodeId]);
   const hasRun = useRun((view) => view.status !== null);
-  // A stored run knows what each node's LLM calls cost (all visits, items and subagents).
-  const cost = useSessionState((state) => state.viewing?.cost.nodes[nodeId]);
+  // What each node's LLM calls cost (all visits, items and subagents), live or stored.
+  const cost = useSessionState((state) => state.visits?.cost.nodes[nodeId] ?? state.viewing?.cost.nodes[nodeId]);
+  const allVisits = useSessionState((state) => state.visits?.visits ?? NO_VISITS);
+  const runId = useRun((view) => view.runId);
+  const visits = useMemo(() => allVisits.filter((visit) => visit.nodeId === nodeId), [allVisits, nodeId]);
   if (!hasRun) return null;
   return (
     <section className="run-data">
@@ -45,6 +153,7 @@ function RunData({ nodeId }: { nodeId: string }) {
           </pre>
         </>
       )}
+      {visits.length > 0 && <Visits key={`${runId}:${nodeId}`} nodeId={nodeId} visits={visits} readOnly={readOnly} />}
     </section>
   );
 }
@@ -281,7 +390,7 @@ export function Inspector() {
           templateNames={templateNames}
         />
       ))}
-      <RunData nodeId={node.id} />
+      <RunData nodeId={node.id} readOnly={readOnly} />
     </div>
   );
 }

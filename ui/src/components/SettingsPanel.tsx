@@ -28,6 +28,7 @@ function ProviderSettings({ provider, onSaved }: { provider: ProviderSettingsVie
         key: key === '' ? null : key,
         address,
         defaultModel: null,
+        prices: null,
       });
       setKey('');
       onSaved(view);
@@ -100,6 +101,63 @@ function ProviderSettings({ provider, onSaved }: { provider: ProviderSettingsVie
   );
 }
 
+const PRICES_EXAMPLE = '{\n  "openai/gpt-4o": { "input": 2.5, "output": 10 }\n}';
+
+/**
+ * Prices that add to or replace the shipped ones (US dollars per million tokens, by
+ * `provider/model`), checked by the engine when saved: a wrong table is refused naming its line
+ * or model, and the table before stays.
+ */
+function PriceSettings({ view, onSaved }: { view: SettingsView; onSaved: (view: SettingsView) => void }) {
+  const session = useSession();
+  const [prices, setPrices] = useState(view.prices);
+  const [problem, setProblem] = useState<string | null>(null);
+  useEffect(() => setPrices(view.prices), [view.prices]);
+  const save = async () => {
+    try {
+      const settings = await session.api.saveSettings({
+        provider: null,
+        key: null,
+        address: null,
+        defaultModel: null,
+        prices,
+      });
+      setProblem(null);
+      onSaved(settings);
+    } catch (error) {
+      setProblem(errorMessage(error));
+    }
+  };
+  return (
+    <section className="provider" data-testid="settings-prices-section">
+      <h3 className="section-title">Prices</h3>
+      <textarea
+        className="input mono"
+        data-testid="settings-prices"
+        rows={5}
+        value={prices}
+        placeholder={PRICES_EXAMPLE}
+        spellCheck={false}
+        onChange={(event) => setPrices(event.target.value)}
+      />
+      {problem && (
+        <div className="field-error" data-testid="settings-prices-error">
+          {problem}
+        </div>
+      )}
+      <div className="button-row">
+        <button type="button" className="button primary small" data-testid="settings-save-prices" onClick={() => void save()}>
+          Save
+        </button>
+      </div>
+      <span className="field-help">
+        US dollars per million tokens, by provider/model; they add to or replace the shipped prices (and those of the
+        file WEFT_PRICES names). A model with no price shows tokens and no cost.
+      </span>
+    </section>
+  );
+}
+
 export function SettingsPanel() {
   const session = useSession();
   const [view, setView] = useState<SettingsView | null>(null);
@@ -122,12 +180,19 @@ export function SettingsPanel() {
 
   const saveModel = async () => {
     try {
-      const settings = await session.api.saveSettings({ provider: null, key: null, address: null, defaultModel: model });
+      const settings = await session.api.saveSettings({ provider: null, key: null, address: null, defaultModel: model, prices: null });
       setView(settings);
       setModel(settings.defaultModel);
     } catch (error) {
       session.reportError(error);
     }
+  };
+
+  const pricesSaved = (settings: SettingsView) => {
+    setView(settings);
+    // Costs shown are priced again with the new table.
+    void session.refreshVisits();
+    void session.refreshHistory();
   };
 
   const saved = (settings: SettingsView) => {
@@ -158,6 +223,7 @@ export function SettingsPanel() {
       {view.providers.map((provider) => (
         <ProviderSettings key={provider.provider} provider={provider} onSaved={saved} />
       ))}
+      <PriceSettings view={view} onSaved={pricesSaved} />
       <section className="settings-paths muted">
         <div>
           Settings file: <code data-testid="settings-file">{view.settingsFile}</code>

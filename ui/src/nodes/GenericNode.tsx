@@ -9,6 +9,7 @@ import { DEFAULT_TARGET_HANDLE, type CanvasNode } from '../flowMapping';
 import { useCanvas, useRun, useSessionState } from '../hooks';
 import { promptNodeOf } from '../runStore';
 import { staleNodes } from '../stale';
+import { costText, tokensText } from '../cost';
 import type { Problem } from '../bindings';
 import { AgentStream } from './agent';
 import { ApprovalPrompt } from './approval';
@@ -38,6 +39,8 @@ function GenericNodeView({ id, data, selected }: NodeProps<CanvasNode>) {
   const pinned = useSessionState((state) => !state.viewing && state.pins[flowPath ?? '']?.[id] !== undefined);
   const ranFlow = useSessionState((state) => (state.viewing ? null : state.ranFlow));
   const stale = useCanvas((state) => staleNodes(ranFlow, state.flow).has(id));
+  // What the node's LLM calls cost in the run shown (every visit, item and subagent call).
+  const cost = useSessionState((state) => state.visits?.cost.nodes[id] ?? state.viewing?.cost.nodes[id]);
 
   const handles = handlesOf(kind, node.data);
   const sideHandles = handles.filter((handle) => handle.kind !== 'subagent');
@@ -111,6 +114,15 @@ function GenericNodeView({ id, data, selected }: NodeProps<CanvasNode>) {
       <div className="node-kind">
         {kind?.title ?? `Unknown kind “${node.type}”`}
         <span className="node-id">{id}</span>
+        {cost && cost.calls > 0 && (
+          <span
+            className="cost-badge"
+            data-testid={`cost-${id}`}
+            title={`${cost.calls === 1 ? '1 LLM call' : `${cost.calls} LLM calls`} · tokens in/out ${tokensText(cost)}`}
+          >
+            {costText(cost)}
+          </span>
+        )}
       </div>
       {summary && <div className="node-summary">{summary}</div>}
       {nodeError && status === 'failed' && <div className="node-error">{nodeError}</div>}

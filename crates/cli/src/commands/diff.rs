@@ -150,6 +150,7 @@ fn status_text(node: &NodeRun) -> String {
         NodeStatus::Failed => "failed",
         NodeStatus::Waiting => "waiting",
         NodeStatus::Stopped => "stopped",
+        NodeStatus::Running => "running",
         NodeStatus::NotRun => "not run",
     }
     .to_string()

@@ -3,8 +3,10 @@
 use std::path::Path;
 
 use serde_json::json;
+use weft_engine::compare::NodeStatus;
 use weft_engine::cost::{PRICES_ENV, RunCost, run_cost, usd_text};
 use weft_engine::store::{NodeOutputRecord, RunRecord};
+use weft_engine::visits::{NodeVisit, node_visits};
 use weft_engine::{EventType, RunEvent};
 
 use crate::output::{self, Style};
@@ -22,11 +24,16 @@ pub(crate) fn show(args: &ShowArgs) -> anyhow::Result<Exit> {
     let outputs = store.node_outputs(&run_id).map_err(super::store_error)?;
     let events = store.events(&run_id).map_err(super::store_error)?;
     let cost = run_cost(&store, &record, &prices).map_err(super::store_error)?;
+    let visits = node_visits(&record, &events, &outputs, &cost);
+    if let Some(node) = &args.node {
+        return show_visits(&record, &visits, node, args.json);
+    }
     if args.json {
         let report = json!({
             "run": record,
             "cost": cost,
             "nodeOutputs": outputs,
+            "visits": visits,
             "events": events,
         });
         output::out(&format!("{}\n", serde_json::to_string_pretty(&report)?))?;
@@ -37,6 +44,94 @@ pub(crate) fn show(args: &ShowArgs) -> anyhow::Result<Exit> {
     text.push_str(&node_outputs(&outputs, &cost, style));
     text.push_str(&llm_calls(&cost, style));
     text.push_str(&trace(&events, args.deltas, style));
+    output::out(&text)?;
+    Ok(Exit::Success)
+}
+
+/// Every visit of `node` (a node of the run's flow, or a nested step's key such as
+/// `research/draft`): the steps it made and those made inside it, each with its input, output,
+/// time, tokens and cost.
+fn show_visits(
+    record: &RunRecord,
+    visits: &[NodeVisit],
+    node: &str,
+    json: bool,
+) -> anyhow::Result<Exit> {
+    let chosen: Vec<&NodeVisit> = visits
+        .iter()
+        .filter(|visit| visit.node_id == node || visit.key == node)
+        .collect();
+    let known = visits
+        .iter()
+        .any(|visit| visit.node_id == node || visit.key == node)
+        || weft_engine::Flow::parse(&record.flow_json, "the stored flow")
+            .is_ok_and(|flow| flow.node(node).is_some());
+    if !known {
+        output::err(&format!(
+            "error: run {} has no node `{node}` (weft show {} lists its nodes)\n",
+            record.summary.id, record.summary.id
+        ));
+        return Ok(Exit::Invalid);
+    }
+    if json {
+        output::out(&format!("{}\n", serde_json::to_string_pretty(&chosen)?))?;
+        return Ok(Exit::Success);
+    }
+    let style = Style::stdout();
+    let mut text = style.bold(&format!(
+        "{} of `{node}` in run {}",
+        output::count(chosen.len(), "visit"),
+        record.summary.id
+    ));
+    text.push('\n');
+    if chosen.is_empty() {
+        text.push_str("  (it did not run)\n");
+    }
+    for visit in chosen {
+        let mut heading = format!("{} #{}", visit.key, visit.visit);
+        if let Some(outer) = visit.outer_visit {
+            heading.push_str(&format!(" (in visit {outer} of {})", visit.node_id));
+        }
+        let status = match visit.status {
+            NodeStatus::Failed => style.red("failed"),
+            NodeStatus::Waiting => style.yellow("waiting"),
+            status => serde_json::to_value(status)
+                .ok()
+                .and_then(|value| value.as_str().map(str::to_string))
+                .unwrap_or_default()
+                .replace('_', " "),
+        };
+        let mut facts = vec![status, output::time_of_day(&visit.started_at)];
+        if let Some(ms) = visit.duration_ms {
+            facts.push(output::duration(ms as f64 / 1000.0));
+        }
+        if visit.cost.calls > 0 {
+            facts.push(format!(
+                "{}, tokens {}, {}",
+                output::count(visit.cost.calls as usize, "LLM call"),
+                output::tokens(&visit.cost.usage()),
+                visit.cost.text()
+            ));
+        }
+        text.push_str(&format!(
+            "\n  {}  {}\n",
+            style.bold(&heading),
+            facts.join("  ")
+        ));
+        let shown = |value: &Option<serde_json::Value>| match value {
+            Some(value) => output::one_line(&output::value_text(value), CELL),
+            None => style.dim("(not known)"),
+        };
+        text.push_str(&format!("    input   {}\n", shown(&visit.input)));
+        if let Some(error) = &visit.error {
+            text.push_str(&format!(
+                "    error   {}\n",
+                style.red(&output::one_line(error, 400))
+            ));
+        } else {
+            text.push_str(&format!("    output  {}\n", shown(&visit.output)));
+        }
+    }
     output::out(&text)?;
     Ok(Exit::Success)
 }

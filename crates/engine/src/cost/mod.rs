@@ -38,19 +38,19 @@ impl Price {
 /// Why a price file cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum PriceError {
-    #[error("prices file {path}: {source}")]
+    #[error("prices in {path}: {source}")]
     Read {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("prices file {path}: line {line}, column {column}: {message}")]
+    #[error("prices in {path}: line {line}, column {column}: {message}")]
     Syntax {
         path: PathBuf,
         line: usize,
         column: usize,
         message: String,
     },
-    #[error("prices file {path}: {message}")]
+    #[error("prices in {path}: {message}")]
     Invalid { path: PathBuf, message: String },
 }
 
@@ -99,6 +99,19 @@ impl Prices {
         Ok(self)
     }
 
+    /// These prices with the table `text` (the form of a `WEFT_PRICES` file) added; `origin`
+    /// names where it comes from in errors.
+    pub fn with_text(mut self, text: &str, origin: &Path) -> Result<Prices, PriceError> {
+        self.by_model.extend(parse(text, origin)?);
+        Ok(self)
+    }
+
+    /// These prices with the table `table` (an object as in a `WEFT_PRICES` file) added.
+    pub fn with_table(mut self, table: &Value, origin: &Path) -> Result<Prices, PriceError> {
+        self.by_model.extend(parse_value(table.clone(), origin)?);
+        Ok(self)
+    }
+
     /// The price of `model` (`provider/model`), exactly as named: a dated snapshot and its alias
     /// are separate entries, since their prices can differ.
     pub fn price(&self, model: &str) -> Option<Price> {
@@ -114,6 +127,11 @@ fn parse(text: &str, path: &Path) -> Result<HashMap<String, Price>, PriceError> 
         column: error.column(),
         message: error.to_string(),
     })?;
+    parse_value(value, path)
+}
+
+/// Reads a table already parsed as JSON.
+fn parse_value(value: Value, path: &Path) -> Result<HashMap<String, Price>, PriceError> {
     let invalid = |message: String| PriceError::Invalid {
         path: path.to_path_buf(),
         message,
@@ -189,7 +207,7 @@ impl Cost {
         }
     }
 
-    fn add(&mut self, call: &CallCost) {
+    pub(crate) fn add(&mut self, call: &CallCost) {
         self.calls += 1;
         self.input_tokens += call.usage.input_tokens;
         self.output_tokens += call.usage.output_tokens;
@@ -306,6 +324,32 @@ pub fn run_total(store: &Store, run_id: &str, prices: &Prices) -> Result<Cost, S
     Ok(RunCost::of(store.call_usage(run_id)?, None, prices).total)
 }
 
+/// The node key (as events and node outputs name it) of an LLM call's key: without the visits
+/// of enclosing steps (`sub@2/x` is `sub/x`, `each[1]@3/x` is `each[1]/x`).
+pub fn store_key_of(call_key: &str) -> String {
+    if !call_key.contains('@') {
+        return call_key.to_string();
+    }
+    let segments: Vec<&str> = call_key.split('/').collect();
+    let last = segments.len() - 1;
+    segments
+        .iter()
+        .enumerate()
+        .map(|(index, segment)| match segment.rsplit_once('@') {
+            // Only the enclosing steps carry a visit; the node's own id is as written.
+            Some((step, visit))
+                if index < last
+                    && !visit.is_empty()
+                    && visit.bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                step
+            }
+            _ => segment,
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 /// Each top-level agent's parents through subagent edges.
 fn subagent_parents(flow: &Flow) -> HashMap<String, Vec<String>> {
     let mut parents: HashMap<String, Vec<String>> = HashMap::new();
@@ -323,6 +367,9 @@ fn subagent_parents(flow: &Flow) -> HashMap<String, Vec<String>> {
 /// theirs), for calls of the top-level flow.
 fn counted_by(key: &str, subagent_parents: &HashMap<String, Vec<String>>) -> BTreeSet<String> {
     let mut keys = BTreeSet::new();
+    // A call in the second visit of a subflow (`sub@2/x`) is the node `sub/x`'s.
+    let key = store_key_of(key);
+    let key = key.as_str();
     let segments: Vec<&str> = key.split('/').collect();
     for end in 1..=segments.len() {
         let prefix = segments[..end].join("/");

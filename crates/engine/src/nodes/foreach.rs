@@ -134,6 +134,7 @@ async fn run_items(
                         flow: child,
                         input: item,
                         item: Some(index as u64),
+                        visit: step.visit,
                         resume: None,
                         cancel: stop_ref.clone(),
                     },

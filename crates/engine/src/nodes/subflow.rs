@@ -59,6 +59,7 @@ impl Kind for SubflowConfig {
                     flow: &child,
                     input: step.input.clone(),
                     item: None,
+                    visit: step.visit,
                     resume,
                     cancel: env.cancel().clone(),
                 },

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::emitter::{Emitter, now};
 use super::graph::Graph;
-use super::llm_log::{LlmLog, request_hash};
+use super::llm_log::{LlmLog, Recorded, request_hash};
 use crate::event::EventType;
 use crate::flow::{Flow, Node};
 use crate::nodes::{Decision, NodeConfig};
@@ -146,6 +146,11 @@ impl RunContext {
         self.events.store_key(node_id)
     }
 
+    /// `node_id` as its LLM calls are recorded (unique per visit of every enclosing step).
+    pub(crate) fn call_key(&self, node_id: &str) -> String {
+        self.events.call_key(node_id)
+    }
+
     pub(crate) fn store(&self) -> &Store {
         &self.services.store
     }
@@ -250,7 +255,7 @@ impl StepEnv for RunContext {
         on_delta: &'a (dyn Fn(&str) + Send + Sync),
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         async move {
-            let node_key = self.store_key(node_id);
+            let node_key = self.call_key(node_id);
             let log = &self.shared.llm_log;
             let call = log.next_call(&node_key, visit);
             let hash = request_hash(route, request);
@@ -267,13 +272,17 @@ impl StepEnv for RunContext {
                 self.store()
                     .record_llm_call(&self.run_id, &recorded, &now());
             };
-            if let Some(answer) = log.recorded(&node_key, visit, call, &hash) {
+            if let Some(recorded) = log.recorded(&node_key, visit, call, &hash) {
+                let (answer, replayed) = match recorded {
+                    Recorded::Own(answer) => (answer, false),
+                    Recorded::Replayed(answer) => (answer, true),
+                };
                 // Its tokens were counted (and paid) when it was first asked.
                 let answer = ChatResponse {
                     usage: None,
                     ..answer
                 };
-                if let Some(from_run) = log.replayed_run() {
+                if replayed && let Some(from_run) = log.replayed_run() {
                     // A replay keeps the call as its own, costing nothing, so that the run is
                     // complete in itself (to replay again, to compare).
                     self.events.emit(

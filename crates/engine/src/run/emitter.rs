@@ -30,6 +30,16 @@ pub(crate) fn now() -> String {
     })
 }
 
+/// A scope segment (`research`, `each[2]`) as LLM call keys name it in visit `visit` of its
+/// step: unchanged on the first visit, `research@2` on the second.
+pub(crate) fn call_segment(segment: &str, visit: u64) -> String {
+    if visit > 1 {
+        format!("{segment}@{visit}")
+    } else {
+        segment.to_string()
+    }
+}
+
 /// Shared by a run and all its nested runs.
 struct EventLog {
     run_id: String,
@@ -46,6 +56,11 @@ pub(crate) struct Emitter {
     log: Arc<EventLog>,
     /// Path of the subflow / forEach step this emitter's run belongs to (`None` at the top).
     scope: Option<String>,
+    /// [`Emitter::scope`] with the visit of each enclosing step that was not its first
+    /// (`research@2` while the subflow `research` runs the second time): a nested node's LLM
+    /// calls are recorded under it, so the calls of two visits of a subflow or forEach never
+    /// share a key (the child run counts its own visits from 1 again).
+    call_scope: Option<String>,
     item: Option<u64>,
 }
 
@@ -73,23 +88,37 @@ impl Emitter {
                 usage: Mutex::new(usage),
             }),
             scope: None,
+            call_scope: None,
             item: None,
         }
     }
 
-    /// The emitter of a run nested in step `node_id` of this one (item `item` of a forEach).
-    pub(crate) fn nested(&self, node_id: &str, item: Option<u64>) -> Emitter {
+    /// The emitter of a run nested in visit `visit` of step `node_id` of this one (item `item`
+    /// of a forEach).
+    pub(crate) fn nested(&self, node_id: &str, visit: u64, item: Option<u64>) -> Emitter {
         let segment = match item {
             Some(index) => format!("{node_id}[{index}]"),
             None => node_id.to_string(),
         };
+        let call_segment = call_segment(&segment, visit);
+        let join = |outer: &Option<String>, segment: String| match outer {
+            Some(outer) => format!("{outer}/{segment}"),
+            None => segment,
+        };
         Emitter {
             log: self.log.clone(),
-            scope: Some(match &self.scope {
-                Some(scope) => format!("{scope}/{segment}"),
-                None => segment,
-            }),
+            scope: Some(join(&self.scope, segment)),
+            call_scope: Some(join(&self.call_scope, call_segment)),
             item: item.or(self.item),
+        }
+    }
+
+    /// `node_id` as its LLM calls are recorded: [`Emitter::store_key`] with the visits of the
+    /// enclosing steps ([`Emitter::call_scope`]).
+    pub(crate) fn call_key(&self, node_id: &str) -> String {
+        match &self.call_scope {
+            Some(scope) => format!("{scope}/{node_id}"),
+            None => node_id.to_string(),
         }
     }
 

@@ -17,15 +17,34 @@ use sha2::{Digest, Sha256};
 use crate::providers::{ChatRequest, ChatResponse, ModelRoute};
 use crate::store::RecordedCall;
 
+/// Answers recorded earlier, by (node key, visit, call number).
+type Recordings = HashMap<(String, u64, u64), RecordedCall>;
+
+fn by_call(calls: Vec<RecordedCall>) -> Recordings {
+    calls
+        .into_iter()
+        .map(|call| ((call.node_key.clone(), call.visit, call.call), call))
+        .collect()
+}
+
 /// Shared by a run and its nested runs (node keys carry their scope).
 #[derive(Default)]
 pub(crate) struct LlmLog {
-    /// Answers to give again, by (node key, visit, call number).
-    recorded: HashMap<(String, u64, u64), RecordedCall>,
+    /// This run's own answers, given again for the same requests (a run continued after an
+    /// interruption), live or not.
+    own: Recordings,
     /// How many calls each (node key, visit) has made so far in this process.
     calls: Mutex<HashMap<(String, u64), u64>>,
     /// Set when the answers are another run's (a replay).
     replay: Option<Replay>,
+}
+
+/// Where a recorded answer comes from.
+pub(crate) enum Recorded {
+    /// This run had it before it was interrupted.
+    Own(ChatResponse),
+    /// The replayed run had it.
+    Replayed(ChatResponse),
 }
 
 /// Where a replay stands, kept with a paused run so that its resume replays on.
@@ -39,6 +58,8 @@ pub(crate) struct ReplayState {
 /// A replay of run `from_run`.
 struct Replay {
     from_run: String,
+    /// Its answers.
+    recorded: Recordings,
     /// Node keys that went live, and those after them on their branches.
     live: Mutex<HashSet<String>>,
 }
@@ -50,13 +71,10 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl LlmLog {
-    /// A log that gives `recorded` answers again (a run continued after an interruption).
-    pub(crate) fn replaying(recorded: Vec<RecordedCall>) -> LlmLog {
+    /// A log that gives this run's `own` answers again (a run continued after an interruption).
+    pub(crate) fn replaying(own: Vec<RecordedCall>) -> LlmLog {
         LlmLog {
-            recorded: recorded
-                .into_iter()
-                .map(|call| ((call.node_key.clone(), call.visit, call.call), call))
-                .collect(),
+            own: by_call(own),
             calls: Mutex::default(),
             replay: None,
         }
@@ -68,10 +86,18 @@ impl LlmLog {
         LlmLog {
             replay: Some(Replay {
                 from_run: state.from_run,
+                recorded: by_call(recorded),
                 live: Mutex::new(state.live.into_iter().collect()),
             }),
-            ..LlmLog::replaying(recorded)
+            ..LlmLog::default()
         }
+    }
+
+    /// This log, also giving this run's `own` answers again (a replay continued after an
+    /// interruption): those come first, whether their node went live or not.
+    pub(crate) fn with_own(mut self, own: Vec<RecordedCall>) -> LlmLog {
+        self.own = by_call(own);
+        self
     }
 
     /// Where the replay stands (`None` when this is no replay).
@@ -119,29 +145,36 @@ impl LlmLog {
     }
 
     /// The recorded answer of call `call` of `node_key` in visit `visit`, when the request is the
-    /// one recorded (`request_hash`).
+    /// one recorded (`request_hash`): this run's own, else (in a replay, for a node not live)
+    /// the replayed run's.
     pub(crate) fn recorded(
         &self,
         node_key: &str,
         visit: u64,
         call: u64,
         request_hash: &str,
-    ) -> Option<ChatResponse> {
-        if let Some(replay) = &self.replay
-            && is_live(&lock(&replay.live), node_key)
-        {
+    ) -> Option<Recorded> {
+        let key = (node_key.to_string(), visit, call);
+        let answer_of = |recordings: &Recordings| -> Option<ChatResponse> {
+            let recorded = recordings.get(&key)?;
+            if recorded.request_hash != request_hash {
+                return None;
+            }
+            serde_json::from_value(recorded.response.clone()).ok()
+        };
+        if let Some(answer) = answer_of(&self.own) {
+            return Some(Recorded::Own(answer));
+        }
+        let replay = self.replay.as_ref()?;
+        if is_live(&lock(&replay.live), node_key) {
             return None;
         }
-        let recorded = self.recorded.get(&(node_key.to_string(), visit, call))?;
-        if recorded.request_hash != request_hash {
-            return None;
-        }
-        serde_json::from_value(recorded.response.clone()).ok()
+        answer_of(&replay.recorded).map(Recorded::Replayed)
     }
 }
 
-/// Whether `node_key` is live: itself, or a run it is nested in (`sub` for `sub/x`, `each` and
-/// `each[2]` for `each[2]/x`).
+/// Whether `node_key` is live: itself, or a run it is nested in (`sub` for `sub/x` and
+/// `sub@2/x`, `each` and `each[2]` for `each[2]/x`).
 fn is_live(live: &HashSet<String>, node_key: &str) -> bool {
     if live.is_empty() {
         return false;
@@ -151,8 +184,14 @@ fn is_live(live: &HashSet<String>, node_key: &str) -> bool {
         if live.contains(&segments[..end].join("/")) {
             return true;
         }
-        // An item `each[2]` is inside its forEach `each`.
-        segments[end - 1].split_once('[').is_some_and(|(node, _)| {
+        // An item `each[2]` is inside its forEach `each`, and the second visit `sub@2` of a
+        // subflow is the subflow step `sub` (whose key has no visit).
+        let segment = segments[end - 1];
+        let step = segment
+            .split_once('[')
+            .or_else(|| segment.split_once('@'))
+            .map(|(node, _)| node);
+        step.is_some_and(|node| {
             let mut outer = segments[..end - 1].to_vec();
             outer.push(node);
             live.contains(&outer.join("/"))
@@ -178,10 +217,18 @@ mod tests {
     #[test]
     fn a_node_is_live_inside_a_live_run_or_item() {
         let live: HashSet<String> = ["sub".to_string(), "each".to_string(), "x".to_string()].into();
-        for key in ["x", "sub/a", "sub/inner/b", "each[3]/a", "each"] {
+        for key in [
+            "x",
+            "sub/a",
+            "sub/inner/b",
+            "each[3]/a",
+            "each",
+            "sub@2/a",
+            "each[3]@2/a",
+        ] {
             assert!(is_live(&live, key), "{key}");
         }
-        for key in ["y", "subway", "other/sub", "eachx[1]/a"] {
+        for key in ["y", "subway", "other/sub", "eachx[1]/a", "subway@2/a"] {
             assert!(!is_live(&live, key), "{key}");
         }
         assert!(!is_live(&HashSet::new(), "x"));

@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use emitter::EventListener;
+pub(crate) use emitter::call_segment;
 
 use crate::breakpoints::{BreakWhen, Breakpoint, check_breakpoints};
 use crate::event::{EventType, RunStatus};
@@ -725,8 +726,20 @@ impl Engine {
         );
         let flow_path = record.summary.flow_path.as_ref().map(PathBuf::from);
         let cancel = self.track(&run_id, &options.cancel);
+        // A replay goes on replaying: the answers this run already had come first, then the
+        // replayed run's for the steps it had not reached.
+        let llm_log = match state.replay.clone() {
+            Some(replay) => {
+                let from_run = replay.from_run.clone();
+                let recorded = self
+                    .blocking(move |store| store.llm_calls(&from_run))
+                    .await?;
+                LlmLog::replay(replay, recorded).with_own(calls)
+            }
+            None => LlmLog::replaying(calls),
+        };
         let shared = RunShared {
-            llm_log: Arc::new(LlmLog::replaying(calls)),
+            llm_log: Arc::new(llm_log),
             ..RunShared::default()
         };
         let graph = Graph::build(&flow);

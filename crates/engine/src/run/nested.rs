@@ -102,7 +102,7 @@ pub(crate) async fn run_child(
         seed,
         parent.services.clone(),
         parent.shared.clone(),
-        parent.events.nested(node_id, child.item),
+        parent.events.nested(node_id, child.visit, child.item),
         child.cancel,
         parent.nested_decisions(node_id),
     );

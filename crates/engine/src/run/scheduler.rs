@@ -1072,10 +1072,10 @@ impl Scheduler {
 fn step_started(ctx: &RunContext, item: &QueuedStep) {
     if ctx.shared.llm_log.replayed_run().is_some() {
         ctx.shared.llm_log.follows(
-            &ctx.store_key(&item.node_id),
+            &ctx.call_key(&item.node_id),
             item.source_node_id
                 .as_deref()
-                .map(|source| ctx.store_key(source))
+                .map(|source| ctx.call_key(source))
                 .as_deref(),
         );
     }

@@ -216,6 +216,8 @@ pub struct ChildRun<'a> {
     pub input: Value,
     /// For a `forEach` item: its index (events carry it).
     pub item: Option<u64>,
+    /// The visit of the step that runs it (its nested LLM calls are recorded per visit).
+    pub visit: u64,
     pub resume: Option<ChildResume>,
     /// Stops this child run (a `forEach` cancels the rest on a fail-fast failure).
     pub cancel: CancellationToken,
