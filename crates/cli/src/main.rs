@@ -59,6 +59,8 @@ Examples:
   weft runs
   weft show 3f2a
   weft diff 3f2a 9bc1               # two runs node by node
+  weft test flows/                  # the cases of every NAME.tests.json, offline when recorded
+  weft test flows/triage.json --record --case refund
   weft kinds --json";
 
 #[derive(Debug, Subcommand)]
@@ -78,6 +80,9 @@ enum Command {
     Diff(DiffArgs),
     /// List the node kinds: their handles and the fields of their data, with types and help.
     Kinds(KindsArgs),
+    /// Run the test cases beside flows (NAME.tests.json), offline from their recordings when
+    /// they have them. Exits 0 when every case passed, 1 when any failed.
+    Test(TestArgs),
 }
 
 /// Where runs are stored.
@@ -211,6 +216,40 @@ pub(crate) struct ShowArgs {
 }
 
 #[derive(Debug, Args)]
+pub(crate) struct TestArgs {
+    /// A flow (its cases are in NAME.tests.json beside it), a tests file, or a folder (every
+    /// tests file in it).
+    #[arg(value_name = "FLOW|DIR")]
+    pub target: PathBuf,
+    /// Only the case of this name.
+    #[arg(long, value_name = "NAME")]
+    pub case: Option<String>,
+    /// Run each case N times (instead of its own `repeat`).
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<u32>,
+    /// The share of a case's runs that must pass, 0 to 1 (instead of its own `passRate`).
+    #[arg(long, value_name = "RATE")]
+    pub pass_rate: Option<f64>,
+    /// Ask the providers and keep their answers in NAME.recordings/ for offline runs.
+    #[arg(long)]
+    pub record: bool,
+    /// Never ask a provider: a case without a recording fails at its first LLM request.
+    #[arg(long)]
+    pub offline: bool,
+    /// Print the results as JSON on stdout (no progress on stderr).
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the results as JUnit XML to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Cases run at the same time.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub jobs: usize,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
 pub(crate) struct DiffArgs {
     /// The first run's id (or a unique prefix of it).
     #[arg(value_name = "RUN_A")]
@@ -293,6 +332,7 @@ fn main() -> ExitCode {
         Command::Show(args) => commands::show::show(&args),
         Command::Diff(args) => commands::diff::diff(&args),
         Command::Kinds(args) => commands::kinds::kinds(&args),
+        Command::Test(args) => block_on(commands::test::test(args)),
     };
     match result {
         Ok(exit) => exit.into(),

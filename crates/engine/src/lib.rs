@@ -11,6 +11,7 @@
 //! - [`event`]: the ordered events every run emits.
 //! - [`store`]: the SQLite run store (runs, events, node outputs, paused queues).
 //! - [`compare`], [`cost`], [`visits`]: what runs did and cost, per node, per visit, side by side.
+//! - [`testing`]: flow tests: cases beside a flow, their assertions, judges and recordings.
 
 pub mod backoff;
 pub mod breakpoints;
@@ -27,6 +28,7 @@ pub mod run;
 pub mod step;
 pub mod store;
 pub mod template;
+pub mod testing;
 pub mod validate;
 pub mod visits;
 
@@ -34,8 +36,8 @@ pub use event::{EventSink, EventType, RunEvent, RunStatus};
 pub use flow::{Edge, Flow, LoadError, Node};
 pub use nodes::Decision;
 pub use run::{
-    Continue, DecideError, Engine, Entry, EventListener, ResumeOptions, RunError, RunHandle,
-    RunOptions, RunOutcome, Waiting, check_decisions, waiting_of,
+    Continue, DecideError, Engine, Entry, EventListener, RecordedAnswers, ResumeOptions, RunError,
+    RunHandle, RunOptions, RunOutcome, Waiting, check_decisions, waiting_of,
 };
 pub use store::{Store, StoreError};
 pub use validate::{

@@ -65,7 +65,11 @@ fn json_files(dir: &Path) -> Vec<PathBuf> {
                 .file_name()
                 .and_then(|name| name.to_str())
                 .unwrap_or("");
-            name.ends_with(".json") && !name.ends_with(".cases.json")
+            // Beside a flow: the golden cases, and its flow tests and pins (not flows).
+            name.ends_with(".json")
+                && ![".cases.json", ".tests.json", ".pins.json"]
+                    .iter()
+                    .any(|suffix| name.ends_with(suffix))
         })
         .collect();
     files.sort();

@@ -7,6 +7,7 @@ pub(crate) mod resume;
 pub(crate) mod run;
 pub(crate) mod runs;
 pub(crate) mod show;
+pub(crate) mod test;
 pub(crate) mod validate;
 
 use std::path::{Path, PathBuf};

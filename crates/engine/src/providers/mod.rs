@@ -427,6 +427,9 @@ pub enum ProviderError {
     },
     #[error("the request was cancelled")]
     Cancelled,
+    /// A flow test offline: the recording it was given has no answer for this request.
+    #[error("{0}")]
+    NotRecorded(String),
 }
 
 /// The clients of every provider, sharing one HTTP connection pool.

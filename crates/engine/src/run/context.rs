@@ -273,25 +273,41 @@ impl StepEnv for RunContext {
                     .record_llm_call(&self.run_id, &recorded, &now());
             };
             if let Some(recorded) = log.recorded(&node_key, visit, call, &hash) {
-                let (answer, replayed) = match recorded {
-                    Recorded::Own(answer) => (answer, false),
-                    Recorded::Replayed(answer) => (answer, true),
+                let answer = match recorded {
+                    // Its tokens were counted (and paid) when it was first asked.
+                    Recorded::Own(answer) => ChatResponse {
+                        usage: None,
+                        ..answer
+                    },
+                    Recorded::Replayed(answer) => {
+                        let answer = ChatResponse {
+                            usage: None,
+                            ..answer
+                        };
+                        // A replay keeps the call as its own, costing nothing, so that the run
+                        // is complete in itself (to replay again, to compare).
+                        let from_run = log.replayed_run().unwrap_or_default();
+                        self.events.emit(
+                            EventType::LogicCheck,
+                            Some(node_id),
+                            format!("replayed: the answer run {from_run} recorded for this request (no provider call)"),
+                        );
+                        record(&answer);
+                        answer
+                    }
+                    // A flow test offline: the answer keeps the tokens it used when recorded,
+                    // so a test's limits on tokens and cost hold as they would live.
+                    Recorded::Given(answer) => {
+                        self.events.emit(
+                            EventType::LogicCheck,
+                            Some(node_id),
+                            "answered from the test's recording (no provider call)".to_string(),
+                        );
+                        record(&answer);
+                        answer
+                    }
+                    Recorded::Missing(why) => return Err(ProviderError::NotRecorded(why)),
                 };
-                // Its tokens were counted (and paid) when it was first asked.
-                let answer = ChatResponse {
-                    usage: None,
-                    ..answer
-                };
-                if replayed && let Some(from_run) = log.replayed_run() {
-                    // A replay keeps the call as its own, costing nothing, so that the run is
-                    // complete in itself (to replay again, to compare).
-                    self.events.emit(
-                        EventType::LogicCheck,
-                        Some(node_id),
-                        format!("replayed: the answer run {from_run} recorded for this request (no provider call)"),
-                    );
-                    record(&answer);
-                }
                 // Shown as one piece.
                 if !answer.content.is_empty() {
                     on_delta(&answer.content);

@@ -37,6 +37,9 @@ pub(crate) struct LlmLog {
     calls: Mutex<HashMap<(String, u64), u64>>,
     /// Set when the answers are another run's (a replay).
     replay: Option<Replay>,
+    /// Set when the answers come from a recording given to the run (a flow test offline):
+    /// every request must have one.
+    given: Option<Given>,
 }
 
 /// Where a recorded answer comes from.
@@ -45,6 +48,24 @@ pub(crate) enum Recorded {
     Own(ChatResponse),
     /// The replayed run had it.
     Replayed(ChatResponse),
+    /// The recording given to the run has it (with the tokens it used then).
+    Given(ChatResponse),
+    /// The recording given to the run has none for this request: why, and how to record one.
+    Missing(String),
+}
+
+/// Answers recorded outside the store (a flow test's recording), given to a new run: a request
+/// with no answer there fails instead of going to the provider.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RecordedAnswers {
+    pub calls: Vec<RecordedCall>,
+    /// Said when a request has no recorded answer: where the recording is and how to record it.
+    pub missing: String,
+}
+
+struct Given {
+    recorded: Recordings,
+    missing: String,
 }
 
 /// Where a replay stands, kept with a paused run so that its resume replays on.
@@ -75,8 +96,18 @@ impl LlmLog {
     pub(crate) fn replaying(own: Vec<RecordedCall>) -> LlmLog {
         LlmLog {
             own: by_call(own),
-            calls: Mutex::default(),
-            replay: None,
+            ..LlmLog::default()
+        }
+    }
+
+    /// A log that answers from `answers` only (a flow test run offline).
+    pub(crate) fn given(answers: RecordedAnswers) -> LlmLog {
+        LlmLog {
+            given: Some(Given {
+                recorded: by_call(answers.calls),
+                missing: answers.missing,
+            }),
+            ..LlmLog::default()
         }
     }
 
@@ -164,6 +195,23 @@ impl LlmLog {
         };
         if let Some(answer) = answer_of(&self.own) {
             return Some(Recorded::Own(answer));
+        }
+        if let Some(given) = &self.given {
+            return Some(match answer_of(&given.recorded) {
+                Some(answer) => Recorded::Given(answer),
+                None => {
+                    let what = if given.recorded.contains_key(&key) {
+                        "differs from the one recorded"
+                    } else {
+                        "has no recorded answer"
+                    };
+                    Recorded::Missing(format!(
+                        "this request (visit {visit}, call {}) {what}: {}",
+                        call + 1,
+                        given.missing
+                    ))
+                }
+            });
         }
         let replay = self.replay.as_ref()?;
         if is_live(&lock(&replay.live), node_key) {

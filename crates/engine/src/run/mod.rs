@@ -33,6 +33,7 @@ use tokio_util::task::TaskTracker;
 
 pub use emitter::EventListener;
 pub(crate) use emitter::call_segment;
+pub use llm_log::RecordedAnswers;
 
 use crate::breakpoints::{BreakWhen, Breakpoint, check_breakpoints};
 use crate::event::{EventType, RunStatus};
@@ -96,6 +97,9 @@ pub struct RunOptions {
     /// Where the run stops for the person ([`crate::breakpoints`]), kept for the whole run.
     /// Checked by [`crate::breakpoints::check_breakpoints`] before the run starts.
     pub breakpoints: Vec<Breakpoint>,
+    /// Answers recorded outside the store (a flow test offline): every LLM request is answered
+    /// from them, and one they do not have fails its node instead of reaching the provider.
+    pub recorded: Option<RecordedAnswers>,
 }
 
 /// How to resume a paused run.
@@ -336,7 +340,21 @@ impl Engine {
             }),
             None => None,
         };
-        let shared = self.shared_replaying(replay).await?;
+        let shared = match (options.recorded, replay) {
+            (Some(_), Some(_)) => {
+                return Err(RunError::Debugging {
+                    problems: vec![
+                        "a run is answered from a past run (--replay) or from a recording, not both"
+                            .into(),
+                    ],
+                });
+            }
+            (Some(answers), None) => RunShared {
+                llm_log: Arc::new(LlmLog::given(answers)),
+                ..RunShared::default()
+            },
+            (None, replay) => self.shared_replaying(replay).await?,
+        };
         let run_id = uuid::Uuid::new_v4().to_string();
         let initial = initial_value(&flow, options.input.as_deref());
         let mut state = SavedState {
