@@ -19,10 +19,11 @@ use weft_engine::pins::{Pins, load_pins, pins_path, write_pins};
 use weft_engine::providers::{ConnectionReport, ProviderKind};
 use weft_engine::store::{NodeOutputRecord, RunSummary};
 use weft_engine::template::SCOPE_NAMES;
+use weft_engine::testing::{self, CaseReport, CaseSpec, RecordMode, SuiteReport, TestOptions};
 use weft_engine::visits::{NodeVisit, node_visits};
 use weft_engine::{
     Continue, Decision, Entry, EventListener, Flow, Problem, ResumeOptions, RunEvent, RunOptions,
-    Waiting, waiting_of,
+    Waiting, check_for_run, waiting_of,
 };
 
 use crate::AppState;
@@ -618,4 +619,164 @@ impl AppState {
             run_store: self.paths.db_path.display().to_string(),
         }
     }
+}
+
+/// The test cases beside a flow (`NAME.tests.json`), as the Tests panel lists them.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct TestsView {
+    pub tests_file: String,
+    /// The file exists (else the panel offers to make one from a past run).
+    pub exists: bool,
+    pub cases: Vec<TestCaseView>,
+    /// Why the file cannot be used (its line named); the cases are then empty.
+    pub problem: Option<String>,
+}
+
+/// One case in the Tests panel.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct TestCaseView {
+    pub name: String,
+    /// Where it is written (`triage.tests.json:12`, `rows.csv:3`).
+    pub origin: String,
+    /// Its assertions, in words.
+    pub assertions: Vec<String>,
+    /// It has recorded LLM answers, so it runs offline.
+    pub recorded: bool,
+}
+
+/// The cases of the flow at `path` (checked against `flow`, the canvas's, which may be unsaved).
+#[tauri::command]
+#[specta::specta]
+pub async fn read_tests(flow: Flow, path: String) -> Result<TestsView, AppError> {
+    blocking(move || Ok(tests_view(&flow, &PathBuf::from(path)))).await
+}
+
+fn tests_view(flow: &Flow, path: &std::path::Path) -> TestsView {
+    let tests_file = testing::tests_path(path);
+    let exists = tests_file.exists();
+    let (cases, problem) = match testing::load_suite(path, flow) {
+        Ok(suite) => {
+            let cases = suite
+                .cases
+                .iter()
+                .map(|case| TestCaseView {
+                    name: case.name.clone(),
+                    origin: case.origin.clone(),
+                    assertions: case.assertions.iter().map(|a| a.describe()).collect(),
+                    recorded: testing::recording_path(&suite.recordings_dir, &case.name).exists(),
+                })
+                .collect();
+            (cases, None)
+        }
+        Err(_) if !exists => (Vec::new(), None),
+        Err(error) => (Vec::new(), Some(error.to_string())),
+    };
+    TestsView {
+        tests_file: tests_file.display().to_string(),
+        exists,
+        cases,
+        problem,
+    }
+}
+
+/// Which cases to run.
+#[derive(Debug, Clone, Deserialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct TestsRequest {
+    /// The flow as on the canvas (edits included) and its file, which the cases are beside.
+    pub flow: Flow,
+    pub path: String,
+    /// Only this case; `None` runs them all.
+    pub case: Option<String>,
+    /// Ask the providers and record their answers (else a recorded case runs offline).
+    pub record: bool,
+}
+
+/// Runs the cases of a flow (all, or one), each as a stored run; each case's report arrives on
+/// `cases` as it ends, and the whole report is the answer.
+#[tauri::command]
+#[specta::specta]
+pub async fn run_tests(
+    state: State<'_, AppState>,
+    request: TestsRequest,
+    cases: Channel<CaseReport>,
+) -> Result<SuiteReport, AppError> {
+    let engine = state.engine();
+    let prices = state.prices()?;
+    let path = PathBuf::from(&request.path);
+    let checked =
+        check_for_run(request.flow, Some(&path), engine.llm().settings()).map_err(|problems| {
+            AppError::new(
+                ErrorCode::InvalidFlow,
+                problems
+                    .iter()
+                    .filter(|problem| problem.is_error())
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            )
+        })?;
+    let suite = testing::load_suite(&path, checked.flow())?;
+    let options = TestOptions {
+        case: request.case,
+        mode: if request.record {
+            RecordMode::Record
+        } else {
+            RecordMode::Auto
+        },
+        prices,
+        command: format!("weft test {}", path.display()),
+        ..TestOptions::default()
+    };
+    let on_case = Arc::new(move |case: &CaseReport| {
+        // A closed window has dropped its end; the runs are stored anyway.
+        let _ = cases.send(case.clone());
+    });
+    Ok(testing::run_suite(&engine, &checked, &suite, &options, on_case).await?)
+}
+
+/// A past run as a new test case (its input, decisions, status, result and node outputs as
+/// expectations), for the person to edit before saving it.
+#[tauri::command]
+#[specta::specta]
+pub async fn case_from_run(
+    state: State<'_, AppState>,
+    run_id: String,
+) -> Result<CaseSpec, AppError> {
+    let store = state.store.clone();
+    blocking(move || Ok(testing::case_from_run(&store, &run_id)?)).await
+}
+
+/// Adds `test_case` to the tests beside the flow at `path` (in place of a case of the same name),
+/// checked against `flow`; with `from_run`, that run's LLM answers become the case's recording,
+/// so it runs offline at once.
+#[tauri::command]
+#[specta::specta]
+pub async fn save_test_case(
+    state: State<'_, AppState>,
+    flow: Flow,
+    path: String,
+    test_case: CaseSpec,
+    from_run: Option<String>,
+) -> Result<TestsView, AppError> {
+    let store = state.store.clone();
+    blocking(move || {
+        let path = PathBuf::from(path);
+        let name = test_case.name.clone();
+        testing::save_case(&path, &flow, test_case)?;
+        if let Some(run_id) = from_run {
+            let recording = testing::recording_of_run(&store, &run_id, &name)?;
+            let file = testing::recording_path(&testing::recordings_dir(&path), &name);
+            let written = if recording.calls.is_empty() {
+                testing::remove_recording(&file)
+            } else {
+                testing::write_recording(&file, &recording)
+            };
+            written.map_err(|message| AppError::new(ErrorCode::FlowFile, message))?;
+        }
+        Ok(tests_view(&flow, &path))
+    })
+    .await
 }

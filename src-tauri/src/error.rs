@@ -40,6 +40,12 @@ impl AppError {
     }
 }
 
+impl From<weft_engine::testing::TestFileError> for AppError {
+    fn from(error: weft_engine::testing::TestFileError) -> AppError {
+        AppError::new(ErrorCode::BadRequest, error.to_string())
+    }
+}
+
 impl From<weft_engine::RunError> for AppError {
     fn from(error: weft_engine::RunError) -> AppError {
         let code = match &error {

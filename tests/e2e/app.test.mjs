@@ -689,3 +689,84 @@ test("a node that ran twice in a loop shows each visit, and its cost follows the
     timeoutMsg: "clearing the prices does not bring the shipped price back",
   });
 });
+
+test("the Tests panel runs a flow's cases, shows a failing assertion, opens its run, and a past run becomes a case", async () => {
+  const testsFile = approvalFile.replace(/\.json$/, ".tests.json");
+  copyFileSync(path.join(ROOT, "tests/e2e/flows/approval.tests.json"), testsFile);
+  await openFile(browser, approvalFile);
+  await node(browser, "writer").waitForExist();
+  await byTestId(browser, "tab-tests").click();
+  await browser.waitUntil(async () => (await allByTestId(browser, "test-case")).length === 2, {
+    timeout: 5_000,
+    timeoutMsg: "the two cases are not listed",
+  });
+  await byTestId(browser, "tests-run-all").click();
+  const stateOf = async (name) => {
+    for (const row of await allByTestId(browser, "test-case")) {
+      if ((await row.getAttribute("data-case")) === name) return row.getAttribute("data-state");
+    }
+    return null;
+  };
+  await browser.waitUntil(
+    async () =>
+      (await stateOf("an approved note is sent")) === "passed" && (await stateOf("a rejected note is sent anyway")) === "failed",
+    { timeout: 20_000, timeoutMsg: "the cases did not end passed and failed" },
+  );
+  assert.equal((await byTestId(browser, "tests-summary").getText()).trim(), "1 passed, 1 failed");
+  assert.equal(
+    (await byTestId(browser, "test-failures").getText()).trim(),
+    'sent equals "Sent: Note: Refund 40 EUR to Ada": expected "Sent: Note: Refund 40 EUR to Ada", got `sent` did not run',
+  );
+  await shot(browser, "27-tests");
+
+  // The failing case's run, on the canvas: it went the reject way.
+  let failing;
+  for (const row of await allByTestId(browser, "test-case")) {
+    if ((await row.getAttribute("data-case")) === "a rejected note is sent anyway") failing = row;
+  }
+  await failing.$('[data-testid="test-open-run"]').click();
+  await waitForStatus(browser, "dropped", "done");
+  await waitForStatus(browser, "sent", "skipped");
+
+  // That run becomes a new case, saved beside the flow with its recorded answers.
+  await byTestId(browser, "tab-history").click();
+  await byTestId(browser, "history-save-case").click();
+  const draft = byTestId(browser, "test-draft-text");
+  await draft.waitForDisplayed({ timeout: 5_000 });
+  const spec = JSON.parse(await draft.getValue());
+  assert.equal(spec.decide.review.decision, "reject");
+  assert.deepEqual(spec.expect[0], { status: "completed" });
+  spec.name = "rejected by a person";
+  await typeInto(browser, draft, JSON.stringify(spec));
+  await byTestId(browser, "test-draft-save").click();
+  await byTestId(browser, "test-draft-saved").waitForDisplayed({ timeout: 5_000 });
+  const saved = JSON.parse(readFileSync(testsFile, "utf8"));
+  assert.deepEqual(
+    saved.cases.map((testCase) => testCase.name),
+    ["an approved note is sent", "a rejected note is sent anyway", "rejected by a person"],
+  );
+  assert.ok(existsSync(path.join(TMP, "approval.recordings/rejected-by-a-person.json")), "its answers are recorded");
+  await shot(browser, "28-saved-as-test-case");
+
+  // Back on the flow, the new case runs offline from those answers and passes.
+  await byTestId(browser, "back-to-editing").click();
+  await byTestId(browser, "tab-tests").click();
+  await browser.waitUntil(async () => (await allByTestId(browser, "test-case")).length === 3, {
+    timeout: 5_000,
+    timeoutMsg: "the saved case is not listed",
+  });
+  let added;
+  for (const row of await allByTestId(browser, "test-case")) {
+    if ((await row.getAttribute("data-case")) === "rejected by a person") added = row;
+  }
+  await added.$('[data-testid="test-run-case"]').click();
+  await browser.waitUntil(async () => (await stateOf("rejected by a person")) === "passed", {
+    timeout: 20_000,
+    timeoutMsg: "the saved case did not pass",
+  });
+  for (const row of await allByTestId(browser, "test-case")) {
+    if ((await row.getAttribute("data-case")) === "rejected by a person") {
+      assert.match(await row.$('[data-testid="test-facts"]').getText(), /offline/);
+    }
+  }
+});

@@ -5,7 +5,19 @@ import { act, cleanup, fireEvent, render, screen, within } from '@testing-librar
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { App } from './App';
 import type { Api } from './api';
-import type { Cost, NodeVisit, Problem, RunComparison, RunCost, RunEvent, RunSummary, SettingsView } from './bindings';
+import type {
+  CaseReport,
+  CaseSpec,
+  Cost,
+  NodeVisit,
+  Problem,
+  RunComparison,
+  RunCost,
+  RunEvent,
+  RunSummary,
+  SettingsView,
+  TestsView,
+} from './bindings';
 import { CanvasStore } from './canvasStore';
 import { RunStore } from './runStore';
 import { Session } from './session';
@@ -48,6 +60,10 @@ function fakeApi(overrides: Partial<Api> = {}): Api {
     savePins: () => Promise.resolve(null),
     openRun: fail,
     runVisits: () => Promise.resolve({ visits: [], cost: NO_COST }),
+    readTests: () => Promise.resolve({ testsFile: '/flows/offline.tests.json', exists: false, cases: [], problem: null }),
+    runTests: fail,
+    caseFromRun: fail,
+    saveTestCase: fail,
     getSettings: fail,
     saveSettings: fail,
     testConnection: fail,
@@ -575,6 +591,97 @@ describe('App', () => {
     await act(async () => fireEvent.click(screen.getByTestId('settings-save-prices')));
     expect(saveSettings).toHaveBeenLastCalledWith(expect.objectContaining({ prices: '{"openai/x": {"input": 1, "output": 1}}', defaultModel: null }));
     expect(screen.queryByTestId('settings-prices-error')).toBeNull();
+  });
+
+  it('lists the flow’s test cases, runs them showing each failing assertion, and saves a past run as a case', async () => {
+    const tests: TestsView = {
+      testsFile: '/flows/offline.tests.json',
+      exists: true,
+      problem: null,
+      cases: [
+        { name: 'approved', origin: 'offline.tests.json:3', assertions: ['status is completed'], recorded: true },
+        { name: 'rejected', origin: 'offline.tests.json:9', assertions: ['result contains "receipt"'], recorded: false },
+      ],
+    };
+    const report = (name: string, passed: boolean): CaseReport => ({
+      name,
+      origin: 'offline.tests.json:3',
+      passRate: 1,
+      passedRuns: passed ? 1 : 0,
+      passed,
+      runs: [
+        {
+          runId: `run-${name}`,
+          status: 'completed',
+          error: null,
+          passed,
+          durationMs: 12,
+          offline: true,
+          recorded: false,
+          assertions: passed
+            ? [{ assertion: 'status is completed', passed: true, expected: 'completed', actual: 'completed' }]
+            : [{ assertion: 'result contains "receipt"', passed: false, expected: 'something containing "receipt"', actual: '"Declined."' }],
+        },
+      ],
+    });
+    const runTests = vi.fn((_request: unknown, onCase: (report: CaseReport) => void) => {
+      onCase(report('rejected', false));
+      onCase(report('approved', true));
+      return Promise.resolve({ flow: '/flows/offline.json', testsFile: tests.testsFile, cases: [], durationMs: 20 });
+    });
+    const openRun = vi.fn((runId: string) =>
+      Promise.resolve({
+        summary: { ...pastRun(runId), flowPath: '/flows/offline.json' },
+        flow: offlineFlow(),
+        input: 'x',
+        result: 'done',
+        error: null,
+        waiting: null,
+        events: [],
+        outputs: [],
+        cost: NO_COST,
+      }),
+    );
+    const spec: CaseSpec = { name: 'Refund desk run-reje', input: 'x', expect: [{ status: 'completed' }] };
+    const caseFromRun = vi.fn((_runId: string) => Promise.resolve(spec));
+    const saveTestCase = vi.fn((_flow: unknown, _path: string, _spec: CaseSpec, _fromRun: string | null) =>
+      Promise.resolve({ ...tests, cases: [...tests.cases, { name: spec.name, origin: 'offline.tests.json:15', assertions: [], recorded: true }] }),
+    );
+    const session = await mount(fakeApi({ readTests: () => Promise.resolve(tests), runTests, openRun, caseFromRun, saveTestCase }));
+    await act(async () => fireEvent.click(screen.getByTestId('tab-tests')));
+    const rows = screen.getAllByTestId('test-case');
+    expect(rows.map((row) => row.dataset.case)).toEqual(['approved', 'rejected']);
+    expect(rows.map((row) => row.dataset.state)).toEqual(['not-run', 'not-run']);
+
+    await act(async () => fireEvent.click(screen.getByTestId('tests-run-all')));
+    expect(runTests.mock.calls[0][0]).toMatchObject({ path: '/flows/offline.json', case: null, record: false });
+    expect(screen.getAllByTestId('test-case').map((row) => row.dataset.state)).toEqual(['passed', 'failed']);
+    expect(screen.getByTestId('tests-summary').textContent).toBe('1 passed, 1 failed');
+    expect(screen.getByTestId('test-failures').textContent).toBe(
+      'result contains "receipt": expected something containing "receipt", got "Declined."',
+    );
+
+    // The failing case's run opens on the canvas.
+    const failed = screen.getAllByTestId('test-case')[1];
+    await act(async () => fireEvent.click(within(failed).getByTestId('test-open-run')));
+    expect(openRun).toHaveBeenCalledWith('run-rejected');
+    expect(session.getSnapshot().viewing?.summary.id).toBe('run-rejected');
+
+    // That run becomes a new case: edited as JSON, refused when it is not, saved with its answers.
+    await act(async () => fireEvent.click(screen.getByTestId('tab-history')));
+    await act(async () => fireEvent.click(screen.getByTestId('history-save-case')));
+    expect(caseFromRun).toHaveBeenCalledWith('run-rejected');
+    const text = screen.getByTestId('test-draft-text') as HTMLTextAreaElement;
+    expect(JSON.parse(text.value)).toEqual(spec);
+    fireEvent.change(text, { target: { value: '{"name": "broken"' } });
+    await act(async () => fireEvent.click(screen.getByTestId('test-draft-save')));
+    expect(screen.getByTestId('test-draft-problem').textContent).toContain('Not JSON');
+    expect(saveTestCase).not.toHaveBeenCalled();
+    fireEvent.change(text, { target: { value: JSON.stringify({ ...spec, name: 'refund declined' }) } });
+    await act(async () => fireEvent.click(screen.getByTestId('test-draft-save')));
+    const [, path, saved, fromRun] = saveTestCase.mock.calls[0];
+    expect([path, saved.name, fromRun]).toEqual(['/flows/offline.json', 'refund declined', 'run-rejected']);
+    expect(screen.getByTestId('test-draft-saved').textContent).toContain('/flows/offline.tests.json');
   });
 
   it('shows a failing command’s message in the error banner', async () => {

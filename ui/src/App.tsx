@@ -1,4 +1,4 @@
-// The window: toolbar, palette, canvas, side panel (Inspector, Problems, History,
+// The window: toolbar, palette, canvas, side panel (Inspector, Problems, History, Tests,
 // Settings) and log; the dialogs; and the keyboard shortcuts, dispatched from the one table
 // in shortcuts.ts.
 
@@ -14,17 +14,19 @@ import { Palette } from './components/Palette';
 import { PathDialog } from './components/PathDialog';
 import { ProblemsPanel } from './components/ProblemsPanel';
 import { SettingsPanel } from './components/SettingsPanel';
+import { TestsPanel } from './components/TestsPanel';
 import { Toolbar } from './components/Toolbar';
 import { SessionContext, useCanvas, useRun, useSession, useSessionState } from './hooks';
 import type { Session } from './session';
 import { isTyping, shortcutFor, type ShortcutAction } from './shortcuts';
 
-type Tab = 'inspector' | 'problems' | 'history' | 'settings';
+type Tab = 'inspector' | 'problems' | 'history' | 'tests' | 'settings';
 
 const TABS: { id: Tab; label: string }[] = [
   { id: 'inspector', label: 'Inspector' },
   { id: 'problems', label: 'Problems' },
   { id: 'history', label: 'History' },
+  { id: 'tests', label: 'Tests' },
   { id: 'settings', label: 'Settings' },
 ];
 
@@ -262,6 +264,7 @@ function Shell() {
             {tab === 'inspector' && <Inspector />}
             {tab === 'problems' && <ProblemsPanel />}
             {tab === 'history' && <HistoryPanel />}
+            {tab === 'tests' && <TestsPanel />}
             {tab === 'settings' && <SettingsPanel />}
           </div>
         </aside>

@@ -19,6 +19,11 @@ import type {
   HistoryRun,
   RunComparison,
   RunVisits,
+  CaseReport,
+  CaseSpec,
+  SuiteReport,
+  TestsRequest,
+  TestsView,
   Value,
   SettingsChange,
   SettingsView,
@@ -55,6 +60,14 @@ export interface Api {
   openRun(runId: string): Promise<RunDetail>;
   /** Every visit of every node of a run (a run going now too), and its cost per node. */
   runVisits(runId: string): Promise<RunVisits>;
+  /** The test cases beside the flow file `path`, checked against `flow`. */
+  readTests(flow: Flow, path: string): Promise<TestsView>;
+  /** Runs a flow's cases (or one); each case's report arrives on `onCase` as it ends. */
+  runTests(request: TestsRequest, onCase: (report: CaseReport) => void): Promise<SuiteReport>;
+  /** A past run as a new case, for the person to edit. */
+  caseFromRun(runId: string): Promise<CaseSpec>;
+  /** Adds a case beside the flow file `path` (with `fromRun`'s answers as its recording). */
+  saveTestCase(flow: Flow, path: string, spec: CaseSpec, fromRun: string | null): Promise<TestsView>;
   getSettings(): Promise<SettingsView>;
   saveSettings(change: SettingsChange): Promise<SettingsView>;
   testConnection(provider: ProviderKind): Promise<ConnectionReport>;
@@ -86,6 +99,14 @@ export const tauriApi: Api = {
   savePins: (flowPath, pins) => commands.savePins(flowPath, pins),
   openRun: (runId) => commands.openRun(runId),
   runVisits: (runId) => commands.runVisits(runId),
+  readTests: (flow, path) => commands.readTests(flow, path),
+  runTests: (request, onCase) => {
+    const channel = new Channel<CaseReport>();
+    channel.onmessage = onCase;
+    return commands.runTests(request, channel);
+  },
+  caseFromRun: (runId) => commands.caseFromRun(runId),
+  saveTestCase: (flow, path, spec, fromRun) => commands.saveTestCase(flow, path, spec, fromRun),
   getSettings: () => commands.getSettings(),
   saveSettings: (change) => commands.saveSettings(change),
   testConnection: (provider) => commands.testConnection(provider),

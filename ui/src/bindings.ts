@@ -66,6 +66,24 @@ export const commands = {
 	 *  with input, output, time, tokens and cost.
 	 */
 	runVisits: (runId: string) => __TAURI_INVOKE<RunVisits>("run_visits", { runId }),
+	/**  The cases of the flow at `path` (checked against `flow`, the canvas's, which may be unsaved). */
+	readTests: (flow: Flow, path: string) => __TAURI_INVOKE<TestsView>("read_tests", { flow, path }),
+	/**
+	 *  Runs the cases of a flow (all, or one), each as a stored run; each case's report arrives on
+	 *  `cases` as it ends, and the whole report is the answer.
+	 */
+	runTests: (request: TestsRequest, cases: Channel<CaseReport>) => __TAURI_INVOKE<SuiteReport>("run_tests", { request, cases }),
+	/**
+	 *  A past run as a new test case (its input, decisions, status, result and node outputs as
+	 *  expectations), for the person to edit before saving it.
+	 */
+	caseFromRun: (runId: string) => __TAURI_INVOKE<CaseSpec>("case_from_run", { runId }),
+	/**
+	 *  Adds `test_case` to the tests beside the flow at `path` (in place of a case of the same name),
+	 *  checked against `flow`; with `from_run`, that run's LLM answers become the case's recording,
+	 *  so it runs offline at once.
+	 */
+	saveTestCase: (flow: Flow, path: string, testCase: CaseSpec, fromRun: string | null) => __TAURI_INVOKE<TestsView>("save_test_case", { flow, path, testCase, fromRun }),
 	/**  Two past runs compared node by node: status, output, time, tokens and cost. */
 	compareRuns: (a: string, b: string) => __TAURI_INVOKE<RunComparison>("compare_runs", { a, b }),
 	/**  Opens a past run (a full id or a unique prefix) to show its trace on the canvas. */
@@ -101,6 +119,45 @@ export type ApprovalAnswer = {
 	note?: string,
 };
 
+/**  One assertion's verdict on one run. */
+export type AssertionOutcome = {
+	/**  What it checks, in words (`draft contains "refund"`). */
+	assertion: string,
+	passed: boolean,
+	expected: string,
+	actual: string,
+};
+
+/**
+ *  One assertion as written: what it is about (the run's result, or `node`, and a `path`
+ *  inside the value) and exactly one check.
+ */
+export type AssertionSpec = {
+	node?: string | null,
+	/**  A dotted path into the value (`label`, `scores.0`). */
+	path?: string | null,
+	status?: RunStatus | null,
+	equals?: Value | null,
+	contains?: Value | null,
+	regex?: string | null,
+	jsonSchema?: Value | null,
+	gt?: number | null,
+	lt?: number | null,
+	skipped?: boolean | null,
+	maxTokens?: number | null,
+	/**  US dollars. */
+	maxCost?: number | null,
+	maxDurationMs?: number | null,
+	/**  An LLM judge: what a passing output must satisfy. */
+	rubric?: string | null,
+	/**  The rubric judge's model. */
+	model?: string | null,
+	/**  A judge flow (relative to the tests file), given `{input, output, expected}`. */
+	judge?: string | null,
+	/**  What a judge compares with (else the case's `expected`). */
+	expected?: Value | null,
+};
+
 /**  Before the node runs (the value is its input) or after it ran (its output). */
 export type BreakWhen = "before" | "after";
 
@@ -124,6 +181,50 @@ export type CallCost = {
 	model: string | null,
 	usage: Usage,
 	usd: number | null,
+};
+
+/**  One case: its runs, and whether enough of them passed. */
+export type CaseReport = {
+	name: string,
+	/**  Where it is written (`triage.tests.json:12`). */
+	origin: string,
+	runs: CaseRun[],
+	passedRuns: number,
+	/**  The share of runs that had to pass. */
+	passRate: number | null,
+	passed: boolean,
+};
+
+/**  One run of a case. */
+export type CaseRun = {
+	/**  The run in the store (`None` when it could not start). */
+	runId: string | null,
+	status: RunStatus | null,
+	/**  Why the run failed or could not start (a request with no recording names its node). */
+	error: string | null,
+	assertions: AssertionOutcome[],
+	passed: boolean,
+	durationMs: number,
+	/**  Its LLM answers came from the case's recording (no provider was asked). */
+	offline: boolean,
+	/**  Its LLM answers were recorded for the next runs (`--record`). */
+	recorded: boolean,
+};
+
+/**  One case as written. */
+export type CaseSpec = {
+	name: string,
+	/**  The run's input (a text, or JSON); else the start node's `initialInput`. */
+	input?: Value | null,
+	/**  Answers for approvals, by node (`sub/review` inside a subflow). */
+	decide?: { [key in string]: DecisionSpec },
+	expect?: AssertionSpec[],
+	/**  What a judge compares the output with. */
+	expected?: Value | null,
+	/**  Runs of the case (`weft test --repeat` overrides it). */
+	repeat?: number | null,
+	/**  The share of runs that must pass, 0 to 1 (default 1: all). */
+	passRate?: number | null,
 };
 
 /**  What a successful connection check found. */
@@ -158,6 +259,9 @@ export type Cost = {
 	 */
 	unpricedModels: string[],
 };
+
+/**  An approval's answer: `"approve"`, `"reject"`, `"reject: a note"`, or `{decision, note}`. */
+export type DecisionSpec = string | { decision: string; note?: string };
 
 /**  One line of a text diff. */
 export type DiffLine = { kind: "same"; text: string } | { kind: "removed"; text: string } | { kind: "added"; text: string };
@@ -663,6 +767,46 @@ export type Severity =
 "error" | 
 /**  Shown, but does not stop a run. */
 "warning";
+
+/**  One flow's cases. */
+export type SuiteReport = {
+	flow: string,
+	testsFile: string,
+	cases: CaseReport[],
+	durationMs: number,
+};
+
+/**  One case in the Tests panel. */
+export type TestCaseView = {
+	name: string,
+	/**  Where it is written (`triage.tests.json:12`, `rows.csv:3`). */
+	origin: string,
+	/**  Its assertions, in words. */
+	assertions: string[],
+	/**  It has recorded LLM answers, so it runs offline. */
+	recorded: boolean,
+};
+
+/**  Which cases to run. */
+export type TestsRequest = {
+	/**  The flow as on the canvas (edits included) and its file, which the cases are beside. */
+	flow: Flow,
+	path: string,
+	/**  Only this case; `None` runs them all. */
+	case: string | null,
+	/**  Ask the providers and record their answers (else a recorded case runs offline). */
+	record: boolean,
+};
+
+/**  The test cases beside a flow (`NAME.tests.json`), as the Tests panel lists them. */
+export type TestsView = {
+	testsFile: string,
+	/**  The file exists (else the panel offers to make one from a past run). */
+	exists: boolean,
+	cases: TestCaseView[],
+	/**  Why the file cannot be used (its line named); the cases are then empty. */
+	problem: string | null,
+};
 
 /**  Tokens used by one call, as the provider reported them. */
 export type Usage = {

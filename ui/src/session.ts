@@ -16,6 +16,9 @@ import type {
   RunDetail,
   RunSummary,
   RunVisits,
+  CaseReport,
+  CaseSpec,
+  TestsView,
   Value,
 } from './bindings';
 import { canvasFlow, type CanvasFlow } from './flowMapping';
@@ -27,6 +30,18 @@ import { earliestStale, staleNodes } from './stale';
 export interface Banner {
   id: number;
   message: string;
+}
+
+/** A test case being written from a past run: its JSON, and where it will go. */
+export interface TestDraft {
+  text: string;
+  /** The run it was made from (its LLM answers become the case's recording). */
+  fromRun: string;
+  /** The flow file the run ran, beside which the case is saved. */
+  flowPath: string;
+  problem: string | null;
+  /** Where it was saved, once it was. */
+  savedTo: string | null;
 }
 
 /** A stored run as shown: its flow with its lists filled in. */
@@ -66,6 +81,14 @@ export interface SessionState {
    * `null` until the store has answered. Refreshed as a live run's steps end.
    */
   visits: RunVisits | null;
+  /** The test cases beside the edited flow's file (`null` until read, or for an unsaved flow). */
+  tests: TestsView | null;
+  /** Each case's latest report, by name; `running` while it runs. */
+  testResults: Record<string, CaseReport | 'running'>;
+  /** Cases are running. */
+  testsRunning: boolean;
+  /** A case written from the past run shown, being edited before it is saved. */
+  testDraft: TestDraft | null;
   /** A run or resume command is going. */
   busy: boolean;
   pausedBannerDismissed: boolean;
@@ -108,6 +131,10 @@ export class Session {
     viewing: null,
     viewSelection: null,
     visits: null,
+    tests: null,
+    testResults: {},
+    testsRunning: false,
+    testDraft: null,
     busy: false,
     pausedBannerDismissed: false,
   };
@@ -205,7 +232,7 @@ export class Session {
       this.leaveViewing();
       this.detachRun();
       this.canvas.load(opened.flow, opened.path);
-      this.set({ ranFlow: null, visits: null });
+      this.set({ ranFlow: null, visits: null, tests: null, testResults: {} });
       this.run.show(emptyRunView());
       void this.validateNow();
       void this.loadPins(opened.path);
@@ -481,6 +508,113 @@ export class Session {
       if (shown === runId) this.set({ visits });
     } catch (error) {
       this.reportError(error);
+    }
+  }
+
+  // --- flow tests -----------------------------------------------------------------------
+
+  /** Reads the test cases beside the edited flow's file (none for a flow not saved yet). */
+  async loadTests(): Promise<void> {
+    const { flow, path } = this.canvas.getSnapshot();
+    if (!path) {
+      this.set({ tests: null });
+      return;
+    }
+    try {
+      const tests = await this.api.readTests(flow, path);
+      if (this.canvas.getSnapshot().path === path) this.set({ tests });
+    } catch (error) {
+      this.reportError(error);
+    }
+  }
+
+  /**
+   * Runs the edited flow's cases (or the one named) as stored runs; each case's report shows as
+   * it ends. With `record`, the providers are asked and their answers kept for offline runs.
+   */
+  async runTests(caseName: string | null = null, record = false): Promise<void> {
+    const { flow, path } = this.canvas.getSnapshot();
+    const tests = this.state.tests;
+    if (!path || !tests || this.state.testsRunning) return;
+    const names = caseName ? [caseName] : tests.cases.map((testCase) => testCase.name);
+    const running: Record<string, CaseReport | 'running'> = { ...this.state.testResults };
+    for (const name of names) running[name] = 'running';
+    this.set({ testResults: running, testsRunning: true });
+    try {
+      await this.api.runTests({ flow, path, case: caseName, record }, (report) =>
+        this.set({ testResults: { ...this.state.testResults, [report.name]: report } }),
+      );
+    } catch (error) {
+      const results = { ...this.state.testResults };
+      for (const name of names) if (results[name] === 'running') delete results[name];
+      this.set({ testResults: results });
+      this.reportError(error);
+    } finally {
+      this.set({ testsRunning: false });
+      void this.refreshHistory();
+      void this.loadTests();
+    }
+  }
+
+  /** Why the past run shown cannot become a test case now, or null. */
+  caseFromViewedBlockedReason(): string | null {
+    const viewed = this.state.viewing;
+    if (!viewed) return 'Open a past run first.';
+    if (!viewed.summary.flowPath) return "This run's flow was not saved to a file: a case lives beside its flow's file.";
+    return null;
+  }
+
+  /** Starts a test case from the past run shown: its input, decisions and outputs as expectations. */
+  async draftCaseFromViewed(): Promise<void> {
+    const viewed = this.state.viewing;
+    if (this.caseFromViewedBlockedReason() !== null || !viewed?.summary.flowPath) return;
+    try {
+      const spec = await this.api.caseFromRun(viewed.summary.id);
+      this.set({
+        testDraft: {
+          text: JSON.stringify(spec, null, 2),
+          fromRun: viewed.summary.id,
+          flowPath: viewed.summary.flowPath,
+          problem: null,
+          savedTo: null,
+        },
+      });
+    } catch (error) {
+      this.reportError(error);
+    }
+  }
+
+  editTestDraft(text: string): void {
+    if (this.state.testDraft) this.set({ testDraft: { ...this.state.testDraft, text, problem: null } });
+  }
+
+  closeTestDraft(): void {
+    this.set({ testDraft: null });
+  }
+
+  /**
+   * Saves the case being written beside its flow's file, with the run's LLM answers as its
+   * recording; a case that is not JSON, or does not fit the flow, is refused and stays open.
+   */
+  async saveTestDraft(): Promise<void> {
+    const draft = this.state.testDraft;
+    const viewed = this.state.viewing;
+    if (!draft) return;
+    let spec: CaseSpec;
+    try {
+      spec = JSON.parse(draft.text) as CaseSpec;
+    } catch (error) {
+      this.set({ testDraft: { ...draft, problem: `Not JSON: ${(error as Error).message}` } });
+      return;
+    }
+    // The case is checked against the flow as it ran (the file may have changed since).
+    const flow = viewed && viewed.summary.id === draft.fromRun ? viewed.flow : this.canvas.getSnapshot().flow;
+    try {
+      const tests = await this.api.saveTestCase(flow, draft.flowPath, spec, draft.fromRun);
+      this.set({ testDraft: { ...draft, problem: null, savedTo: tests.testsFile } });
+      if (this.canvas.getSnapshot().path === draft.flowPath) this.set({ tests });
+    } catch (error) {
+      this.set({ testDraft: { ...draft, problem: errorMessage(error) } });
     }
   }
 

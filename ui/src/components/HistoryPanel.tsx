@@ -1,11 +1,13 @@
 // Past runs from the store (runs of `weft` in the same store too), with what each cost. Opening
 // one shows its flow, replayed statuses, log and outputs on the canvas; the edited flow stays as
-// it was. Two checked runs can be compared node by node, and the run shown can be replayed.
+// it was. Two checked runs can be compared node by node, the run shown can be replayed, and it can
+// become a test case.
 
 import { useEffect, useState } from 'react';
 import type { NodeComparison, NodeRun, RunComparison } from '../bindings';
 import { costText, tokensText } from '../cost';
 import { useRun, useSession, useSessionState } from '../hooks';
+import { TestDraftEditor } from './TestsPanel';
 
 function durationOf(startedAt: string, endedAt: string | null | undefined): string {
   if (!endedAt) return '—';
@@ -131,6 +133,7 @@ export function HistoryPanel() {
   const viewingId = useSessionState((state) => state.viewing?.summary.id ?? null);
   const shownRunId = useRun((view) => view.runId);
   const blocked = session.openRunBlockedReason();
+  const caseBlocked = session.caseFromViewedBlockedReason();
 
   // The list is read again each time the tab opens (runs of `weft` appear too).
   useEffect(() => {
@@ -163,8 +166,19 @@ export function HistoryPanel() {
         >
           Replay
         </button>
+        <button
+          type="button"
+          className="button small"
+          data-testid="history-save-case"
+          disabled={caseBlocked !== null}
+          title={caseBlocked ?? 'Make a test case of the run shown: its input, decisions and outputs as expectations'}
+          onClick={() => void session.draftCaseFromViewed()}
+        >
+          Save as test case
+        </button>
         {blocked && <span className="muted">{blocked}</span>}
       </div>
+      <TestDraftEditor />
       {comparison && <ComparePanel comparison={comparison} />}
       {history.length === 0 && <p className="muted">No runs yet.</p>}
       <ul className="history-list">

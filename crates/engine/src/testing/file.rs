@@ -118,12 +118,14 @@ pub struct AssertionSpec {
         deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
+    #[cfg_attr(feature = "specta", specta(type = Option<Value>))]
     pub equals: Option<Value>,
     #[serde(
         default,
         deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
+    #[cfg_attr(feature = "specta", specta(type = Option<Value>))]
     pub contains: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regex: Option<String>,
@@ -157,6 +159,7 @@ pub struct AssertionSpec {
         deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
+    #[cfg_attr(feature = "specta", specta(type = Option<Value>))]
     pub expected: Option<Value>,
 }
 

@@ -26,7 +26,9 @@ pub use file::{
     AssertionSpec, CaseSpec, DatasetSpec, DecisionSpec, TestsFile, flow_of_tests, load_suite,
     read_tests_file, recordings_dir, save_case, tests_path,
 };
-pub use recordings::{Recording, read_recording, recording_path, write_recording};
+pub use recordings::{
+    Recording, read_recording, recording_path, remove_recording, write_recording,
+};
 pub use report::{AssertionOutcome, CaseReport, CaseRun, SuiteReport, junit_xml};
 pub use runner::{RecordMode, TestOptions, case_from_run, recording_of_run, run_suite};
 
