@@ -2,13 +2,14 @@
 //! arguments, call the engine or the store, shape the answer. Nothing here decides how a flow
 //! runs; the `weft` command and the app run flows through the same [`weft_engine::Engine`].
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tauri::State;
 use tauri::ipc::Channel;
+use tauri::{Manager, State};
 use weft_engine::breakpoints::Breakpoint;
 use weft_engine::compare::{RunComparison, compare_runs as compare_runs_in};
 use weft_engine::cost::{Cost, RunCost, run_cost, run_total};
@@ -22,8 +23,8 @@ use weft_engine::template::SCOPE_NAMES;
 use weft_engine::testing::{self, CaseReport, CaseSpec, RecordMode, SuiteReport, TestOptions};
 use weft_engine::visits::{NodeVisit, node_visits};
 use weft_engine::{
-    Continue, Decision, Entry, EventListener, Flow, Problem, ResumeOptions, RunEvent, RunOptions,
-    Waiting, check_for_run, waiting_of,
+    Continue, Decision, Entry, EventListener, EventType, Flow, PendingApproval, Problem,
+    ResumeOptions, RunEvent, RunOptions, Waiting, check_for_run, waiting_of,
 };
 
 use crate::AppState;
@@ -192,6 +193,7 @@ pub struct RunFrom {
 #[tauri::command]
 #[specta::specta]
 pub async fn start_run(
+    app: tauri::AppHandle,
     state: State<'_, AppState>,
     request: RunRequest,
     events: Channel<RunEvent>,
@@ -208,7 +210,7 @@ pub async fn start_run(
     let options = RunOptions {
         input: request.input.filter(|input| !input.trim().is_empty()),
         flow_path: request.path.map(PathBuf::from),
-        on_event: Some(forward(events)),
+        on_event: Some(forward(events, app)),
         entry,
         replay: request.replay,
         breakpoints: request.breakpoints,
@@ -226,6 +228,9 @@ pub struct ApprovalAnswer {
     pub approve: bool,
     #[serde(default)]
     pub note: String,
+    /// The approval form's answers, by field name.
+    #[serde(default)]
+    pub fields: BTreeMap<String, Value>,
 }
 
 /// Resumes a paused run (paused in this session or an earlier one, or by `weft`) with a
@@ -234,6 +239,7 @@ pub struct ApprovalAnswer {
 #[tauri::command]
 #[specta::specta]
 pub async fn resume_run(
+    app: tauri::AppHandle,
     state: State<'_, AppState>,
     answer: ApprovalAnswer,
     events: Channel<RunEvent>,
@@ -245,8 +251,10 @@ pub async fn resume_run(
             DecisionChoice::Reject
         },
         note: answer.note,
+        fields: answer.fields,
+        by: crate::lock(&state.settings).user_name(crate::env),
     };
-    let options = resume_options(events);
+    let options = resume_options(events, app);
     let engine = state.engine();
     Ok(engine
         .spawn_resume(&answer.run_id, decision, options)
@@ -261,12 +269,13 @@ pub async fn resume_run(
 #[tauri::command]
 #[specta::specta]
 pub async fn continue_run(
+    app: tauri::AppHandle,
     state: State<'_, AppState>,
     run_id: String,
     how: Continue,
     events: Channel<RunEvent>,
 ) -> Result<String, AppError> {
-    let options = resume_options(events);
+    let options = resume_options(events, app);
     Ok(state
         .engine()
         .spawn_continue(&run_id, how, options)
@@ -302,9 +311,9 @@ pub async fn save_pins(flow_path: String, pins: Pins) -> Result<(), AppError> {
 }
 
 /// A resumed run's options: its events forwarded to `events`.
-fn resume_options(events: Channel<RunEvent>) -> ResumeOptions {
+fn resume_options(events: Channel<RunEvent>, app: tauri::AppHandle) -> ResumeOptions {
     ResumeOptions {
-        on_event: Some(forward(events)),
+        on_event: Some(forward(events, app)),
         ..ResumeOptions::default()
     }
 }
@@ -314,11 +323,12 @@ fn resume_options(events: Channel<RunEvent>) -> ResumeOptions {
 #[tauri::command]
 #[specta::specta]
 pub async fn retry_run(
+    app: tauri::AppHandle,
     state: State<'_, AppState>,
     run_id: String,
     events: Channel<RunEvent>,
 ) -> Result<String, AppError> {
-    let options = resume_options(events);
+    let options = resume_options(events, app);
     Ok(state
         .engine()
         .spawn_retry(&run_id, None, options)
@@ -479,6 +489,8 @@ pub struct ProviderSettingsView {
 pub struct SettingsView {
     pub providers: Vec<ProviderSettingsView>,
     pub default_model: String,
+    /// The name kept with each decision taken in this app (empty: WEFT_USER, else the login name).
+    pub user_name: String,
     /// The price overrides typed in Settings, as JSON text (empty: none).
     pub prices: String,
     /// Where the settings live (the file is readable by its owner only).
@@ -495,6 +507,7 @@ pub struct SettingsChange {
     pub key: Option<String>,
     pub address: Option<String>,
     pub default_model: Option<String>,
+    pub user_name: Option<String>,
     /// Prices by model (`{"openai/gpt-4o": {"input": 2.5, "output": 10}}`, US dollars per
     /// million tokens) that add to or replace the shipped ones; empty removes them.
     pub prices: Option<String>,
@@ -529,6 +542,9 @@ pub fn save_settings(
         if let Some(model) = &change.default_model {
             updated.set(Setting::DefaultModel, model);
         }
+        if let Some(name) = &change.user_name {
+            updated.set(Setting::UserName, name);
+        }
         if let Some(prices) = &change.prices {
             updated.set_prices(prices)?;
         }
@@ -562,12 +578,42 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| AppError::new(ErrorCode::Store, format!("the store task failed: {e}")))?
 }
 
-/// A listener that sends each event of one run down that run's channel.
-fn forward(events: Channel<RunEvent>) -> EventListener {
+/// A listener that sends each event of one run down that run's channel, and tells the desktop
+/// when the run pauses for a person while the window is not in front.
+fn forward(events: Channel<RunEvent>, app: tauri::AppHandle) -> EventListener {
     Arc::new(move |event: &RunEvent| {
         // A closed window has dropped its end of the channel; the run goes on and is stored.
         let _ = events.send(event.clone());
+        if event.kind == EventType::WaitInput {
+            let focused = app
+                .get_webview_window("main")
+                .and_then(|window| window.is_focused().ok())
+                .unwrap_or(false);
+            if let Some(notice) = pause_notice(event, focused) {
+                crate::notify(&app, &notice);
+            }
+        }
     })
+}
+
+/// What the desktop is told when a run pauses: nothing while the window is in front (the
+/// prompt is on the canvas), else where it waits and what it asks.
+pub(crate) fn pause_notice(event: &RunEvent, focused: bool) -> Option<(String, String)> {
+    if focused || event.kind != EventType::WaitInput {
+        return None;
+    }
+    let node = match (&event.scope, &event.node_id) {
+        (Some(scope), Some(node)) => format!("{scope}/{node}"),
+        (None, Some(node)) => node.clone(),
+        _ => "a node".to_string(),
+    };
+    let title = if event.content.starts_with("breakpoint ") {
+        format!("Weft: a run stopped at a breakpoint at {node}")
+    } else {
+        format!("Weft: a run waits for your decision at {node}")
+    };
+    let body: String = event.content.chars().take(200).collect();
+    Some((title, body))
 }
 
 impl AppState {
@@ -608,6 +654,10 @@ impl AppState {
             providers,
             default_model: settings
                 .get(Setting::DefaultModel)
+                .unwrap_or_default()
+                .to_string(),
+            user_name: settings
+                .get(Setting::UserName)
                 .unwrap_or_default()
                 .to_string(),
             prices: settings
@@ -779,4 +829,65 @@ pub async fn save_test_case(
         Ok(tests_view(&flow, &path))
     })
     .await
+}
+
+/// Every approval waiting for a person, across flows and runs (the app's, `weft`'s and a
+/// server's runs in the same store), oldest first: the inbox.
+#[tauri::command]
+#[specta::specta]
+pub async fn pending_approvals(
+    state: State<'_, AppState>,
+) -> Result<Vec<PendingApproval>, AppError> {
+    Ok(state.engine().pending_approvals().await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(kind: EventType, scope: Option<&str>, content: &str) -> RunEvent {
+        RunEvent {
+            seq: 4,
+            run_id: "run".into(),
+            ts: "2026-11-24T10:00:00.000Z".into(),
+            kind,
+            node_id: Some("review".into()),
+            content: content.into(),
+            scope: scope.map(str::to_string),
+            item: None,
+            from: None,
+            usage: None,
+        }
+    }
+
+    #[test]
+    fn a_pause_is_told_to_the_desktop_only_when_the_window_is_not_in_front() {
+        let paused = event(EventType::WaitInput, None, "Send the note?");
+        assert_eq!(pause_notice(&paused, true), None);
+        let (title, body) = pause_notice(&paused, false).expect("told");
+        assert_eq!(title, "Weft: a run waits for your decision at review");
+        assert_eq!(body, "Send the note?");
+        let nested = event(EventType::WaitInput, Some("sub"), "ok?");
+        assert!(
+            pause_notice(&nested, false)
+                .expect("told")
+                .0
+                .ends_with("at sub/review")
+        );
+        let stop = event(
+            EventType::WaitInput,
+            None,
+            "breakpoint before `review` (visit 1)",
+        );
+        assert!(
+            pause_notice(&stop, false)
+                .expect("told")
+                .0
+                .contains("breakpoint")
+        );
+        assert_eq!(
+            pause_notice(&event(EventType::StepEnd, None, "x"), false),
+            None
+        );
+    }
 }

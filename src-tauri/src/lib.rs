@@ -89,7 +89,7 @@ impl AppState {
     }
 }
 
-fn env(name: &str) -> Option<String> {
+pub(crate) fn env(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
@@ -124,6 +124,7 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::pause_run,
             commands::list_runs,
             commands::run_visits,
+            commands::pending_approvals,
             commands::read_tests,
             commands::run_tests,
             commands::case_from_run,
@@ -167,6 +168,7 @@ pub fn run() -> Result<(), String> {
     let state = AppState::open(paths, startup_file).map_err(|e| e.message)?;
     let builder = bindings_builder();
     let app = tauri::Builder::default()
+        .plugin(tauri_plugin_notification::init())
         .manage(state)
         .invoke_handler(builder.invoke_handler())
         .setup(|app| {
@@ -181,6 +183,15 @@ pub fn run() -> Result<(), String> {
         }
     });
     Ok(())
+}
+
+/// Shows a desktop notification; a desktop without a notification service only loses the
+/// notice (the inbox and the canvas still show the pause).
+fn notify(app: &tauri::AppHandle, (title, body): &(String, String)) {
+    use tauri_plugin_notification::NotificationExt;
+    if let Err(error) = app.notification().builder().title(title).body(body).show() {
+        tracing::debug!("no desktop notification: {error}");
+    }
 }
 
 /// SIGTERM (a logout, `kill`, a test harness ending its session) closes the app like its

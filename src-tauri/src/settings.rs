@@ -75,6 +75,8 @@ pub enum Setting {
     AnthropicBaseUrl,
     OllamaHost,
     DefaultModel,
+    /// The person's name, recorded with each decision they take.
+    UserName,
 }
 
 impl Setting {
@@ -86,6 +88,7 @@ impl Setting {
             Setting::AnthropicBaseUrl => "ANTHROPIC_BASE_URL",
             Setting::OllamaHost => "OLLAMA_HOST",
             Setting::DefaultModel => "WEFT_DEFAULT_MODEL",
+            Setting::UserName => "WEFT_USER",
         }
     }
 }
@@ -179,6 +182,15 @@ impl SettingsFile {
                 .map_err(|error| refused(error.to_string())),
             None => Ok(prices),
         }
+    }
+
+    /// Who decides in this app: the name set in Settings, else `WEFT_USER`, else the login name.
+    pub fn user_name(&self, env: impl Fn(&str) -> Option<String>) -> Option<String> {
+        self.get(Setting::UserName)
+            .map(str::to_string)
+            .or_else(|| env("WEFT_USER"))
+            .or_else(|| env("USER"))
+            .filter(|name| !name.trim().is_empty())
     }
 
     /// The engine's provider settings: this file first, then the environment.

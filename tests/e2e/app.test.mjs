@@ -770,3 +770,71 @@ test("the Tests panel runs a flow's cases, shows a failing assertion, opens its 
     }
   }
 });
+
+test("the inbox lists a run paused by weft and decides it with a form; the side panel asks the run shown", async () => {
+  const formFile = path.join(TMP, "form.json");
+  copyFileSync(path.join(ROOT, "tests/e2e/flows/form.json"), formFile);
+  // Who decides, kept with each decision.
+  await byTestId(browser, "tab-settings").click();
+  await typeInto(browser, byTestId(browser, "settings-user-name"), "Ada E2E");
+  await byTestId(browser, "settings-save-user-name").click();
+
+  // A run paused by the `weft` command, in the same store.
+  const weft = path.join(path.dirname(APP), "weft");
+  let runId = "";
+  try {
+    execFileSync(weft, ["run", formFile, "--db", process.env.WEFT_DB], { stdio: ["ignore", "pipe", "pipe"] });
+  } catch (error) {
+    assert.equal(error.status, 3, `weft run pauses: ${error.stderr}`);
+    runId = error.stdout.toString().trim();
+  }
+  assert.match(runId, /^[0-9a-f-]{36}$/);
+  await byTestId(browser, "tab-inbox").click();
+  let item;
+  await browser.waitUntil(
+    async () => {
+      for (const candidate of await allByTestId(browser, "inbox-item")) {
+        if ((await candidate.getAttribute("data-run-id")) === runId) item = candidate;
+      }
+      return item !== undefined;
+    },
+    { timeout: 10_000, timeoutMsg: "the run paused by weft is not in the inbox" },
+  );
+  assert.equal((await item.$('[data-testid="inbox-approval-message"]').getText()).trim(), "Send this? Refund 40 EUR to Ada");
+  await item.$('[data-testid="inbox-approval-field-tone"]').selectByAttribute("value", "warm");
+  await typeInto(browser, item.$('[data-testid="inbox-approval-field-reply"]'), "Refund of 40 EUR for Ada, sent today");
+  await shot(browser, "29-inbox");
+  await item.$('[data-testid="inbox-approve"]').click();
+  await browser.waitUntil(
+    async () => {
+      for (const candidate of await allByTestId(browser, "inbox-item")) {
+        if ((await candidate.getAttribute("data-run-id")) === runId) return false;
+      }
+      return true;
+    },
+    { timeout: 10_000, timeoutMsg: "the decided run stays in the inbox" },
+  );
+  const shown = () => JSON.parse(execFileSync(weft, ["show", runId, "--db", process.env.WEFT_DB, "--json"]).toString());
+  await browser.waitUntil(() => shown().run.summary.status === "completed", {
+    timeout: 10_000,
+    timeoutMsg: "the run decided from the inbox did not complete",
+  });
+  assert.equal(shown().run.result, "warm: Refund of 40 EUR for Ada, sent today (by Ada E2E)");
+
+  // The run shown on the canvas: its prompt is in the side panel too.
+  await openFile(browser, formFile);
+  await node(browser, "review").waitForExist();
+  await byTestId(browser, "run").click();
+  await waitForRunStatus(browser, "paused");
+  const card = byTestId(browser, "paused-card");
+  await card.waitForDisplayed({ timeout: 5_000 });
+  assert.equal((await byTestId(browser, "panel-approval-field-reply").getValue()).trim(), "Refund 40 EUR to Ada");
+  await byTestId(browser, "panel-approval-field-tone").selectByAttribute("value", "formal");
+  await shot(browser, "30-side-panel-approval");
+  await byTestId(browser, "panel-approve").click();
+  await waitForRunStatus(browser, "completed");
+  await waitForStatus(browser, "sent", "done");
+  assert.equal(await latestOutput(browser, "sent"), "formal: Refund 40 EUR to Ada (by Ada E2E)");
+  await selectNode(browser, "review");
+  assert.match(await byTestId(browser, "node-decision").getText(), /^Decision: approve by Ada E2E at /);
+});

@@ -10,6 +10,7 @@ import type {
   CaseSpec,
   Cost,
   NodeVisit,
+  PendingApproval,
   Problem,
   RunComparison,
   RunCost,
@@ -35,6 +36,7 @@ function pastRun(id: string): RunSummary {
     status: 'completed',
     startedAt: '2026-11-21T20:56:18.000Z',
     endedAt: '2026-11-21T20:56:19.000Z',
+    updatedAt: '2026-11-21T20:56:19.000Z',
     waitingNodeId: null,
   };
 }
@@ -60,6 +62,7 @@ function fakeApi(overrides: Partial<Api> = {}): Api {
     savePins: () => Promise.resolve(null),
     openRun: fail,
     runVisits: () => Promise.resolve({ visits: [], cost: NO_COST }),
+    pendingApprovals: () => Promise.resolve([]),
     readTests: () => Promise.resolve({ testsFile: '/flows/offline.tests.json', exists: false, cases: [], problem: null }),
     runTests: fail,
     caseFromRun: fail,
@@ -144,7 +147,7 @@ describe('App', () => {
 
     fireEvent.change(within(prompt).getByTestId('approval-note'), { target: { value: 'fine' } });
     await act(async () => fireEvent.click(within(prompt).getByTestId('approve')));
-    expect(resumeRun.mock.calls[0][0]).toEqual({ runId: '6c4ba313-67fb-4e7c-bbc7-63ab45649f30', approve: true, note: 'fine' });
+    expect(resumeRun.mock.calls[0][0]).toEqual({ runId: '6c4ba313-67fb-4e7c-bbc7-63ab45649f30', approve: true, note: 'fine', fields: {} });
     expect(screen.getByTestId('run-status').textContent).toBe('completed');
     expect(screen.getByTestId('node-auto').dataset.status).toBe('skipped');
     expect(screen.getByTestId('node-refunded').dataset.status).toBe('done');
@@ -369,6 +372,7 @@ describe('App', () => {
       status: 'interrupted',
       startedAt: '2026-11-21T20:56:18.000Z',
       endedAt: null,
+      updatedAt: '2026-11-21T20:56:18.000Z',
       waitingNodeId: null,
     };
     const cut = [
@@ -572,6 +576,7 @@ describe('App', () => {
     const view = (prices: string): SettingsView => ({
       providers: [],
       defaultModel: '',
+      userName: '',
       prices,
       settingsFile: '/config/settings.json',
       runStore: '/data/runs.db',
@@ -682,6 +687,73 @@ describe('App', () => {
     const [, path, saved, fromRun] = saveTestCase.mock.calls[0];
     expect([path, saved.name, fromRun]).toEqual(['/flows/offline.json', 'refund declined', 'run-rejected']);
     expect(screen.getByTestId('test-draft-saved').textContent).toContain('/flows/offline.tests.json');
+  });
+
+  it('lists approvals across runs in the inbox, decides one with its form, and asks the shown run’s in the side panel', async () => {
+    const RUN = '6c4ba313-67fb-4e7c-bbc7-63ab45649f30';
+    const other: PendingApproval = {
+      runId: 'other-run',
+      flowName: 'Refund review',
+      flowPath: '/flows/review.json',
+      since: '2026-11-21T20:56:18.000Z',
+      waiting: {
+        nodeId: 'review',
+        message: 'Send the note?',
+        input: 'the note',
+        deadline: '2026-11-22T20:56:18.000Z',
+        fields: [
+          { name: 'tone', type: 'choice', options: ['warm', 'formal'] },
+          { name: 'amount', type: 'number', required: true },
+        ],
+      },
+    };
+    const shown: PendingApproval = {
+      runId: RUN,
+      flowName: 'Refund desk (offline)',
+      flowPath: '/flows/offline.json',
+      since: '2026-11-21T20:56:18.000Z',
+      waiting: { nodeId: 'review', message: 'Approve the refund?', input: 'Dear Ada', fields: [{ name: 'reply', type: 'draft' }] },
+    };
+    let pending = [other];
+    const resumeRun = vi.fn((_answer: unknown, _onEvent: (event: RunEvent) => void) => Promise.resolve('other-run'));
+    const startRun = vi.fn((_request: unknown, onEvent: (event: RunEvent) => void) => {
+      pending = [other, shown];
+      offlineEventsToPause().forEach(onEvent);
+      return Promise.resolve(RUN);
+    });
+    const session = await mount(fakeApi({ pendingApprovals: () => Promise.resolve(pending), resumeRun, startRun }));
+    expect(screen.getByTestId('inbox-count').textContent).toBe('1');
+    await act(async () => fireEvent.click(screen.getByTestId('tab-inbox')));
+    const item = screen.getByTestId('inbox-item');
+    expect(item.dataset.runId).toBe('other-run');
+    expect(within(item).getByTestId('inbox-approval-message').textContent).toBe('Send the note?');
+    expect(within(item).getByTestId('inbox-approval-deadline').textContent).toMatch(/^times out at /);
+    // A required answer is asked for before anything is sent.
+    fireEvent.click(within(item).getByTestId('inbox-approve'));
+    expect(within(item).getByTestId('inbox-approval-problem').textContent).toContain('“amount” needs an answer');
+    expect(resumeRun).not.toHaveBeenCalled();
+    fireEvent.change(within(item).getByTestId('inbox-approval-field-tone'), { target: { value: 'warm' } });
+    fireEvent.change(within(item).getByTestId('inbox-approval-field-amount'), { target: { value: '40' } });
+    pending = [];
+    await act(async () => fireEvent.click(within(item).getByTestId('inbox-approve')));
+    expect(resumeRun.mock.calls[0][0]).toEqual({ runId: 'other-run', approve: true, note: '', fields: { tone: 'warm', amount: 40 } });
+    expect(screen.queryByTestId('inbox-item')).toBeNull();
+
+    // The run shown pauses: its prompt is in the side panel too, its draft ready to edit.
+    await act(async () => fireEvent.click(screen.getByTestId('run')));
+    await act(() => session.refreshInbox());
+    const card = screen.getByTestId('paused-card');
+    expect(within(card).getByTestId('panel-approval-message').textContent).toContain('Approve the refund?');
+    const draft = within(card).getByTestId('panel-approval-field-reply') as HTMLTextAreaElement;
+    expect(draft.value).toBe('Dear Ada');
+    fireEvent.change(draft, { target: { value: 'Dear Ada, it is on its way.' } });
+    resumeRun.mockImplementation((_answer, onEvent) => {
+      offlineEventsAfterApprove().forEach(onEvent);
+      return Promise.resolve(RUN);
+    });
+    await act(async () => fireEvent.click(within(card).getByTestId('panel-approve')));
+    expect(resumeRun.mock.calls[1][0]).toEqual({ runId: RUN, approve: true, note: '', fields: { reply: 'Dear Ada, it is on its way.' } });
+    expect(screen.queryByTestId('paused-card')).toBeNull();
   });
 
   it('shows a failing command’s message in the error banner', async () => {

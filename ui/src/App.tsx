@@ -8,6 +8,7 @@ import { Canvas, FIT_VIEW } from './components/Canvas';
 import { ConfirmDialog } from './components/ConfirmDialog';
 import { HelpPanel } from './components/HelpPanel';
 import { HistoryPanel } from './components/HistoryPanel';
+import { InboxPanel, PausedApprovalCard } from './components/InboxPanel';
 import { Inspector } from './components/Inspector';
 import { LogPanel } from './components/LogPanel';
 import { Palette } from './components/Palette';
@@ -20,11 +21,15 @@ import { SessionContext, useCanvas, useRun, useSession, useSessionState } from '
 import type { Session } from './session';
 import { isTyping, shortcutFor, type ShortcutAction } from './shortcuts';
 
-type Tab = 'inspector' | 'problems' | 'history' | 'tests' | 'settings';
+type Tab = 'inspector' | 'problems' | 'inbox' | 'history' | 'tests' | 'settings';
+
+/** How often the inbox is read again (runs paused by `weft` or a server appear). */
+const INBOX_POLL_MS = 3000;
 
 const TABS: { id: Tab; label: string }[] = [
   { id: 'inspector', label: 'Inspector' },
   { id: 'problems', label: 'Problems' },
+  { id: 'inbox', label: 'Inbox' },
   { id: 'history', label: 'History' },
   { id: 'tests', label: 'Tests' },
   { id: 'settings', label: 'Settings' },
@@ -121,7 +126,13 @@ function Shell() {
   const selection = useCanvas((state) => state.selection);
   const viewSelection = useSessionState((state) => state.viewSelection);
   const problemCount = useSessionState((state) => state.problems.length);
+  const inboxCount = useSessionState((state) => state.inbox.length);
   const [tab, setTab] = useState<Tab>('inspector');
+  // Runs paused by `weft` or a server in the same store join the inbox as they pause.
+  useEffect(() => {
+    const timer = setInterval(() => void session.refreshInbox(), INBOX_POLL_MS);
+    return () => clearInterval(timer);
+  }, [session]);
   const [input, setInput] = useState('');
   const loads = useCanvas((state) => state.loads);
 
@@ -257,11 +268,18 @@ function Shell() {
               >
                 {label}
                 {id === 'problems' && problemCount > 0 && <span className="tab-count">{problemCount}</span>}
+                {id === 'inbox' && inboxCount > 0 && (
+                  <span className="tab-count" data-testid="inbox-count">
+                    {inboxCount}
+                  </span>
+                )}
               </button>
             ))}
           </nav>
+          <PausedApprovalCard />
           <div className="tab-panel">
             {tab === 'inspector' && <Inspector />}
+            {tab === 'inbox' && <InboxPanel />}
             {tab === 'problems' && <ProblemsPanel />}
             {tab === 'history' && <HistoryPanel />}
             {tab === 'tests' && <TestsPanel />}

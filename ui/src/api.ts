@@ -19,6 +19,7 @@ import type {
   HistoryRun,
   RunComparison,
   RunVisits,
+  PendingApproval,
   CaseReport,
   CaseSpec,
   SuiteReport,
@@ -58,6 +59,8 @@ export interface Api {
   /** Two past runs compared node by node. */
   compareRuns(a: string, b: string): Promise<RunComparison>;
   openRun(runId: string): Promise<RunDetail>;
+  /** Every approval waiting for a person, across flows and runs: the inbox. */
+  pendingApprovals(): Promise<PendingApproval[]>;
   /** Every visit of every node of a run (a run going now too), and its cost per node. */
   runVisits(runId: string): Promise<RunVisits>;
   /** The test cases beside the flow file `path`, checked against `flow`. */
@@ -99,6 +102,7 @@ export const tauriApi: Api = {
   savePins: (flowPath, pins) => commands.savePins(flowPath, pins),
   openRun: (runId) => commands.openRun(runId),
   runVisits: (runId) => commands.runVisits(runId),
+  pendingApprovals: () => commands.pendingApprovals(),
   readTests: (flow, path) => commands.readTests(flow, path),
   runTests: (request, onCase) => {
     const channel = new Channel<CaseReport>();

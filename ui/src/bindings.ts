@@ -66,6 +66,11 @@ export const commands = {
 	 *  with input, output, time, tokens and cost.
 	 */
 	runVisits: (runId: string) => __TAURI_INVOKE<RunVisits>("run_visits", { runId }),
+	/**
+	 *  Every approval waiting for a person, across flows and runs (the app's, `weft`'s and a
+	 *  server's runs in the same store), oldest first: the inbox.
+	 */
+	pendingApprovals: () => __TAURI_INVOKE<PendingApproval[]>("pending_approvals"),
 	/**  The cases of the flow at `path` (checked against `flow`, the canvas's, which may be unsaved). */
 	readTests: (flow: Flow, path: string) => __TAURI_INVOKE<TestsView>("read_tests", { flow, path }),
 	/**
@@ -117,6 +122,8 @@ export type ApprovalAnswer = {
 	runId: string,
 	approve: boolean,
 	note?: string,
+	/**  The approval form's answers, by field name. */
+	fields?: { [key in string]: Value },
 };
 
 /**  One assertion's verdict on one run. */
@@ -353,6 +360,26 @@ export type Flow = {
 	edges?: Edge[],
 } & { [key in string]: Value };
 
+/**  One question of an approval's form. */
+export type FormField = {
+	/**  Its answer is `{{ approval.<name> }}`. */
+	name: string,
+	/**  What the person reads (the name when empty). */
+	label?: string,
+	type?: FormFieldKind,
+	/**  The choices of a `choice` field. */
+	options?: string[],
+	/**  Deciding needs an answer. */
+	required?: boolean,
+};
+
+/**  What a form field takes. */
+export type FormFieldKind = "text" | 
+/**  One of `options`. */
+"choice" | "number" | 
+/**  The node's input, to edit: the edited text goes on instead. */
+"draft";
+
 /**  A handle edges leave a node by. */
 export type HandleDescription = {
 	/**
@@ -530,6 +557,16 @@ export type PathChange = {
 	path: string,
 	a: Value | null,
 	b: Value | null,
+};
+
+/**  A run waiting for a person's decision, as an inbox lists it. */
+export type PendingApproval = {
+	runId: string,
+	flowName: string,
+	flowPath: string | null,
+	/**  When it paused. */
+	since: string,
+	waiting: Waiting,
 };
 
 /**  A canvas position. Stored as integers; fractional positions from the canvas are rounded on save. */
@@ -725,6 +762,8 @@ export type RunSummary = {
 	status: RunStatus,
 	startedAt: string,
 	endedAt: string | null,
+	/**  When it last changed (for a paused run: when it paused). */
+	updatedAt: string,
 	/**  The node a paused run waits on. */
 	waitingNodeId: string | null,
 };
@@ -744,6 +783,7 @@ export type SettingsChange = {
 	key: string | null,
 	address: string | null,
 	defaultModel: string | null,
+	userName: string | null,
 	/**
 	 *  Prices by model (`{"openai/gpt-4o": {"input": 2.5, "output": 10}}`, US dollars per
 	 *  million tokens) that add to or replace the shipped ones; empty removes them.
@@ -754,6 +794,8 @@ export type SettingsChange = {
 export type SettingsView = {
 	providers: ProviderSettingsView[],
 	defaultModel: string,
+	/**  The name kept with each decision taken in this app (empty: WEFT_USER, else the login name). */
+	userName: string,
 	/**  The price overrides typed in Settings, as JSON text (empty: none). */
 	prices: string,
 	/**  Where the settings live (the file is readable by its owner only). */
@@ -828,5 +870,11 @@ export type Waiting = {
 	 *  approval: it is continued, not decided.
 	 */
 	breakpoint?: BreakWhen | null,
+	/**  The approval's form, answered with the decision. */
+	fields?: FormField[],
+	/**  When the approval times out (RFC 3339, UTC), if it has `timeoutSeconds`. */
+	deadline?: string | null,
+	/**  What the node waited at was given: the draft a person decides on. */
+	input?: Value,
 };
 

@@ -16,6 +16,7 @@ import type {
   RunDetail,
   RunSummary,
   RunVisits,
+  PendingApproval,
   CaseReport,
   CaseSpec,
   TestsView,
@@ -89,6 +90,11 @@ export interface SessionState {
   testsRunning: boolean;
   /** A case written from the past run shown, being edited before it is saved. */
   testDraft: TestDraft | null;
+  /**
+   * Every approval waiting for a person across flows and runs (this app's, `weft`'s, a
+   * server's), oldest first; read again as runs pause and end, and every few seconds.
+   */
+  inbox: PendingApproval[];
   /** A run or resume command is going. */
   busy: boolean;
   pausedBannerDismissed: boolean;
@@ -135,6 +141,7 @@ export class Session {
     testResults: {},
     testsRunning: false,
     testDraft: null,
+    inbox: [],
     busy: false,
     pausedBannerDismissed: false,
   };
@@ -193,7 +200,7 @@ export class Session {
     } catch (error) {
       this.reportError(error);
     }
-    await Promise.all([this.validateNow(), this.refreshHistory()]);
+    await Promise.all([this.validateNow(), this.refreshHistory(), this.refreshInbox()]);
   }
 
   // --- errors ---------------------------------------------------------------------------
@@ -396,7 +403,10 @@ export class Session {
     const ends = event.type === 'run_end' || (event.type === 'wait_input' && !event.scope);
     if (run !== this.following) {
       // A detached run: History shows how it ended.
-      if (ends) void this.refreshHistory();
+      if (ends) {
+        void this.refreshHistory();
+        void this.refreshInbox();
+      }
       return;
     }
     this.run.push(event);
@@ -405,7 +415,10 @@ export class Session {
       // Cancel was pressed before the run had an id.
       void this.api.cancelRun(event.runId).catch((error) => this.reportError(error));
     }
-    if (ends) void this.refreshHistory();
+    if (ends) {
+      void this.refreshHistory();
+      void this.refreshInbox();
+    }
   }
 
   async cancelRun(): Promise<void> {
@@ -436,9 +449,51 @@ export class Session {
     }
   }
 
-  /** Answers the approval the shown run waits for; its events continue in the same view. */
-  async answerApproval(approve: boolean, note: string): Promise<void> {
-    await this.goOnFromPause((runId, onEvent) => this.api.resumeRun({ runId, approve, note }, onEvent));
+  /**
+   * Answers the approval the shown run waits for, with the form's answers; its events continue
+   * in the same view.
+   */
+  async answerApproval(approve: boolean, note: string, fields: Record<string, Value> = {}): Promise<void> {
+    await this.goOnFromPause((runId, onEvent) => this.api.resumeRun({ runId, approve, note, fields }, onEvent));
+    void this.refreshInbox();
+  }
+
+  // --- the inbox ------------------------------------------------------------------------
+
+  /** Reads every approval waiting for a person, across flows and runs. */
+  async refreshInbox(): Promise<void> {
+    try {
+      this.set({ inbox: await this.api.pendingApprovals() });
+    } catch (error) {
+      this.reportError(error);
+    }
+  }
+
+  /** What the run `runId` waits for, as the inbox has it (with its form), if it waits. */
+  pendingOf(runId: string | null): PendingApproval | null {
+    if (!runId) return null;
+    return this.state.inbox.find((approval) => approval.runId === runId) ?? null;
+  }
+
+  /**
+   * Decides an approval from the inbox. The run shown on the canvas goes on there; any other
+   * run (another flow's, one paused by `weft` or a server) goes on in the background, and the
+   * inbox and History show where it got to.
+   */
+  async decideFromInbox(runId: string, approve: boolean, note: string, fields: Record<string, Value> = {}): Promise<void> {
+    const shown = this.run.getSnapshot();
+    if (!this.state.viewing && shown.runId === runId && shown.status === 'paused') {
+      await this.answerApproval(approve, note, fields);
+      return;
+    }
+    try {
+      await this.api.resumeRun({ runId, approve, note, fields }, () => {});
+    } catch (error) {
+      this.reportError(error);
+    } finally {
+      await this.refreshInbox();
+      void this.refreshHistory();
+    }
   }
 
   /**

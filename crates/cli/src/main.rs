@@ -41,6 +41,8 @@ Environment:
   OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OLLAMA_HOST
                        LLM providers
   WEFT_DEFAULT_MODEL   the model of agents that name none
+  WEFT_USER            who decides, kept with each decision (default: the login name)
+  WEFT_TOKENS_FILE     `weft serve`'s tokens, one name:token a line
   WEFT_PRICES          a JSON file of model prices, added to the shipped ones:
                        {\"openai/gpt-4o\": {\"input\": 2.5, \"output\": 10}} (US$ per million tokens)
   WEFT_LOG             log filter for diagnostics on stderr (e.g. `debug`; default `warn`)
@@ -61,6 +63,7 @@ Examples:
   weft diff 3f2a 9bc1               # two runs node by node
   weft test flows/                  # the cases of every NAME.tests.json, offline when recorded
   weft test flows/triage.json --record --case refund
+  weft serve --flows flows --tokens tokens.txt   # the HTTP API (GET /openapi.json)
   weft kinds --json";
 
 #[derive(Debug, Subcommand)]
@@ -83,6 +86,9 @@ enum Command {
     /// Run the test cases beside flows (NAME.tests.json), offline from their recordings when
     /// they have them. Exits 0 when every case passed, 1 when any failed.
     Test(TestArgs),
+    /// Serve an HTTP API: start runs of the flows in a folder, follow their events (SSE), list
+    /// and decide approvals, cancel, webhooks. Every request needs a bearer token.
+    Serve(ServeArgs),
 }
 
 /// Where runs are stored.
@@ -177,11 +183,34 @@ pub(crate) struct ResumeArgs {
         hide_default_value = true
     )]
     pub note: String,
+    /// An answer for the approval's form: NAME=VALUE (`{{ approval.NAME }}`); repeatable.
+    #[arg(long = "field", value_name = "NAME=VALUE", value_parser = parse_field)]
+    pub fields: Vec<(String, String)>,
+    /// Who decides, kept with the decision [default: WEFT_USER, else the login name].
+    #[arg(long, value_name = "NAME")]
+    pub by: Option<String>,
     /// Print every event as one JSON line on stdout (NDJSON) instead of progress and result.
     #[arg(long)]
     pub events: bool,
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+fn parse_field(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.trim().is_empty() => {
+            Ok((name.trim().to_string(), value.to_string()))
+        }
+        _ => Err(format!("`{text}` should look like NAME=VALUE")),
+    }
+}
+
+/// Who decides from this command line: `--by`, else `WEFT_USER`, else the login name.
+pub(crate) fn decider(by: Option<&str>) -> Option<String> {
+    by.map(str::to_string)
+        .or_else(|| std::env::var("WEFT_USER").ok())
+        .or_else(|| std::env::var("USER").ok())
+        .filter(|name| !name.trim().is_empty())
 }
 
 #[derive(Debug, Args)]
@@ -211,6 +240,24 @@ pub(crate) struct ShowArgs {
     /// subflow): input, output, time, tokens and cost.
     #[arg(long, value_name = "NODE")]
     pub node: Option<String>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The folder whose flows can be started by name (`triage` is DIR/triage.json).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub flows: PathBuf,
+    /// Where to listen.
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8420")]
+    pub addr: String,
+    /// The tokens that may call, one `name:token` a line (the name is kept as the decider).
+    #[arg(long, value_name = "FILE", env = "WEFT_TOKENS_FILE")]
+    pub tokens: Option<PathBuf>,
+    /// Request bodies larger than this many bytes are refused with 413 [default: 1 MiB].
+    #[arg(long, value_name = "BYTES")]
+    pub max_body: Option<usize>,
     #[command(flatten)]
     pub store: StoreArgs,
 }
@@ -333,6 +380,7 @@ fn main() -> ExitCode {
         Command::Diff(args) => commands::diff::diff(&args),
         Command::Kinds(args) => commands::kinds::kinds(&args),
         Command::Test(args) => block_on(commands::test::test(args)),
+        Command::Serve(args) => block_on(commands::serve::serve(args)),
     };
     match result {
         Ok(exit) => exit.into(),

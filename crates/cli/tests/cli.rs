@@ -736,7 +736,7 @@ fn kinds_json_describes_every_kind_with_its_handles() {
             .collect()
     };
     assert_eq!(handles("gate"), ["pass", "fail", "error"]);
-    assert_eq!(handles("approval"), ["approve", "reject"]);
+    assert_eq!(handles("approval"), ["approve", "reject", "timeout"]);
     assert_eq!(handles("agent"), ["output", "subagent", "error"]);
     assert_eq!(handles("if"), ["condition-{i}", "false"]);
     assert_eq!(handles("http"), ["output", "error"]);

@@ -19,6 +19,7 @@ pub mod compare;
 pub mod cost;
 pub mod event;
 pub mod flow;
+pub mod history;
 pub mod nodes;
 pub mod output_schema;
 pub mod path;
@@ -36,8 +37,9 @@ pub use event::{EventSink, EventType, RunEvent, RunStatus};
 pub use flow::{Edge, Flow, LoadError, Node};
 pub use nodes::Decision;
 pub use run::{
-    Continue, DecideError, Engine, Entry, EventListener, RecordedAnswers, ResumeOptions, RunError,
-    RunHandle, RunOptions, RunOutcome, Waiting, check_decisions, waiting_of,
+    Continue, DecideError, Engine, Entry, EventListener, PendingApproval, RecordedAnswers,
+    ResumeOptions, RunError, RunHandle, RunOptions, RunOutcome, Waiting, check_decisions,
+    waiting_of,
 };
 pub use store::{Store, StoreError};
 pub use validate::{

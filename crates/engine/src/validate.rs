@@ -825,9 +825,15 @@ fn check_reachability(
             .flatten()
             .map(|(handle, _)| *handle)
             .collect();
-        let missing: Vec<&str> = branch_handles
+        // `timeout` is optional: without an edge, a run nobody decided in time fails.
+        let branch_handles: Vec<&str> = branch_handles
             .iter()
             .map(|handle| handle.as_ref())
+            .filter(|handle| *handle != crate::nodes::APPROVAL_TIMEOUT.id)
+            .collect();
+        let missing: Vec<&str> = branch_handles
+            .iter()
+            .copied()
             .filter(|handle| !connected.contains(handle))
             .collect();
         if missing.len() == branch_handles.len() {

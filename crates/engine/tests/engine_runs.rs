@@ -352,9 +352,14 @@ async fn a_paused_run_resumes_from_a_fresh_store_and_cannot_be_resumed_twice() {
         .iter()
         .find(|record| record.node_id == "review")
         .expect("review stored");
+    let approval = review.approval.clone().expect("a decision");
     assert_eq!(
-        review.approval,
-        Some(json!({"decision": "approve", "note": "ok"}))
+        (&approval["decision"], &approval["note"], &approval["by"]),
+        (&json!("approve"), &json!("ok"), &Value::Null)
+    );
+    assert!(
+        approval["at"].as_str().is_some_and(|at| at.ends_with('Z')),
+        "{approval}"
     );
 
     match engine

@@ -24,6 +24,9 @@ export const FIT_VIEW = { padding: 0.2, maxZoom: 1.2 };
 /** Where a new flow's start node sits on the canvas, in pixels from its top left corner. */
 const NEW_FLOW_MARGIN = { x: 80, y: 140 };
 
+/** The zoom at which a node's text is its natural size: a prompt is shown at least so large. */
+const READABLE_ZOOM = 1;
+
 export function Canvas() {
   const session = useSession();
   const catalog = useSessionState((state) => state.catalog);
@@ -75,14 +78,16 @@ export function Canvas() {
   const selectedEdges = useMemo(() => (readOnly ? NO_IDS : new Set(selection.edges)), [readOnly, selection.edges]);
 
   // The node that needs the person (an approval, a breakpoint) is brought to the middle of the
-  // view at the same zoom, so its prompt is not off screen or under the minimap.
+  // view, zoomed in to at least its natural size, so its prompt is readable and not off screen
+  // or under the minimap.
   useEffect(() => {
     if (!promptNode) return;
     const node = getNode(promptNode);
     if (!node) return;
     const width = node.measured?.width ?? 0;
     const height = node.measured?.height ?? 0;
-    void setCenter(node.position.x + width / 2, node.position.y + height / 2, { zoom: getZoom(), duration: 150 });
+    const zoom = Math.max(getZoom(), READABLE_ZOOM);
+    void setCenter(node.position.x + width / 2, node.position.y + height / 2, { zoom, duration: 150 });
   }, [promptNode, getNode, getZoom, setCenter]);
 
   const raised = useMemo(() => new Set(promptNode ? [promptNode] : []), [promptNode]);

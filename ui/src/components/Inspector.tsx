@@ -8,7 +8,7 @@
 // by the engine: loops, forEach items, steps inside a subflow) with a picker.
 
 import { useMemo, useState } from 'react';
-import type { BreakWhen, KindDescription, NodeVisit, Value } from '../bindings';
+import type { BreakWhen, KindDescription, NodeVisit, RunEvent, Value } from '../bindings';
 import { fieldsOf, kindOf, labelOf, templateNamesFor } from '../catalog';
 import { costText, tokensText } from '../cost';
 import { getPath } from '../flowMapping';
@@ -119,6 +119,31 @@ function Visits({ nodeId, visits, readOnly }: { nodeId: string; visits: NodeVisi
 
 const NO_VISITS: NodeVisit[] = [];
 
+/** The latest decision taken at `nodeId` (its `input_received` event), or null. */
+function lastDecision(events: RunEvent[], nodeId: string): RunEvent | null {
+  for (let index = events.length - 1; index >= 0; index--) {
+    const event = events[index];
+    if (event.type === 'input_received' && event.nodeId === nodeId && !event.scope) return event;
+  }
+  return null;
+}
+
+/** `approve by ada at 14:05 — looks fine`, from a decision's event (its time is the event's). */
+export function decisionText(event: RunEvent): string {
+  const at = new Date(event.ts);
+  const when = `at ${Number.isNaN(at.getTime()) ? event.ts : at.toLocaleString()}`;
+  try {
+    const decision = JSON.parse(event.content) as Record<string, unknown>;
+    const parts = [String(decision.decision ?? '')];
+    if (typeof decision.by === 'string' && decision.by) parts.push(`by ${decision.by}`);
+    parts.push(when);
+    const note = typeof decision.note === 'string' && decision.note ? ` — ${decision.note}` : '';
+    return `${parts.join(' ')}${note}`;
+  } catch {
+    return `${event.content} ${when}`;
+  }
+}
+
 function RunData({ nodeId, readOnly }: { nodeId: string; readOnly: boolean }) {
   const input = useRun((view) => view.inputs[nodeId]);
   const output = useRun((view) => view.outputs[nodeId]);
@@ -129,9 +154,15 @@ function RunData({ nodeId, readOnly }: { nodeId: string; readOnly: boolean }) {
   const allVisits = useSessionState((state) => state.visits?.visits ?? NO_VISITS);
   const runId = useRun((view) => view.runId);
   const visits = useMemo(() => allVisits.filter((visit) => visit.nodeId === nodeId), [allVisits, nodeId]);
+  const decided = useRun((view) => lastDecision(view.events, nodeId));
   if (!hasRun) return null;
   return (
     <section className="run-data">
+      {decided && (
+        <p data-testid="node-decision">
+          <strong>Decision:</strong> {decisionText(decided)}
+        </p>
+      )}
       {cost && cost.calls > 0 && (
         <p className="muted" data-testid="node-cost">
           {cost.calls === 1 ? '1 LLM call' : `${cost.calls} LLM calls`} · tokens {tokensText(cost)} · cost {costText(cost)}

@@ -29,6 +29,7 @@ function ProviderSettings({ provider, onSaved }: { provider: ProviderSettingsVie
         address,
         defaultModel: null,
         prices: null,
+        userName: null,
       });
       setKey('');
       onSaved(view);
@@ -121,6 +122,7 @@ function PriceSettings({ view, onSaved }: { view: SettingsView; onSaved: (view: 
         address: null,
         defaultModel: null,
         prices,
+        userName: null,
       });
       setProblem(null);
       onSaved(settings);
@@ -158,6 +160,32 @@ function PriceSettings({ view, onSaved }: { view: SettingsView; onSaved: (view: 
   );
 }
 
+/** The name kept with each decision taken in this app. */
+function UserNameSettings({ view, onSaved }: { view: SettingsView; onSaved: (view: SettingsView) => void }) {
+  const session = useSession();
+  const [name, setName] = useState(view.userName);
+  useEffect(() => setName(view.userName), [view.userName]);
+  const save = async () => {
+    try {
+      onSaved(await session.api.saveSettings({ provider: null, key: null, address: null, defaultModel: null, prices: null, userName: name }));
+    } catch (error) {
+      session.reportError(error);
+    }
+  };
+  return (
+    <section className="provider">
+      <h3 className="section-title">Your name</h3>
+      <div className="button-row">
+        <input className="input" data-testid="settings-user-name" value={name} placeholder="kept with each decision you take" onChange={(event) => setName(event.target.value)} />
+        <button type="button" className="button primary small" data-testid="settings-save-user-name" onClick={() => void save()}>
+          Save
+        </button>
+      </div>
+      <span className="field-help">Recorded as who approved or rejected (else WEFT_USER, else your login name).</span>
+    </section>
+  );
+}
+
 export function SettingsPanel() {
   const session = useSession();
   const [view, setView] = useState<SettingsView | null>(null);
@@ -180,7 +208,7 @@ export function SettingsPanel() {
 
   const saveModel = async () => {
     try {
-      const settings = await session.api.saveSettings({ provider: null, key: null, address: null, defaultModel: model, prices: null });
+      const settings = await session.api.saveSettings({ provider: null, key: null, address: null, defaultModel: model, prices: null, userName: null });
       setView(settings);
       setModel(settings.defaultModel);
     } catch (error) {
@@ -223,6 +251,7 @@ export function SettingsPanel() {
       {view.providers.map((provider) => (
         <ProviderSettings key={provider.provider} provider={provider} onSaved={saved} />
       ))}
+      <UserNameSettings view={view} onSaved={setView} />
       <PriceSettings view={view} onSaved={pricesSaved} />
       <section className="settings-paths muted">
         <div>

@@ -3,6 +3,7 @@
 
 import { useState } from 'react';
 import type { Continue } from '../bindings';
+import { ApprovalForm } from '../components/ApprovalForm';
 import { useRun, useSession, useSessionState } from '../hooks';
 
 /**
@@ -59,41 +60,33 @@ function BreakpointPrompt({ message }: { message: string }) {
   );
 }
 
+/**
+ * The approval the run shown waits for, answered here (the same form is in the side panel and
+ * the inbox). Its form comes from the inbox's entry for the run; until that is read, the
+ * message alone is asked.
+ */
 export function ApprovalPrompt({ nodeId }: { nodeId: string }) {
   const session = useSession();
   const waiting = useRun((view) => view.waiting);
+  const runId = useRun((view) => view.runId);
   const busy = useSessionState((state) => state.busy);
-  const [note, setNote] = useState('');
+  const pending = useSessionState((state) => state.inbox.find((approval) => approval.runId === runId) ?? null);
   if (!waiting) return null;
   if (waiting.breakpoint) return <BreakpointPrompt message={waiting.message} />;
   const nested = waiting.nodeId !== nodeId;
-
-  const answer = (approve: boolean) => {
-    void session.answerApproval(approve, note).then(() => setNote(''));
-  };
-
+  const fields = pending?.waiting.fields ?? [];
   return (
     <div className="approval-prompt nodrag nowheel" data-testid="approval-prompt">
-      {nested && <div className="approval-where">Waiting at {waiting.nodeId}</div>}
-      <div className="approval-message" data-testid="approval-message">
-        {waiting.message}
-      </div>
-      <textarea
-        className="approval-note"
-        data-testid="approval-note"
-        placeholder="Note (optional)"
-        rows={2}
-        value={note}
-        onChange={(event) => setNote(event.target.value)}
+      <ApprovalForm
+        key={`${runId}:${fields.length}`}
+        message={waiting.message}
+        fields={fields}
+        input={pending?.waiting.input}
+        deadline={pending?.waiting.deadline}
+        where={nested ? waiting.nodeId : null}
+        disabled={busy}
+        onDecide={(approve, note, answers) => session.answerApproval(approve, note, answers)}
       />
-      <div className="approval-buttons">
-        <button type="button" className="button approve" data-testid="approve" disabled={busy} onClick={() => answer(true)}>
-          Approve
-        </button>
-        <button type="button" className="button reject" data-testid="reject" disabled={busy} onClick={() => answer(false)}>
-          Reject
-        </button>
-      </div>
     </div>
   );
 }

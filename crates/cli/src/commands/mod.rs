@@ -6,6 +6,7 @@ pub(crate) mod kinds;
 pub(crate) mod resume;
 pub(crate) mod run;
 pub(crate) mod runs;
+pub(crate) mod serve;
 pub(crate) mod show;
 pub(crate) mod test;
 pub(crate) mod validate;

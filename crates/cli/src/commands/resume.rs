@@ -16,9 +16,20 @@ pub(crate) async fn resume(args: ResumeArgs) -> anyhow::Result<Exit> {
         .as_deref()
         .map(|answer| Decision::parse(answer, args.note.clone()))
         .transpose()
-        .map_err(|message| {
-            usage_error(format!("--decision: {message}; the run was not changed"))
-        })?;
+        .map_err(|message| usage_error(format!("--decision: {message}; the run was not changed")))?
+        .map(|decision| Decision {
+            fields: args
+                .fields
+                .iter()
+                .map(|(name, value)| (name.clone(), serde_json::Value::String(value.clone())))
+                .collect(),
+            ..decision.by(crate::decider(args.by.as_deref()))
+        });
+    if !args.fields.is_empty() && args.decision.is_none() {
+        return Err(usage_error(
+            "--field answers an approval's form: give --decision too",
+        ));
+    }
     let set = args
         .set
         .as_deref()
@@ -47,6 +58,7 @@ pub(crate) async fn resume(args: ResumeArgs) -> anyhow::Result<Exit> {
         ));
     }
     let engine = engine(store);
+    super::run::settle_timeouts(&engine).await;
     let live = Live::start(args.events, &engine);
     let options = ResumeOptions {
         on_event: Some(live.listener.clone()),

@@ -34,8 +34,12 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
     }
     let flow = checked.flow();
     let mut decisions = HashMap::new();
+    let by = crate::decider(None);
     for (node_id, decision) in args.decisions {
-        if decisions.insert(node_id.clone(), decision).is_some() {
+        if decisions
+            .insert(node_id.clone(), decision.by(by.clone()))
+            .is_some()
+        {
             return Err(usage_error(format!(
                 "--decide {node_id}: given more than once"
             )));
@@ -57,6 +61,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
     let db = super::db_path(&args.store)?;
     let store = super::open_store(&db)?;
     let engine = engine(store);
+    settle_timeouts(&engine).await;
     let flow_path = std::path::absolute(&args.flow).unwrap_or_else(|_| args.flow.clone());
     let entry = match (&args.after, &args.from, &args.only) {
         (Some(after), Some(node), None) => engine.entry_after(after, flow, node, false).await,
@@ -86,6 +91,41 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
 /// An engine with providers from the environment (keys are never printed).
 pub(crate) fn engine(store: Store) -> Engine {
     Engine::new(LlmClients::new(ProviderSettings::from_env()), store)
+}
+
+/// Before a command's own work: every approval whose `timeoutSeconds` ran out while no Weft
+/// process was running takes its `timeout` branch (or fails naming the timeout) here, each run
+/// going on until it ends or pauses, with a line on stderr saying so.
+pub(crate) async fn settle_timeouts(engine: &Engine) {
+    let handles = match engine.settle_timeouts(None).await {
+        Ok(handles) => handles,
+        Err(error) => {
+            output::err(&format!(
+                "warning: timed-out approvals could not be settled: {error}\n"
+            ));
+            return;
+        }
+    };
+    let style = Style::stderr();
+    for handle in handles {
+        let run_id = handle.run_id.clone();
+        let said = match handle.outcome().await {
+            Ok(outcome) => {
+                let why = outcome
+                    .error
+                    .map(|error| format!(": {error}"))
+                    .unwrap_or_default();
+                format!("{}{why}", style.status(outcome.status))
+            }
+            Err(error) => format!("not settled: {error}"),
+        };
+        output::err(&format!(
+            "{}\n",
+            style.dim(&format!(
+                "run {run_id}: nobody decided its approval in time; it went on: {said}"
+            ))
+        ));
+    }
 }
 
 /// Why a run could not start or resume, as the CLI reports it: what the caller can fix exits 2.

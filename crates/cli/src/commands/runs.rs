@@ -24,15 +24,8 @@ pub(crate) fn runs(args: &RunsArgs) -> anyhow::Result<Exit> {
         runs.push(Listed { summary, cost });
     }
     if args.json {
-        // Each run's summary with its `cost` beside the other fields.
-        let mut listed = Vec::with_capacity(runs.len());
-        for run in &runs {
-            let mut value = serde_json::to_value(&run.summary)?;
-            if let serde_json::Value::Object(fields) = &mut value {
-                fields.insert("cost".into(), serde_json::to_value(&run.cost)?);
-            }
-            listed.push(value);
-        }
+        let listed = weft_engine::history::listed_runs(&store, args.limit, &prices)
+            .map_err(super::store_error)?;
         output::out(&format!("{}\n", serde_json::to_string_pretty(&listed)?))?;
     } else if runs.is_empty() {
         output::err(&format!("no runs in {}\n", db.display()));
@@ -129,6 +122,7 @@ mod tests {
                 status,
                 started_at: "2024-05-01T10:00:00.000Z".into(),
                 ended_at: ended.map(str::to_string),
+                updated_at: "2024-05-01T10:00:00.000Z".into(),
                 waiting_node_id: waiting.map(str::to_string),
             },
             cost: Cost::default(),

@@ -2,7 +2,6 @@
 
 use std::path::Path;
 
-use serde_json::json;
 use weft_engine::compare::NodeStatus;
 use weft_engine::cost::{PRICES_ENV, RunCost, run_cost, usd_text};
 use weft_engine::store::{NodeOutputRecord, RunRecord};
@@ -29,13 +28,8 @@ pub(crate) fn show(args: &ShowArgs) -> anyhow::Result<Exit> {
         return show_visits(&record, &visits, node, args.json);
     }
     if args.json {
-        let report = json!({
-            "run": record,
-            "cost": cost,
-            "nodeOutputs": outputs,
-            "visits": visits,
-            "events": events,
-        });
+        let report = weft_engine::history::run_report(&store, &run_id, &prices)
+            .map_err(super::store_error)?;
         output::out(&format!("{}\n", serde_json::to_string_pretty(&report)?))?;
         return Ok(Exit::Success);
     }
@@ -195,19 +189,58 @@ fn summary(record: &RunRecord, cost: &RunCost, db: &Path, style: Style) -> Strin
         rows.push(("error", style.red(&output::one_line(error, 400))));
     }
     if let Some(waiting) = weft_engine::waiting_of(record) {
+        let form: Vec<String> = waiting
+            .fields
+            .iter()
+            .map(|field| {
+                let kind = serde_json::to_value(field.kind)
+                    .ok()
+                    .and_then(|kind| kind.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                let mut said = format!("{} ({kind}", field.name);
+                if !field.options.is_empty() {
+                    said.push_str(&format!(": {}", field.options.join(" | ")));
+                }
+                if field.required {
+                    said.push_str(", required");
+                }
+                said.push(')');
+                said
+            })
+            .collect();
+        let deadline = waiting.deadline.clone();
         let message = output::one_line(&waiting.message, CELL);
-        let waiting = if message.is_empty() {
-            waiting.node_id
+        let waiting_text = if message.is_empty() {
+            waiting.node_id.clone()
         } else {
             format!("{}: {message}", waiting.node_id)
         };
-        rows.push(("waiting", style.yellow(&waiting)));
+        rows.push(("waiting", style.yellow(&waiting_text)));
+        if let Some(deadline) = deadline {
+            rows.push((
+                "timeout",
+                format!(
+                    "{} (then it goes on along `timeout`, or fails without that edge)",
+                    output::date_time(&deadline)
+                ),
+            ));
+        }
+        if !form.is_empty() {
+            rows.push(("form", form.join(", ")));
+        }
+        let fields: String = waiting
+            .fields
+            .iter()
+            .map(|field| format!(" --field {}=…", field.name))
+            .collect();
+        let answer = if waiting.breakpoint.is_some() {
+            " --continue".to_string()
+        } else {
+            format!(" --decision approve|reject{fields}")
+        };
         rows.push((
             "resume",
-            format!(
-                "{} --decision approve|reject",
-                super::run::resume_command(&run.id, db)
-            ),
+            format!("{}{answer}", super::run::resume_command(&run.id, db)),
         ));
     }
     let mut text = String::new();
@@ -259,6 +292,12 @@ fn node_outputs(outputs: &[NodeOutputRecord], cost: &RunCost, style: Style) -> S
                 .map(output::value_text)
                 .unwrap_or_default();
             let mut said = format!("[{decision}");
+            if let Some(by) = approval.get("by").and_then(|by| by.as_str()) {
+                said.push_str(&format!(" by {by}"));
+            }
+            if let Some(at) = approval.get("at").and_then(|at| at.as_str()) {
+                said.push_str(&format!(" at {}", output::date_time(at)));
+            }
             if !note.is_empty() {
                 said.push_str(&format!(": {}", output::one_line(&note, 80)));
             }

@@ -68,6 +68,7 @@ pub(crate) async fn test(args: TestArgs) -> anyhow::Result<Exit> {
     let db = super::db_path(&args.store)?;
     let store = super::open_store(&db)?;
     let engine = engine(store);
+    super::run::settle_timeouts(&engine).await;
     let mode = match (args.record, args.offline) {
         (true, _) => RecordMode::Record,
         (_, true) => RecordMode::Offline,

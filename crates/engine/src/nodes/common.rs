@@ -20,9 +20,11 @@ pub struct CommonSettings {
     /// A note about what this node is for.
     #[serde(default)]
     pub description: String,
-    /// Seconds one attempt may take, at most a day (default 300, `code` 30).
+    /// Seconds one attempt may take (default 300, `code` 30); for an `approval`, how long it
+    /// waits for a person before it takes its `timeout` edge (no limit when unset). At most
+    /// 30 days.
     #[serde(default)]
-    #[schemars(title = "Timeout (seconds)", extend("exclusiveMinimum" = 0, "maximum" = 86400))]
+    #[schemars(title = "Timeout (seconds)", extend("exclusiveMinimum" = 0, "maximum" = 2592000))]
     pub timeout_seconds: Option<f64>,
     /// Retry a failed attempt: `{ "maxAttempts": 3, "backoffMs": 1000 }`.
     #[serde(default)]

@@ -40,7 +40,9 @@ registry::kinds! {
 }
 
 pub use agent::{AgentTools, ReasoningEffort};
-pub use approval::{Decision, DecisionChoice};
+pub use approval::{
+    Decision, DecisionChoice, FormField, FormFieldKind, TIMEOUT as APPROVAL_TIMEOUT, seconds_text,
+};
 pub use if_node::{Condition, Operator};
 pub use subflow::OnError;
 
@@ -260,7 +262,7 @@ mod tests {
         let error = CommonSettings::parse(&data(json!({"timeoutSeconds": 0}))).expect_err("zero");
         assert_eq!(
             error.to_string(),
-            "field `timeoutSeconds`: must be more than 0 and at most 86400"
+            "field `timeoutSeconds`: must be more than 0 and at most 2592000"
         );
         let error = CommonSettings::parse(&data(json!({"retry": {"maxAttempts": 21}})))
             .expect_err("too many");

@@ -141,6 +141,9 @@ mod tests {
         let pause = || ChildPause {
             path: "review".into(),
             message: "ok?".into(),
+            fields: Vec::new(),
+            deadline: None,
+            input: Value::Null,
             state: json!({"kept": true}),
         };
         let env = env_with_child(dir.path()).child_ends(Value::Null, move || ChildEnd::Paused(pause()));

@@ -38,7 +38,7 @@ pub use llm_log::RecordedAnswers;
 use crate::breakpoints::{BreakWhen, Breakpoint, check_breakpoints};
 use crate::event::{EventType, RunStatus};
 use crate::flow::Flow;
-use crate::nodes::{Decision, NodeConfig, NodeKind, StartConfig};
+use crate::nodes::{Decision, DecisionChoice, FormField, NodeConfig, NodeKind, StartConfig};
 use crate::output_schema::OutputSchema;
 use crate::pins::{Pins, check_pins};
 use crate::providers::{LazyClient, LlmClients, Usage};
@@ -137,6 +137,28 @@ pub struct Waiting {
     /// approval: it is continued, not decided.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breakpoint: Option<BreakWhen>,
+    /// The approval's form, answered with the decision.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<FormField>,
+    /// When the approval times out (RFC 3339, UTC), if it has `timeoutSeconds`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<String>,
+    /// What the node waited at was given: the draft a person decides on.
+    #[serde(default)]
+    pub input: Value,
+}
+
+/// A run waiting for a person's decision, as an inbox lists it.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingApproval {
+    pub run_id: String,
+    pub flow_name: String,
+    pub flow_path: Option<String>,
+    /// When it paused.
+    pub since: String,
+    pub waiting: Waiting,
 }
 
 /// Why a run could not start or resume. Failures *during* a run are not errors here: the run
@@ -804,6 +826,55 @@ impl Engine {
         Ok(self.launch(ctx, scheduler))
     }
 
+    /// Decides for nobody: every paused run whose approval's `timeoutSeconds` ran out goes on
+    /// along its `timeout` edge, or fails naming the timeout when it has none. Each goes on in
+    /// the background in this process (its events to `on_event`); a run another process claimed
+    /// meanwhile (a person decided just in time) is left to it. Hosts call this when they start
+    /// (a deadline may have passed while no process ran) and, when they live on, every second.
+    pub async fn settle_timeouts(
+        &self,
+        on_event: Option<EventListener>,
+    ) -> Result<Vec<RunHandle>, RunError> {
+        let due = self.blocking(|store| store.due_approvals(&now())).await?;
+        let mut handles = Vec::with_capacity(due.len());
+        for run_id in due {
+            let options = ResumeOptions {
+                on_event: on_event.clone(),
+                ..ResumeOptions::default()
+            };
+            match self
+                .spawn_resume(&run_id, Decision::timeout(), options)
+                .await
+            {
+                Ok(handle) => handles.push(handle),
+                Err(RunError::Store(
+                    StoreError::NotPaused { .. } | StoreError::Finished { .. },
+                )) => {}
+                Err(error) => tracing::warn!("the timed-out run {run_id} could not go on: {error}"),
+            }
+        }
+        Ok(handles)
+    }
+
+    /// Every approval a person may decide now, across flows and runs (this process's, other
+    /// processes', a server's): paused runs not stopped at a breakpoint, oldest first.
+    pub async fn pending_approvals(&self) -> Result<Vec<PendingApproval>, RunError> {
+        let records = self.blocking(|store| store.paused_runs()).await?;
+        Ok(records
+            .iter()
+            .filter_map(|record| {
+                let waiting = waiting_of(record).filter(|waiting| waiting.breakpoint.is_none())?;
+                Some(PendingApproval {
+                    run_id: record.summary.id.clone(),
+                    flow_name: record.summary.flow_name.clone(),
+                    flow_path: record.summary.flow_path.clone(),
+                    since: record.summary.updated_at.clone(),
+                    waiting,
+                })
+            })
+            .collect())
+    }
+
     /// What the paused run `run_id` (an id or a unique prefix) waits for; `None` when it is not
     /// paused.
     pub async fn waiting(&self, run_id: &str) -> Result<Option<Waiting>, RunError> {
@@ -824,6 +895,53 @@ impl Engine {
             }
             None => false,
         }
+    }
+
+    /// Cancels the paused run `run_id` (waiting for a person, in any process): it is claimed
+    /// like a decision would claim it, then ends as `cancelled` with a `run_end` event. A run
+    /// that is not paused is refused and left as it is (cancel a run going in this process
+    /// with [`Engine::cancel`]).
+    pub async fn cancel_paused(
+        &self,
+        run_id: &str,
+        on_event: Option<EventListener>,
+    ) -> Result<RunOutcome, RunError> {
+        let wanted = run_id.to_string();
+        let (run_id, record) = self
+            .blocking(move |store| {
+                let run_id = store.resolve_run_id(&wanted)?;
+                let record = store.claim_paused(&run_id, &now(), None)?;
+                Ok((run_id, record))
+            })
+            .await?;
+        let state: SavedState = serde_json::from_value(record.state.clone()).unwrap_or_default();
+        let events = Emitter::new(
+            run_id.clone(),
+            self.store().clone(),
+            on_event,
+            state.next_seq.max(1),
+            record.usage,
+        );
+        let error = "the run was cancelled while it waited for a person".to_string();
+        let content =
+            json!({ "status": RunStatus::Cancelled.as_str(), "result": null, "error": error });
+        events.emit_event(
+            EventType::RunEnd,
+            None,
+            content.to_string(),
+            None,
+            Some(events.total_usage()),
+        );
+        let store = self.store();
+        store.finish_run(&run_id, RunStatus::Cancelled, None, Some(&error), &now());
+        self.blocking(|store| store.flush()).await?;
+        Ok(RunOutcome {
+            run_id,
+            status: RunStatus::Cancelled,
+            result: None,
+            error: Some(error),
+            waiting: None,
+        })
     }
 
     /// Asks the run `run_id`, going in this process, to pause: it starts no new step, and once
@@ -953,16 +1071,25 @@ impl Engine {
         let store = ctx.store();
         let waiting = match end.paused {
             Some(paused) => {
+                let input = paused
+                    .state
+                    .waiting_input
+                    .clone()
+                    .unwrap_or_else(|| paused.waiting.input.clone());
                 let pause = PauseRecord {
                     waiting: paused.waiting,
                     queue: paused.queue,
                     state: serde_json::to_value(&paused.state).unwrap_or_default(),
+                    deadline: paused.deadline.clone(),
                 };
                 store.save_pause(&ctx.run_id, &pause, &at);
                 Some(Waiting {
                     node_id: paused.path,
                     message: paused.message,
                     breakpoint: paused.state.breakpoint.map(|stop| stop.when),
+                    fields: paused.state.waiting_fields.clone(),
+                    deadline: paused.deadline,
+                    input,
                 })
             }
             None => {
@@ -1041,7 +1168,34 @@ impl PauseAnswer {
             .map_or("?", |waiting| waiting.node_id.as_str());
         match (self, breakpoint_of(record)) {
             (PauseAnswer::Decision(_), Some(_)) => Err(at_breakpoint(run_id, record)),
-            (PauseAnswer::Decision(_), None) => Ok(()),
+            (PauseAnswer::Decision(decision), None) => {
+                let state: SavedState =
+                    serde_json::from_value(record.state.clone()).unwrap_or_default();
+                if decision.decision == DecisionChoice::Timeout {
+                    // Weft's own answer, once the approval's time has run out.
+                    return match &state.deadline {
+                        Some(deadline) if deadline.as_str() <= now().as_str() => Ok(()),
+                        Some(deadline) => Err(format!(
+                            "run {run_id} waits at `{node}` until {deadline}; it has not timed out"
+                        )),
+                        None => Err(format!(
+                            "the approval `{node}` of run {run_id} has no timeout; answer it with approve or reject"
+                        )),
+                    };
+                }
+                let input = state
+                    .waiting_input
+                    .clone()
+                    .or_else(|| record.waiting.as_ref().map(|step| step.input.clone()))
+                    .unwrap_or_default();
+                decision
+                    .clone()
+                    .checked(&state.waiting_fields, &input)
+                    .map(|_| ())
+                    .map_err(|problem| {
+                        format!("the answer for `{node}` does not fit its form: {problem}; run {run_id} stays paused")
+                    })
+            }
             (PauseAnswer::Continue(_), None) => Err(format!(
                 "run {run_id} waits at the approval `{node}`, not at a breakpoint; answer it with a decision (approve or reject)"
             )),
@@ -1110,6 +1264,9 @@ pub fn waiting_of(record: &RunRecord) -> Option<Waiting> {
         node_id,
         message: state.waiting_message.unwrap_or_default(),
         breakpoint: state.breakpoint.map(|stop| stop.when),
+        fields: state.waiting_fields,
+        deadline: state.deadline,
+        input: state.waiting_input.unwrap_or_else(|| waiting.input.clone()),
     })
 }
 

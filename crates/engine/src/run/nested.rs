@@ -132,6 +132,9 @@ pub(crate) async fn run_child(
                 ChildEnd::Paused(ChildPause {
                     path: paused.path,
                     message: paused.message,
+                    fields: state.state.waiting_fields.clone(),
+                    deadline: paused.deadline,
+                    input: state.state.waiting_input.clone().unwrap_or(Value::Null),
                     state: serde_json::to_value(&state).map_err(|error| {
                         subflow_error(format!("cannot keep the paused subflow's state: {error}"))
                     })?,

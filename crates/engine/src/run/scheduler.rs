@@ -22,7 +22,7 @@ use super::emitter::now;
 use super::llm_log::ReplayState;
 use crate::breakpoints::{BreakWhen, Breakpoint};
 use crate::event::{EventType, RunStatus};
-use crate::nodes::{Decision, Scheduling};
+use crate::nodes::{Decision, DecisionChoice, FormField, NodeConfig, Scheduling, seconds_text};
 use crate::pins::Pins;
 use crate::providers::ChatMessage;
 use crate::step::{ChildPause, ChildResume, Step, StepError, StepErrorKind, StepOutput, Wait};
@@ -49,6 +49,15 @@ pub(crate) struct SavedState {
     /// The rendered message of the step being waited on (innermost, for nested runs).
     #[serde(default)]
     pub waiting_message: Option<String>,
+    /// The form of the approval waited on (innermost, for nested runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting_fields: Vec<FormField>,
+    /// What the approval waited on was given (innermost): the draft a person decides on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_input: Option<Value>,
+    /// When the approval waited on times out (innermost), RFC 3339.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<String>,
     /// Set when the waiting step is a subflow whose child run paused.
     #[serde(default)]
     pub nested: Option<ChildPause>,
@@ -101,6 +110,9 @@ enum Waiting {
     Decision {
         item: QueuedStep,
         message: String,
+        fields: Vec<FormField>,
+        /// When nobody deciding takes the `timeout` branch.
+        deadline: Option<String>,
     },
     Child {
         item: QueuedStep,
@@ -132,6 +144,8 @@ pub(crate) struct Paused {
     /// Path of the node waited on (`review`, or `sub/review` inside a subflow).
     pub path: String,
     pub message: String,
+    /// When the (innermost) approval waited on times out.
+    pub deadline: Option<String>,
 }
 
 /// How a run ended this time (a paused run may go on later).
@@ -790,16 +804,43 @@ impl Scheduler {
         false
     }
 
-    /// A step waits for a person's decision: answered in advance, or the run pauses.
-    fn wait_decision(&mut self, item: QueuedStep, message: String) {
+    /// A step waits for a person's decision: answered in advance, or the run pauses (until the
+    /// approval's `timeoutSeconds`, when it has one).
+    fn wait_decision(&mut self, item: QueuedStep, message: String, fields: Vec<FormField>) {
         let node_id = item.node_id.clone();
         self.ctx
             .emit(EventType::WaitInput, Some(&node_id), message.clone());
         if let Some(decision) = self.ctx.decisions.get(&node_id).cloned() {
             self.apply_decision(item, &decision);
         } else {
-            self.waiting = Some(Waiting::Decision { item, message });
+            let deadline = self.wait_limit(&node_id).map(|seconds| {
+                let limit = chrono::Duration::milliseconds((seconds * 1000.0) as i64);
+                (chrono::Utc::now() + limit).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+            });
+            self.waiting = Some(Waiting::Decision {
+                item,
+                message,
+                fields,
+                deadline,
+            });
             self.status = RunStatus::Paused;
+        }
+    }
+
+    /// How long an approval waits for a person: its `timeoutSeconds`, if set.
+    fn wait_limit(&self, node_id: &str) -> Option<f64> {
+        self.ctx
+            .graph
+            .nodes
+            .get(node_id)
+            .and_then(|node| node.settings.timeout_seconds)
+    }
+
+    /// The form of the approval `node_id`.
+    fn approval_fields(&self, node_id: &str) -> Vec<FormField> {
+        match self.ctx.graph.nodes.get(node_id).map(|node| &node.config) {
+            Some(NodeConfig::Approval(config)) => config.fields.clone(),
+            _ => Vec::new(),
         }
     }
 
@@ -814,19 +855,52 @@ impl Scheduler {
 
     fn apply_decision(&mut self, item: QueuedStep, decision: &Decision) {
         let node_id = item.node_id.clone();
-        let value = decision.to_value();
-        self.ctx
-            .emit(EventType::InputReceived, Some(&node_id), value.to_string());
+        let fields = self.approval_fields(&node_id);
+        // Answers given in advance (`--decide`) meet the form here; a person's were checked
+        // when the run was claimed.
+        let mut decision = match decision.clone().checked(&fields, &item.input) {
+            Ok(decision) => decision,
+            Err(problem) => {
+                self.fail(
+                    &node_id,
+                    format!("the decision for `{node_id}` does not fit its form: {problem}"),
+                );
+                return;
+            }
+        };
+        let timed_out = decision.decision == DecisionChoice::Timeout;
+        if timed_out && let Some(seconds) = self.wait_limit(&node_id) {
+            decision.note = format!("nobody decided within {}", seconds_text(seconds));
+        }
+        let at = now();
+        let value = decision.to_value_at(&at);
+        self.ctx.emit(
+            EventType::InputReceived,
+            Some(&node_id),
+            decision.event_content().to_string(),
+        );
         self.ctx.set_approval(value.clone());
         self.ctx.store().put_node_approval(
             &self.ctx.run_id,
             &self.ctx.store_key(&node_id),
             &value,
-            &now(),
+            &at,
         );
         let visits = self.visits.get(&node_id).copied().unwrap_or(1);
-        self.finish_step(&node_id, &item.input, false, visits);
-        self.route(&node_id, decision.decision.handle(), &item.input);
+        let handle = decision.decision.handle();
+        if timed_out && self.ctx.graph.targets(&node_id, handle).next().is_none() {
+            self.fail(
+                &node_id,
+                format!(
+                    "approval `{node_id}` timed out: {}, and it has no `timeout` edge",
+                    decision.note
+                ),
+            );
+            return;
+        }
+        let output = decision.output(&fields, &item.input);
+        self.finish_step(&node_id, &output, false, visits);
+        self.route(&node_id, handle, &output);
     }
 
     fn route(&mut self, node_id: &str, handle: &str, value: &Value) {
@@ -891,12 +965,12 @@ impl Scheduler {
                 wait: Some(wait),
                 ..
             }) => match wait {
-                Wait::Decision { message } => {
+                Wait::Decision { message, fields } => {
                     let item = QueuedStep {
                         input: value,
                         ..item
                     };
-                    self.wait_decision(item, message);
+                    self.wait_decision(item, message, fields);
                 }
                 Wait::Child(pause) => self.wait_child(item, pause),
             },
@@ -989,6 +1063,9 @@ impl Scheduler {
             last_output: self.last_output.clone(),
             last_finished: self.last_finished.clone(),
             waiting_message: None,
+            waiting_fields: Vec::new(),
+            waiting_input: None,
+            deadline: None,
             nested: None,
             parked: self.parked.clone(),
             joins: self.joins.clone(),
@@ -1010,13 +1087,24 @@ impl Scheduler {
             && let Some(waiting) = self.waiting.take()
         {
             let (waiting, path, message) = match waiting {
-                Waiting::Decision { item, message } => {
+                Waiting::Decision {
+                    item,
+                    message,
+                    fields,
+                    deadline,
+                } => {
                     let path = item.node_id.clone();
+                    state.waiting_fields = fields;
+                    state.waiting_input = Some(item.input.clone());
+                    state.deadline = deadline;
                     (item, path, message)
                 }
                 Waiting::Child { item, pause } => {
                     let path = format!("{}/{}", item.node_id, pause.path);
                     let message = pause.message.clone();
+                    state.waiting_fields = pause.fields.clone();
+                    state.waiting_input = Some(pause.input.clone());
+                    state.deadline = pause.deadline.clone();
                     state.nested = Some(pause);
                     (item, path, message)
                 }
@@ -1033,6 +1121,7 @@ impl Scheduler {
                 paused: Some(Paused {
                     waiting,
                     queue: self.queue.drain(..).map(|(_, step)| step).collect(),
+                    deadline: state.deadline.clone(),
                     state: state.clone(),
                     path,
                     message,

@@ -78,8 +78,11 @@ impl StepOutput {
 /// What a step waits for before the run can go on.
 #[derive(Debug)]
 pub enum Wait {
-    /// A person's decision at this node (an `approval`), shown `message`.
-    Decision { message: String },
+    /// A person's decision at this node (an `approval`), shown `message`, with a form.
+    Decision {
+        message: String,
+        fields: Vec<crate::nodes::FormField>,
+    },
     /// A child run (a `subflow`) paused at a decision deeper down.
     Child(ChildPause),
 }
@@ -165,6 +168,15 @@ pub struct ChildPause {
     /// Path of the node waited on, from the child flow down (`review`, `inner/review`).
     pub path: String,
     pub message: String,
+    /// The innermost approval's form.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<crate::nodes::FormField>,
+    /// When the innermost approval times out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<String>,
+    /// What the innermost approval was given (the draft a person decides on).
+    #[serde(default)]
+    pub input: Value,
     /// The child run's saved state, as the scheduler keeps it (`child` in runs paused by
     /// Weft before this field had its name).
     #[serde(alias = "child")]

@@ -35,11 +35,21 @@ pub(super) fn insert(conn: &Connection, event: &RunEvent) -> Result<(), StoreErr
 
 /// Run `run_id`'s events, ordered by `seq` (empty for an unknown run).
 pub(super) fn list(conn: &Connection, run_id: &str) -> Result<Vec<RunEvent>, StoreError> {
+    list_after(conn, run_id, 0)
+}
+
+/// Run `run_id`'s events after `seq` `after`, ordered by `seq`.
+pub(super) fn list_after(
+    conn: &Connection,
+    run_id: &str,
+    after: u64,
+) -> Result<Vec<RunEvent>, StoreError> {
     let mut statement = conn.prepare_cached(
         "SELECT seq, ts, type, node_id, content, scope, item, usage_json, from_node \
-         FROM events WHERE run_id = ?1 ORDER BY seq",
+         FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq",
     )?;
-    let mut rows = statement.query(params![run_id])?;
+    let after = i64::try_from(after).unwrap_or(i64::MAX);
+    let mut rows = statement.query(params![run_id, after])?;
     let mut events = Vec::new();
     while let Some(row) = rows.next()? {
         let kind: String = row.get("type")?;

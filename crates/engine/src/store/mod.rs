@@ -175,6 +175,8 @@ pub struct PauseRecord {
     pub queue: Vec<QueuedStep>,
     /// Engine-owned extra state (next seq, visits, latest approval...); opaque to the store.
     pub state: Value,
+    /// When the approval waited at times out (RFC 3339, UTC), if it does.
+    pub deadline: Option<String>,
 }
 
 /// A run as listed: identity, status and times. Serialized in camelCase, like events.
@@ -188,6 +190,8 @@ pub struct RunSummary {
     pub status: RunStatus,
     pub started_at: String,
     pub ended_at: Option<String>,
+    /// When it last changed (for a paused run: when it paused).
+    pub updated_at: String,
     /// The node a paused run waits on.
     pub waiting_node_id: Option<String>,
 }
@@ -470,6 +474,7 @@ impl Store {
             waiting: StepRow::new(&pause.waiting),
             queue: pause.queue.iter().map(StepRow::new).collect(),
             state_json: pause.state.to_string(),
+            deadline: pause.deadline.clone(),
             at: at.to_string(),
         });
     }
@@ -630,6 +635,24 @@ impl Store {
         events::last_seq(&self.reader(), run_id)
     }
 
+    /// Paused runs whose approval's deadline is `now` or earlier, oldest deadline first.
+    pub fn due_approvals(&self, now: &str) -> Result<Vec<String>, StoreError> {
+        self.barrier()?;
+        runs::due(&self.reader(), now)
+    }
+
+    /// The earliest deadline of a paused run's approval, if any waits with one.
+    pub fn next_deadline(&self) -> Result<Option<String>, StoreError> {
+        self.barrier()?;
+        runs::next_deadline(&self.reader())
+    }
+
+    /// Every paused run, oldest pause first (approvals and breakpoints alike).
+    pub fn paused_runs(&self) -> Result<Vec<RunRecord>, StoreError> {
+        self.barrier()?;
+        runs::paused(&self.reader())
+    }
+
     /// The newest `limit` runs (by `started_at`), newest first.
     pub fn list_runs(&self, limit: usize) -> Result<Vec<RunSummary>, StoreError> {
         self.barrier()?;
@@ -669,6 +692,12 @@ impl Store {
             return Err(StoreError::NoSuchRun(run_id.to_string()));
         }
         Ok(events)
+    }
+
+    /// The run's events after `seq` `after` (all of them for 0), ordered by `seq`.
+    pub fn events_after(&self, run_id: &str, after: u64) -> Result<Vec<RunEvent>, StoreError> {
+        self.barrier()?;
+        events::list_after(&self.reader(), run_id, after)
     }
 
     /// The run's node outputs, ordered by node id.

@@ -124,19 +124,21 @@ fn changed(run_id: &str, rows: usize) -> Result<(), StoreError> {
     }
 }
 
-/// Status `paused`, the waiting step and the engine state (the queue is the `queue` table's).
+/// Status `paused`, the waiting step, the engine state and when the approval times out (the
+/// queue is the `queue` table's).
 pub(super) fn pause(
     conn: &Connection,
     run_id: &str,
     waiting: &StepRow,
     state_json: &str,
+    deadline: Option<&str>,
     at: &str,
 ) -> Result<(), StoreError> {
     let rows = conn
         .prepare_cached(
             "UPDATE runs SET status = 'paused', waiting_node_id = ?2, \
              waiting_input_json = ?3, waiting_source_node_id = ?4, state_json = ?5, \
-             updated_at = ?6, lease_owner = NULL, lease_until = NULL WHERE id = ?1",
+             updated_at = ?6, lease_owner = NULL, lease_until = NULL, deadline = ?7 WHERE id = ?1",
         )?
         .execute(params![
             run_id,
@@ -144,9 +146,40 @@ pub(super) fn pause(
             waiting.input_json,
             waiting.source_node_id,
             state_json,
-            at
+            at,
+            deadline
         ])?;
     changed(run_id, rows)
+}
+
+/// Paused runs whose deadline is `now` or earlier.
+pub(super) fn due(conn: &Connection, now: &str) -> Result<Vec<String>, StoreError> {
+    let mut statement = conn.prepare_cached(
+        "SELECT id FROM runs WHERE status = 'paused' AND deadline IS NOT NULL AND deadline <= ?1 \
+         ORDER BY deadline",
+    )?;
+    let ids = statement
+        .query_map(params![now], |row| row.get("id"))?
+        .collect::<Result<_, _>>()?;
+    Ok(ids)
+}
+
+/// The earliest deadline of a paused run.
+pub(super) fn next_deadline(conn: &Connection) -> Result<Option<String>, StoreError> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT MIN(deadline) FROM runs WHERE status = 'paused' AND deadline IS NOT NULL",
+        )?
+        .query_row([], |row| row.get(0))?)
+}
+
+/// Every paused run's record, oldest pause first.
+pub(super) fn paused(conn: &Connection) -> Result<Vec<RunRecord>, StoreError> {
+    let ids: Vec<String> = conn
+        .prepare_cached("SELECT id FROM runs WHERE status = 'paused' ORDER BY updated_at, id")?
+        .query_map([], |row| row.get("id"))?
+        .collect::<Result<_, _>>()?;
+    ids.iter().map(|id| load(conn, id)).collect()
 }
 
 pub(super) fn set_state(
@@ -175,7 +208,7 @@ pub(super) fn finish(
             "UPDATE runs SET status = ?2, result_json = ?3, error = ?4, \
              waiting_node_id = NULL, waiting_input_json = NULL, \
              waiting_source_node_id = NULL, ended_at = ?5, updated_at = ?5, \
-             lease_owner = NULL, lease_until = NULL WHERE id = ?1",
+             lease_owner = NULL, lease_until = NULL, deadline = NULL WHERE id = ?1",
         )?
         .execute(params![run_id, status.as_str(), result_json, error, at])?;
     changed(run_id, rows)
@@ -223,7 +256,7 @@ pub(super) fn claim(
     let claimed = conn
         .prepare_cached(
             "UPDATE runs SET status = 'running', updated_at = ?2, lease_owner = ?4, \
-             lease_until = ?5 WHERE id = ?1 AND status = ?3",
+             lease_until = ?5, deadline = NULL WHERE id = ?1 AND status = ?3",
         )?
         .execute(params![run_id, at, from.as_str(), owner, until])?;
     if claimed == 0 {
@@ -250,8 +283,8 @@ pub(super) fn claim(
 pub(super) fn list(conn: &Connection, limit: usize) -> Result<Vec<RunSummary>, StoreError> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let mut statement = conn.prepare_cached(
-        "SELECT id, flow_name, flow_path, status, started_at, ended_at, waiting_node_id \
-         FROM runs ORDER BY started_at DESC, id DESC LIMIT ?1",
+        "SELECT id, flow_name, flow_path, status, started_at, ended_at, updated_at, \
+         waiting_node_id FROM runs ORDER BY started_at DESC, id DESC LIMIT ?1",
     )?;
     let mut rows = statement.query(params![limit])?;
     let mut runs = Vec::new();
@@ -288,8 +321,8 @@ pub(super) fn exists(conn: &Connection, run_id: &str) -> Result<bool, StoreError
 /// The run with exactly this id, with its queue and token totals.
 pub(super) fn load(conn: &Connection, run_id: &str) -> Result<RunRecord, StoreError> {
     let mut statement = conn.prepare_cached(
-        "SELECT id, flow_name, flow_path, status, started_at, ended_at, waiting_node_id, \
-         flow_json, input_json, result_json, error, waiting_input_json, \
+        "SELECT id, flow_name, flow_path, status, started_at, ended_at, updated_at, \
+         waiting_node_id, flow_json, input_json, result_json, error, waiting_input_json, \
          waiting_source_node_id, state_json, \
          (SELECT COALESCE(SUM(input_tokens), 0) FROM node_outputs WHERE run_id = runs.id) \
            AS input_tokens, \
@@ -347,6 +380,7 @@ fn summary(row: &Row<'_>) -> Result<RunSummary, StoreError> {
         flow_path: row.get("flow_path")?,
         started_at: row.get("started_at")?,
         ended_at: row.get("ended_at")?,
+        updated_at: row.get("updated_at")?,
         waiting_node_id: row.get("waiting_node_id")?,
         id,
     })

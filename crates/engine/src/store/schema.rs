@@ -27,6 +27,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     MIGRATION_4,
     MIGRATION_5,
     MIGRATION_6,
+    MIGRATION_7,
 ];
 
 /// Migration 1: runs, their events, node outputs and the queue of a paused run.
@@ -129,6 +130,13 @@ const MIGRATION_6: &str = "
 ALTER TABLE llm_calls ADD COLUMN model TEXT;
 ALTER TABLE llm_calls ADD COLUMN input_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE llm_calls ADD COLUMN output_tokens INTEGER NOT NULL DEFAULT 0;
+";
+
+/// Migration 7: when a paused run's approval times out (`timeoutSeconds`), so that the next
+/// process to open the store finds the approvals nobody decided in time.
+const MIGRATION_7: &str = "
+ALTER TABLE runs ADD COLUMN deadline TEXT;
+CREATE INDEX runs_deadline ON runs(deadline) WHERE deadline IS NOT NULL;
 ";
 
 /// A clear message for an error met while opening.

@@ -60,6 +60,7 @@ fn pause_record() -> PauseRecord {
         waiting: step("approve", 1, Some("draft")),
         queue: vec![step("b", 2, Some("a")), step("c", 3, None)],
         state: json!({"nextSeq": 5, "visits": {"a": 1}}),
+        deadline: None,
     }
 }
 

@@ -60,6 +60,7 @@ pub(super) enum Write {
         waiting: StepRow,
         queue: Vec<StepRow>,
         state_json: String,
+        deadline: Option<String>,
         at: String,
     },
     Checkpoint {
@@ -207,9 +208,10 @@ impl Write {
                 waiting,
                 queue: steps,
                 state_json,
+                deadline,
                 at,
             } => {
-                runs::pause(conn, run_id, waiting, state_json, at)?;
+                runs::pause(conn, run_id, waiting, state_json, deadline.as_deref(), at)?;
                 queue::replace(conn, run_id, steps)
             }
             Write::SetState {

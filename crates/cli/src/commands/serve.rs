@@ -1,0 +1,85 @@
+//! `weft serve`: the HTTP API (SPEC §12) over this machine's run store, until SIGTERM or Ctrl-C,
+//! when runs going here are stored as cancelled and paused runs keep their pause.
+
+use std::time::Duration;
+
+use weft_engine::providers::ProviderSettings;
+use weft_server::{DEFAULT_MAX_BODY, ServeConfig, Tokens};
+
+use super::run::{engine, settle_timeouts};
+use crate::output::{self, Style};
+use crate::{Exit, ServeArgs, usage_error};
+
+/// How long the runs going here get to be stored as cancelled when the server stops.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<Exit> {
+    let prices = super::prices()?;
+    let Some(tokens_file) = args.tokens.clone() else {
+        return Err(usage_error(
+            "give --tokens FILE (or WEFT_TOKENS_FILE): one `name:token` a line; the server refuses to start without a token",
+        ));
+    };
+    let tokens = Tokens::load(&tokens_file).map_err(|error| usage_error(error.to_string()))?;
+    if !args.flows.is_dir() {
+        return Err(usage_error(format!(
+            "--flows {}: not a folder",
+            args.flows.display()
+        )));
+    }
+    let db = super::db_path(&args.store)?;
+    let store = super::open_store(&db)?;
+    let engine = engine(store);
+    settle_timeouts(&engine).await;
+    let listener = tokio::net::TcpListener::bind(&args.addr)
+        .await
+        .map_err(|error| usage_error(format!("cannot listen on {}: {error}", args.addr)))?;
+    let address = listener.local_addr()?;
+    let style = Style::stderr();
+    output::err(&format!(
+        "{}\n",
+        style.dim(&format!(
+            "serving the flows of {} for {} (store {}); SIGTERM or Ctrl-C stops",
+            args.flows.display(),
+            tokens.names().join(", "),
+            db.display()
+        ))
+    ));
+    // The address first on stdout, so a script (or a test on port 0) can read it.
+    output::out(&format!("http://{address}\n"))?;
+    let config = ServeConfig {
+        flows_dir: args.flows.clone(),
+        tokens,
+        max_body: args.max_body.unwrap_or(DEFAULT_MAX_BODY),
+        prices,
+        provider_settings: ProviderSettings::from_env(),
+    };
+    weft_server::serve(listener, engine, config, stop_signal(), SHUTDOWN_GRACE)
+        .await
+        .map_err(|error| anyhow::anyhow!("the server stopped: {error}"))?;
+    output::err(&format!("{}\n", style.dim("stopped")));
+    Ok(Exit::Success)
+}
+
+/// The first SIGTERM or Ctrl-C.
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = terminate.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -1,0 +1,100 @@
+// Every approval waiting for a person, across flows and runs (this app's, `weft`'s and a
+// server's, all in the same store), decided right here; and the approval of the run shown,
+// also in the side panel (it is on its node too).
+
+import type { PendingApproval } from '../bindings';
+import { useRun, useSession, useSessionState } from '../hooks';
+import { ApprovalForm } from './ApprovalForm';
+
+function sinceText(since: string): string {
+  const date = new Date(since);
+  return Number.isNaN(date.getTime()) ? since : date.toLocaleString();
+}
+
+function InboxItem({ approval }: { approval: PendingApproval }) {
+  const session = useSession();
+  const busy = useSessionState((state) => state.busy);
+  const blocked = session.openRunBlockedReason();
+  const flow = approval.flowName || approval.flowPath || 'Untitled';
+  return (
+    <li className="inbox-item" data-testid="inbox-item" data-run-id={approval.runId} data-node-id={approval.waiting.nodeId}>
+      <div className="inbox-head">
+        <strong>{flow}</strong>
+        <span className="muted mono">
+          {approval.waiting.nodeId} · {approval.runId.slice(0, 8)}
+        </span>
+      </div>
+      <div className="muted">waiting since {sinceText(approval.since)}</div>
+      <ApprovalForm
+        key={`${approval.runId}:${approval.waiting.nodeId}`}
+        testIdPrefix="inbox-"
+        message={approval.waiting.message}
+        fields={approval.waiting.fields ?? []}
+        input={approval.waiting.input}
+        deadline={approval.waiting.deadline}
+        disabled={busy}
+        onDecide={(approve, note, fields) => session.decideFromInbox(approval.runId, approve, note, fields)}
+      />
+      <button
+        type="button"
+        className="button small"
+        data-testid="inbox-open-run"
+        disabled={blocked !== null}
+        title={blocked ?? 'Show this run on the canvas'}
+        onClick={() => void session.openRun(approval.runId)}
+      >
+        Open run
+      </button>
+    </li>
+  );
+}
+
+export function InboxPanel() {
+  const session = useSession();
+  const inbox = useSessionState((state) => state.inbox);
+  return (
+    <div className="inbox" data-testid="inbox">
+      <div className="history-toolbar">
+        <button type="button" className="button small" data-testid="inbox-refresh" onClick={() => void session.refreshInbox()}>
+          Refresh
+        </button>
+        <span className="muted">
+          {inbox.length === 0 ? 'Nothing waits for a decision.' : `${inbox.length} waiting for a decision`}
+        </span>
+      </div>
+      <ul className="inbox-list">
+        {inbox.map((approval) => (
+          <InboxItem key={`${approval.runId}:${approval.waiting.nodeId}`} approval={approval} />
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+/** The approval the run shown waits at, at the top of the side panel, whatever the tab. */
+export function PausedApprovalCard() {
+  const session = useSession();
+  const waiting = useRun((view) => (view.status === 'paused' ? view.waiting : null));
+  const runId = useRun((view) => view.runId);
+  const viewing = useSessionState((state) => state.viewing !== null);
+  const busy = useSessionState((state) => state.busy);
+  const pending = useSessionState((state) => state.inbox.find((approval) => approval.runId === runId) ?? null);
+  if (!waiting || waiting.breakpoint || viewing) return null;
+  const fields = pending?.waiting.fields ?? [];
+  return (
+    <section className="paused-card" data-testid="paused-card">
+      <h3 className="section-title">Waiting for your decision</h3>
+      <ApprovalForm
+        key={`${runId}:${fields.length}`}
+        testIdPrefix="panel-"
+        message={waiting.message}
+        fields={fields}
+        input={pending?.waiting.input}
+        deadline={pending?.waiting.deadline}
+        where={waiting.nodeId}
+        disabled={busy}
+        onDecide={(approve, note, answers) => session.answerApproval(approve, note, answers)}
+      />
+    </section>
+  );
+}
