@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Every check CI runs: formatting, lints (warnings are errors), the canvas's type check and
 # unit tests, all Rust tests, a quick pass of the benchmarks so they keep compiling and
-# running, and the desktop app's end-to-end tests (the real app under Xvfb through
-# WebDriver). `cargo bench -p weft-engine` and `bash scripts/bench-app.sh` print the figures.
+# running, the desktop app's end-to-end tests (the real app under Xvfb through WebDriver), and
+# the .deb installed and driven as a person would (tests/package/test.sh; root, for apt-get).
+# `cargo bench -p weft-engine`, `bash scripts/bench.sh` and `bash scripts/bench-app.sh` print
+# the figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cargo >/dev/null || { echo "error: cargo is missing; install Rust 1.95 (rustup.rs)" >&2; exit 2; }
@@ -25,6 +27,8 @@ cargo test --workspace --benches --locked 2>&1 | tee -a "$log"
 echo "== the desktop app end to end (WebDriver under Xvfb)"
 # `cargo test` has built target/debug/weft-app and scripted-llm (their packages have tests).
 bash tests/e2e/run.sh 2>&1 | tee -a "$log"
+echo "== the package: build the .deb (release), install it with apt-get, run the installed app"
+bash tests/package/test.sh 2>&1 | tee -a "$log"
 # One closing line for the whole suite (pipefail has already stopped us on a failure).
 ui_passed="$(sed -n 's/.*Tests *\([0-9]*\) passed.*/\1/p' "${TMPDIR:-/tmp}/weft-ui-tests.log" | tail -1)"
 awk -v ui="${ui_passed:-0}" '/^test result:/ { passed += $4; failed += $6 }

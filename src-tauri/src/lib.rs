@@ -169,6 +169,7 @@ pub fn run() -> Result<(), String> {
     let builder = bindings_builder();
     let app = tauri::Builder::default()
         .plugin(tauri_plugin_notification::init())
+        .plugin(tauri_plugin_dialog::init())
         .manage(state)
         .invoke_handler(builder.invoke_handler())
         .setup(|app| {

@@ -7,7 +7,7 @@ fn checked_in_bindings_are_current() {
     let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         checked_in == expected,
-        "{} is stale: run `cargo run -p weft-app --bin export-bindings` and commit the result",
+        "{} is stale: run `cargo run -p weft-app --features bindings --bin export-bindings` and commit the result",
         path.display()
     );
 }

@@ -15,6 +15,7 @@ import {
   allByTestId,
   byTestId,
   connect,
+  drag,
   dropKind,
   handle,
   node,
@@ -837,4 +838,156 @@ test("the inbox lists a run paused by weft and decides it with a form; the side 
   assert.equal(await latestOutput(browser, "sent"), "formal: Refund 40 EUR to Ada (by Ada E2E)");
   await selectNode(browser, "review");
   assert.match(await byTestId(browser, "node-decision").getText(), /^Decision: approve by Ada E2E at /);
+});
+
+/** The zoom of the canvas's view, from xyflow's viewport transform. */
+async function canvasZoom(browser) {
+  return browser.execute(() => {
+    const viewport = document.querySelector(".react-flow__viewport");
+    const scale = /scale\(([0-9.]+)\)/.exec(viewport?.style.transform ?? "");
+    return scale ? Number(scale[1]) : null;
+  });
+}
+
+test("room to work: panels resize and collapse (remembered), the palette searches, a dropped edge adds a wired node, flows fit readably", async () => {
+  // flows/triage.json fits at ~0.47: it is shown at a readable zoom instead, panned from its start.
+  const triageFile = path.join(TMP, "triage.json");
+  copyFileSync(path.join(ROOT, "flows/triage.json"), triageFile);
+  await openFile(browser, triageFile);
+  await node(browser, "classify").waitForExist();
+  await browser.waitUntil(async () => ((await canvasZoom(browser)) ?? 0) >= 0.75, {
+    timeout: 5_000,
+    timeoutMsg: "the flow was shrunk past a readable zoom",
+  });
+  assert.ok(await node(browser, "start").isDisplayed({ withinViewport: true }), "the flow's start is in view");
+  await shot(browser, "31-readable-fit");
+
+  // The palette filters as you type; Enter adds the first match (on a new flow, room to drop).
+  await byTestId(browser, "file-new").click();
+  const discard = byTestId(browser, "discard-confirm");
+  if (await discard.isExisting()) await discard.click();
+  await typeInto(browser, byTestId(browser, "palette-search"), "gate");
+  assert.equal(await byTestId(browser, "palette-agent").isExisting(), false);
+  await browser.keys(["Enter"]);
+  await node(browser, "gate-1").waitForExist({ timeout: 5_000 });
+
+  // A connection dropped on empty canvas offers the kinds; the one picked is added and wired.
+  const from = handle(browser, "gate-1", "pass");
+  const at = await from.getLocation();
+  await drag(browser, from, { x: Math.round(at.x - 260), y: Math.round(at.y + 200) });
+  const menu = byTestId(browser, "quick-add");
+  await menu.waitForDisplayed({ timeout: 5_000 });
+  await byTestId(browser, "quick-add-template").click();
+  await node(browser, "template-1").waitForExist({ timeout: 5_000 });
+  const wired = await browser.execute(() =>
+    [...document.querySelectorAll(".react-flow__edge")].map((edge) => edge.getAttribute("data-testid")),
+  );
+  assert.ok(
+    wired.some((id) => id?.includes("gate-1") && id.includes("template-1")),
+    `the new node is wired from gate-1's pass: ${wired}`,
+  );
+  await shot(browser, "32-quick-add");
+
+  // The minimap can be hidden, and comes back (React Flow names it rf__minimap).
+  await byTestId(browser, "rf__minimap").waitForExist({ timeout: 5_000 });
+  await byTestId(browser, "minimap-toggle").click();
+  await waitUntilGone(browser, "rf__minimap");
+  await byTestId(browser, "minimap-toggle").click();
+  await byTestId(browser, "rf__minimap").waitForExist({ timeout: 5_000 });
+
+  // Panels: the side panel widens by its handle; palette and side panel collapse and reopen.
+  const side = byTestId(browser, "side-panel");
+  const before = (await side.getSize()).width;
+  const splitter = byTestId(browser, "side-splitter");
+  const where = await splitter.getLocation();
+  await drag(browser, splitter, { x: Math.round(where.x - 120), y: Math.round(where.y + 100) });
+  const after = (await side.getSize()).width;
+  assert.ok(after >= before + 100, `the side panel widened: ${before} → ${after}`);
+  await byTestId(browser, "palette-collapse").click();
+  await waitUntilGone(browser, "palette");
+  const canvasWidth = (await byTestId(browser, "canvas").getSize()).width;
+  await shot(browser, "33-more-room");
+  // The log collapses to its toolbar.
+  await byTestId(browser, "log-toggle").click();
+  assert.equal(await byTestId(browser, "log").getAttribute("data-collapsed"), "true");
+  assert.ok((await byTestId(browser, "canvas").getSize()).height > 500, "the canvas takes the log's room");
+  assert.ok(canvasWidth > 700, `the canvas takes the palette's room: ${canvasWidth}`);
+
+  // Remembered: a new start of the app opens as it was left (the log collapsed until a run).
+  await browser.deleteSession();
+  browser = await openAppWithoutPalette();
+  assert.equal(await byTestId(browser, "palette").isExisting(), false, "the palette stays collapsed");
+  assert.equal(await byTestId(browser, "log").getAttribute("data-collapsed"), "true");
+  const reopened = (await byTestId(browser, "side-panel").getSize()).width;
+  assert.ok(Math.abs(reopened - after) <= 2, `the side panel kept its width: ${reopened} vs ${after}`);
+  // Back to how the other tests expect it.
+  await byTestId(browser, "palette-expand").click();
+  await byTestId(browser, "palette-agent").waitForDisplayed();
+  const handleNow = byTestId(browser, "side-splitter");
+  const now = await handleNow.getLocation();
+  await drag(browser, handleNow, { x: Math.round(now.x + (after - before)), y: Math.round(now.y + 100) });
+});
+
+/** The app, started again with the palette collapsed (the canvas is what shows it is up). */
+async function openAppWithoutPalette() {
+  const { remote } = await import("webdriverio");
+  const session = await remote({
+    hostname: "127.0.0.1",
+    port: Number(process.env.TAURI_DRIVER_PORT ?? 4444),
+    logLevel: "warn",
+    connectionRetryTimeout: 60_000,
+    capabilities: {
+      "tauri:options": { application: APP },
+      "wdio:enforceWebDriverClassic": true,
+    },
+  });
+  await byTestId(session, "canvas").waitForDisplayed({ timeout: 30_000 });
+  return session;
+}
+
+test("a new agent with no model says so before Run; a default model in Settings makes it runnable; the dark theme", async () => {
+  await byTestId(browser, "file-new").click();
+  const discard = byTestId(browser, "discard-confirm");
+  if (await discard.isExisting()) await discard.click();
+  await byTestId(browser, "palette-agent").click();
+  await node(browser, "agent-1").waitForExist();
+  await connect(browser, "start", "output", "agent-1");
+  // Once the edge is validated, what blocks Run is the missing model, and it says where to set one.
+  const reason = byTestId(browser, "run-blocked-reason");
+  const reasonText = async () => ((await reason.isExisting()) ? await reason.getProperty("textContent") : "");
+  await browser.waitUntil(async () => /no model is set/.test(await reasonText()), {
+    timeout: 5_000,
+    timeoutMsg: "Run is not refused for an agent with no model",
+  });
+  assert.equal(await byTestId(browser, "run").isEnabled(), false);
+  assert.match(await reasonText(), /no model is set.*Model field/);
+  await byTestId(browser, "tab-settings").click();
+  await typeInto(browser, byTestId(browser, "settings-default-model"), "gpt-4o-mini");
+  await byTestId(browser, "settings-save-default-model").click();
+  await browser.waitUntil(() => byTestId(browser, "run").isEnabled(), {
+    timeout: 5_000,
+    timeoutMsg: "a default model did not make the flow runnable",
+  });
+  await byTestId(browser, "run").click();
+  await waitForRunStatus(browser, "completed");
+  // The run's end is coloured by its status; an event's JSON reads indented when opened.
+  const ends = await allByTestId(browser, "log-row");
+  const last = ends[ends.length - 1];
+  assert.equal(await last.getAttribute("data-status"), "completed");
+  await last.click();
+  const full = byTestId(browser, "log-content-full");
+  await full.waitForDisplayed({ timeout: 5_000 });
+  // textContent, not getText: WebKit reports no rendered text for a row in the log's scroller.
+  assert.match(await full.getProperty("textContent"), /\{\n {2}"error": null/);
+  // Clear the default model again: other tests expect agents to name theirs.
+  await typeInto(browser, byTestId(browser, "settings-default-model"), "");
+  await byTestId(browser, "settings-save-default-model").click();
+
+  await byTestId(browser, "settings-theme").selectByAttribute("value", "dark");
+  await browser.waitUntil(async () => (await browser.$(".app").getAttribute("data-theme")) === "dark", {
+    timeout: 5_000,
+    timeoutMsg: "the dark theme did not apply",
+  });
+  await shot(browser, "34-dark-theme");
+  await byTestId(browser, "settings-theme").selectByAttribute("value", "light");
 });

@@ -5,6 +5,8 @@
 import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
+import { remote } from "webdriverio";
+
 import { APP, TMP, byTestId, openApp, typeInto } from "./harness.mjs";
 
 const ROUNDS = Number(process.env.WEFT_BENCH_ROUNDS ?? 3);
@@ -39,9 +41,9 @@ function processes() {
 }
 
 /** The app's process and its descendants (WebKit's web and network processes). */
-function appProcesses() {
+function appProcesses(binary = APP) {
   const all = processes();
-  const name = path.basename(APP).slice(0, 15);
+  const name = path.basename(binary).slice(0, 15);
   const roots = all.filter(([, , command]) => command === name).map(([pid]) => pid);
   const family = new Set(roots);
   let grew = true;
@@ -122,3 +124,32 @@ console.log(
 console.log(
   `open and render a ${NODES}-node flow (confirm in the Open dialog until every node is in the DOM): median ${ms(median(opens))} [${opens.map(ms).join(", ")}]`,
 );
+
+// The floor: a minimal Tauri 2 window with a static page (tests/hello-tauri), built the same way.
+const HELLO = process.env.WEFT_HELLO_APP;
+if (HELLO) {
+  const helloStarts = [];
+  let helloIdle = null;
+  for (let round = 0; round < ROUNDS; round++) {
+    const began = performance.now();
+    const browser = await remote({
+      hostname: "127.0.0.1",
+      port: Number(process.env.TAURI_DRIVER_PORT ?? 4444),
+      logLevel: "warn",
+      capabilities: { "tauri:options": { application: HELLO }, "wdio:enforceWebDriverClassic": true },
+    });
+    await byTestId(browser, "ready").waitForDisplayed({ timeout: 30_000 });
+    helloStarts.push(performance.now() - began);
+    if (round === 0) {
+      await browser.pause(3000);
+      helloIdle = appProcesses(HELLO).map(([pid, , command]) => ({ command, kb: rssKb(pid) }));
+    }
+    await browser.deleteSession();
+  }
+  const helloTotal = helloIdle.reduce((sum, p) => sum + p.kb, 0);
+  console.log(`minimal Tauri 2 window (${HELLO}):`);
+  console.log(`  cold start to its page: median ${ms(median(helloStarts))} [${helloStarts.map(ms).join(", ")}]`);
+  console.log(
+    `  idle memory: ${(helloTotal / 1024).toFixed(0)} MiB in ${helloIdle.length} processes; Weft's app uses ${(total / helloTotal).toFixed(2)}× that`,
+  );
+}

@@ -10,7 +10,8 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 target="${CARGO_TARGET_DIR:-$root/target}"
-app="$target/${WEFT_APP_PROFILE:-debug}/weft-app"
+# WEFT_APP_BINARY picks another build of the app (the installed package's, say).
+app="${WEFT_APP_BINARY:-$target/${WEFT_APP_PROFILE:-debug}/weft-app}"
 llm="$target/${WEFT_APP_PROFILE:-debug}/scripted-llm"
 for binary in "$app" "$llm"; do
   [ -x "$binary" ] || { echo "e2e: $binary is not built (cargo build -p weft-app -p weft-scripted-llm)" >&2; exit 1; }
@@ -45,6 +46,9 @@ root_url="$(sed -n 's/.*"rootUrl":"\([^"]*\)".*/\1/p' "$tmp/llm.json")"
 port="${TAURI_DRIVER_PORT:-4444}"
 export OPENAI_BASE_URL="$base_url" OPENAI_API_KEY="sk-e2e-not-a-real-key"
 export WEFT_DB="$tmp/runs.db" WEFT_CONFIG_DIR="$tmp/config" WEFT_E2E_TMP="$tmp"
+# The webview keeps its local storage (the remembered layout) under XDG_DATA_HOME: each
+# run starts from a fresh one, as a new user would.
+export XDG_DATA_HOME="$tmp/data"
 export WEFT_APP_BINARY="$app" TAURI_DRIVER_PORT="$port" WEFT_E2E_LLM_ROOT="$root_url"
 # WebKit's sandbox needs user namespaces that containers often lack.
 export WEBKIT_DISABLE_SANDBOX_THIS_IS_DANGEROUS=1

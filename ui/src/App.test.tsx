@@ -21,6 +21,7 @@ import type {
 } from './bindings';
 import { CanvasStore } from './canvasStore';
 import { RunStore } from './runStore';
+import { DEFAULT_LAYOUT, LayoutStore, LIMITS } from './layout';
 import { Session } from './session';
 import { catalog, event, offlineEventsAfterApprove, offlineEventsToPause, offlineFlow } from './test/fixtures';
 
@@ -41,6 +42,10 @@ function pastRun(id: string): RunSummary {
   };
 }
 
+function settingsView(): SettingsView {
+  return { providers: [], defaultModel: '', userName: '', prices: '', settingsFile: '/c/settings.json', runStore: '/d/runs.db' };
+}
+
 function fakeApi(overrides: Partial<Api> = {}): Api {
   const fail = () => Promise.reject({ code: 'badRequest', message: 'not in this test' });
   return {
@@ -48,6 +53,8 @@ function fakeApi(overrides: Partial<Api> = {}): Api {
     openFlow: fail,
     saveFlow: (path) => Promise.resolve(path),
     recentFiles: () => Promise.resolve([]),
+    pickFile: () => Promise.resolve(null),
+    onFileDrop: () => Promise.resolve(() => {}),
     startupFile: () => Promise.resolve(null),
     validateFlow: () => Promise.resolve([]),
     startRun: fail,
@@ -417,6 +424,26 @@ describe('App', () => {
     expect(screen.queryByTestId('continue-run')).toBeNull();
   });
 
+  it('reads History again while a listed run is going, until it ends', async () => {
+    vi.useFakeTimers();
+    try {
+      let status: RunSummary['status'] = 'running';
+      const listRuns = vi.fn(() => Promise.resolve([{ run: { ...pastRun('going'), status }, cost: NO_CALLS }]));
+      await mount(fakeApi({ listRuns }));
+      await act(async () => fireEvent.click(screen.getByTestId('tab-history')));
+      expect(screen.getByTestId('history-row').dataset.status).toBe('running');
+      status = 'completed';
+      await act(async () => vi.advanceTimersByTime(1_100));
+      expect(screen.getByTestId('history-row').dataset.status).toBe('completed');
+      // Nothing goes on any more: no more reading.
+      const reads = listRuns.mock.calls.length;
+      await act(async () => vi.advanceTimersByTime(5_000));
+      expect(listRuns.mock.calls.length).toBe(reads);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('lists each run’s cost, compares two checked runs and replays the run shown', async () => {
     const run = pastRun;
     const priced: Cost = { calls: 2, inputTokens: 120, outputTokens: 40, usd: 0.0123, unpricedModels: [] };
@@ -754,6 +781,102 @@ describe('App', () => {
     await act(async () => fireEvent.click(within(card).getByTestId('panel-approve')));
     expect(resumeRun.mock.calls[1][0]).toEqual({ runId: RUN, approve: true, note: '', fields: { reply: 'Dear Ada, it is on its way.' } });
     expect(screen.queryByTestId('paused-card')).toBeNull();
+  });
+
+  it('keeps the layout the person leaves: collapsed and resized panels, the log opening with a run, the theme', async () => {
+    const stored = new Map<string, string>();
+    const storage = { getItem: (key: string) => stored.get(key) ?? null, setItem: (key: string, value: string) => void stored.set(key, value) };
+    const layout = new LayoutStore(storage);
+    const startRun = vi.fn((_request: unknown, onEvent: (event: RunEvent) => void) => {
+      onEvent(event(1, 'run_start', null, 'x'));
+      return Promise.resolve('run-1');
+    });
+    const session = new Session(fakeApi({ startRun, getSettings: () => Promise.resolve(settingsView()) }), {
+      canvas: new CanvasStore(offlineFlow(), '/flows/offline.json'),
+      run: new RunStore((flush) => flush()),
+      layout,
+    });
+    await act(() => session.init());
+    render(<App session={session} />);
+    // The log takes no room until a run starts.
+    expect(screen.getByTestId('log').dataset.collapsed).toBe('true');
+    expect(screen.queryByTestId('log-row')).toBeNull();
+    await act(async () => fireEvent.click(screen.getByTestId('run')));
+    expect(screen.getByTestId('log').dataset.collapsed).toBe('false');
+    expect(screen.getAllByTestId('log-row').length).toBeGreaterThan(0);
+
+    fireEvent.click(screen.getByTestId('palette-collapse'));
+    expect(screen.queryByTestId('palette')).toBeNull();
+    fireEvent.click(screen.getByTestId('side-collapse'));
+    expect(screen.queryByTestId('side-panel')).toBeNull();
+    expect(JSON.parse(stored.get('weft.layout') ?? '{}')).toMatchObject({ paletteCollapsed: true, sideCollapsed: true });
+    fireEvent.click(screen.getByTestId('side-expand'));
+    fireEvent.click(screen.getByTestId('palette-expand'));
+    expect(screen.getByTestId('palette')).toBeTruthy();
+
+    // A drag on the side panel's handle widens it, within its limits.
+    const handle = screen.getByTestId('side-splitter');
+    fireEvent.pointerDown(handle, { button: 0, clientX: 900 });
+    fireEvent.pointerMove(window, { clientX: 800 });
+    fireEvent.pointerUp(window);
+    expect(layout.getSnapshot().sideWidth).toBe(DEFAULT_LAYOUT.sideWidth + 100);
+    fireEvent.pointerDown(handle, { button: 0, clientX: 900 });
+    fireEvent.pointerMove(window, { clientX: 0 });
+    fireEvent.pointerUp(window);
+    expect(layout.getSnapshot().sideWidth).toBe(LIMITS.sideWidth.max);
+
+    // A new start opens as it was left (but with the log collapsed again).
+    const again = new LayoutStore(storage).getSnapshot();
+    expect(again).toMatchObject({ sideWidth: LIMITS.sideWidth.max, paletteCollapsed: false, logCollapsed: true });
+
+    await act(async () => fireEvent.click(screen.getByTestId('tab-settings')));
+    fireEvent.change(await screen.findByTestId('settings-theme'), { target: { value: 'dark' } });
+    expect(document.querySelector('.app')?.getAttribute('data-theme')).toBe('dark');
+  });
+
+  it('filters the palette as you type and adds the first match with Enter', async () => {
+    const session = await mount(fakeApi());
+    const search = screen.getByTestId('palette-search');
+    fireEvent.change(search, { target: { value: 'appr' } });
+    expect(screen.queryByTestId('palette-agent')).toBeNull();
+    expect(screen.getByTestId('palette-approval')).toBeTruthy();
+    fireEvent.change(search, { target: { value: 'zzz' } });
+    expect(screen.getByTestId('palette-none')).toBeTruthy();
+    fireEvent.change(search, { target: { value: 'pauses' } });
+    fireEvent.keyDown(search, { key: 'Enter' });
+    const added = session.canvas.getSnapshot().flow.nodes.at(-1)!;
+    expect(added.type).toBe('approval');
+    expect((search as HTMLInputElement).value).toBe('');
+  });
+
+  it('opens a flow file dropped on the window or chosen in the system dialog, asking first about unsaved changes', async () => {
+    let drop: (paths: string[]) => void = () => {};
+    const openFlow = vi.fn((path: string) => Promise.resolve({ path, flow: offlineFlow() }));
+    const session = await mount(
+      fakeApi({
+        openFlow,
+        onFileDrop: (listener) => {
+          drop = listener;
+          return Promise.resolve(() => {});
+        },
+        pickFile: (mode) => Promise.resolve(mode === 'open' ? '/picked/chosen.json' : null),
+      }),
+    );
+    await act(async () => drop(['/dropped/triage.json']));
+    expect(openFlow).toHaveBeenLastCalledWith('/dropped/triage.json');
+    await act(async () => drop(['/dropped/notes.txt']));
+    expect(screen.getByTestId('error-banner').textContent).toContain('Drop a flow file (.json)');
+    // Unsaved changes: asked first.
+    act(() => session.canvas.setFlowName('edited'));
+    await act(async () => drop(['/dropped/other.json']));
+    expect(openFlow).toHaveBeenCalledTimes(1);
+    await act(async () => fireEvent.click(screen.getByTestId('discard-confirm')));
+    expect(openFlow).toHaveBeenLastCalledWith('/dropped/other.json');
+    // Open… → Browse… uses the system's dialog.
+    await act(async () => fireEvent.click(screen.getByTestId('file-open')));
+    await act(async () => fireEvent.click(screen.getByTestId('path-browse')));
+    expect(openFlow).toHaveBeenLastCalledWith('/picked/chosen.json');
+    expect(screen.queryByTestId('path-dialog')).toBeNull();
   });
 
   it('shows a failing command’s message in the error banner', async () => {

@@ -2,9 +2,9 @@
 // Settings) and log; the dialogs; and the keyboard shortcuts, dispatched from the one table
 // in shortcuts.ts.
 
-import { useCallback, useEffect, useRef, useState } from 'react';
-import { ReactFlowProvider, useReactFlow } from '@xyflow/react';
-import { Canvas, FIT_VIEW } from './components/Canvas';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import { ReactFlowProvider } from '@xyflow/react';
+import { Canvas, useFitReadable } from './components/Canvas';
 import { ConfirmDialog } from './components/ConfirmDialog';
 import { HelpPanel } from './components/HelpPanel';
 import { HistoryPanel } from './components/HistoryPanel';
@@ -17,7 +17,9 @@ import { ProblemsPanel } from './components/ProblemsPanel';
 import { SettingsPanel } from './components/SettingsPanel';
 import { TestsPanel } from './components/TestsPanel';
 import { Toolbar } from './components/Toolbar';
-import { SessionContext, useCanvas, useRun, useSession, useSessionState } from './hooks';
+import { Splitter } from './components/Splitter';
+import { SessionContext, useCanvas, useLayout, useRun, useSession, useSessionState } from './hooks';
+import type { Theme } from './layout';
 import type { Session } from './session';
 import { isTyping, shortcutFor, type ShortcutAction } from './shortcuts';
 
@@ -118,15 +120,55 @@ function ViewingBanner() {
   );
 }
 
+/** The width of a collapsed panel: room for the button that opens it again. */
+const COLLAPSED_PX = 26;
+
+/** A collapsed panel: a narrow bar whose button opens it again. */
+function CollapsedBar({ testId, label, arrow, onOpen }: { testId: string; label: string; arrow: string; onOpen: () => void }) {
+  return (
+    <div className="collapsed-bar">
+      <button type="button" className="icon-button" data-testid={testId} title={label} aria-label={label} onClick={onOpen}>
+        {arrow}
+      </button>
+    </div>
+  );
+}
+
+/** The theme to draw: the one chosen, or the system's (followed as it changes). */
+function useSystemTheme(theme: Theme): 'light' | 'dark' {
+  const query = useMemo(
+    () => (typeof window !== 'undefined' && window.matchMedia ? window.matchMedia('(prefers-color-scheme: dark)') : null),
+    [],
+  );
+  const [systemDark, setSystemDark] = useState(query?.matches ?? false);
+  useEffect(() => {
+    if (!query) return;
+    const onChange = (event: MediaQueryListEvent) => setSystemDark(event.matches);
+    query.addEventListener('change', onChange);
+    return () => query.removeEventListener('change', onChange);
+  }, [query]);
+  if (theme === 'system') return systemDark ? 'dark' : 'light';
+  return theme;
+}
+
 function Shell() {
   const session = useSession();
-  const { fitView } = useReactFlow();
+  const fitReadable = useFitReadable();
   const dirty = useCanvas((state) => state.dirty);
   const path = useCanvas((state) => state.path);
   const selection = useCanvas((state) => state.selection);
   const viewSelection = useSessionState((state) => state.viewSelection);
   const problemCount = useSessionState((state) => state.problems.length);
   const inboxCount = useSessionState((state) => state.inbox.length);
+  const layout = useLayout((current) => current);
+  const theme = useSystemTheme(layout.theme);
+  const columns = [
+    layout.paletteCollapsed ? `${COLLAPSED_PX}px` : `${layout.paletteWidth}px`,
+    'auto',
+    'minmax(0, 1fr)',
+    'auto',
+    layout.sideCollapsed ? `${COLLAPSED_PX}px` : `${layout.sideWidth}px`,
+  ].join(' ');
   const [tab, setTab] = useState<Tab>('inspector');
   // Runs paused by `weft` or a server in the same store join the inbox as they pause.
   useEffect(() => {
@@ -186,7 +228,7 @@ function Shell() {
     paste: () => !session.getSnapshot().viewing && session.canvas.paste(),
     delete: () => !session.getSnapshot().viewing && session.canvas.deleteSelection(),
     selectAll: () => !session.getSnapshot().viewing && session.canvas.selectAll(),
-    fitView: () => void fitView({ ...FIT_VIEW, duration: 200 }),
+    fitView: fitReadable,
     run: () => void session.startRun(input),
     breakpoint: () => {
       const selected = session.canvas.getSnapshot().selection.nodes;
@@ -202,6 +244,32 @@ function Shell() {
   };
   const actionsRef = useRef(actions);
   actionsRef.current = actions;
+
+  // A flow file dragged from the file manager onto the window opens (after asking, when the
+  // flow shown has unsaved changes).
+  const unlessDirtyRef = useRef(unlessDirty);
+  unlessDirtyRef.current = unlessDirty;
+  useEffect(() => {
+    let stop: (() => void) | null = null;
+    let live = true;
+    void session.api
+      .onFileDrop((paths) => {
+        const flow = paths.find((dropped) => dropped.toLowerCase().endsWith('.json'));
+        if (flow) unlessDirtyRef.current(() => void session.open(flow));
+        else if (paths.length > 0) session.reportError({ code: 'flowFile', message: 'Drop a flow file (.json) to open it.' });
+      })
+      .then((unlisten) => {
+        if (live) stop = unlisten;
+        else unlisten();
+      })
+      .catch(() => {
+        // Outside the desktop shell (tests in a browser) there is no file drop.
+      });
+    return () => {
+      live = false;
+      stop?.();
+    };
+  }, [session]);
   const modalOpen = help || pathDialog !== null || discard !== null;
   const modalRef = useRef(modalOpen);
   modalRef.current = modalOpen;
@@ -234,7 +302,7 @@ function Shell() {
   };
 
   return (
-    <div className="app">
+    <div className="app" data-theme={theme}>
       <Toolbar
         onNew={actions.new}
         onOpen={actions.open}
@@ -251,10 +319,41 @@ function Shell() {
         <PausedBanner />
         <ViewingBanner />
       </div>
-      <main className="workspace">
-        <Palette />
-        <Canvas />
-        <aside className="side-panel">
+      <main className="workspace" style={{ gridTemplateColumns: columns }}>
+        {layout.paletteCollapsed ? (
+          <CollapsedBar testId="palette-expand" label="Show the palette" arrow="›" onOpen={() => session.layout.set({ paletteCollapsed: false })} />
+        ) : (
+          <Palette onCollapse={() => session.layout.set({ paletteCollapsed: true })} />
+        )}
+        {layout.paletteCollapsed ? (
+          <span />
+        ) : (
+          <Splitter
+            testId="palette-splitter"
+            direction="columns"
+            size={layout.paletteWidth}
+            sign={1}
+            label="Drag to widen or narrow the palette"
+            onResize={(paletteWidth) => session.layout.set({ paletteWidth })}
+          />
+        )}
+        <Canvas theme={theme} />
+        {layout.sideCollapsed ? (
+          <span />
+        ) : (
+          <Splitter
+            testId="side-splitter"
+            direction="columns"
+            size={layout.sideWidth}
+            sign={-1}
+            label="Drag to widen or narrow the side panel"
+            onResize={(sideWidth) => session.layout.set({ sideWidth })}
+          />
+        )}
+        {layout.sideCollapsed ? (
+          <CollapsedBar testId="side-expand" label="Show the side panel" arrow="‹" onOpen={() => session.layout.set({ sideCollapsed: false })} />
+        ) : (
+        <aside className="side-panel" data-testid="side-panel">
           <nav className="tabs" role="tablist">
             {TABS.map(({ id, label }) => (
               <button
@@ -275,6 +374,15 @@ function Shell() {
                 )}
               </button>
             ))}
+            <button
+              type="button"
+              className="icon-button side-collapse"
+              data-testid="side-collapse"
+              title="Hide the side panel"
+              onClick={() => session.layout.set({ sideCollapsed: true })}
+            >
+              ›
+            </button>
           </nav>
           <PausedApprovalCard />
           <div className="tab-panel">
@@ -286,10 +394,12 @@ function Shell() {
             {tab === 'settings' && <SettingsPanel />}
           </div>
         </aside>
+        )}
       </main>
       <LogPanel />
       {pathDialog && (
         <PathDialog
+          mode={pathDialog === 'open' ? 'open' : 'save'}
           title={pathDialog === 'open' ? 'Open a flow' : 'Save the flow as'}
           confirmLabel={pathDialog === 'open' ? 'Open' : 'Save'}
           initialPath={pathDialog === 'saveAs' ? path ?? '' : ''}

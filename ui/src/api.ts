@@ -3,6 +3,8 @@
 // Runs take a plain callback for their events; the Channel plumbing stays in here.
 
 import { Channel } from '@tauri-apps/api/core';
+import { getCurrentWebview } from '@tauri-apps/api/webview';
+import { open as openDialog, save as saveDialog } from '@tauri-apps/plugin-dialog';
 import { commands } from './bindings';
 import type {
   ApprovalAnswer,
@@ -37,6 +39,13 @@ export interface Api {
   openFlow(path: string): Promise<OpenedFlow>;
   saveFlow(path: string, flow: Flow): Promise<string>;
   recentFiles(): Promise<string[]>;
+  /**
+   * The system's file dialog to open or save a flow file; the path chosen, or null when the
+   * person cancelled (or the system has no such dialog).
+   */
+  pickFile(mode: 'open' | 'save', current: string): Promise<string | null>;
+  /** Calls `listener` with the paths of files dropped onto the window; returns how to stop. */
+  onFileDrop(listener: (paths: string[]) => void): Promise<() => void>;
   startupFile(): Promise<string | null>;
   validateFlow(flow: Flow, path: string | null): Promise<Problem[]>;
   /** Starts a run and answers its id at once; its events follow on `onEvent`. */
@@ -88,6 +97,18 @@ export const tauriApi: Api = {
   openFlow: (path) => commands.openFlow(path),
   saveFlow: (path, flow) => commands.saveFlow(path, flow),
   recentFiles: () => commands.recentFiles(),
+  pickFile: async (mode, current) => {
+    const filters = [{ name: 'Weft flows', extensions: ['json'] }];
+    const chosen =
+      mode === 'open'
+        ? await openDialog({ title: 'Open a flow', filters, multiple: false, directory: false })
+        : await saveDialog({ title: 'Save the flow as', filters, defaultPath: current || undefined });
+    return typeof chosen === 'string' ? chosen : null;
+  },
+  onFileDrop: async (listener) =>
+    getCurrentWebview().onDragDropEvent((event) => {
+      if (event.payload.type === 'drop') listener(event.payload.paths);
+    }),
   startupFile: () => commands.startupFile(),
   validateFlow: (flow, path) => commands.validateFlow(flow, path),
   startRun: (request, onEvent) => commands.startRun(request, channelTo(onEvent)),

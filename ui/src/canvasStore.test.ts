@@ -29,6 +29,20 @@ describe('undo and redo', () => {
     expect(s.getSnapshot().canRedo).toBe(false);
   });
 
+  it('adds a node wired from the handle a connection was dropped from, as one step', () => {
+    const s = store();
+    const id = s.addConnectedNode('template', { label: 'Template' }, { x: 400.4, y: 80.6 }, { source: 'large', sourceHandle: 'false' });
+    const flow = s.getSnapshot().flow;
+    const added = flow.nodes.find((node) => node.id === id)!;
+    expect(added.position).toEqual({ x: 400, y: 81 });
+    const edge = flow.edges.find((candidate) => candidate.target === id)!;
+    expect(edge).toMatchObject({ source: 'large', sourceHandle: 'false', targetHandle: 'input' });
+    expect(s.getSnapshot().selection.nodes).toEqual([id]);
+    s.undo();
+    expect(nodeIds(s)).not.toContain(id);
+    expect(s.getSnapshot().flow.edges.some((candidate) => candidate.target === id)).toBe(false);
+  });
+
   it('makes typing into one field one step, and another field another', () => {
     const s = store();
     for (const text of ['A', 'Ap', 'App']) s.setNodeField('review', 'message', text);

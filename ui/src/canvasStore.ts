@@ -154,6 +154,36 @@ export class CanvasStore {
   }
 
   /**
+   * Adds a node of `kind` at `position`, wired from the handle a connection was dragged out
+   * of (`from`): one step of the history, as a person sees it.
+   */
+  addConnectedNode(
+    kind: string,
+    data: NodeData,
+    position: { x: number; y: number },
+    from: { source: string; sourceHandle: string | null },
+  ): string {
+    const id = newNodeId(kind, new Set(this.state.flow.nodes.map((node) => node.id)));
+    const node = {
+      id,
+      type: kind,
+      position: { x: Math.round(position.x), y: Math.round(position.y) },
+      data,
+    } as FlowNode;
+    const sourceHandle = from.sourceHandle || DEFAULT_SOURCE_HANDLE;
+    const edge = {
+      id: newEdgeId(from.source, sourceHandle, id, new Set(this.state.flow.edges.map((candidate) => candidate.id))),
+      source: from.source,
+      target: id,
+      sourceHandle,
+      targetHandle: DEFAULT_TARGET_HANDLE,
+    } as FlowEdge;
+    this.update((flow) => ({ ...flow, nodes: [...flow.nodes, node], edges: [...flow.edges, edge] }));
+    this.select([id], []);
+    return id;
+  }
+
+  /**
    * Adds an edge for a connection drawn on the canvas; its handles are always written out.
    * Returns the edge id, or null when the very same edge is already there. Whether the edge
    * is allowed is the validator's call, not the canvas's.

@@ -5,6 +5,7 @@
 
 import { createContext, useContext, useSyncExternalStore } from 'react';
 import type { CanvasState } from './canvasStore';
+import type { Layout } from './layout';
 import type { RunView } from './runStore';
 import type { Session, SessionState } from './session';
 
@@ -38,4 +39,9 @@ export function useCanvas<S>(select: (state: CanvasState) => S): S {
 export function useRun<S>(select: (view: RunView) => S): S {
   const session = useSession();
   return useSelected(session.run, select);
+}
+
+export function useLayout<S>(select: (layout: Layout) => S): S {
+  const session = useSession();
+  return useSelected(session.layout, select);
 }

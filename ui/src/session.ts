@@ -27,6 +27,7 @@ import { defaultData, kindOf, kindRuns } from './catalog';
 import { CanvasStore, emptyFlow } from './canvasStore';
 import { RunStore, emptyRunView, runViewFromDetail, type RunView } from './runStore';
 import { earliestStale, staleNodes } from './stale';
+import { LayoutStore } from './layout';
 
 export interface Banner {
   id: number;
@@ -95,6 +96,11 @@ export interface SessionState {
    * server's), oldest first; read again as runs pause and end, and every few seconds.
    */
   inbox: PendingApproval[];
+  /**
+   * Model names the configured providers list (`provider/model`), offered by the model field;
+   * `null` until asked.
+   */
+  models: string[] | null;
   /** A run or resume command is going. */
   busy: boolean;
   pausedBannerDismissed: boolean;
@@ -122,6 +128,8 @@ const NO_EDGES: ReadonlySet<string> = new Set();
 export class Session {
   readonly canvas: CanvasStore;
   readonly run: RunStore;
+  /** How the window is divided (remembered between starts). */
+  readonly layout: LayoutStore;
   private state: SessionState = {
     catalog: null,
     problems: [],
@@ -142,6 +150,7 @@ export class Session {
     testsRunning: false,
     testDraft: null,
     inbox: [],
+    models: null,
     busy: false,
     pausedBannerDismissed: false,
   };
@@ -164,10 +173,11 @@ export class Session {
 
   constructor(
     readonly api: Api,
-    options: { canvas?: CanvasStore; run?: RunStore } = {},
+    options: { canvas?: CanvasStore; run?: RunStore; layout?: LayoutStore } = {},
   ) {
     this.canvas = options.canvas ?? new CanvasStore();
     this.run = options.run ?? new RunStore();
+    this.layout = options.layout ?? new LayoutStore();
     let flow = this.canvas.getSnapshot().flow;
     this.canvas.subscribe(() => {
       const next = this.canvas.getSnapshot().flow;
@@ -263,6 +273,16 @@ export class Session {
     } catch (error) {
       this.reportError(error);
       return false;
+    }
+  }
+
+  /** The system's file dialog (Open, Save As): the path chosen, or null. */
+  async pickFile(mode: 'open' | 'save', current: string): Promise<string | null> {
+    try {
+      return await this.api.pickFile(mode, current);
+    } catch (error) {
+      this.reportError(error);
+      return null;
     }
   }
 
@@ -365,6 +385,7 @@ export class Session {
     const context = { edges: flow.edges, runnableNodeIds: this.runnableNodeIds(flow) };
     if (from) this.run.beginFrom(context);
     else this.run.begin(context);
+    this.showLog();
     const run = ++this.following;
     this.set({ busy: true, visits: null });
     try {
@@ -391,6 +412,11 @@ export class Session {
       this.set({ busy: false });
       void this.refreshHistory();
     }
+  }
+
+  /** The log takes room once there is something in it to follow (it is collapsed until then). */
+  private showLog(): void {
+    if (this.layout.getSnapshot().logCollapsed) this.layout.set({ logCollapsed: false });
   }
 
   /** Stops following the run shown: it goes on in the engine, but no longer paints the canvas. */
@@ -456,6 +482,25 @@ export class Session {
   async answerApproval(approve: boolean, note: string, fields: Record<string, Value> = {}): Promise<void> {
     await this.goOnFromPause((runId, onEvent) => this.api.resumeRun({ runId, approve, note, fields }, onEvent));
     void this.refreshInbox();
+  }
+
+  // --- models ---------------------------------------------------------------------------
+
+  /**
+   * Asks each provider with settings for its models (what Settings → Test connection lists) and
+   * keeps their names for the model field; a provider that cannot be reached adds none.
+   */
+  async loadModels(): Promise<void> {
+    this.set({ models: this.state.models ?? [] });
+    const providers = ['openai', 'anthropic', 'ollama'] as const;
+    const reports = await Promise.allSettled(providers.map((provider) => this.api.testConnection(provider)));
+    const names = new Set<string>();
+    reports.forEach((report, index) => {
+      if (report.status !== 'fulfilled') return;
+      const provider = providers[index];
+      for (const model of report.value.models) names.add(provider === 'openai' ? model : `${provider}/${model}`);
+    });
+    this.set({ models: [...names].sort() });
   }
 
   // --- the inbox ------------------------------------------------------------------------
@@ -829,6 +874,7 @@ export class Session {
       }
       this.run.show(runViewFromDetail(detail, this.runnableNodeIds(detail.flow)));
       this.set({ viewing: detail, viewSelection: null, visits: null });
+      this.showLog();
       void this.refreshVisits();
     } catch (error) {
       this.reportError(error);

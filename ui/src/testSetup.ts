@@ -17,3 +17,8 @@ class DOMMatrixReadOnlyStub {
 const scope = globalThis as Record<string, unknown>;
 scope.ResizeObserver ??= ResizeObserverStub;
 scope.DOMMatrixReadOnly ??= DOMMatrixReadOnlyStub;
+// jsdom has no PointerEvent: without one, testing-library's pointer events lose their
+// coordinates. A mouse event carries them the same way.
+if (typeof scope.PointerEvent === 'undefined' && typeof MouseEvent !== 'undefined') {
+  scope.PointerEvent = class PointerEventStub extends MouseEvent {};
+}

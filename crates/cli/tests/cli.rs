@@ -647,7 +647,7 @@ async fn show_reports_tokens_and_the_scope_of_nested_steps() {
 }
 
 #[test]
-fn validate_warns_about_a_provider_that_is_not_configured() {
+fn validate_warns_about_a_missing_key_and_refuses_an_agent_with_no_model() {
     let sandbox = Sandbox::new();
     let flow = sandbox.flow("ask.json", &agent_flow());
     let ran = sandbox.run(&["validate", &flow]);
@@ -663,12 +663,25 @@ fn validate_warns_about_a_provider_that_is_not_configured() {
     let mut unset = agent_flow();
     unset["nodes"][1]["data"]["model"] = json!("");
     let flow = sandbox.flow("unset.json", &unset);
+    // No model and no default model: an error naming the field, and the run is refused.
     let ran = sandbox.run(&["validate", &flow]);
+    assert_eq!(ran.code, Some(2), "{ran:?}");
     assert!(
-        ran.stdout.contains("node ask: warning: no model is set")
+        ran.stdout
+            .contains("node ask: error: model: no model is set")
+            && ran.stdout.contains("Model field")
             && ran.stdout.contains("WEFT_DEFAULT_MODEL"),
         "{ran:?}"
     );
+    let run = sandbox.run(&["run", &flow, "--db", &sandbox.db_arg()]);
+    assert_eq!(run.code, Some(2), "{run:?}");
+    // With a default model it is fine again.
+    let ran = sandbox
+        .command(&["validate", &flow], None)
+        .env("WEFT_DEFAULT_MODEL", "gpt-4o-mini")
+        .output()
+        .expect("weft");
+    assert_eq!(ran.status.code(), Some(0));
 }
 
 #[test]

@@ -471,9 +471,9 @@ impl From<CheckedFlow> for FlowToRun {
     }
 }
 
-/// Warnings for LLM nodes this machine's provider settings cannot serve: no model and no
-/// default model, or a provider without its key. A run would stop at such a node with the same
-/// message.
+/// Problems of LLM nodes this machine's provider settings cannot serve: an error for a node
+/// with no model when no default model is set (the run could not even start it), a warning for
+/// a provider without its key (a run would stop at such a node with the same message).
 pub fn provider_problems(flow: &Flow, settings: &ProviderSettings) -> Vec<Problem> {
     let configs: Vec<(&Node, NodeConfig)> = flow
         .nodes
@@ -501,12 +501,18 @@ fn provider_problems_of<'a>(
         };
         let checked = route_model(model.model, settings)
             .and_then(|route| settings.check_configured(route.provider));
-        if let Err(error) = checked {
-            problems.push(Problem::node_warning(
+        match checked {
+            Ok(_) => {}
+            Err(crate::providers::ProviderError::NoModel) => problems.push(Problem::node_error(
+                &node.id,
+                ProblemCode::Provider,
+                "model: no model is set, and no default model either; fill in this node's Model field, or set a default model (the app's Settings, WEFT_DEFAULT_MODEL for `weft`)",
+            )),
+            Err(error) => problems.push(Problem::node_warning(
                 &node.id,
                 ProblemCode::Provider,
                 error.to_string(),
-            ));
+            )),
         }
     }
     problems

@@ -5,29 +5,46 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import {
   Background,
+  ControlButton,
   Controls,
   MiniMap,
   ReactFlow,
+  getNodesBounds,
   useReactFlow,
   type Connection,
   type EdgeChange,
+  type FinalConnectionState,
   type NodeChange,
 } from '@xyflow/react';
-import { handlesOf, kindOf } from '../catalog';
+import { defaultData, handlesOf, kindOf, type KindDescription } from '../catalog';
+import { overlaps, readableViewport } from '../viewport';
+import { QuickAdd } from './QuickAdd';
 import { toCanvasEdges, toCanvasNodes, type CanvasEdge, type CanvasNode } from '../flowMapping';
-import { useCanvas, useRun, useSession, useSessionState } from '../hooks';
+import { useCanvas, useLayout, useRun, useSession, useSessionState } from '../hooks';
 import { nodeTypesFor } from '../nodes/nodeTypes';
 import { promptNodeOf } from '../runStore';
 
 const NO_IDS: ReadonlySet<string> = new Set();
-export const FIT_VIEW = { padding: 0.2, maxZoom: 1.2 };
+/** The minimap's size, in pixels: a glance at where the view is, not a second canvas. */
+const MINIMAP = { width: 150, height: 100, margin: 15 };
 /** Where a new flow's start node sits on the canvas, in pixels from its top left corner. */
 const NEW_FLOW_MARGIN = { x: 80, y: 140 };
 
 /** The zoom at which a node's text is its natural size: a prompt is shown at least so large. */
 const READABLE_ZOOM = 1;
 
-export function Canvas() {
+/** Fits the flow shown so that its text stays readable: whole when it can be, else panned. */
+export function useFitReadable(): () => void {
+  const { getNodes, setViewport } = useReactFlow();
+  return useCallback(() => {
+    const nodes = getNodes();
+    const pane = document.querySelector<HTMLElement>('[data-testid="canvas"]')?.getBoundingClientRect();
+    if (nodes.length === 0 || !pane) return;
+    void setViewport(readableViewport(getNodesBounds(nodes), { width: pane.width, height: pane.height }));
+  }, [getNodes, setViewport]);
+}
+
+export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
   const session = useSession();
   const catalog = useSessionState((state) => state.catalog);
   const viewing = useSessionState((state) => state.viewing);
@@ -42,7 +59,11 @@ export function Canvas() {
   const promptNode = useRun((view) => (view.status === 'paused' ? promptNodeOf(view.waiting) : null));
 
   const loads = useCanvas((state) => state.loads);
-  const { fitView, setViewport, setCenter, getZoom, getNode } = useReactFlow();
+  const showMinimap = useLayout((layout) => layout.minimap);
+  const { setViewport, setCenter, getZoom, getNode, flowToScreenPosition, screenToFlowPosition } = useReactFlow();
+  const fitReadable = useFitReadable();
+  const [quickAdd, setQuickAdd] = useState<{ at: { x: number; y: number }; source: string; sourceHandle: string | null } | null>(null);
+  const [minimapTop, setMinimapTop] = useState(false);
 
   const flow = viewing?.flow ?? editedFlow;
   const readOnly = viewing !== null;
@@ -59,11 +80,11 @@ export function Canvas() {
         const position = nodes[0]?.position;
         void setViewport({ x: NEW_FLOW_MARGIN.x - (position?.x ?? 0), y: NEW_FLOW_MARGIN.y - (position?.y ?? 0), zoom: 1 });
       } else {
-        void fitView(FIT_VIEW);
+        fitReadable();
       }
     }, 60);
     return () => clearTimeout(timer);
-  }, [loads, viewing, fitView, setViewport]);
+  }, [loads, viewing, fitReadable, setViewport]);
 
   // Sizes xyflow measured, by node id; kept here because the drawn nodes are re-derived
   // from the flow on every change and xyflow needs them on its nodes.
@@ -173,6 +194,61 @@ export function Canvas() {
     [readOnly, session],
   );
 
+  // A connection dropped on empty canvas offers the kinds to add there, wired from its handle.
+  const onConnectEnd = useCallback(
+    (event: MouseEvent | TouchEvent, connection: FinalConnectionState) => {
+      if (readOnly || connection.isValid || !connection.fromNode || connection.toNode) return;
+      if (connection.fromHandle?.type !== 'source') return;
+      const point = 'changedTouches' in event ? event.changedTouches[0] : event;
+      if (!point) return;
+      setQuickAdd({
+        at: { x: point.clientX, y: point.clientY },
+        source: connection.fromNode.id,
+        sourceHandle: connection.fromHandle.id ?? null,
+      });
+    },
+    [readOnly],
+  );
+
+  const addFromQuickMenu = useCallback(
+    (kind: KindDescription) => {
+      if (!quickAdd) return;
+      const position = screenToFlowPosition(quickAdd.at);
+      session.canvas.addConnectedNode(kind.id, defaultData(kind), position, {
+        source: quickAdd.source,
+        sourceHandle: quickAdd.sourceHandle,
+      });
+      setQuickAdd(null);
+    },
+    [quickAdd, screenToFlowPosition, session],
+  );
+
+  // The minimap moves to the top when it would cover the selected node.
+  useEffect(() => {
+    const selected = [...selectedNodes][0];
+    const node = selected ? getNode(selected) : undefined;
+    const pane = document.querySelector<HTMLElement>('[data-testid="canvas"]')?.getBoundingClientRect();
+    if (!node || !pane) {
+      setMinimapTop(false);
+      return;
+    }
+    const topLeft = flowToScreenPosition(node.position);
+    const zoom = getZoom();
+    const box = {
+      x: topLeft.x,
+      y: topLeft.y,
+      width: (node.measured?.width ?? 200) * zoom,
+      height: (node.measured?.height ?? 80) * zoom,
+    };
+    const corner = {
+      x: pane.right - MINIMAP.width - MINIMAP.margin,
+      y: pane.bottom - MINIMAP.height - MINIMAP.margin,
+      width: MINIMAP.width,
+      height: MINIMAP.height,
+    };
+    setMinimapTop(overlaps(box, corner));
+  }, [selectedNodes, getNode, flowToScreenPosition, getZoom, measureVersion]);
+
   const minimapClass = useCallback(
     (node: CanvasNode) => `minimap-node status-${nodeStatus[node.id] ?? 'idle'}`,
     [nodeStatus],
@@ -187,6 +263,8 @@ export function Canvas() {
         onNodesChange={onNodesChange}
         onEdgesChange={onEdgesChange}
         onConnect={onConnect}
+        onConnectEnd={onConnectEnd}
+        colorMode={theme}
         nodesDraggable={!readOnly}
         nodesConnectable={!readOnly}
         edgesReconnectable={false}
@@ -199,9 +277,31 @@ export function Canvas() {
         proOptions={{ hideAttribution: true }}
       >
         <Background gap={20} size={1} />
-        <MiniMap pannable zoomable nodeClassName={minimapClass} />
-        <Controls showInteractive={false} />
+        {showMinimap && (
+          <MiniMap
+            pannable
+            zoomable
+            nodeClassName={minimapClass}
+            position={minimapTop ? 'top-right' : 'bottom-right'}
+            style={{ width: MINIMAP.width, height: MINIMAP.height }}
+          />
+        )}
+        <Controls showInteractive={false} showFitView={false}>
+          <ControlButton data-testid="fit-readable" title="Fit the flow (text stays readable: a wide flow is panned, not shrunk)" onClick={fitReadable}>
+            ⤢
+          </ControlButton>
+          <ControlButton
+            data-testid="minimap-toggle"
+            title={showMinimap ? 'Hide the minimap' : 'Show the minimap'}
+            onClick={() => session.layout.set({ minimap: !showMinimap })}
+          >
+            ▣
+          </ControlButton>
+        </Controls>
       </ReactFlow>
+      {quickAdd && catalog && (
+        <QuickAdd kinds={catalog.kinds} at={quickAdd.at} onPick={addFromQuickMenu} onClose={() => setQuickAdd(null)} />
+      )}
     </div>
   );
 }

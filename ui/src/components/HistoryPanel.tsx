@@ -117,6 +117,8 @@ function ComparePanel({ comparison }: { comparison: RunComparison }) {
   );
 }
 
+const HISTORY_POLL_MS = 1_000;
+
 export function HistoryPanel() {
   const session = useSession();
   const history = useSessionState((state) => state.history);
@@ -139,6 +141,14 @@ export function HistoryPanel() {
   useEffect(() => {
     void session.refreshHistory();
   }, [session]);
+  // While a listed run is still going (one left behind by opening another flow, or one of
+  // `weft`), the list is read again each second so that its end shows without a Refresh.
+  const anyGoing = history.some((run) => run.status === 'running');
+  useEffect(() => {
+    if (!anyGoing) return;
+    const timer = setInterval(() => void session.refreshHistory(), HISTORY_POLL_MS);
+    return () => clearInterval(timer);
+  }, [anyGoing, session]);
 
   return (
     <div className="history" data-testid="history">

@@ -4,7 +4,8 @@
 
 import { memo, useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { labelOf } from '../catalog';
-import { useCanvas, useRun, useSessionState } from '../hooks';
+import { useCanvas, useLayout, useRun, useSession, useSessionState } from '../hooks';
+import { Splitter } from './Splitter';
 import { logRowsOf, type LogRow } from '../runStore';
 
 /** Rows rendered at most; older ones are counted, not drawn. */
@@ -19,6 +20,25 @@ function timeOf(ts: string): string {
   return `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}.${pad(date.getMilliseconds(), 3)}`;
 }
 
+/** Content as a person reads it opened: JSON indented, anything else as written (wrapped). */
+export function readable(content: string): string {
+  const trimmed = content.trimStart();
+  if (trimmed.startsWith('{') || trimmed.startsWith('[')) {
+    try {
+      return JSON.stringify(JSON.parse(content), null, 2);
+    } catch {
+      return content;
+    }
+  }
+  return content;
+}
+
+/** Content on one line, cut at the preview length. */
+function preview(content: string): string {
+  const line = content.replace(/\s+/g, ' ');
+  return line.length > PREVIEW_LENGTH ? `${line.slice(0, PREVIEW_LENGTH)}…` : line;
+}
+
 interface LogRowProps {
   row: LogRow;
   open: boolean;
@@ -27,7 +47,8 @@ interface LogRowProps {
 }
 
 function LogRowView({ row, open, name, onToggle }: LogRowProps) {
-  const long = row.content.length > PREVIEW_LENGTH || row.content.includes('\n');
+  // Long text opens in full; JSON, however short, opens indented.
+  const long = row.content.length > PREVIEW_LENGTH || row.content.includes('\n') || readable(row.content) !== row.content;
   return (
     <div
       className={`log-row type-${row.type} ${row.status ? `status-${row.status}` : ''} ${row.scope ? 'scoped' : ''} ${open ? 'open' : ''} ${long ? 'expandable' : ''}`}
@@ -46,10 +67,12 @@ function LogRowView({ row, open, name, onToggle }: LogRowProps) {
         {name}
       </span>
       {open ? (
-        <pre className="log-content full">{row.content}</pre>
+        <pre className="log-content full" data-testid="log-content-full">
+          {readable(row.content)}
+        </pre>
       ) : (
         <span className="log-content">
-          {long ? `${row.content.replace(/\s+/g, ' ').slice(0, PREVIEW_LENGTH)}…` : row.content}
+          {preview(row.content)}
         </span>
       )}
     </div>
@@ -69,6 +92,9 @@ const MemoLogRow = memo(
 );
 
 export function LogPanel() {
+  const session = useSession();
+  const collapsed = useLayout((layout) => layout.logCollapsed);
+  const height = useLayout((layout) => layout.logHeight);
   const events = useRun((view) => view.events);
   const runId = useRun((view) => view.runId);
   const viewing = useSessionState((state) => state.viewing);
@@ -117,8 +143,33 @@ export function LogPanel() {
   };
 
   return (
-    <section className="log" data-testid="log" data-run-id={runId ?? undefined}>
+    <section
+      className={`log ${collapsed ? 'collapsed' : ''}`}
+      data-testid="log"
+      data-run-id={runId ?? undefined}
+      data-collapsed={collapsed ? 'true' : 'false'}
+      style={collapsed ? undefined : { height }}
+    >
+      {!collapsed && (
+        <Splitter
+          testId="log-splitter"
+          direction="rows"
+          size={height}
+          sign={-1}
+          label="Drag to make the log taller or shorter"
+          onResize={(logHeight) => session.layout.set({ logHeight })}
+        />
+      )}
       <div className="log-toolbar">
+        <button
+          type="button"
+          className="icon-button"
+          data-testid="log-toggle"
+          title={collapsed ? 'Show the log' : 'Hide the log'}
+          onClick={() => session.layout.set({ logCollapsed: !collapsed })}
+        >
+          {collapsed ? '▸' : '▾'}
+        </button>
         <span className="panel-title">Log</span>
         <select className="input small" data-testid="log-filter-node" value={nodeFilter} onChange={(event) => setNodeFilter(event.target.value)}>
           <option value="">All nodes</option>
@@ -144,6 +195,7 @@ export function LogPanel() {
           {events.length} events
         </span>
       </div>
+      {!collapsed && (
       <div className="log-rows" ref={list}>
         {hidden > 0 && <div className="log-hidden muted">{hidden} earlier rows not shown (filter to see them)</div>}
         {events.length === 0 && <div className="muted log-empty">Run the flow to see its events here.</div>}
@@ -151,6 +203,7 @@ export function LogPanel() {
           <MemoLogRow key={row.key} row={row} open={expanded.has(row.key)} name={nodeName(row)} onToggle={toggle} />
         ))}
       </div>
+      )}
     </section>
   );
 }

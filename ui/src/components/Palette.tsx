@@ -31,9 +31,27 @@ function overCanvas(x: number, y: number): boolean {
   return x >= rect.left && x <= rect.right && y >= rect.top && y <= rect.bottom;
 }
 
-export function Palette() {
+/** The kinds whose title, id or help has every word of `query`, best (title) matches first. */
+export function matchingKinds(kinds: readonly KindDescription[], query: string): KindDescription[] {
+  const words = query.toLowerCase().split(/\s+/).filter(Boolean);
+  if (words.length === 0) return [...kinds];
+  const scored = kinds
+    .map((kind) => {
+      const title = `${kind.title} ${kind.id}`.toLowerCase();
+      const text = `${title} ${kind.help}`.toLowerCase();
+      if (!words.every((word) => text.includes(word))) return null;
+      const score = words.every((word) => title.includes(word)) ? (title.startsWith(words[0]) ? 0 : 1) : 2;
+      return { kind, score };
+    })
+    .filter((entry): entry is { kind: KindDescription; score: number } => entry !== null);
+  scored.sort((a, b) => a.score - b.score);
+  return scored.map((entry) => entry.kind);
+}
+
+export function Palette({ onCollapse }: { onCollapse?: () => void }) {
   const session = useSession();
   const catalog = useSessionState((state) => state.catalog);
+  const [query, setQuery] = useState('');
   const viewing = useSessionState((state) => state.viewing !== null);
   const { screenToFlowPosition } = useReactFlow();
   const [drag, setDrag] = useState<Drag | null>(null);
@@ -111,12 +129,38 @@ export function Palette() {
     setDrag(start);
   };
 
+  const kinds = catalog ? matchingKinds(catalog.kinds, query) : [];
   return (
     <aside className="palette" data-testid="palette">
-      <h2 className="panel-title">Nodes</h2>
+      <div className="palette-head">
+        <h2 className="panel-title">Nodes</h2>
+        {onCollapse && (
+          <button type="button" className="icon-button" data-testid="palette-collapse" title="Hide the palette" onClick={onCollapse}>
+            ‹
+          </button>
+        )}
+      </div>
+      <input
+        className="input palette-search"
+        data-testid="palette-search"
+        placeholder="Search… (Enter adds)"
+        value={query}
+        disabled={viewing}
+        onChange={(event) => setQuery(event.target.value)}
+        onKeyDown={(event) => {
+          if (event.key === 'Enter' && kinds[0]) {
+            event.preventDefault();
+            addAtCentre(kinds[0]);
+            setQuery('');
+          } else if (event.key === 'Escape') {
+            setQuery('');
+          }
+        }}
+      />
       {!catalog && <p className="muted">Loading node kinds…</p>}
+      {catalog && kinds.length === 0 && <p className="muted" data-testid="palette-none">No kind matches.</p>}
       <ul className="palette-list">
-        {catalog?.kinds.map((kind) => (
+        {kinds.map((kind) => (
           <li key={kind.id}>
             <button
               type="button"

@@ -1,11 +1,13 @@
-// Asks for a flow file's path (Open, Save As), with the recent files to pick from. An
-// in-app dialog rather than the system's file picker, so that it can be driven by tests and
-// needs no extra Tauri plugin.
+// Asks for a flow file's path (Open, Save As): the system's file dialog (Browse…), a path to
+// type, or one of the recent files. The typed path and the list stay for keyboards and tests,
+// which cannot drive the system's dialog.
 
 import { useEffect, useRef, useState } from 'react';
 import { useSession } from '../hooks';
 
 export interface PathDialogProps {
+  /** Which system dialog Browse… opens. */
+  mode: 'open' | 'save';
   title: string;
   confirmLabel: string;
   initialPath: string;
@@ -13,7 +15,7 @@ export interface PathDialogProps {
   onCancel: () => void;
 }
 
-export function PathDialog({ title, confirmLabel, initialPath, onConfirm, onCancel }: PathDialogProps) {
+export function PathDialog({ mode, title, confirmLabel, initialPath, onConfirm, onCancel }: PathDialogProps) {
   const session = useSession();
   const [path, setPath] = useState(initialPath);
   const [recent, setRecent] = useState<string[] | null>(null);
@@ -51,16 +53,32 @@ export function PathDialog({ title, confirmLabel, initialPath, onConfirm, onCanc
         <label className="field-label" htmlFor="path-input">
           Path of the flow file (.json)
         </label>
-        <input
-          id="path-input"
-          ref={input}
-          className="input mono"
-          data-testid="path-input"
-          value={path}
-          placeholder="/home/me/flows/triage.json"
-          spellCheck={false}
-          onChange={(event) => setPath(event.target.value)}
-        />
+        <div className="path-row">
+          <input
+            id="path-input"
+            ref={input}
+            className="input mono"
+            data-testid="path-input"
+            value={path}
+            placeholder="/home/me/flows/triage.json"
+            spellCheck={false}
+            onChange={(event) => setPath(event.target.value)}
+          />
+          <button
+            type="button"
+            className="button"
+            data-testid="path-browse"
+            title="Choose the file with the system's file dialog"
+            onClick={() =>
+              void session.pickFile(mode, path).then((chosen) => {
+                // Chosen in the system's dialog: that is the answer.
+                if (chosen) confirm(chosen);
+              })
+            }
+          >
+            Browse…
+          </button>
+        </div>
         <h3 className="section-title">Recent files</h3>
         <ul className="recent-list">
           {recent === null && <li className="muted">Loading…</li>}

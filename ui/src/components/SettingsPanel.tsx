@@ -4,7 +4,8 @@
 import { useEffect, useState } from 'react';
 import type { ProviderKind, ProviderSettingsView, SettingsView } from '../bindings';
 import { errorMessage } from '../errors';
-import { useSession } from '../hooks';
+import { useLayout, useSession } from '../hooks';
+import type { Theme } from '../layout';
 
 function keyPlaceholder(provider: ProviderSettingsView): string {
   if (provider.keyFromEnvironment) return 'from environment';
@@ -160,6 +161,27 @@ function PriceSettings({ view, onSaved }: { view: SettingsView; onSaved: (view: 
   );
 }
 
+/** Light, dark, or as the system says (kept with the window's layout). */
+function ThemeSettings() {
+  const session = useSession();
+  const theme = useLayout((layout) => layout.theme);
+  return (
+    <section className="provider">
+      <h3 className="section-title">Theme</h3>
+      <select
+        className="input"
+        data-testid="settings-theme"
+        value={theme}
+        onChange={(event) => session.layout.set({ theme: event.target.value as Theme })}
+      >
+        <option value="system">As the system</option>
+        <option value="light">Light</option>
+        <option value="dark">Dark</option>
+      </select>
+    </section>
+  );
+}
+
 /** The name kept with each decision taken in this app. */
 function UserNameSettings({ view, onSaved }: { view: SettingsView; onSaved: (view: SettingsView) => void }) {
   const session = useSession();
@@ -211,6 +233,8 @@ export function SettingsPanel() {
       const settings = await session.api.saveSettings({ provider: null, key: null, address: null, defaultModel: model, prices: null, userName: null });
       setView(settings);
       setModel(settings.defaultModel);
+      // Agents with no model of their own may be runnable now (or no longer).
+      void session.validateNow();
     } catch (error) {
       session.reportError(error);
     }
@@ -251,6 +275,7 @@ export function SettingsPanel() {
       {view.providers.map((provider) => (
         <ProviderSettings key={provider.provider} provider={provider} onSaved={saved} />
       ))}
+      <ThemeSettings />
       <UserNameSettings view={view} onSaved={setView} />
       <PriceSettings view={view} onSaved={pricesSaved} />
       <section className="settings-paths muted">

@@ -160,7 +160,7 @@ export function Toolbar(props: ToolbarProps) {
         </button>
       </div>
       {blocked !== null && !running && (
-        <div className="run-blocked" data-testid="run-blocked-reason">
+        <div className="run-blocked" data-testid="run-blocked-reason" title={blocked}>
           {blocked}
         </div>
       )}

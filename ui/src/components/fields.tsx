@@ -5,6 +5,7 @@
 import { useRef, useState, type ReactNode } from 'react';
 import type { FieldDescription } from '../bindings';
 import type { JsonValue } from '../flowMapping';
+import { useSession, useSessionState } from '../hooks';
 
 export interface EditorProps {
   field: FieldDescription;
@@ -40,6 +41,7 @@ function emptyText(field: FieldDescription): JsonValue | undefined {
 }
 
 function TextEditor({ field, value, onChange, readOnly }: EditorProps) {
+  if (field.name === 'model') return <ModelEditor field={field} value={value} onChange={onChange} readOnly={readOnly} templateNames={[]} />;
   return (
     <input
       type="text"
@@ -50,6 +52,49 @@ function TextEditor({ field, value, onChange, readOnly }: EditorProps) {
       placeholder={typeof field.default === 'string' ? field.default : undefined}
       onChange={(event) => onChange(event.target.value === '' ? emptyText(field) : event.target.value)}
     />
+  );
+}
+
+/**
+ * A model's name, offered from the models the configured providers list (read once when the
+ * field is first focused, or again with ↻); any name can still be typed.
+ */
+function ModelEditor({ field, value, onChange, readOnly }: EditorProps) {
+  const session = useSession();
+  const models = useSessionState((state) => state.models);
+  const listId = `models-${field.name}`;
+  return (
+    <div className="model-field">
+      <input
+        type="text"
+        className="input"
+        data-testid={`field-${field.name}`}
+        list={listId}
+        value={textOf(value)}
+        readOnly={readOnly}
+        placeholder="e.g. gpt-4o-mini, claude-sonnet-4-5, ollama/llama3.2 (empty: the default model)"
+        onFocus={() => {
+          if (models === null) void session.loadModels();
+        }}
+        onChange={(event) => onChange(event.target.value === '' ? emptyText(field) : event.target.value)}
+      />
+      <datalist id={listId} data-testid="model-options">
+        {(models ?? []).map((model) => (
+          <option key={model} value={model} />
+        ))}
+      </datalist>
+      {!readOnly && (
+        <button
+          type="button"
+          className="icon-button"
+          data-testid="model-refresh"
+          title="List the models the configured providers offer"
+          onClick={() => void session.loadModels()}
+        >
+          ↻
+        </button>
+      )}
+    </div>
   );
 }
 

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The package as a person installs it: builds the .deb (scripts/package.sh), installs it with
+# apt-get on this machine, checks what it put in place (the app, the `weft` command, the desktop
+# entry with the .json association, the icon), runs the installed `weft` on the offline example,
+# starts the installed app under Xvfb through WebDriver and runs a flow in it, then removes the
+# package. Prints the package's size. Needs root (apt-get), like the rest of the test setup.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root="$PWD"
+deb="$(bash scripts/package.sh deb | grep '\.deb$' | tail -1)"
+[ -f "$deb" ] || { echo "package: no .deb was built" >&2; exit 1; }
+name="$(dpkg-deb -f "$deb" Package)"
+echo "package: $(basename "$deb"): $(du -h "$deb" | cut -f1) ($(dpkg-deb -f "$deb" Installed-Size) KiB installed)"
+cleanup() { DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq "$name" >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$deb" >/dev/null
+for file in /usr/bin/weft-app /usr/bin/weft; do
+  [ -x "$file" ] || { echo "package: $file is not installed" >&2; exit 1; }
+done
+desktop="$(dpkg -L "$name" | grep '\.desktop$' | head -1)"
+grep -q '^MimeType=.*application/json' "$desktop" || { echo "package: $desktop does not open .json flows" >&2; exit 1; }
+grep -q '^Exec=weft-app' "$desktop" || { echo "package: $desktop does not start weft-app" >&2; cat "$desktop" >&2; exit 1; }
+dpkg -L "$name" | grep -q 'icons/.*\.png$' || { echo "package: no icon installed" >&2; exit 1; }
+
+# The installed command runs a flow headless.
+tmp="$(mktemp -d)"
+trap 'cleanup; rm -rf "$tmp"' EXIT
+result="$(/usr/bin/weft run "$root/flows/offline.json" --decide review=approve --db "$tmp/runs.db" 2>/dev/null)"
+[ "$result" = "Refunded 120 EUR to Ada." ] || { echo "package: the installed weft printed: $result" >&2; exit 1; }
+
+# The installed app, driven like a person would (the scripted LLM server from the same build).
+cargo build --release --locked --quiet -p weft-scripted-llm
+WEFT_APP_PROFILE=release WEFT_APP_BINARY=/usr/bin/weft-app WEFT_E2E_FILE=package.test.mjs \
+  bash tests/e2e/run.sh

@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { FIT_MARGIN, MAX_FIT_ZOOM, READABLE_FIT_ZOOM, overlaps, readableViewport } from './viewport';
+
+describe('readableViewport', () => {
+  const pane = { width: 770, height: 530 };
+
+  it('shows a small flow whole and centred, never blown up past the cap', () => {
+    const view = readableViewport({ x: 0, y: 0, width: 300, height: 100 }, pane);
+    expect(view.zoom).toBe(MAX_FIT_ZOOM);
+    expect(view.x).toBeCloseTo((770 - 300 * MAX_FIT_ZOOM) / 2);
+    expect(view.y).toBeCloseTo((530 - 100 * MAX_FIT_ZOOM) / 2);
+  });
+
+  it('pans instead of shrinking a wide flow past the readable zoom, starting at its left', () => {
+    // flows/triage.json is about 1,500 px wide: a plain fit would be ~0.47.
+    const view = readableViewport({ x: -20, y: 0, width: 1500, height: 400 }, pane);
+    expect(view.zoom).toBe(READABLE_FIT_ZOOM);
+    expect(view.x).toBeCloseTo(FIT_MARGIN + 20 * READABLE_FIT_ZOOM);
+    // Vertically it fits at that zoom: centred.
+    expect(view.y).toBeCloseTo((530 - 400 * READABLE_FIT_ZOOM) / 2);
+  });
+
+  it('tells overlapping rectangles apart', () => {
+    expect(overlaps({ x: 0, y: 0, width: 10, height: 10 }, { x: 5, y: 5, width: 10, height: 10 })).toBe(true);
+    expect(overlaps({ x: 0, y: 0, width: 10, height: 10 }, { x: 10, y: 0, width: 10, height: 10 })).toBe(false);
+  });
+});

@@ -1,0 +1,44 @@
+// Where the view goes when a flow is fitted: all of it when its text stays readable, else as
+// much as fits at a readable zoom, starting from its left (flows read left to right) and
+// panned there rather than shrunk until nothing can be read.
+
+export interface Rect {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+export interface Viewport {
+  x: number;
+  y: number;
+  zoom: number;
+}
+
+/** Below this zoom a node's text is too small to read (about 9 px at 12 px type). */
+export const READABLE_FIT_ZOOM = 0.75;
+/** A fit never blows a small flow up past this. */
+export const MAX_FIT_ZOOM = 1.2;
+/** Room around the flow, in screen pixels. */
+export const FIT_MARGIN = 40;
+
+/** The viewport that shows `bounds` (flow coordinates) in a pane of `size` pixels. */
+export function readableViewport(bounds: Rect, size: { width: number; height: number }): Viewport {
+  const room = { width: Math.max(1, size.width - 2 * FIT_MARGIN), height: Math.max(1, size.height - 2 * FIT_MARGIN) };
+  const whole = Math.min(room.width / Math.max(1, bounds.width), room.height / Math.max(1, bounds.height));
+  const zoom = Math.min(MAX_FIT_ZOOM, Math.max(READABLE_FIT_ZOOM, whole));
+  const across = (length: number, pane: number, start: number) =>
+    length * zoom <= pane - 2 * FIT_MARGIN
+      ? (pane - length * zoom) / 2 - start * zoom // it fits: centred
+      : FIT_MARGIN - start * zoom; // it does not: its start at the edge, the rest a pan away
+  return {
+    x: across(bounds.width, size.width, bounds.x),
+    y: across(bounds.height, size.height, bounds.y),
+    zoom,
+  };
+}
+
+/** Whether two screen rectangles overlap. */
+export function overlaps(a: Rect, b: Rect): boolean {
+  return a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+}
