@@ -27,20 +27,21 @@ pub(super) fn insert(
     until: &str,
 ) -> Result<(), StoreError> {
     conn.prepare_cached(
-        "INSERT INTO runs (id, flow_name, flow_path, flow_json, status, input_json, \
+        "INSERT INTO runs (id, flow_name, flow_path, status, input_json, \
          started_at, updated_at, lease_owner, lease_until) \
-         VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?6, ?7, ?8)",
+         VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?5, ?6, ?7)",
     )?
     .execute(params![
         run.id,
         run.flow_name,
         run.flow_path,
-        run.flow_json,
         run.input_json,
         run.started_at,
         owner,
         until
     ])?;
+    conn.prepare_cached("INSERT INTO run_flows (run_id, flow_json) VALUES (?1, ?2)")?
+        .execute(params![run.id, run.flow_json])?;
     Ok(())
 }
 
@@ -322,7 +323,8 @@ pub(super) fn exists(conn: &Connection, run_id: &str) -> Result<bool, StoreError
 pub(super) fn load(conn: &Connection, run_id: &str) -> Result<RunRecord, StoreError> {
     let mut statement = conn.prepare_cached(
         "SELECT id, flow_name, flow_path, status, started_at, ended_at, updated_at, \
-         waiting_node_id, flow_json, input_json, result_json, error, waiting_input_json, \
+         waiting_node_id, (SELECT flow_json FROM run_flows WHERE run_id = runs.id) AS flow_json, \
+         input_json, result_json, error, waiting_input_json, \
          waiting_source_node_id, state_json, \
          (SELECT COALESCE(SUM(input_tokens), 0) FROM node_outputs WHERE run_id = runs.id) \
            AS input_tokens, \

@@ -706,3 +706,38 @@ fn a_run_whose_first_checkpoint_cannot_be_stored_is_not_stored_at_all() {
         RunStatus::Running
     );
 }
+
+#[test]
+fn runs_stored_before_the_flow_moved_to_its_own_table_keep_their_flow() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("runs.db");
+    // A store as the version before migration 8 left it, with a finished run in it.
+    let mut conn = Connection::open(&path).expect("sqlite");
+    for (index, migration) in MIGRATIONS[..7].iter().enumerate() {
+        let tx = conn.transaction().expect("transaction");
+        tx.execute_batch(migration).expect("old migration");
+        tx.pragma_update(None, "user_version", index as i64 + 1)
+            .expect("version");
+        tx.commit().expect("commit");
+    }
+    let flow = r#"{"nodes":[{"id":"start","type":"start"}],"edges":[]}"#;
+    conn.execute(
+        "INSERT INTO runs (id, flow_name, flow_json, status, input_json, started_at, updated_at) \
+         VALUES ('old', 'demo', ?1, 'completed', '\"hi\"', ?2, ?2)",
+        [flow, &ts(1)],
+    )
+    .expect("old run");
+    drop(conn);
+
+    let store = Store::open(&path).expect("migrated");
+    let run = store.run("old").expect("the old run");
+    assert_eq!(run.flow_json, flow);
+    assert_eq!(run.input, json!("hi"));
+    // New runs keep their flow the same way.
+    store.create_run(&new_run("new", &ts(2)));
+    store.flush().expect("flush");
+    assert_eq!(
+        store.run("new").expect("the new run").flow_json,
+        r#"{"nodes":[],"edges":[]}"#
+    );
+}
