@@ -10,10 +10,10 @@
 #                (process start to the first printed event: reading, validating and storing
 #                the flow);
 #   trivial      start → output: wall time and peak RSS of the process;
-#   fan-out N    start → N concurrent agents against the scripted LLM server answering after
-#                50 ms over loopback HTTP: wall time and peak RSS.
+#   fan-out N    start → N concurrent agents (1,000 and 10,000) against the scripted LLM server
+#                answering after 50 ms over loopback HTTP: wall time and peak RSS.
 #
-#   bash scripts/bench.sh                  # chain 1000,10000, trivial, fan-out 1000; 5 runs each
+#   bash scripts/bench.sh                  # chain 1000,10000, trivial, fan-out 1000,10000; 5 runs each
 #   WEFT_BENCH_RUNS=9 bash scripts/bench.sh
 #   WEFT_BENCH_PROFILE=release bash scripts/bench.sh   # the day-to-day build (no minutes-long link)
 #
@@ -146,6 +146,8 @@ try:
     base_url = json.loads(server.stdout.readline())["baseUrl"]
     env = dict(os.environ, OPENAI_BASE_URL=base_url, OPENAI_API_KEY="sk-bench")
     measure("fan-out 1000 × 50 ms", fan_out(1000), env=env)
+    # Beyond the 1,000 requests in flight at once: the rest wait for a turn (bounded sockets).
+    measure("fan-out 10000 × 50 ms", fan_out(10000), env=env)
 finally:
     server.terminate()
     server.wait()

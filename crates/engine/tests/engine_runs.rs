@@ -744,3 +744,54 @@ async fn a_flow_checked_by_the_host_runs_with_its_warnings_known_and_an_invalid_
         "only the first ran"
     );
 }
+
+#[tokio::test]
+async fn branches_beyond_the_request_limit_wait_for_a_turn() {
+    let server = ScriptedLlm::start(Script::always(Reply::Slow {
+        delay_ms: 1_000,
+        content: "done".into(),
+    }))
+    .await
+    .expect("server");
+    let (_dir, db) = temp_db();
+    let settings = ProviderSettings {
+        openai_base_url: server.base_url(),
+        openai_api_key: Some(Secret::new(KEY)),
+        max_requests: 2,
+        ..ProviderSettings::default()
+    };
+    let engine = Engine::new(
+        LlmClients::new(settings),
+        Store::open(&db).expect("store opens"),
+    );
+    let branches: Vec<Value> = (0..4)
+        .map(|index| json!({"id": format!("a{index}"), "type": "agent", "data": {"model": "m"}}))
+        .collect();
+    let mut nodes = vec![json!({"id": "start", "type": "start", "data": {"initialInput": "go"}})];
+    nodes.extend(branches);
+    let edges: Vec<Value> = (0..4)
+        .map(|index| json!({"id": format!("e{index}"), "source": "start", "target": format!("a{index}")}))
+        .collect();
+    let flow = flow_from(json!({"nodes": nodes, "edges": edges}));
+    let run = tokio::spawn(async move { engine.start(flow, RunOptions::default()).await });
+
+    // Two requests arrive; the other two branches wait while those are answered (1 s each).
+    let waited = std::time::Instant::now();
+    while server.requests().len() < 2 {
+        assert!(
+            waited.elapsed() < Duration::from_secs(10),
+            "the first requests never arrived"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "more requests than the limit were sent at once"
+    );
+
+    let outcome = run.await.expect("joined").expect("runs");
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.error);
+    assert_eq!(server.requests().len(), 4, "every branch got its turn");
+}

@@ -109,6 +109,7 @@ impl AnthropicClient {
         };
         let exchange = Exchange {
             http: self.http.get(),
+            requests: self.http.requests(),
             settings: &self.settings,
             provider: PROVIDER,
             base_url,

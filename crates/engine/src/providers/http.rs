@@ -11,6 +11,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
 use serde_json::Value;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::{ChatResponse, ProviderError, ProviderSettings};
@@ -78,6 +79,8 @@ impl From<ProviderError> for Failure {
 /// One model call: a JSON body POSTed to `url`, retried as the settings allow.
 pub(super) struct Exchange<'a> {
     pub http: &'a reqwest::Client,
+    /// A turn is held from sending an attempt until its answer is read (not while backing off).
+    pub requests: &'a Semaphore,
     pub settings: &'a ProviderSettings,
     /// Names the provider in errors.
     pub provider: &'static str,
@@ -127,6 +130,12 @@ impl Exchange<'_> {
     }
 
     async fn attempt<F: WireFormat>(&self, format: &F) -> Result<ChatResponse, Failure> {
+        let _turn = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => return Err(ProviderError::Cancelled.into()),
+            // The semaphore is never closed, so a turn always comes.
+            turn = self.requests.acquire() => turn.ok(),
+        };
         let builder = self
             .http
             .post(&self.url)

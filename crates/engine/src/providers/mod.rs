@@ -78,6 +78,9 @@ pub struct ProviderSettings {
     /// Backoff before the second attempt; doubles each time, with jitter, capped at `max_backoff`.
     pub initial_backoff: Duration,
     pub max_backoff: Duration,
+    /// Model requests one engine has in flight at most; steps beyond it wait for a turn (their
+    /// `timeoutSeconds` runs meanwhile).
+    pub max_requests: usize,
 }
 
 pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -98,6 +101,7 @@ impl Default for ProviderSettings {
             max_attempts: 4,
             initial_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(20),
+            max_requests: lazy_client::DEFAULT_MAX_REQUESTS,
         }
     }
 }
@@ -444,7 +448,8 @@ pub struct LlmClients {
 
 impl LlmClients {
     pub fn new(settings: ProviderSettings) -> LlmClients {
-        let http = LazyClient::new(settings.connect_timeout, Some(settings.read_timeout));
+        let http = LazyClient::new(settings.connect_timeout, Some(settings.read_timeout))
+            .limited(settings.max_requests);
         LlmClients {
             openai: OpenAiClient::new(http.clone(), settings.clone()),
             anthropic: AnthropicClient::new(http.clone(), settings.clone()),

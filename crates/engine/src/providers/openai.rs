@@ -55,6 +55,7 @@ impl OpenAiClient {
         }
         let exchange = Exchange {
             http: self.http.get(),
+            requests: self.http.requests(),
             settings: &self.settings,
             provider,
             base_url,

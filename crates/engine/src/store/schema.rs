@@ -165,6 +165,8 @@ pub(super) fn describe(err: &rusqlite::Error) -> String {
 
 pub(super) fn configure(conn: &Connection, writer: bool) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
+    // Before the journal mode: a new store's switch to WAL then syncs as little as the rest.
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
     if writer {
         // Reading the journal mode is the first access to the file: a non-database fails here.
         let mode: String =
@@ -184,7 +186,6 @@ pub(super) fn configure(conn: &Connection, writer: bool) -> rusqlite::Result<()>
     // Nothing committed is at risk from a crash of the process: the log is the database's
     // own (synchronous=NORMAL keeps what the OS was given across a process crash, as before).
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "foreign_keys", true)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(())
