@@ -741,3 +741,42 @@ fn runs_stored_before_the_flow_moved_to_its_own_table_keep_their_flow() {
         r#"{"nodes":[],"edges":[]}"#
     );
 }
+
+#[test]
+fn a_long_log_is_folded_into_the_database_when_the_store_closes_and_a_short_one_is_left() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("runs.db");
+    let log = dir.path().join("runs.db-wal");
+    let log_size = || std::fs::metadata(&log).map_or(0, |meta| meta.len());
+
+    // A short run's writes stay in the log: closing does not sync and copy them.
+    let store = Store::open(&path).expect("open");
+    store.create_run(&new_run("small", &ts(1)));
+    store.flush().expect("flush");
+    drop(store);
+    let short = log_size();
+    assert!(
+        short > 0 && short <= writer::FOLD_LOG_ABOVE_BYTES,
+        "{short}"
+    );
+
+    // A log past the bound is folded on close, so the next process does not read it all.
+    let store = Store::open(&path).expect("open again");
+    let mut big = new_run("big", &ts(2));
+    big.flow_json = format!(
+        r#"{{"nodes":[],"edges":[],"pad":"{}"}}"#,
+        "x".repeat(3 << 20)
+    );
+    store.create_run(&big);
+    store.flush().expect("flush");
+    assert!(log_size() > writer::FOLD_LOG_ABOVE_BYTES);
+    drop(store);
+    assert_eq!(log_size(), 0, "the long log was not folded");
+
+    let store = Store::open(&path).expect("open a third time");
+    assert_eq!(
+        store.run("small").expect("small").summary.status,
+        RunStatus::Running
+    );
+    assert_eq!(store.run("big").expect("big").flow_json, big.flow_json);
+}
