@@ -915,7 +915,7 @@ test("room to work: panels resize and collapse (remembered), the palette searche
 
   // Remembered: a new start of the app opens as it was left (the log collapsed until a run).
   await browser.deleteSession();
-  browser = await openAppWithoutPalette();
+  browser = await openApp("canvas");
   assert.equal(await byTestId(browser, "palette").isExisting(), false, "the palette stays collapsed");
   assert.equal(await byTestId(browser, "log").getAttribute("data-collapsed"), "true");
   const reopened = (await byTestId(browser, "side-panel").getSize()).width;
@@ -927,23 +927,6 @@ test("room to work: panels resize and collapse (remembered), the palette searche
   const now = await handleNow.getLocation();
   await drag(browser, handleNow, { x: Math.round(now.x + (after - before)), y: Math.round(now.y + 100) });
 });
-
-/** The app, started again with the palette collapsed (the canvas is what shows it is up). */
-async function openAppWithoutPalette() {
-  const { remote } = await import("webdriverio");
-  const session = await remote({
-    hostname: "127.0.0.1",
-    port: Number(process.env.TAURI_DRIVER_PORT ?? 4444),
-    logLevel: "warn",
-    connectionRetryTimeout: 60_000,
-    capabilities: {
-      "tauri:options": { application: APP },
-      "wdio:enforceWebDriverClassic": true,
-    },
-  });
-  await byTestId(session, "canvas").waitForDisplayed({ timeout: 30_000 });
-  return session;
-}
 
 test("a new agent with no model says so before Run; a default model in Settings makes it runnable; the dark theme", async () => {
   await byTestId(browser, "file-new").click();

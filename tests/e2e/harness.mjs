@@ -18,8 +18,9 @@ if (!APP || !TMP) {
   throw new Error("run the end-to-end tests with tests/e2e/run.sh");
 }
 
-/** Starts the app in a new WebDriver session and waits for the canvas. */
-export async function openApp() {
+/** Starts the app in a new WebDriver session and waits until `readyTestId` shows (the palette
+ * unless the test has collapsed it). */
+export async function openApp(readyTestId = "palette-agent") {
   const browser = await remote({
     hostname: "127.0.0.1",
     port: Number(process.env.TAURI_DRIVER_PORT ?? 4444),
@@ -30,7 +31,7 @@ export async function openApp() {
       "wdio:enforceWebDriverClassic": true,
     },
   });
-  await byTestId(browser, "palette-agent").waitForDisplayed({ timeout: 30_000 });
+  await byTestId(browser, readyTestId).waitForDisplayed({ timeout: 30_000 });
   return browser;
 }
 

@@ -141,16 +141,21 @@ export class CanvasStore {
 
   /** Adds a node of `kind` with `data` at `position`, selects it and returns its id. */
   addNode(kind: string, data: NodeData, position: { x: number; y: number }): string {
+    const node = this.newNode(kind, data, position);
+    this.update((flow) => ({ ...flow, nodes: [...flow.nodes, node] }));
+    this.select([node.id], []);
+    return node.id;
+  }
+
+  /** A node of `kind` with an id not yet in the flow, at `position` rounded as files keep it. */
+  private newNode(kind: string, data: NodeData, position: { x: number; y: number }): FlowNode {
     const id = newNodeId(kind, new Set(this.state.flow.nodes.map((node) => node.id)));
-    const node = {
+    return {
       id,
       type: kind,
       position: { x: Math.round(position.x), y: Math.round(position.y) },
       data,
     } as FlowNode;
-    this.update((flow) => ({ ...flow, nodes: [...flow.nodes, node] }));
-    this.select([id], []);
-    return id;
   }
 
   /**
@@ -163,13 +168,8 @@ export class CanvasStore {
     position: { x: number; y: number },
     from: { source: string; sourceHandle: string | null },
   ): string {
-    const id = newNodeId(kind, new Set(this.state.flow.nodes.map((node) => node.id)));
-    const node = {
-      id,
-      type: kind,
-      position: { x: Math.round(position.x), y: Math.round(position.y) },
-      data,
-    } as FlowNode;
+    const node = this.newNode(kind, data, position);
+    const id = node.id;
     const sourceHandle = from.sourceHandle || DEFAULT_SOURCE_HANDLE;
     const edge = {
       id: newEdgeId(from.source, sourceHandle, id, new Set(this.state.flow.edges.map((candidate) => candidate.id))),

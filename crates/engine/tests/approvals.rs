@@ -19,6 +19,15 @@ fn engine(db: &Path) -> Engine {
     )
 }
 
+/// Settles the approvals that timed out, which must be exactly one run's, and waits for that
+/// run to end or pause again.
+async fn settle_the_one_due_run(engine: &Engine) -> weft_engine::RunOutcome {
+    let handles = engine.settle_timeouts(None).await.expect("settles");
+    assert_eq!(handles.len(), 1, "one run was due");
+    let handle = handles.into_iter().next().expect("one");
+    handle.outcome().await.expect("ends")
+}
+
 fn flow(value: Value) -> Flow {
     Flow::from_value(value, "test").expect("flow")
 }
@@ -94,15 +103,7 @@ async fn an_approval_nobody_decides_in_time_takes_its_timeout_edge() {
 
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert!(chrono::Utc::now().to_rfc3339() > deadline);
-    let handles = engine.settle_timeouts(None).await.expect("settles");
-    assert_eq!(handles.len(), 1);
-    let ended = handles
-        .into_iter()
-        .next()
-        .expect("one")
-        .outcome()
-        .await
-        .expect("ends");
+    let ended = settle_the_one_due_run(&engine).await;
     assert_eq!(ended.status, RunStatus::Completed, "{:?}", ended.error);
     assert_eq!(
         ended.result,
@@ -144,15 +145,7 @@ async fn a_deadline_that_passed_while_no_process_ran_is_settled_by_the_next_one(
 
     // The next process to start finds it due: without a timeout edge, the run fails naming it.
     let next = engine(&db);
-    let handles = next.settle_timeouts(None).await.expect("settles");
-    assert_eq!(handles.len(), 1);
-    let ended = handles
-        .into_iter()
-        .next()
-        .expect("one")
-        .outcome()
-        .await
-        .expect("ends");
+    let ended = settle_the_one_due_run(&next).await;
     assert_eq!(ended.status, RunStatus::Failed);
     assert_eq!(
         ended.error.as_deref(),
@@ -376,14 +369,7 @@ async fn an_approval_inside_a_subflow_times_out_by_its_own_limit() {
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].waiting.node_id, "sub/check");
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let handles = engine.settle_timeouts(None).await.expect("settles");
-    let ended = handles
-        .into_iter()
-        .next()
-        .expect("one")
-        .outcome()
-        .await
-        .expect("ends");
+    let ended = settle_the_one_due_run(&engine).await;
     assert_eq!(
         ended.result,
         Some(json!("child said: too late")),

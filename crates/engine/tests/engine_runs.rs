@@ -25,13 +25,21 @@ fn repo_flow(name: &str) -> Flow {
 }
 
 fn engine_for(server: &ScriptedLlm, db: &Path) -> Engine {
-    let settings = ProviderSettings {
+    engine_with(settings_for(server), db)
+}
+
+/// Settings that reach `server`, with short backoffs.
+fn settings_for(server: &ScriptedLlm) -> ProviderSettings {
+    ProviderSettings {
         openai_base_url: server.base_url(),
         openai_api_key: Some(Secret::new(KEY)),
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_millis(5),
         ..ProviderSettings::default()
-    };
+    }
+}
+
+fn engine_with(settings: ProviderSettings, db: &Path) -> Engine {
     Engine::new(
         LlmClients::new(settings),
         Store::open(db).expect("store opens"),
@@ -755,15 +763,10 @@ async fn branches_beyond_the_request_limit_wait_for_a_turn() {
     .expect("server");
     let (_dir, db) = temp_db();
     let settings = ProviderSettings {
-        openai_base_url: server.base_url(),
-        openai_api_key: Some(Secret::new(KEY)),
         max_requests: 2,
-        ..ProviderSettings::default()
+        ..settings_for(&server)
     };
-    let engine = Engine::new(
-        LlmClients::new(settings),
-        Store::open(&db).expect("store opens"),
-    );
+    let engine = engine_with(settings, &db);
     let branches: Vec<Value> = (0..4)
         .map(|index| json!({"id": format!("a{index}"), "type": "agent", "data": {"model": "m"}}))
         .collect();
