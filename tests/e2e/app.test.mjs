@@ -879,13 +879,15 @@ test("room to work: panels resize and collapse (remembered), the palette searche
   await menu.waitForDisplayed({ timeout: 5_000 });
   await byTestId(browser, "quick-add-template").click();
   await node(browser, "template-1").waitForExist({ timeout: 5_000 });
-  const wired = await browser.execute(() =>
-    [...document.querySelectorAll(".react-flow__edge")].map((edge) => edge.getAttribute("data-testid")),
-  );
-  assert.ok(
-    wired.some((id) => id?.includes("gate-1") && id.includes("template-1")),
-    `the new node is wired from gate-1's pass: ${wired}`,
-  );
+  // React Flow draws an edge once both its nodes are measured, a moment after the node shows.
+  const edgeIds = () =>
+    browser.execute(() =>
+      [...document.querySelectorAll(".react-flow__edge")].map((edge) => edge.getAttribute("data-testid")),
+    );
+  const isWired = (ids) => ids.some((id) => id?.includes("gate-1") && id.includes("template-1"));
+  await browser.waitUntil(async () => isWired(await edgeIds()), { timeout: 5_000 }).catch(() => {});
+  const wired = await edgeIds();
+  assert.ok(isWired(wired), `the new node is wired from gate-1's pass: ${wired}`);
   await shot(browser, "32-quick-add");
 
   // The minimap can be hidden, and comes back (React Flow names it rf__minimap).
