@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every check CI runs: formatting, lints (warnings are errors), the canvas's type check and
-# unit tests, all Rust tests, a quick pass of the benchmarks so they keep compiling and
+# unit tests, all Rust tests (the run store's on SQLite and on a PostgreSQL server they start), a quick pass of the benchmarks so they keep compiling and
 # running, the desktop app's end-to-end tests (the real app under Xvfb through WebDriver), and
 # the .deb installed and driven as a person would (tests/package/test.sh; root, for apt-get).
 # `cargo bench -p weft-engine`, `bash scripts/bench.sh` and `bash scripts/bench-app.sh` print
@@ -16,6 +16,8 @@ echo "== cargo fmt --check"
 cargo fmt --all --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== PostgreSQL's server programs (the PostgreSQL run store's tests start their own server)"
+bash scripts/setup-postgres.sh
 echo "== the llama.cpp peer (a PyPI wheel and a tiny generated model; quick once installed)"
 WEFT_LLAMA_PYTHON="$(bash tests/llama/setup.sh)" && export WEFT_LLAMA_PYTHON
 log="$(mktemp)"

@@ -666,7 +666,7 @@ impl AppState {
                 .map(|table| serde_json::to_string_pretty(table).unwrap_or_default())
                 .unwrap_or_default(),
             settings_file: self.paths.settings_file().display().to_string(),
-            run_store: self.paths.db_path.display().to_string(),
+            run_store: weft_engine::shown_location(&self.paths.db_path.to_string_lossy()),
         }
     }
 }

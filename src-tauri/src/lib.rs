@@ -12,7 +12,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use tauri::Manager;
 use weft_engine::providers::{LlmClients, ProviderSettings};
-use weft_engine::{Engine, Store};
+use weft_engine::{Engine, Store, is_postgres_url};
 
 pub use error::{AppError, ErrorCode};
 pub use settings::{AppPaths, SettingsFile};
@@ -33,7 +33,10 @@ pub struct AppState {
 impl AppState {
     /// Opens the run store and reads the settings. `startup_file` is a flow to open first.
     pub fn open(paths: AppPaths, startup_file: Option<String>) -> Result<AppState, AppError> {
-        if let Some(dir) = paths.db_path.parent() {
+        let location = paths.db_path.to_string_lossy().into_owned();
+        if !is_postgres_url(&location)
+            && let Some(dir) = paths.db_path.parent()
+        {
             std::fs::create_dir_all(dir).map_err(|e| {
                 AppError::new(
                     ErrorCode::Store,
@@ -41,7 +44,7 @@ impl AppState {
                 )
             })?;
         }
-        let store = Store::open(&paths.db_path)?;
+        let store = Store::open_location(&location)?;
         let settings = SettingsFile::load(&paths.settings_file())?;
         let engine = Engine::new(
             LlmClients::new(settings.provider_settings(env)),

@@ -37,7 +37,7 @@ Exit codes: 0 completed (or valid), 1 failed, cancelled or interrupted, 2 invali
 3 paused.
 
 Environment:
-  WEFT_DB              the run store (default: runs.db in the user's data directory)
+  WEFT_DB              the run store: a file or postgres://… (default: runs.db in the user's data directory)
   OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OLLAMA_HOST
                        LLM providers
   WEFT_DEFAULT_MODEL   the model of agents that name none
@@ -94,8 +94,8 @@ enum Command {
 /// Where runs are stored.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct StoreArgs {
-    /// The run store (an SQLite file, created when missing) [default: runs.db in the user's data directory]
-    #[arg(long, value_name = "PATH", env = "WEFT_DB")]
+    /// The run store: an SQLite file (created when missing) or a PostgreSQL URL (postgres://USER@HOST/DATABASE; the password may come from PGPASSWORD) [default: runs.db in the user's data directory]
+    #[arg(long, value_name = "PATH|URL", env = "WEFT_DB", hide_env_values = true)]
     pub db: Option<PathBuf>,
 }
 

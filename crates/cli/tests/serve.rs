@@ -478,7 +478,16 @@ async fn every_route_answers_and_every_refusal_has_its_status() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_server_and_weft_resume_racing_to_decide_a_run_exactly_one_wins() {
-    let sandbox = Sandbox::new();
+    race_to_decide(Sandbox::new()).await;
+}
+
+/// The same race with the run store on PostgreSQL: the claim is a row lock there.
+#[tokio::test(flavor = "multi_thread")]
+async fn on_postgres_the_server_and_weft_resume_racing_to_decide_a_run_exactly_one_wins() {
+    race_to_decide(Sandbox::on_postgres()).await;
+}
+
+async fn race_to_decide(sandbox: Sandbox) {
     let server = Server::start(&sandbox, &[], None);
     sandbox.flow("flows/review.json", &review_flow());
     for round in 0..5 {

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use weft_engine::cost::{PRICES_ENV, Prices};
-use weft_engine::{Flow, Store, StoreError};
+use weft_engine::{Flow, Store, StoreError, shown_location};
 
 use crate::{StoreArgs, usage_error};
 
@@ -35,9 +35,12 @@ pub(crate) fn default_db_path() -> Option<PathBuf> {
     directories::ProjectDirs::from("", "", "weft").map(|dirs| dirs.data_dir().join("runs.db"))
 }
 
-/// Opens (creating when missing) the run store at `path`.
+/// Opens the run store `--db` names: a PostgreSQL URL, else a SQLite file (created when
+/// missing).
 pub(crate) fn open_store(path: &Path) -> anyhow::Result<Store> {
-    Store::open(path).with_context(|| format!("cannot open the run store {}", path.display()))
+    let location = path.to_string_lossy();
+    Store::open_location(&location)
+        .with_context(|| format!("cannot open the run store {}", shown_location(&location)))
 }
 
 /// The price table: the shipped prices and the file `WEFT_PRICES` names; a file that cannot be

@@ -374,9 +374,10 @@ pub(crate) fn report(outcome: &RunOutcome, events: bool, db: &Path) -> anyhow::R
 pub(crate) fn resume_command(id: &str, db: &Path) -> String {
     let mut command = format!("weft resume {id}");
     if super::default_db_path().as_deref() != Some(db) {
+        // A PostgreSQL URL is shown without its password (PGPASSWORD can carry it instead).
         command.push_str(&format!(
             " --db {}",
-            output::shell_word(&db.display().to_string())
+            output::shell_word(&weft_engine::shown_location(&db.to_string_lossy()))
         ));
     }
     command

@@ -13,9 +13,11 @@ use weft_scripted_llm::ScriptedLlm;
 
 pub const KEY: &str = "sk-test-secret-key";
 
-/// A sandbox: a temporary directory holding the run store and the test's flow files.
+/// A sandbox: a temporary directory holding the run store and the test's flow files. With
+/// [`Sandbox::on_postgres`], its run store is a database of the tests' PostgreSQL server instead.
 pub struct Sandbox {
     pub dir: tempfile::TempDir,
+    postgres: Option<String>,
 }
 
 /// What one invocation of `weft` did.
@@ -40,6 +42,15 @@ impl Sandbox {
     pub fn new() -> Sandbox {
         Sandbox {
             dir: tempfile::tempdir().expect("temp dir"),
+            postgres: None,
+        }
+    }
+
+    /// A sandbox whose run store is a new PostgreSQL database (`db_arg` is its URL).
+    pub fn on_postgres() -> Sandbox {
+        Sandbox {
+            postgres: Some(weft_test_postgres::PostgresServer::shared().new_database()),
+            ..Sandbox::new()
         }
     }
 
@@ -47,8 +58,12 @@ impl Sandbox {
         self.dir.path().join("runs.db")
     }
 
+    /// What `--db` is given: the SQLite file, or the PostgreSQL URL.
     pub fn db_arg(&self) -> String {
-        self.db().display().to_string()
+        match &self.postgres {
+            Some(url) => url.clone(),
+            None => self.db().display().to_string(),
+        }
     }
 
     /// Writes a flow file and returns its path.

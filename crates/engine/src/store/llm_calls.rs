@@ -3,10 +3,10 @@
 //! request. A run continued after an interruption gets these answers back for the same requests
 //! instead of paying for them again.
 
-use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::sql::{Db, params};
 use super::{StoreError, corrupt, parse_json, to_i64, to_u64};
 use crate::providers::Usage;
 
@@ -41,7 +41,7 @@ pub struct CallUsage {
 }
 
 pub(super) fn insert(
-    conn: &Connection,
+    db: &mut dyn Db,
     run_id: &str,
     call: &RecordedCall,
     at: &str,
@@ -51,69 +51,74 @@ pub(super) fn insert(
         .get("usage")
         .and_then(|usage| Usage::deserialize(usage).ok())
         .unwrap_or_default();
-    conn.prepare_cached(
-        "INSERT OR REPLACE INTO llm_calls (run_id, node_key, visit, call, request_hash, \
+    let response_json = call.response.to_string();
+    db.execute(
+        "INSERT INTO llm_calls (run_id, node_key, visit, call, request_hash, \
          response_json, recorded_at, model, input_tokens, output_tokens) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-    )?
-    .execute(params![
-        run_id,
-        call.node_key,
-        to_i64("visit", call.visit)?,
-        to_i64("call number", call.call)?,
-        call.request_hash,
-        call.response.to_string(),
-        at,
-        (!call.model.is_empty()).then_some(call.model.as_str()),
-        to_i64("input tokens", usage.input_tokens)?,
-        to_i64("output tokens", usage.output_tokens)?,
-    ])?;
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+         ON CONFLICT (run_id, node_key, visit, call) DO UPDATE SET \
+         request_hash = excluded.request_hash, response_json = excluded.response_json, \
+         recorded_at = excluded.recorded_at, model = excluded.model, \
+         input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens",
+        &params![
+            run_id,
+            &call.node_key,
+            to_i64("visit", call.visit)?,
+            to_i64("call number", call.call)?,
+            &call.request_hash,
+            response_json.as_str(),
+            at,
+            (!call.model.is_empty()).then_some(call.model.as_str()),
+            to_i64("input tokens", usage.input_tokens)?,
+            to_i64("output tokens", usage.output_tokens)?,
+        ],
+    )?;
     Ok(())
 }
 
 /// What each LLM call of a run used, in the order the calls were made per node.
-pub(super) fn usage(conn: &Connection, run_id: &str) -> Result<Vec<CallUsage>, StoreError> {
-    let mut statement = conn.prepare_cached(
+pub(super) fn usage(db: &mut dyn Db, run_id: &str) -> Result<Vec<CallUsage>, StoreError> {
+    let rows = db.query(
         "SELECT node_key, visit, call, model, input_tokens, output_tokens FROM llm_calls \
          WHERE run_id = ?1 ORDER BY node_key, visit, call",
+        &params![run_id],
     )?;
-    let mut rows = statement.query(params![run_id])?;
-    let mut calls = Vec::new();
-    while let Some(row) = rows.next()? {
+    let mut calls = Vec::with_capacity(rows.len());
+    for row in rows {
         calls.push(CallUsage {
-            node_key: row.get("node_key")?,
-            visit: to_u64(run_id, "visit", row.get("visit")?)?,
-            call: to_u64(run_id, "call number", row.get("call")?)?,
-            model: row.get("model")?,
+            node_key: row.text("node_key")?,
+            visit: to_u64(run_id, "visit", row.int("visit")?)?,
+            call: to_u64(run_id, "call number", row.int("call")?)?,
+            model: row.opt_text("model")?,
             usage: Usage {
-                input_tokens: to_u64(run_id, "input tokens", row.get("input_tokens")?)?,
-                output_tokens: to_u64(run_id, "output tokens", row.get("output_tokens")?)?,
+                input_tokens: to_u64(run_id, "input tokens", row.int("input_tokens")?)?,
+                output_tokens: to_u64(run_id, "output tokens", row.int("output_tokens")?)?,
             },
         });
     }
     Ok(calls)
 }
 
-pub(super) fn list(conn: &Connection, run_id: &str) -> Result<Vec<RecordedCall>, StoreError> {
-    let mut statement = conn.prepare_cached(
+pub(super) fn list(db: &mut dyn Db, run_id: &str) -> Result<Vec<RecordedCall>, StoreError> {
+    let rows = db.query(
         "SELECT node_key, visit, call, request_hash, model, response_json FROM llm_calls \
          WHERE run_id = ?1 ORDER BY node_key, visit, call",
+        &params![run_id],
     )?;
-    let mut rows = statement.query(params![run_id])?;
-    let mut calls = Vec::new();
-    while let Some(row) = rows.next()? {
-        let node_key: String = row.get("node_key")?;
-        let response: String = row.get("response_json")?;
+    let mut calls = Vec::with_capacity(rows.len());
+    for row in rows {
+        let node_key = row.text("node_key")?;
+        let response = row.text("response_json")?;
         calls.push(RecordedCall {
             response: parse_json(
                 run_id,
                 &format!("recorded answer of node {node_key}"),
                 &response,
             )?,
-            visit: to_u64(run_id, "visit", row.get("visit")?)?,
-            call: to_u64(run_id, "call number", row.get("call")?)?,
-            request_hash: row.get("request_hash")?,
-            model: row.get::<_, Option<String>>("model")?.unwrap_or_default(),
+            visit: to_u64(run_id, "visit", row.int("visit")?)?,
+            call: to_u64(run_id, "call number", row.int("call")?)?,
+            request_hash: row.text("request_hash")?,
+            model: row.opt_text("model")?.unwrap_or_default(),
             node_key,
         });
     }

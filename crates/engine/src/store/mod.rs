@@ -24,24 +24,28 @@ mod events;
 mod lease;
 mod llm_calls;
 mod node_outputs;
+mod postgresql;
 mod queue;
 mod runs;
 mod schema;
+mod sql;
+mod sqlite;
 mod writer;
 
 pub use llm_calls::{CallUsage, RecordedCall};
+pub use postgresql::{is_postgres_url, redacted as shown_location};
 
 use std::path::Path;
 use std::sync::mpsc::{self, Sender};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
-use rusqlite::{Connection, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::event::{EventListener, RunEvent, RunStatus};
 use crate::providers::Usage;
+use sql::{Db, Dialect};
 use writer::{Message, Write};
 
 /// The field of a run's state that holds a decision taken when the run was claimed and not yet
@@ -62,6 +66,16 @@ pub enum StoreError {
         #[source]
         source: rusqlite::Error,
     },
+    /// PostgreSQL refused an operation or could not be reached; `action` says which.
+    #[error("run store: {}{}", if action.is_empty() { String::new() } else { format!("{action}: ") }, postgresql::describe(source))]
+    Postgres {
+        action: String,
+        #[source]
+        source: ::postgres::Error,
+    },
+    /// A column read back does not hold what the schema says it holds.
+    #[error("run store: column {column}: {message}")]
+    Column { column: String, message: String },
     /// The writer thread has stopped, so writes queued since may be lost.
     #[error("run store: the writer thread has stopped; recent writes may have been lost")]
     WriterStopped,
@@ -112,6 +126,26 @@ impl From<rusqlite::Error> for StoreError {
         StoreError::Sqlite {
             action: String::new(),
             source,
+        }
+    }
+}
+
+impl From<::postgres::Error> for StoreError {
+    fn from(source: ::postgres::Error) -> StoreError {
+        StoreError::Postgres {
+            action: String::new(),
+            source,
+        }
+    }
+}
+
+impl StoreError {
+    /// The same error, saying it happened while doing `action` (for a database's refusal).
+    fn with_action(self, action: String) -> StoreError {
+        match self {
+            StoreError::Sqlite { source, .. } => StoreError::Sqlite { action, source },
+            StoreError::Postgres { source, .. } => StoreError::Postgres { action, source },
+            other => other,
         }
     }
 }
@@ -286,7 +320,7 @@ struct Inner {
     /// `Some` until the store is dropped; dropping it ends the writer's loop.
     sender: Option<Sender<Message>>,
     writer: Option<JoinHandle<()>>,
-    reader: Mutex<Connection>,
+    reader: Mutex<Box<dyn Db>>,
     /// This process as the owner of the runs it runs (see `lease`).
     owner: String,
 }
@@ -326,32 +360,58 @@ impl Store {
             })?;
         }
 
-        let mut writer_conn =
-            Connection::open(path).map_err(|err| open_error(schema::describe(&err)))?;
-        schema::configure(&writer_conn, true).map_err(|err| open_error(schema::describe(&err)))?;
-        schema::migrate(&mut writer_conn).map_err(open_error)?;
+        let writer = sqlite::SqliteDb::open(path, true).map_err(open_error)?;
+        let reader = sqlite::SqliteDb::open(path, false).map_err(open_error)?;
+        Store::start(Box::new(writer), Box::new(reader)).map_err(open_error)
+    }
 
+    /// Opens the run store `location` names: a PostgreSQL connection URL (`postgres://` or
+    /// `postgresql://`, see [`is_postgres_url`]), else the path of a SQLite file.
+    pub fn open_location(location: &str) -> Result<Store, StoreError> {
+        if is_postgres_url(location) {
+            Store::open_postgres(location)
+        } else {
+            Store::open(Path::new(location))
+        }
+    }
+
+    /// Connects to the run store in the PostgreSQL database `url` names and brings its schema
+    /// up to date. The URL is never shown with its password.
+    ///
+    /// Errors: [`StoreError::Open`] when the server cannot be reached, refuses the login, or the
+    /// schema was made by a newer Weft or cannot be brought up to date.
+    pub fn open_postgres(url: &str) -> Result<Store, StoreError> {
+        let open_error = |message: String| StoreError::Open {
+            path: postgresql::redacted(url),
+            message,
+        };
+        let writer = postgresql::PostgresDb::connect(url, true).map_err(open_error)?;
+        let reader = postgresql::PostgresDb::connect(url, false).map_err(open_error)?;
+        // Marking abandoned runs reads and writes through the client before the writer starts.
+        postgresql::off_runtime(|| Store::start(Box::new(writer), Box::new(reader)))
+            .map_err(open_error)
+    }
+
+    /// Starts the writer thread on `writer` (a connection whose schema is up to date) after
+    /// marking the runs whose process is gone as interrupted.
+    fn start(mut writer: Box<dyn Db>, reader: Box<dyn Db>) -> Result<Store, String> {
         let owner = lease::current_owner();
         // Runs whose process is gone were cut off: say so now, before anyone reads them.
-        runs::interrupt_abandoned(&writer_conn, &owner, &lease::now_text())
-            .map_err(|err| open_error(err.to_string()))?;
-
-        let reader_conn =
-            Connection::open(path).map_err(|err| open_error(schema::describe(&err)))?;
-        schema::configure(&reader_conn, false).map_err(|err| open_error(schema::describe(&err)))?;
+        runs::interrupt_abandoned(&mut *writer, &owner, &lease::now_text())
+            .map_err(|err| err.to_string())?;
 
         let (sender, receiver) = mpsc::channel();
         let writer_owner = owner.clone();
         let writer = std::thread::Builder::new()
             .name("weft-store-writer".to_string())
-            .spawn(move || writer::run(writer_conn, receiver, &writer_owner))
-            .map_err(|err| open_error(format!("cannot start the writer thread: {err}")))?;
+            .spawn(move || writer::run(writer, receiver, &writer_owner))
+            .map_err(|err| format!("cannot start the writer thread: {err}"))?;
 
         Ok(Store {
             inner: Arc::new(Inner {
                 sender: Some(sender),
                 writer: Some(writer),
-                reader: Mutex::new(reader_conn),
+                reader: Mutex::new(reader),
                 owner,
             }),
         })
@@ -400,14 +460,12 @@ impl Store {
 
     /// The LLM calls run `run_id` made, as recorded.
     pub fn llm_calls(&self, run_id: &str) -> Result<Vec<RecordedCall>, StoreError> {
-        self.barrier()?;
-        llm_calls::list(&self.reader(), run_id)
+        self.read(|db| llm_calls::list(db, run_id))
     }
 
     /// What each LLM call of run `run_id` used (model and tokens), without the answers.
     pub fn call_usage(&self, run_id: &str) -> Result<Vec<CallUsage>, StoreError> {
-        self.barrier()?;
-        llm_calls::usage(&self.reader(), run_id)
+        self.read(|db| llm_calls::usage(db, run_id))
     }
 
     /// Queues one event, and `publish` to be called with it once it is committed (in the order
@@ -547,7 +605,7 @@ impl Store {
         run_id: &str,
         at: &str,
         decided: Option<&Value>,
-        accept: impl FnOnce(&RunRecord) -> Result<(), String>,
+        accept: impl FnOnce(&RunRecord) -> Result<(), String> + Send,
     ) -> Result<RunRecord, StoreError> {
         self.claim(run_id, RunStatus::Paused, at, decided, accept)
     }
@@ -574,7 +632,7 @@ impl Store {
         run_id: &str,
         at: &str,
         decided: Option<&Value>,
-        accept: impl FnOnce(&RunRecord) -> Result<(), String>,
+        accept: impl FnOnce(&RunRecord) -> Result<(), String> + Send,
     ) -> Result<RunRecord, StoreError> {
         self.claim(run_id, RunStatus::Interrupted, at, decided, accept)
     }
@@ -585,78 +643,54 @@ impl Store {
         from: RunStatus,
         at: &str,
         decided: Option<&Value>,
-        accept: impl FnOnce(&RunRecord) -> Result<(), String>,
+        accept: impl FnOnce(&RunRecord) -> Result<(), String> + Send,
     ) -> Result<RunRecord, StoreError> {
-        self.barrier()?;
-        let mut conn = self.reader();
-        // Dropped without a commit on any error below: nothing is claimed then.
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut record = runs::claim(&tx, run_id, from, &self.inner.owner, at)?;
-        accept(&record).map_err(|message| StoreError::Refused { message })?;
-        if let Some(decision) = decided {
-            let refused = |decided: Option<&Value>| StoreError::NotWaiting {
-                run_id: run_id.to_string(),
-                decided: decided.map(|earlier| match earlier.get("decision") {
-                    Some(Value::String(choice)) => choice.clone(),
-                    _ => earlier.to_string(),
-                }),
-            };
-            if record.waiting.is_none() {
-                return Err(refused(None));
+        let owner = &self.inner.owner;
+        self.read(|db| {
+            db.begin()?;
+            // Rolled back on any error: nothing is claimed then.
+            let claimed = claim_in(db, run_id, from, owner, at, decided, accept);
+            match claimed {
+                Ok(record) => db.commit().map(|()| record),
+                Err(error) => {
+                    let _ = db.rollback();
+                    Err(error)
+                }
             }
-            let Value::Object(state) = &mut record.state else {
-                return Err(StoreError::Corrupt {
-                    run_id: run_id.to_string(),
-                    message: "the run's state is not an object".into(),
-                });
-            };
-            if let Some(earlier) = state.get(DECIDED) {
-                return Err(refused(Some(earlier)));
-            }
-            state.insert(DECIDED.to_string(), decision.clone());
-            runs::set_state(&tx, run_id, &record.state.to_string(), at)?;
-        }
-        tx.commit()?;
-        Ok(record)
+        })
     }
 
     /// Marks as `interrupted` the runs still `running` whose process has stopped (another
     /// process's, on this machine or whose lease ran out); returns their ids. Done when a store
     /// is opened; a process that stays open (the app, a server) may call it again.
     pub fn interrupt_abandoned(&self) -> Result<Vec<String>, StoreError> {
-        self.barrier()?;
-        let conn = self.reader();
-        runs::interrupt_abandoned(&conn, &self.inner.owner, &lease::now_text())
+        let owner = &self.inner.owner;
+        self.read(|db| runs::interrupt_abandoned(db, owner, &lease::now_text()))
     }
 
     /// The largest event `seq` of a run (0 for none): where its numbering goes on.
     pub fn last_seq(&self, run_id: &str) -> Result<u64, StoreError> {
-        self.barrier()?;
-        events::last_seq(&self.reader(), run_id)
+        self.read(|db| events::last_seq(db, run_id))
     }
 
     /// Paused runs whose approval's deadline is `now` or earlier, oldest deadline first.
     pub fn due_approvals(&self, now: &str) -> Result<Vec<String>, StoreError> {
-        self.barrier()?;
-        runs::due(&self.reader(), now)
+        self.read(|db| runs::due(db, now))
     }
 
     /// The earliest deadline of a paused run's approval, if any waits with one.
     pub fn next_deadline(&self) -> Result<Option<String>, StoreError> {
-        self.barrier()?;
-        runs::next_deadline(&self.reader())
+        self.read(|db| runs::next_deadline(db))
     }
 
     /// Every paused run, oldest pause first (approvals and breakpoints alike).
     pub fn paused_runs(&self) -> Result<Vec<RunRecord>, StoreError> {
-        self.barrier()?;
-        runs::paused(&self.reader())
+        self.read(|db| runs::paused(db))
     }
 
     /// The newest `limit` runs (by `started_at`), newest first.
     pub fn list_runs(&self, limit: usize) -> Result<Vec<RunSummary>, StoreError> {
-        self.barrier()?;
-        runs::list(&self.reader(), limit)
+        self.read(|db| runs::list(db, limit))
     }
 
     /// The full id of the one run whose id starts with `id_or_prefix` (an exact id always
@@ -668,16 +702,14 @@ impl Store {
         if id_or_prefix.is_empty() {
             return Err(StoreError::NoSuchRun(String::new()));
         }
-        self.barrier()?;
-        runs::resolve(&self.reader(), id_or_prefix)
+        self.read(|db| runs::resolve(db, id_or_prefix))
     }
 
     /// The run with exactly this id.
     ///
     /// Errors: [`StoreError::NoSuchRun`], [`StoreError::Corrupt`].
     pub fn run(&self, run_id: &str) -> Result<RunRecord, StoreError> {
-        self.barrier()?;
-        runs::load(&self.reader(), run_id)
+        self.read(|db| runs::load(db, run_id))
     }
 
     /// The run's events, ordered by `seq`.
@@ -685,32 +717,31 @@ impl Store {
     /// Errors: [`StoreError::NoSuchRun`] when there is no such run, [`StoreError::Corrupt`]
     /// for an unknown event type.
     pub fn events(&self, run_id: &str) -> Result<Vec<RunEvent>, StoreError> {
-        self.barrier()?;
-        let conn = self.reader();
-        let events = events::list(&conn, run_id)?;
-        if events.is_empty() && !runs::exists(&conn, run_id)? {
-            return Err(StoreError::NoSuchRun(run_id.to_string()));
-        }
-        Ok(events)
+        self.read(|db| {
+            let events = events::list(db, run_id)?;
+            if events.is_empty() && !runs::exists(db, run_id)? {
+                return Err(StoreError::NoSuchRun(run_id.to_string()));
+            }
+            Ok(events)
+        })
     }
 
     /// The run's events after `seq` `after` (all of them for 0), ordered by `seq`.
     pub fn events_after(&self, run_id: &str, after: u64) -> Result<Vec<RunEvent>, StoreError> {
-        self.barrier()?;
-        events::list_after(&self.reader(), run_id, after)
+        self.read(|db| events::list_after(db, run_id, after))
     }
 
     /// The run's node outputs, ordered by node id.
     ///
     /// Errors: [`StoreError::NoSuchRun`] when there is no such run, [`StoreError::Corrupt`].
     pub fn node_outputs(&self, run_id: &str) -> Result<Vec<NodeOutputRecord>, StoreError> {
-        self.barrier()?;
-        let conn = self.reader();
-        let outputs = node_outputs::list(&conn, run_id)?;
-        if outputs.is_empty() && !runs::exists(&conn, run_id)? {
-            return Err(StoreError::NoSuchRun(run_id.to_string()));
-        }
-        Ok(outputs)
+        self.read(|db| {
+            let outputs = node_outputs::list(db, run_id)?;
+            if outputs.is_empty() && !runs::exists(db, run_id)? {
+                return Err(StoreError::NoSuchRun(run_id.to_string()));
+            }
+            Ok(outputs)
+        })
     }
 
     fn send(&self, write: Write) {
@@ -743,12 +774,65 @@ impl Store {
         self.sync(false).map(|_| ())
     }
 
-    fn reader(&self) -> MutexGuard<'_, Connection> {
-        self.inner
+    /// Runs `work` on the read connection once every write queued before is committed.
+    ///
+    /// PostgreSQL's client blocks on a runtime of its own, which cannot be entered from a
+    /// thread that drives async tasks: there `work` runs on a thread of its own (a read
+    /// through the store from async code without `spawn_blocking`).
+    fn read<T: Send>(
+        &self,
+        work: impl FnOnce(&mut dyn Db) -> Result<T, StoreError> + Send,
+    ) -> Result<T, StoreError> {
+        self.barrier()?;
+        let mut reader = self
+            .inner
             .reader
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+            .unwrap_or_else(PoisonError::into_inner);
+        let db: &mut dyn Db = &mut **reader;
+        match db.dialect() {
+            Dialect::Postgres => postgresql::off_runtime(|| work(db)),
+            Dialect::Sqlite => work(db),
+        }
     }
+}
+
+/// The claim of [`Store::claim`], inside the caller's transaction.
+fn claim_in(
+    db: &mut dyn Db,
+    run_id: &str,
+    from: RunStatus,
+    owner: &str,
+    at: &str,
+    decided: Option<&Value>,
+    accept: impl FnOnce(&RunRecord) -> Result<(), String>,
+) -> Result<RunRecord, StoreError> {
+    let mut record = runs::claim(db, run_id, from, owner, at)?;
+    accept(&record).map_err(|message| StoreError::Refused { message })?;
+    if let Some(decision) = decided {
+        let refused = |decided: Option<&Value>| StoreError::NotWaiting {
+            run_id: run_id.to_string(),
+            decided: decided.map(|earlier| match earlier.get("decision") {
+                Some(Value::String(choice)) => choice.clone(),
+                _ => earlier.to_string(),
+            }),
+        };
+        if record.waiting.is_none() {
+            return Err(refused(None));
+        }
+        let Value::Object(state) = &mut record.state else {
+            return Err(StoreError::Corrupt {
+                run_id: run_id.to_string(),
+                message: "the run's state is not an object".into(),
+            });
+        };
+        if let Some(earlier) = state.get(DECIDED) {
+            return Err(refused(Some(earlier)));
+        }
+        state.insert(DECIDED.to_string(), decision.clone());
+        runs::set_state(db, run_id, &record.state.to_string(), at)?;
+    }
+    Ok(record)
 }
 
 /// What a stored value that cannot be read back says.

@@ -1,8 +1,7 @@
 //! The `runs` table: one row per run with its status, flow, input, result, the step a paused run
 //! waits on, and the engine's saved state.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
-
+use super::sql::{Db, Row, params};
 use super::{
     QueuedStep, RunRecord, RunSummary, StepRow, StoreError, corrupt, parse_json, queue, to_u64,
 };
@@ -21,57 +20,62 @@ pub(super) struct NewRunRow<'a> {
 
 /// Inserts a run with status `running`, leased to `owner` until `until`.
 pub(super) fn insert(
-    conn: &Connection,
+    db: &mut dyn Db,
     run: NewRunRow<'_>,
     owner: &str,
     until: &str,
 ) -> Result<(), StoreError> {
-    conn.prepare_cached(
+    db.execute(
         "INSERT INTO runs (id, flow_name, flow_path, status, input_json, \
          started_at, updated_at, lease_owner, lease_until) \
          VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?5, ?6, ?7)",
-    )?
-    .execute(params![
-        run.id,
-        run.flow_name,
-        run.flow_path,
-        run.input_json,
-        run.started_at,
-        owner,
-        until
-    ])?;
-    conn.prepare_cached("INSERT INTO run_flows (run_id, flow_json) VALUES (?1, ?2)")?
-        .execute(params![run.id, run.flow_json])?;
+        &params![
+            run.id,
+            run.flow_name,
+            run.flow_path,
+            run.input_json,
+            run.started_at,
+            owner,
+            until
+        ],
+    )?;
+    db.execute(
+        "INSERT INTO run_flows (run_id, flow_json) VALUES (?1, ?2)",
+        &params![run.id, run.flow_json],
+    )?;
     Ok(())
 }
 
 /// Pushes the lease of every running run of `owner` forward to `until`.
-pub(super) fn renew_leases(conn: &Connection, owner: &str, until: &str) -> Result<(), StoreError> {
-    conn.prepare_cached(
+pub(super) fn renew_leases(db: &mut dyn Db, owner: &str, until: &str) -> Result<(), StoreError> {
+    db.execute(
         "UPDATE runs SET lease_until = ?2 WHERE lease_owner = ?1 AND status = 'running'",
-    )?
-    .execute(params![owner, until])?;
+        &params![owner, until],
+    )?;
     Ok(())
 }
 
 /// Marks as `interrupted` every running run whose owner is not `me` and has stopped: gone from
 /// this machine, or (when that cannot be told) past its lease. Returns their ids.
 pub(super) fn interrupt_abandoned(
-    conn: &Connection,
+    db: &mut dyn Db,
     me: &str,
     now: &str,
 ) -> Result<Vec<String>, StoreError> {
-    let mut statement = conn
-        .prepare_cached("SELECT id, lease_owner, lease_until FROM runs WHERE status = 'running'")?;
-    let running: Vec<(String, Option<String>, Option<String>)> = statement
-        .query_map([], |row| {
+    let running = db
+        .query(
+            "SELECT id, lease_owner, lease_until FROM runs WHERE status = 'running'",
+            &[],
+        )?
+        .into_iter()
+        .map(|row| {
             Ok((
-                row.get("id")?,
-                row.get("lease_owner")?,
-                row.get("lease_until")?,
+                row.text("id")?,
+                row.opt_text("lease_owner")?,
+                row.opt_text("lease_until")?,
             ))
-        })?
-        .collect::<Result<_, _>>()?;
+        })
+        .collect::<Result<Vec<(String, Option<String>, Option<String>)>, StoreError>>()?;
     let mut interrupted = Vec::new();
     for (id, owner, until) in running {
         let reason = match (
@@ -93,13 +97,12 @@ pub(super) fn interrupt_abandoned(
             (None, _) => "the process that ran it stopped before the run ended".to_string(),
         };
         let message = format!("interrupted: {reason}; continue it with `weft resume {id} --retry`");
-        let changed = conn
-            .prepare_cached(
-                "UPDATE runs SET status = 'interrupted', error = ?3, lease_owner = NULL, \
-                 lease_until = NULL, updated_at = ?4 \
-                 WHERE id = ?1 AND status = 'running' AND lease_owner IS ?2",
-            )?
-            .execute(params![id, owner, message, now])?;
+        let changed = db.execute(
+            "UPDATE runs SET status = 'interrupted', error = ?3, lease_owner = NULL, \
+             lease_until = NULL, updated_at = ?4 \
+             WHERE id = ?1 AND status = 'running' AND lease_owner IS NOT DISTINCT FROM ?2",
+            &params![&id, &owner, message.as_str(), now],
+        )?;
         if changed > 0 {
             interrupted.push(id);
         }
@@ -117,7 +120,7 @@ fn owner_text(owner: &str) -> String {
 }
 
 /// Fails with [`StoreError::NoSuchRun`] when an update changed no row.
-fn changed(run_id: &str, rows: usize) -> Result<(), StoreError> {
+fn changed(run_id: &str, rows: u64) -> Result<(), StoreError> {
     if rows == 0 {
         Err(StoreError::NoSuchRun(run_id.to_string()))
     } else {
@@ -128,116 +131,121 @@ fn changed(run_id: &str, rows: usize) -> Result<(), StoreError> {
 /// Status `paused`, the waiting step, the engine state and when the approval times out (the
 /// queue is the `queue` table's).
 pub(super) fn pause(
-    conn: &Connection,
+    db: &mut dyn Db,
     run_id: &str,
     waiting: &StepRow,
     state_json: &str,
     deadline: Option<&str>,
     at: &str,
 ) -> Result<(), StoreError> {
-    let rows = conn
-        .prepare_cached(
-            "UPDATE runs SET status = 'paused', waiting_node_id = ?2, \
-             waiting_input_json = ?3, waiting_source_node_id = ?4, state_json = ?5, \
-             updated_at = ?6, lease_owner = NULL, lease_until = NULL, deadline = ?7 WHERE id = ?1",
-        )?
-        .execute(params![
+    let rows = db.execute(
+        "UPDATE runs SET status = 'paused', waiting_node_id = ?2, \
+         waiting_input_json = ?3, waiting_source_node_id = ?4, state_json = ?5, \
+         updated_at = ?6, lease_owner = NULL, lease_until = NULL, deadline = ?7 WHERE id = ?1",
+        &params![
             run_id,
-            waiting.node_id,
-            waiting.input_json,
-            waiting.source_node_id,
+            &waiting.node_id,
+            &waiting.input_json,
+            &waiting.source_node_id,
             state_json,
             at,
             deadline
-        ])?;
+        ],
+    )?;
     changed(run_id, rows)
 }
 
 /// Paused runs whose deadline is `now` or earlier.
-pub(super) fn due(conn: &Connection, now: &str) -> Result<Vec<String>, StoreError> {
-    let mut statement = conn.prepare_cached(
+pub(super) fn due(db: &mut dyn Db, now: &str) -> Result<Vec<String>, StoreError> {
+    db.query(
         "SELECT id FROM runs WHERE status = 'paused' AND deadline IS NOT NULL AND deadline <= ?1 \
          ORDER BY deadline",
-    )?;
-    let ids = statement
-        .query_map(params![now], |row| row.get("id"))?
-        .collect::<Result<_, _>>()?;
-    Ok(ids)
+        &params![now],
+    )?
+    .iter()
+    .map(|row| row.text("id"))
+    .collect()
 }
 
 /// The earliest deadline of a paused run.
-pub(super) fn next_deadline(conn: &Connection) -> Result<Option<String>, StoreError> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT MIN(deadline) FROM runs WHERE status = 'paused' AND deadline IS NOT NULL",
-        )?
-        .query_row([], |row| row.get(0))?)
+pub(super) fn next_deadline(db: &mut dyn Db) -> Result<Option<String>, StoreError> {
+    db.query_opt(
+        "SELECT MIN(deadline) AS earliest FROM runs \
+         WHERE status = 'paused' AND deadline IS NOT NULL",
+        &[],
+    )?
+    .map(|row| row.opt_text("earliest"))
+    .transpose()
+    .map(Option::flatten)
 }
 
 /// Every paused run's record, oldest pause first.
-pub(super) fn paused(conn: &Connection) -> Result<Vec<RunRecord>, StoreError> {
-    let ids: Vec<String> = conn
-        .prepare_cached("SELECT id FROM runs WHERE status = 'paused' ORDER BY updated_at, id")?
-        .query_map([], |row| row.get("id"))?
-        .collect::<Result<_, _>>()?;
-    ids.iter().map(|id| load(conn, id)).collect()
+pub(super) fn paused(db: &mut dyn Db) -> Result<Vec<RunRecord>, StoreError> {
+    let ids = db
+        .query(
+            "SELECT id FROM runs WHERE status = 'paused' ORDER BY updated_at, id",
+            &[],
+        )?
+        .iter()
+        .map(|row| row.text("id"))
+        .collect::<Result<Vec<String>, StoreError>>()?;
+    ids.iter().map(|id| load(db, id)).collect()
 }
 
 pub(super) fn set_state(
-    conn: &Connection,
+    db: &mut dyn Db,
     run_id: &str,
     state_json: &str,
     at: &str,
 ) -> Result<(), StoreError> {
-    let rows = conn
-        .prepare_cached("UPDATE runs SET state_json = ?2, updated_at = ?3 WHERE id = ?1")?
-        .execute(params![run_id, state_json, at])?;
+    let rows = db.execute(
+        "UPDATE runs SET state_json = ?2, updated_at = ?3 WHERE id = ?1",
+        &params![run_id, state_json, at],
+    )?;
     changed(run_id, rows)
 }
 
 /// Ends a run: its status, result or error, `ended_at`; no waiting step any more.
 pub(super) fn finish(
-    conn: &Connection,
+    db: &mut dyn Db,
     run_id: &str,
     status: RunStatus,
     result_json: Option<&str>,
     error: Option<&str>,
     at: &str,
 ) -> Result<(), StoreError> {
-    let rows = conn
-        .prepare_cached(
-            "UPDATE runs SET status = ?2, result_json = ?3, error = ?4, \
-             waiting_node_id = NULL, waiting_input_json = NULL, \
-             waiting_source_node_id = NULL, ended_at = ?5, updated_at = ?5, \
-             lease_owner = NULL, lease_until = NULL, deadline = NULL WHERE id = ?1",
-        )?
-        .execute(params![run_id, status.as_str(), result_json, error, at])?;
+    let rows = db.execute(
+        "UPDATE runs SET status = ?2, result_json = ?3, error = ?4, \
+         waiting_node_id = NULL, waiting_input_json = NULL, \
+         waiting_source_node_id = NULL, ended_at = ?5, updated_at = ?5, \
+         lease_owner = NULL, lease_until = NULL, deadline = NULL WHERE id = ?1",
+        &params![run_id, status.as_str(), result_json, error, at],
+    )?;
     changed(run_id, rows)
 }
 
 /// A running run's checkpoint: the step waiting for a person (or none) and the engine's state;
 /// the queue's changes are the `queue` table's.
 pub(super) fn checkpoint(
-    conn: &Connection,
+    db: &mut dyn Db,
     run_id: &str,
     waiting: Option<&StepRow>,
     state_json: &str,
     at: &str,
 ) -> Result<(), StoreError> {
-    let rows = conn
-        .prepare_cached(
-            "UPDATE runs SET waiting_node_id = ?2, waiting_input_json = ?3, \
-             waiting_source_node_id = ?4, state_json = ?5, updated_at = ?6 \
-             WHERE id = ?1 AND status = 'running'",
-        )?
-        .execute(params![
+    let rows = db.execute(
+        "UPDATE runs SET waiting_node_id = ?2, waiting_input_json = ?3, \
+         waiting_source_node_id = ?4, state_json = ?5, updated_at = ?6 \
+         WHERE id = ?1 AND status = 'running'",
+        &params![
             run_id,
             waiting.map(|step| &step.node_id),
             waiting.map(|step| &step.input_json),
             waiting.and_then(|step| step.source_node_id.as_ref()),
             state_json,
             at
-        ])?;
+        ],
+    )?;
     changed(run_id, rows)
 }
 
@@ -245,7 +253,7 @@ pub(super) fn checkpoint(
 /// returns its record (waiting step and queue included, which stay stored); the caller runs
 /// this in a write transaction.
 pub(super) fn claim(
-    conn: &Connection,
+    db: &mut dyn Db,
     run_id: &str,
     from: RunStatus,
     owner: &str,
@@ -254,17 +262,16 @@ pub(super) fn claim(
     let until = chrono::DateTime::parse_from_rfc3339(at)
         .map(|at| super::lease::until(at.with_timezone(&chrono::Utc)))
         .unwrap_or_else(|_| super::lease::until(chrono::Utc::now()));
-    let claimed = conn
-        .prepare_cached(
-            "UPDATE runs SET status = 'running', updated_at = ?2, lease_owner = ?4, \
-             lease_until = ?5, deadline = NULL WHERE id = ?1 AND status = ?3",
-        )?
-        .execute(params![run_id, at, from.as_str(), owner, until])?;
+    let claimed = db.execute(
+        "UPDATE runs SET status = 'running', updated_at = ?2, lease_owner = ?4, \
+         lease_until = ?5, deadline = NULL WHERE id = ?1 AND status = ?3",
+        &params![run_id, at, from.as_str(), owner, until.as_str()],
+    )?;
     if claimed == 0 {
-        let status: Option<String> = conn
-            .prepare_cached("SELECT status FROM runs WHERE id = ?1")?
-            .query_row(params![run_id], |row| row.get("status"))
-            .optional()?;
+        let status = db
+            .query_opt("SELECT status FROM runs WHERE id = ?1", &params![run_id])?
+            .map(|row| row.text("status"))
+            .transpose()?;
         let run_id = run_id.to_string();
         return Err(match status {
             None => StoreError::NoSuchRun(run_id),
@@ -277,35 +284,36 @@ pub(super) fn claim(
             },
         });
     }
-    load(conn, run_id)
+    load(db, run_id)
 }
 
 /// The newest `limit` runs (by `started_at`), newest first.
-pub(super) fn list(conn: &Connection, limit: usize) -> Result<Vec<RunSummary>, StoreError> {
+pub(super) fn list(db: &mut dyn Db, limit: usize) -> Result<Vec<RunSummary>, StoreError> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let mut statement = conn.prepare_cached(
+    db.query(
         "SELECT id, flow_name, flow_path, status, started_at, ended_at, updated_at, \
          waiting_node_id FROM runs ORDER BY started_at DESC, id DESC LIMIT ?1",
-    )?;
-    let mut rows = statement.query(params![limit])?;
-    let mut runs = Vec::new();
-    while let Some(row) = rows.next()? {
-        runs.push(summary(row)?);
-    }
-    Ok(runs)
+        &params![limit],
+    )?
+    .iter()
+    .map(summary)
+    .collect()
 }
 
 /// The one run id that is `id_or_prefix` or starts with it.
-pub(super) fn resolve(conn: &Connection, id_or_prefix: &str) -> Result<String, StoreError> {
-    if exists(conn, id_or_prefix)? {
+pub(super) fn resolve(db: &mut dyn Db, id_or_prefix: &str) -> Result<String, StoreError> {
+    if exists(db, id_or_prefix)? {
         return Ok(id_or_prefix.to_string());
     }
-    let mut statement = conn.prepare_cached(
-        "SELECT id FROM runs WHERE substr(id, 1, length(?1)) = ?1 ORDER BY id LIMIT 2",
-    )?;
-    let mut ids = statement
-        .query_map(params![id_or_prefix], |row| row.get::<_, String>("id"))?
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut ids = db
+        .query(
+            "SELECT id FROM runs WHERE substr(id, 1, length(CAST(?1 AS TEXT))) = ?1 \
+             ORDER BY id LIMIT 2",
+            &params![id_or_prefix],
+        )?
+        .iter()
+        .map(|row| row.text("id"))
+        .collect::<Result<Vec<String>, StoreError>>()?;
     match ids.len() {
         0 => Err(StoreError::NoSuchRun(id_or_prefix.to_string())),
         1 => Ok(ids.remove(0)),
@@ -313,37 +321,37 @@ pub(super) fn resolve(conn: &Connection, id_or_prefix: &str) -> Result<String, S
     }
 }
 
-pub(super) fn exists(conn: &Connection, run_id: &str) -> Result<bool, StoreError> {
-    Ok(conn
-        .prepare_cached("SELECT 1 FROM runs WHERE id = ?1")?
-        .exists(params![run_id])?)
+pub(super) fn exists(db: &mut dyn Db, run_id: &str) -> Result<bool, StoreError> {
+    Ok(db
+        .query_opt("SELECT id FROM runs WHERE id = ?1", &params![run_id])?
+        .is_some())
 }
 
 /// The run with exactly this id, with its queue and token totals.
-pub(super) fn load(conn: &Connection, run_id: &str) -> Result<RunRecord, StoreError> {
-    let mut statement = conn.prepare_cached(
+pub(super) fn load(db: &mut dyn Db, run_id: &str) -> Result<RunRecord, StoreError> {
+    let Some(row) = db.query_opt(
         "SELECT id, flow_name, flow_path, status, started_at, ended_at, updated_at, \
          waiting_node_id, (SELECT flow_json FROM run_flows WHERE run_id = runs.id) AS flow_json, \
          input_json, result_json, error, waiting_input_json, \
          waiting_source_node_id, state_json, \
-         (SELECT COALESCE(SUM(input_tokens), 0) FROM node_outputs WHERE run_id = runs.id) \
-           AS input_tokens, \
-         (SELECT COALESCE(SUM(output_tokens), 0) FROM node_outputs WHERE run_id = runs.id) \
-           AS output_tokens \
+         (SELECT CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT) FROM node_outputs \
+           WHERE run_id = runs.id) AS input_tokens, \
+         (SELECT CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT) FROM node_outputs \
+           WHERE run_id = runs.id) AS output_tokens \
          FROM runs WHERE id = ?1",
-    )?;
-    let mut rows = statement.query(params![run_id])?;
-    let Some(row) = rows.next()? else {
+        &params![run_id],
+    )?
+    else {
         return Err(StoreError::NoSuchRun(run_id.to_string()));
     };
-    let summary = summary(row)?;
-    let waiting_input: Option<String> = row.get("waiting_input_json")?;
+    let summary = summary(&row)?;
+    let waiting_input = row.opt_text("waiting_input_json")?;
     let waiting = match (&summary.waiting_node_id, waiting_input) {
         (None, _) => None,
         (Some(node_id), Some(input)) => Some(QueuedStep {
             node_id: node_id.clone(),
             input: parse_json(run_id, "waiting input", &input)?,
-            source_node_id: row.get("waiting_source_node_id")?,
+            source_node_id: row.opt_text("waiting_source_node_id")?,
         }),
         (Some(node_id), None) => {
             return Err(corrupt(
@@ -352,20 +360,20 @@ pub(super) fn load(conn: &Connection, run_id: &str) -> Result<RunRecord, StoreEr
             ));
         }
     };
-    let result: Option<String> = row.get("result_json")?;
     let record = RunRecord {
-        flow_json: row.get("flow_json")?,
-        input: parse_json(run_id, "input", &row.get::<_, String>("input_json")?)?,
-        result: result
+        flow_json: row.text("flow_json")?,
+        input: parse_json(run_id, "input", &row.text("input_json")?)?,
+        result: row
+            .opt_text("result_json")?
             .map(|text| parse_json(run_id, "result", &text))
             .transpose()?,
-        error: row.get("error")?,
+        error: row.opt_text("error")?,
         waiting,
-        queue: queue::list(conn, run_id)?,
-        state: parse_json(run_id, "state", &row.get::<_, String>("state_json")?)?,
+        queue: queue::list(db, run_id)?,
+        state: parse_json(run_id, "state", &row.text("state_json")?)?,
         usage: Usage {
-            input_tokens: to_u64(run_id, "input tokens", row.get("input_tokens")?)?,
-            output_tokens: to_u64(run_id, "output tokens", row.get("output_tokens")?)?,
+            input_tokens: to_u64(run_id, "input tokens", row.int("input_tokens")?)?,
+            output_tokens: to_u64(run_id, "output tokens", row.int("output_tokens")?)?,
         },
         summary,
     };
@@ -373,17 +381,17 @@ pub(super) fn load(conn: &Connection, run_id: &str) -> Result<RunRecord, StoreEr
 }
 
 /// A `runs` row's summary columns.
-fn summary(row: &Row<'_>) -> Result<RunSummary, StoreError> {
-    let id: String = row.get("id")?;
-    let status: String = row.get("status")?;
+fn summary(row: &Row) -> Result<RunSummary, StoreError> {
+    let id = row.text("id")?;
+    let status = row.text("status")?;
     Ok(RunSummary {
         status: parse_status(&id, &status)?,
-        flow_name: row.get("flow_name")?,
-        flow_path: row.get("flow_path")?,
-        started_at: row.get("started_at")?,
-        ended_at: row.get("ended_at")?,
-        updated_at: row.get("updated_at")?,
-        waiting_node_id: row.get("waiting_node_id")?,
+        flow_name: row.text("flow_name")?,
+        flow_path: row.opt_text("flow_path")?,
+        started_at: row.text("started_at")?,
+        ended_at: row.opt_text("ended_at")?,
+        updated_at: row.text("updated_at")?,
+        waiting_node_id: row.opt_text("waiting_node_id")?,
         id,
     })
 }

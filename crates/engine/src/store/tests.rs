@@ -2,9 +2,9 @@
 
 use super::*;
 use crate::event::{EventSink, EventType};
+use rusqlite::Connection;
 use schema::MIGRATIONS;
 use serde_json::json;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 fn ts(n: u64) -> String {
@@ -49,11 +49,119 @@ fn steps_of(queue: &[StoredStep]) -> Vec<QueuedStep> {
     queue.iter().map(|stored| stored.step.clone()).collect()
 }
 
-fn open_temp() -> (tempfile::TempDir, Store) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let store = Store::open(&dir.path().join("nested/dir/runs.db")).expect("open");
-    (dir, store)
+/// Where a test's store lives: a SQLite file in a temporary directory, or a new database on
+/// the test process's PostgreSQL server. The tests that take one run on both.
+enum Location {
+    Sqlite(tempfile::TempDir),
+    Postgres(String),
 }
+
+impl Location {
+    fn sqlite() -> Location {
+        Location::Sqlite(tempfile::tempdir().expect("temp dir"))
+    }
+
+    fn postgres() -> Location {
+        Location::Postgres(weft_test_postgres::PostgresServer::shared().new_database())
+    }
+
+    /// Opens the store here, as another process would: each call is a new `Store`.
+    fn open(&self) -> Store {
+        match self {
+            Location::Sqlite(dir) => Store::open(&dir.path().join("nested/dir/runs.db")),
+            Location::Postgres(url) => Store::open_postgres(url),
+        }
+        .expect("the store opens")
+    }
+
+    /// Sets the lease of `run_id` as another process would have it.
+    fn lease_to(&self, run_id: &str, owner: &str, until: &str) {
+        let sql = "UPDATE runs SET lease_owner = $2, lease_until = $3 WHERE id = $1";
+        match self {
+            Location::Sqlite(dir) => {
+                let conn = Connection::open(dir.path().join("nested/dir/runs.db")).expect("sqlite");
+                conn.execute(
+                    &sql.replace('$', "?"),
+                    rusqlite::params![run_id, owner, until],
+                )
+                .expect("lease");
+            }
+            Location::Postgres(url) => {
+                let mut client =
+                    ::postgres::Client::connect(url, ::postgres::NoTls).expect("postgres");
+                client
+                    .execute(sql, &[&run_id, &owner, &until])
+                    .expect("lease");
+            }
+        }
+    }
+
+    /// Whether an event is stored, read through a connection of its own.
+    fn event_lookup(&self) -> impl Fn(&str, u64) -> bool + Send + Sync + 'static {
+        let sql = "SELECT seq FROM events WHERE run_id = $1 AND seq = $2";
+        let location = match self {
+            Location::Sqlite(dir) => Err(dir.path().join("nested/dir/runs.db")),
+            Location::Postgres(url) => Ok(url.clone()),
+        };
+        move |run_id: &str, seq: u64| match &location {
+            Err(path) => Connection::open(path)
+                .expect("sqlite")
+                .prepare(&sql.replace('$', "?"))
+                .and_then(|mut statement| statement.exists(rusqlite::params![run_id, seq as i64]))
+                .expect("query"),
+            Ok(url) => std::thread::scope(|scope| {
+                scope
+                    .spawn(|| {
+                        ::postgres::Client::connect(url, ::postgres::NoTls)
+                            .expect("postgres")
+                            .query_opt(sql, &[&run_id, &(seq as i64)])
+                            .expect("query")
+                            .is_some()
+                    })
+                    .join()
+                    .expect("lookup thread")
+            }),
+        }
+    }
+}
+
+/// Runs each named test (a `fn(&Location)`) once on SQLite and once on PostgreSQL.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[test]
+            fn $name() {
+                super::$name(&super::Location::sqlite());
+            })*
+        }
+        mod postgres {
+            $(#[test]
+            fn $name() {
+                super::$name(&super::Location::postgres());
+            })*
+        }
+    };
+}
+
+on_both_backends!(
+    exactly_one_of_several_stores_claiming_a_paused_run_at_once_wins,
+    store_round_trips_a_run_with_events_and_outputs,
+    store_lists_newest_first_and_resolves_prefixes,
+    store_claims_a_paused_run_once,
+    store_refuses_to_claim_a_finished_run,
+    store_pause_survives_reopening_in_another_store,
+    store_drop_applies_queued_writes,
+    store_reads_concurrently_while_writing,
+    store_flush_reports_a_failed_write,
+    store_appends_twenty_thousand_events,
+    store_publishes_an_event_only_once_it_is_committed,
+    store_hands_events_over_in_committed_batches_each_followed_by_a_flush,
+    store_marks_runs_of_stopped_processes_interrupted_and_leaves_live_ones,
+    a_decision_claimed_with_a_run_outlives_the_claimant_and_is_not_taken_twice,
+    store_keeps_a_checkpoint_of_a_running_run,
+    a_run_is_created_with_its_seed_outputs_and_first_checkpoint_in_one_write,
+    a_run_whose_first_checkpoint_cannot_be_stored_is_not_stored_at_all,
+);
 
 fn pause_record() -> PauseRecord {
     PauseRecord {
@@ -64,9 +172,8 @@ fn pause_record() -> PauseRecord {
     }
 }
 
-#[test]
-fn store_round_trips_a_run_with_events_and_outputs() {
-    let (_dir, store) = open_temp();
+fn store_round_trips_a_run_with_events_and_outputs(at: &Location) {
+    let store = at.open();
     store.create_run(&new_run("run-1", &ts(0)));
     store.append_event(event("run-1", 1, EventType::RunStart, None), None);
     store.append_event(event("run-1", 2, EventType::StepStart, Some("a")), None);
@@ -124,9 +231,8 @@ fn store_round_trips_a_run_with_events_and_outputs() {
     ));
 }
 
-#[test]
-fn store_lists_newest_first_and_resolves_prefixes() {
-    let (_dir, store) = open_temp();
+fn store_lists_newest_first_and_resolves_prefixes(at: &Location) {
+    let store = at.open();
     store.create_run(&new_run("abc-1", &ts(1)));
     store.create_run(&new_run("abd-2", &ts(3)));
     store.create_run(&new_run("xyz-3", &ts(2)));
@@ -160,9 +266,8 @@ fn store_lists_newest_first_and_resolves_prefixes() {
     ));
 }
 
-#[test]
-fn store_claims_a_paused_run_once() {
-    let (_dir, store) = open_temp();
+fn store_claims_a_paused_run_once(at: &Location) {
+    let store = at.open();
     store.create_run(&new_run("run-p", &ts(0)));
     store.save_pause("run-p", &pause_record(), &ts(1));
 
@@ -195,9 +300,51 @@ fn store_claims_a_paused_run_once() {
     ));
 }
 
-#[test]
-fn store_refuses_to_claim_a_finished_run() {
-    let (_dir, store) = open_temp();
+fn exactly_one_of_several_stores_claiming_a_paused_run_at_once_wins(at: &Location) {
+    let first = at.open();
+    first.create_run(&new_run("contested", &ts(0)));
+    first.save_pause("contested", &pause_record(), &ts(1));
+    first.flush().expect("flush");
+    // Eight resumers (each a store of its own, as eight processes would be) claim it together.
+    let claimants: Vec<Store> = (0..8).map(|_| at.open()).collect();
+    let start = std::sync::Barrier::new(claimants.len());
+    let outcomes: Vec<Result<RunRecord, StoreError>> = std::thread::scope(|scope| {
+        let racing: Vec<_> = claimants
+            .iter()
+            .map(|store| {
+                let start = &start;
+                scope.spawn(move || {
+                    start.wait();
+                    store.claim_paused("contested", &ts(2), Some(&json!({"decision": "approve"})))
+                })
+            })
+            .collect();
+        racing
+            .into_iter()
+            .map(|claim| claim.join().expect("claimant"))
+            .collect()
+    });
+    let winners = outcomes.iter().filter(|outcome| outcome.is_ok()).count();
+    assert_eq!(winners, 1, "{outcomes:?}");
+    for outcome in outcomes.iter().filter(|outcome| outcome.is_err()) {
+        assert!(
+            matches!(
+                outcome,
+                Err(StoreError::NotPaused {
+                    status: RunStatus::Running,
+                    ..
+                })
+            ),
+            "{outcome:?}"
+        );
+    }
+    let run = first.run("contested").expect("run");
+    assert_eq!(run.summary.status, RunStatus::Running);
+    assert_eq!(run.state[DECIDED], json!({"decision": "approve"}));
+}
+
+fn store_refuses_to_claim_a_finished_run(at: &Location) {
+    let store = at.open();
     store.create_run(&new_run("run-f", &ts(0)));
     store.save_pause("run-f", &pause_record(), &ts(1));
     store.finish_run("run-f", RunStatus::Cancelled, None, None, &ts(2));
@@ -213,18 +360,15 @@ fn store_refuses_to_claim_a_finished_run() {
     assert!(record.queue.is_empty());
 }
 
-#[test]
-fn store_pause_survives_reopening_in_another_store() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("runs.db");
-    let first = Store::open(&path).expect("open");
+fn store_pause_survives_reopening_in_another_store(at: &Location) {
+    let first = at.open();
     first.create_run(&new_run("run-r", &ts(0)));
     first.append_event(event("run-r", 1, EventType::RunStart, None), None);
     first.save_pause("run-r", &pause_record(), &ts(1));
     first.flush().expect("flush");
 
     // A second process, while the first still has the file open.
-    let second = Store::open(&path).expect("reopen");
+    let second = at.open();
     let claimed = second.claim_paused("run-r", &ts(2), None).expect("claim");
     assert_eq!(claimed.waiting, Some(pause_record().waiting));
     assert_eq!(steps_of(&claimed.queue), pause_record().queue);
@@ -236,18 +380,15 @@ fn store_pause_survives_reopening_in_another_store() {
     drop(second);
 
     // And after both have exited.
-    let third = Store::open(&path).expect("reopen again");
+    let third = at.open();
     let record = third.run("run-r").expect("run");
     assert_eq!(record.summary.status, RunStatus::Running);
     assert_eq!(third.events("run-r").expect("events").len(), 1);
 }
 
-#[test]
-fn store_drop_applies_queued_writes() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("runs.db");
+fn store_drop_applies_queued_writes(at: &Location) {
     {
-        let store = Store::open(&path).expect("open");
+        let store = at.open();
         let clone = store.clone();
         store.create_run(&new_run("run-d", &ts(0)));
         drop(store);
@@ -255,13 +396,12 @@ fn store_drop_applies_queued_writes() {
             clone.append_event(event("run-d", seq, EventType::LlmDelta, Some("a")), None);
         }
     }
-    let store = Store::open(&path).expect("reopen");
+    let store = at.open();
     assert_eq!(store.events("run-d").expect("events").len(), 100);
 }
 
-#[test]
-fn store_reads_concurrently_while_writing() {
-    let (_dir, store) = open_temp();
+fn store_reads_concurrently_while_writing(at: &Location) {
+    let store = at.open();
     store.create_run(&new_run("run-c", &ts(0)));
     store.flush().expect("flush");
     let readers: Vec<_> = (0..4)
@@ -326,22 +466,24 @@ fn store_open_rejects_a_newer_schema() {
     }
 }
 
-#[test]
-fn store_flush_reports_a_failed_write() {
-    let (_dir, store) = open_temp();
+fn store_flush_reports_a_failed_write(at: &Location) {
+    let store = at.open();
     store.append_event(event("ghost", 1, EventType::RunStart, None), None);
     store.create_run(&new_run("real", &ts(0)));
     store.append_event(event("real", 1, EventType::RunStart, None), None);
     // A read in between does not swallow the error.
     assert!(matches!(store.run("ghost"), Err(StoreError::NoSuchRun(_))));
     match store.flush() {
-        Err(error @ StoreError::Sqlite { .. }) => {
+        Err(error @ (StoreError::Sqlite { .. } | StoreError::Postgres { .. })) => {
             let message = error.to_string();
             assert!(message.contains("ghost"), "{message}");
-            assert!(message.contains("FOREIGN KEY"), "{message}");
-            // The SQLite error is kept as the source, not only as text.
+            assert!(message.to_lowercase().contains("foreign key"), "{message}");
+            // The database's error is kept as the source, not only as text.
             let source = std::error::Error::source(&error).expect("a source");
-            assert!(source.to_string().contains("FOREIGN KEY"), "{source}");
+            assert!(
+                format!("{source:?}").to_lowercase().contains("foreign key"),
+                "{source:?}"
+            );
         }
         other => panic!("expected a write error, got {other:?}"),
     }
@@ -353,9 +495,8 @@ fn store_flush_reports_a_failed_write() {
     assert!(matches!(store.flush(), Err(StoreError::NoSuchRun(_))));
 }
 
-#[test]
-fn store_appends_twenty_thousand_events() {
-    let (_dir, store) = open_temp();
+fn store_appends_twenty_thousand_events(at: &Location) {
+    let store = at.open();
     store.create_run(&new_run("run-big", &ts(0)));
     for seq in 1..=20_000 {
         store.append_event(
@@ -367,23 +508,14 @@ fn store_appends_twenty_thousand_events() {
     assert_eq!(store.events("run-big").expect("events").len(), 20_000);
 }
 
-#[test]
-fn store_publishes_an_event_only_once_it_is_committed() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("runs.db");
-    let store = Store::open(&path).expect("open");
+fn store_publishes_an_event_only_once_it_is_committed(at: &Location) {
+    let store = at.open();
     let seen: Arc<Mutex<Vec<(u64, bool)>>> = Arc::default();
     let sink = seen.clone();
-    let db = path.clone();
     // Another connection, as another process would read it: the event must already be there.
+    let stored = at.event_lookup();
     let listener: EventListener = Arc::new(move |event: &RunEvent| {
-        let reader = Connection::open(&db).expect("reader");
-        let stored = reader
-            .prepare("SELECT 1 FROM events WHERE run_id = ?1 AND seq = ?2")
-            .and_then(|mut statement| {
-                statement.exists(rusqlite::params![event.run_id, event.seq as i64])
-            })
-            .expect("query");
+        let stored = stored(&event.run_id, event.seq);
         sink.lock().expect("seen").push((event.seq, stored));
     });
     store.create_run(&new_run("run-p", &ts(0)));
@@ -421,10 +553,8 @@ impl EventSink for BatchRecorder {
     }
 }
 
-#[test]
-fn store_hands_events_over_in_committed_batches_each_followed_by_a_flush() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let store = Store::open(&dir.path().join("runs.db")).expect("open");
+fn store_hands_events_over_in_committed_batches_each_followed_by_a_flush(at: &Location) {
+    let store = at.open();
     let recorder = Arc::new(BatchRecorder::default());
     let listener: EventListener = recorder.clone();
     store.create_run(&new_run("run-b", &ts(0)));
@@ -459,21 +589,8 @@ fn store_hands_events_over_in_committed_batches_each_followed_by_a_flush() {
     assert!(batches.iter().all(|len| *len <= 1_000), "{batches:?}");
 }
 
-/// Sets the lease of `run_id` as another process would have it.
-fn lease_to(path: &Path, run_id: &str, owner: &str, until: &str) {
-    let conn = Connection::open(path).expect("sqlite");
-    conn.execute(
-        "UPDATE runs SET lease_owner = ?2, lease_until = ?3 WHERE id = ?1",
-        rusqlite::params![run_id, owner, until],
-    )
-    .expect("lease");
-}
-
-#[test]
-fn store_marks_runs_of_stopped_processes_interrupted_and_leaves_live_ones() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("runs.db");
-    let first = Store::open(&path).expect("open");
+fn store_marks_runs_of_stopped_processes_interrupted_and_leaves_live_ones(at: &Location) {
+    let first = at.open();
     for id in ["dead", "mine", "expired", "elsewhere"] {
         first.create_run(&new_run(id, &ts(0)));
     }
@@ -483,21 +600,11 @@ fn store_marks_runs_of_stopped_processes_interrupted_and_leaves_live_ones() {
     let me = lease::current_owner();
     let (rest, start) = me.rsplit_once(':').expect("host:pid:start");
     let gone = format!("{rest}:{}", start.parse::<u64>().expect("ticks") + 7);
-    lease_to(&path, "dead", &gone, "2999-01-01T00:00:00.000Z");
-    lease_to(
-        &path,
-        "expired",
-        "far-away:12:34",
-        "2000-01-01T00:00:00.000Z",
-    );
-    lease_to(
-        &path,
-        "elsewhere",
-        "far-away:12:34",
-        "2999-01-01T00:00:00.000Z",
-    );
+    at.lease_to("dead", &gone, "2999-01-01T00:00:00.000Z");
+    at.lease_to("expired", "far-away:12:34", "2000-01-01T00:00:00.000Z");
+    at.lease_to("elsewhere", "far-away:12:34", "2999-01-01T00:00:00.000Z");
 
-    let second = Store::open(&path).expect("reopen");
+    let second = at.open();
     let status = |id: &str| second.run(id).expect("run").summary.status;
     assert_eq!(status("dead"), RunStatus::Interrupted);
     assert_eq!(status("expired"), RunStatus::Interrupted);
@@ -537,11 +644,8 @@ fn store_marks_runs_of_stopped_processes_interrupted_and_leaves_live_ones() {
     }
 }
 
-#[test]
-fn a_decision_claimed_with_a_run_outlives_the_claimant_and_is_not_taken_twice() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("runs.db");
-    let first = Store::open(&path).expect("open");
+fn a_decision_claimed_with_a_run_outlives_the_claimant_and_is_not_taken_twice(at: &Location) {
+    let first = at.open();
     first.create_run(&new_run("decided", &ts(0)));
     first.save_pause("decided", &pause_record(), &ts(1));
     first.create_run(&new_run("busy", &ts(0)));
@@ -556,11 +660,11 @@ fn a_decision_claimed_with_a_run_outlives_the_claimant_and_is_not_taken_twice() 
     let (rest, start) = me.rsplit_once(':').expect("host:pid:start");
     let gone = format!("{rest}:{}", start.parse::<u64>().expect("ticks") + 7);
     for id in ["decided", "busy"] {
-        lease_to(&path, id, &gone, "2999-01-01T00:00:00.000Z");
+        at.lease_to(id, &gone, "2999-01-01T00:00:00.000Z");
     }
     drop(first);
 
-    let second = Store::open(&path).expect("reopen");
+    let second = at.open();
     let status = |id: &str| second.run(id).expect("run").summary.status;
     assert_eq!(status("decided"), RunStatus::Interrupted);
     // Another answer is refused, naming the one taken, and claims nothing.
@@ -601,9 +705,8 @@ fn a_decision_claimed_with_a_run_outlives_the_claimant_and_is_not_taken_twice() 
     assert_eq!(second.run("decided").expect("run").state.get(DECIDED), None);
 }
 
-#[test]
-fn store_keeps_a_checkpoint_of_a_running_run() {
-    let (_dir, store) = open_temp();
+fn store_keeps_a_checkpoint_of_a_running_run(at: &Location) {
+    let store = at.open();
     store.create_run(&new_run("run-c", &ts(0)));
     let stored = |key: u64, node: &str, visit: Option<u64>| StoredStep {
         key,
@@ -643,9 +746,8 @@ fn store_keeps_a_checkpoint_of_a_running_run() {
     assert!(store.run("run-c").expect("run").queue.is_empty());
 }
 
-#[test]
-fn a_run_is_created_with_its_seed_outputs_and_first_checkpoint_in_one_write() {
-    let (_dir, store) = open_temp();
+fn a_run_is_created_with_its_seed_outputs_and_first_checkpoint_in_one_write(at: &Location) {
+    let store = at.open();
     let first = StoredStep {
         key: 0,
         step: step("write", 1, None),
@@ -671,9 +773,8 @@ fn a_run_is_created_with_its_seed_outputs_and_first_checkpoint_in_one_write() {
     assert_eq!(outputs[0].output, json!("earlier text"));
 }
 
-#[test]
-fn a_run_whose_first_checkpoint_cannot_be_stored_is_not_stored_at_all() {
-    let (_dir, store) = open_temp();
+fn a_run_whose_first_checkpoint_cannot_be_stored_is_not_stored_at_all(at: &Location) {
+    let store = at.open();
     // A visit count SQLite cannot hold: the checkpoint's queue row is refused.
     let unstorable = StoredStep {
         key: 0,
@@ -756,7 +857,7 @@ fn a_long_log_is_folded_into_the_database_when_the_store_closes_and_a_short_one_
     drop(store);
     let short = log_size();
     assert!(
-        short > 0 && short <= writer::FOLD_LOG_ABOVE_BYTES,
+        short > 0 && short <= schema::FOLD_LOG_ABOVE_BYTES,
         "{short}"
     );
 
@@ -769,7 +870,7 @@ fn a_long_log_is_folded_into_the_database_when_the_store_closes_and_a_short_one_
     );
     store.create_run(&big);
     store.flush().expect("flush");
-    assert!(log_size() > writer::FOLD_LOG_ABOVE_BYTES);
+    assert!(log_size() > schema::FOLD_LOG_ABOVE_BYTES);
     drop(store);
     assert_eq!(log_size(), 0, "the long log was not folded");
 

@@ -4,8 +4,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::Instant;
 
-use rusqlite::{Connection, TransactionBehavior};
-
+use super::sql::{Db, Dialect};
 use super::{
     RecordedCall, StepRow, StoreError, events, lease, llm_calls, node_outputs, queue, runs,
 };
@@ -129,7 +128,7 @@ impl Write {
         }
     }
 
-    fn apply(&self, conn: &Connection, owner: &str) -> Result<(), StoreError> {
+    fn apply(&self, db: &mut dyn Db, owner: &str) -> Result<(), StoreError> {
         match self {
             Write::CreateRun {
                 id,
@@ -139,7 +138,7 @@ impl Write {
                 input_json,
                 started_at,
             } => runs::insert(
-                conn,
+                db,
                 runs::NewRunRow {
                     id,
                     flow_name,
@@ -159,50 +158,44 @@ impl Write {
                 state_json,
                 at,
             } => {
-                runs::checkpoint(conn, run_id, waiting.as_ref(), state_json, at)?;
-                queue::remove(conn, run_id, removed)?;
-                queue::add(conn, run_id, added)
+                runs::checkpoint(db, run_id, waiting.as_ref(), state_json, at)?;
+                queue::remove(db, run_id, removed)?;
+                queue::add(db, run_id, added)
             }
-            Write::LlmCall { run_id, call, at } => llm_calls::insert(conn, run_id, call, at),
+            Write::LlmCall { run_id, call, at } => llm_calls::insert(db, run_id, call, at),
             Write::Together(writes) => {
                 // All or none: a savepoint inside the batch's transaction, so that a failing
                 // part leaves nothing of the others (the rest of the batch still commits).
-                conn.execute_batch("SAVEPOINT together")?;
-                let applied = writes.iter().try_for_each(|write| write.apply(conn, owner));
-                let end = if applied.is_ok() {
-                    "RELEASE together"
-                } else {
-                    "ROLLBACK TO together; RELEASE together"
-                };
-                conn.execute_batch(end)?;
-                applied
+                isolated(db, "together", |db| {
+                    writes.iter().try_for_each(|write| write.apply(db, owner))
+                })
             }
-            Write::Event { event, .. } => events::insert(conn, event),
+            Write::Event { event, .. } => events::insert(db, event),
             Write::Usage {
                 run_id,
                 node_id,
                 usage,
                 at,
-            } => node_outputs::add_usage(conn, run_id, node_id, *usage, at),
+            } => node_outputs::add_usage(db, run_id, node_id, *usage, at),
             Write::NodeMetadata {
                 run_id,
                 node_id,
                 metadata_json,
                 at,
-            } => node_outputs::put_metadata(conn, run_id, node_id, metadata_json, at),
+            } => node_outputs::put_metadata(db, run_id, node_id, metadata_json, at),
             Write::NodeOutput {
                 run_id,
                 node_id,
                 output_json,
                 visits,
                 at,
-            } => node_outputs::put_output(conn, run_id, node_id, output_json, *visits, at),
+            } => node_outputs::put_output(db, run_id, node_id, output_json, *visits, at),
             Write::NodeApproval {
                 run_id,
                 node_id,
                 approval_json,
                 at,
-            } => node_outputs::put_approval(conn, run_id, node_id, approval_json, at),
+            } => node_outputs::put_approval(db, run_id, node_id, approval_json, at),
             Write::Pause {
                 run_id,
                 waiting,
@@ -211,14 +204,14 @@ impl Write {
                 deadline,
                 at,
             } => {
-                runs::pause(conn, run_id, waiting, state_json, deadline.as_deref(), at)?;
-                queue::replace(conn, run_id, steps)
+                runs::pause(db, run_id, waiting, state_json, deadline.as_deref(), at)?;
+                queue::replace(db, run_id, steps)
             }
             Write::SetState {
                 run_id,
                 state_json,
                 at,
-            } => runs::set_state(conn, run_id, state_json, at),
+            } => runs::set_state(db, run_id, state_json, at),
             Write::Finish {
                 run_id,
                 status,
@@ -227,14 +220,14 @@ impl Write {
                 at,
             } => {
                 runs::finish(
-                    conn,
+                    db,
                     run_id,
                     *status,
                     result_json.as_deref(),
                     error.as_deref(),
                     at,
                 )?;
-                queue::clear(conn, run_id)
+                queue::clear(db, run_id)
             }
         }
     }
@@ -255,7 +248,8 @@ pub(super) enum Message {
 /// The writer thread: blocks for a message, drains what else is queued (up to [`MAX_BATCH`])
 /// and applies the writes in one transaction; a sync commits first. Every few seconds it also
 /// renews the leases of this process's running runs (`owner`), even while nothing is written.
-pub(super) fn run(mut conn: Connection, receiver: Receiver<Message>, owner: &str) {
+pub(super) fn run(mut db: Box<dyn Db>, receiver: Receiver<Message>, owner: &str) {
+    let db = &mut *db;
     let mut first_error: Option<StoreError> = None;
     let mut pending: Vec<Write> = Vec::new();
     let mut renewed = Instant::now();
@@ -268,8 +262,7 @@ pub(super) fn run(mut conn: Connection, receiver: Receiver<Message>, owner: &str
         };
         if renewed.elapsed() >= lease::RENEW_EVERY {
             renewed = Instant::now();
-            if let Err(error) = runs::renew_leases(&conn, owner, &lease::until(chrono::Utc::now()))
-            {
+            if let Err(error) = runs::renew_leases(db, owner, &lease::until(chrono::Utc::now())) {
                 tracing::warn!("the run store could not renew this process's leases: {error}");
             }
         }
@@ -279,7 +272,7 @@ pub(super) fn run(mut conn: Connection, receiver: Receiver<Message>, owner: &str
             match message {
                 Message::Write(write) => pending.push(write),
                 Message::Sync { reply, take_error } => {
-                    commit(&mut conn, &mut pending, &mut first_error, owner);
+                    commit(db, &mut pending, &mut first_error, owner);
                     let answer = if take_error { first_error.take() } else { None };
                     // The caller may have given up waiting; nothing to do then.
                     let _ = reply.send(answer);
@@ -292,39 +285,17 @@ pub(super) fn run(mut conn: Connection, receiver: Receiver<Message>, owner: &str
                 next = Some(message);
             }
         }
-        commit(&mut conn, &mut pending, &mut first_error, owner);
+        commit(db, &mut pending, &mut first_error, owner);
     }
-    commit(&mut conn, &mut pending, &mut first_error, owner);
-    fold_a_long_log(&conn);
-}
-
-/// Past this size the log is folded into the database when the writer stops. Whoever opens
-/// the store first reads its whole log (~0.7 ms per MiB here), so a log left to grow to the
-/// automatic checkpoint's 40 MiB would slow every `weft` start; below it, leaving the log saves
-/// the syncs of a checkpoint, most of a short run's exit.
-pub(super) const FOLD_LOG_ABOVE_BYTES: u64 = 1 << 20;
-
-fn fold_a_long_log(conn: &Connection) {
-    let Some(path) = conn.path().filter(|path| !path.is_empty()) else {
-        return;
-    };
-    let long =
-        std::fs::metadata(format!("{path}-wal")).is_ok_and(|log| log.len() > FOLD_LOG_ABOVE_BYTES);
-    if !long {
-        return;
-    }
-    // A reader elsewhere does not hold this process up: the next writer to stop folds it.
-    let _ = conn.busy_timeout(std::time::Duration::from_millis(100));
-    if let Err(error) = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())) {
-        tracing::debug!("the run store's log was left for later: {error}");
-    }
+    commit(db, &mut pending, &mut first_error, owner);
+    db.close();
 }
 
 /// Applies `pending` in one transaction and empties it, then passes the committed events on
 /// to their listeners. A failing write is recorded and the others still apply; a failing commit
 /// loses the whole batch (and is recorded), and nothing of it is published.
 fn commit(
-    conn: &mut Connection,
+    db: &mut dyn Db,
     pending: &mut Vec<Write>,
     first_error: &mut Option<StoreError>,
     owner: &str,
@@ -335,23 +306,35 @@ fn commit(
     let count = pending.len();
     let mut failures = Vec::new();
     let mut applied = vec![false; count];
-    let result = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .and_then(|tx| {
+    // PostgreSQL aborts a whole transaction at its first failing statement, where SQLite only
+    // undoes that statement. There, a batch with a failing write is rolled back and applied
+    // again with each write in a savepoint of its own, so that the others still commit (the
+    // savepoints cost a round trip each, so only a failing batch pays for them).
+    let mut each_isolated = false;
+    let result = loop {
+        failures.clear();
+        applied.fill(false);
+        let attempt = db.begin().map(|()| {
             for (write, applied) in pending.iter().zip(applied.iter_mut()) {
-                match write.apply(&tx, owner) {
+                let outcome = if each_isolated {
+                    isolated(db, "write", |db| write.apply(db, owner))
+                } else {
+                    write.apply(db, owner)
+                };
+                match outcome {
                     Ok(()) => *applied = true,
-                    Err(err) => failures.push(match err {
-                        StoreError::Sqlite { source, .. } => StoreError::Sqlite {
-                            action: write.describe(),
-                            source,
-                        },
-                        other => other,
-                    }),
+                    Err(err) => failures.push(err.with_action(write.describe())),
                 }
             }
-            tx.commit()
         });
+        let retry = db.dialect() == Dialect::Postgres && !each_isolated && !failures.is_empty();
+        if retry {
+            let _ = db.rollback();
+            each_isolated = true;
+            continue;
+        }
+        break attempt.and_then(|()| db.commit());
+    };
     match result {
         Ok(()) => {
             let mut published: Vec<&EventListener> = Vec::new();
@@ -374,10 +357,13 @@ fn commit(
                 listener.flush();
             }
         }
-        Err(source) => failures.push(StoreError::Sqlite {
-            action: format!("committing {count} queued writes failed; they are lost"),
-            source,
-        }),
+        Err(err) => {
+            // Whatever the transaction had done is gone; the connection is left usable.
+            let _ = db.rollback();
+            failures.push(err.with_action(format!(
+                "committing {count} queued writes failed; they are lost"
+            )));
+        }
     }
     pending.clear();
     for err in failures {
@@ -386,4 +372,22 @@ fn commit(
             *first_error = Some(err);
         }
     }
+}
+
+/// Runs `work` in a savepoint named `name`: all of it applies, or (on an error) none of it
+/// does and the transaction around it goes on.
+fn isolated(
+    db: &mut dyn Db,
+    name: &str,
+    work: impl FnOnce(&mut dyn Db) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    db.batch(&format!("SAVEPOINT {name}"))?;
+    let applied = work(db);
+    let end = if applied.is_ok() {
+        format!("RELEASE {name}")
+    } else {
+        format!("ROLLBACK TO {name}; RELEASE {name}")
+    };
+    db.batch(&end)?;
+    applied
 }
