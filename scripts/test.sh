@@ -29,6 +29,9 @@ cargo test --workspace --benches --locked 2>&1 | tee -a "$log"
 echo "== the desktop app end to end (WebDriver under Xvfb)"
 # `cargo test` has built target/debug/weft-app and scripted-llm (their packages have tests).
 bash tests/e2e/run.sh 2>&1 | tee -a "$log"
+echo "== the desktop app end to end with its run store on PostgreSQL"
+cargo build -p weft-test-postgres --locked
+WEFT_E2E_POSTGRES=1 WEFT_E2E_FILE=postgres.test.mjs bash tests/e2e/run.sh 2>&1 | tee -a "$log"
 echo "== the package: build the .deb (release), install it with apt-get, run the installed app"
 bash tests/package/test.sh 2>&1 | tee -a "$log"
 # One closing line for the whole suite (pipefail has already stopped us on a failure).

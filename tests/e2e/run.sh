@@ -45,7 +45,19 @@ root_url="$(sed -n 's/.*"rootUrl":"\([^"]*\)".*/\1/p' "$tmp/llm.json")"
 
 port="${TAURI_DRIVER_PORT:-4444}"
 export OPENAI_BASE_URL="$base_url" OPENAI_API_KEY="sk-e2e-not-a-real-key"
-export WEFT_DB="$tmp/runs.db" WEFT_CONFIG_DIR="$tmp/config" WEFT_E2E_TMP="$tmp"
+db="$tmp/runs.db"
+# WEFT_E2E_POSTGRES=1: the run store is a database of a throwaway PostgreSQL server instead.
+if [ "${WEFT_E2E_POSTGRES:-}" = 1 ]; then
+  pg="$target/${WEFT_APP_PROFILE:-debug}/weft-test-postgres"
+  [ -x "$pg" ] || { echo "e2e: $pg is not built (cargo build -p weft-test-postgres)" >&2; exit 1; }
+  # It keeps the server until the cleanup kills it.
+  "$pg" >"$tmp/postgres.url" 2>"$tmp/postgres.log" &
+  pids+=($!)
+  for _ in $(seq 600); do [ -s "$tmp/postgres.url" ] && break; sleep 0.1; done
+  db="$(head -n 1 "$tmp/postgres.url")"
+  [ -n "$db" ] || { echo "e2e: the PostgreSQL server did not start" >&2; cat "$tmp/postgres.log" >&2; exit 1; }
+fi
+export WEFT_DB="$db" WEFT_CONFIG_DIR="$tmp/config" WEFT_E2E_TMP="$tmp"
 # The webview keeps its local storage (the remembered layout) under XDG_DATA_HOME: each
 # run starts from a fresh one, as a new user would.
 export XDG_DATA_HOME="$tmp/data"

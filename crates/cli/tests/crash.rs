@@ -10,7 +10,8 @@
 //!   sending the scripted server again a request of a step that had finished;
 //! - each run ends `completed` with the same result as a run that was never killed.
 //!
-//! `WEFT_CRASH_CASES` sets how many kills (default 56); `WEFT_CRASH_SEED` the seed of the random
+//! The harness runs on SQLite and, with fewer kills, on PostgreSQL. `WEFT_CRASH_CASES` sets how
+//! many kills (default 56 and 16); `WEFT_CRASH_SEED` the seed of the random
 //! moments (default fixed, so a failure reproduces). The figures are printed at the end (run
 //! with `--nocapture` to see them).
 
@@ -329,6 +330,16 @@ struct Figures {
 
 #[test]
 fn runs_killed_at_any_moment_are_recovered_without_loss_or_repeated_calls() {
+    kill_and_recover(Sandbox::new(), 56);
+}
+
+/// The same with the run store on PostgreSQL (fewer kills: the moments are the same kinds).
+#[test]
+fn on_postgres_runs_killed_at_any_moment_are_recovered_without_loss_or_repeated_calls() {
+    kill_and_recover(Sandbox::on_postgres(), 16);
+}
+
+fn kill_and_recover(sandbox: Sandbox, default_cases: usize) {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     // Every agent echoes its prompt, streamed word by word, so a kill lands mid-stream too.
     let llm = runtime
@@ -344,13 +355,12 @@ fn runs_killed_at_any_moment_are_recovered_without_loss_or_repeated_calls() {
     let cases: usize = std::env::var("WEFT_CRASH_CASES")
         .ok()
         .and_then(|value| value.parse().ok())
-        .unwrap_or(56);
+        .unwrap_or(default_cases);
     let seed: u64 = std::env::var("WEFT_CRASH_SEED")
         .ok()
         .and_then(|value| value.parse().ok())
         .unwrap_or(20261123);
     let mut random = Lcg(seed);
-    let sandbox = Sandbox::new();
     let db = sandbox.db_arg();
     let started = Instant::now();
 
