@@ -18,6 +18,8 @@ echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== PostgreSQL's server programs (the PostgreSQL run store's tests start their own server)"
 bash scripts/setup-postgres.sh
+echo "== the Restate server (npm @restatedev/restate-server; the tests of weft restate start their own)"
+bash scripts/setup-restate.sh
 echo "== the llama.cpp peer (a PyPI wheel and a tiny generated model; quick once installed)"
 WEFT_LLAMA_PYTHON="$(bash tests/llama/setup.sh)" && export WEFT_LLAMA_PYTHON
 log="$(mktemp)"

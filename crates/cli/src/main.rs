@@ -89,6 +89,10 @@ enum Command {
     /// Serve an HTTP API: start runs of the flows in a folder, follow their events (SSE), list
     /// and decide approvals, cancel, webhooks. Every request needs a bearer token.
     Serve(ServeArgs),
+    /// Serve a Restate service endpoint on which each run of a flow in a folder is a durable
+    /// workflow (WeftRun): a worker that dies mid-run is replaced by another without repeating
+    /// finished steps, and approvals are durable promises decided through Restate's ingress.
+    Restate(RestateArgs),
 }
 
 /// Where runs are stored.
@@ -263,6 +267,27 @@ pub(crate) struct ServeArgs {
 }
 
 #[derive(Debug, Args)]
+pub(crate) struct RestateArgs {
+    /// The folder whose flows can be run by name (`triage` is DIR/triage.json).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub flows: PathBuf,
+    /// Where the endpoint listens for Restate.
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:9080")]
+    pub addr: String,
+    /// Register the endpoint with Restate's admin API at this URL (e.g. http://127.0.0.1:9070).
+    #[arg(long, value_name = "URL", env = "WEFT_RESTATE_ADMIN")]
+    pub register: Option<String>,
+    /// The endpoint's URL as Restate reaches it, when registering [default: http://ADDR].
+    #[arg(long, value_name = "URL")]
+    pub endpoint_url: Option<String>,
+    /// How long Restate waits before retrying a run whose worker went away [default: 1 s].
+    #[arg(long, value_name = "MILLISECONDS", default_value_t = 1_000)]
+    pub retry_after_ms: u64,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
 pub(crate) struct TestArgs {
     /// A flow (its cases are in NAME.tests.json beside it), a tests file, or a folder (every
     /// tests file in it).
@@ -381,6 +406,7 @@ fn main() -> ExitCode {
         Command::Kinds(args) => commands::kinds::kinds(&args),
         Command::Test(args) => block_on(commands::test::test(args)),
         Command::Serve(args) => block_on(commands::serve::serve(args)),
+        Command::Restate(args) => block_on(commands::restate::restate(args)),
     };
     match result {
         Ok(exit) => exit.into(),

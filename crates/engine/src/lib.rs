@@ -19,6 +19,7 @@ pub mod compare;
 pub mod cost;
 pub mod event;
 pub mod flow;
+pub mod flow_names;
 pub mod history;
 pub mod nodes;
 pub mod output_schema;
@@ -35,6 +36,7 @@ pub mod visits;
 
 pub use event::{EventSink, EventType, RunEvent, RunStatus};
 pub use flow::{Edge, Flow, LoadError, Node};
+pub use flow_names::{FlowNameError, flow_in_dir};
 pub use nodes::Decision;
 pub use run::{
     Continue, DecideError, Engine, Entry, EventListener, PendingApproval, RecordedAnswers,

@@ -35,8 +35,8 @@ use tokio_util::sync::CancellationToken;
 use weft_engine::cost::Prices;
 use weft_engine::providers::ProviderSettings;
 use weft_engine::{
-    Decision, Engine, EventListener, EventSink, EventType, Flow, ResumeOptions, RunEvent,
-    RunOptions, RunStatus, check_decisions, check_for_run,
+    Decision, Engine, EventListener, EventSink, EventType, Flow, FlowNameError, ResumeOptions,
+    RunEvent, RunOptions, RunStatus, check_decisions, check_for_run, flow_in_dir,
 };
 
 pub use error::ApiError;
@@ -284,27 +284,10 @@ impl Api {
     /// The file of flow `name` (`triage` or `triage.json`) in the flows folder: 400 for a name
     /// that could leave it, 404 for none there.
     fn flow_path(&self, name: &str) -> Result<PathBuf, ApiError> {
-        let stem = name.strip_suffix(".json").unwrap_or(name);
-        let plain = !stem.is_empty()
-            && !stem.starts_with('.')
-            && stem
-                .chars()
-                .all(|character| character.is_ascii_alphanumeric() || "-_.".contains(character));
-        if !plain {
-            return Err(ApiError::bad_request(format!(
-                "`{name}` is not a flow name: a name like `triage` (letters, digits, - _ .) names DIR/triage.json, and cannot leave the flows folder"
-            )));
-        }
-        let path = self.flows_dir.join(format!("{stem}.json"));
-        let inside = path
-            .canonicalize()
-            .is_ok_and(|real| real.starts_with(&self.flows_dir) && real.is_file());
-        if !inside {
-            return Err(ApiError::not_found(format!(
-                "there is no flow `{stem}` in the flows folder"
-            )));
-        }
-        Ok(path)
+        flow_in_dir(&self.flows_dir, name).map_err(|error| match error {
+            FlowNameError::NotAName(_) => ApiError::bad_request(error.to_string()),
+            FlowNameError::NotFound(_) => ApiError::not_found(error.to_string()),
+        })
     }
 
     /// Validates and starts flow `name` with `input`; its events wake the event streams.

@@ -3,6 +3,7 @@
 
 pub(crate) mod diff;
 pub(crate) mod kinds;
+pub(crate) mod restate;
 pub(crate) mod resume;
 pub(crate) mod run;
 pub(crate) mod runs;

@@ -28,7 +28,10 @@ pub(crate) fn runs(args: &RunsArgs) -> anyhow::Result<Exit> {
             .map_err(super::store_error)?;
         output::out(&format!("{}\n", serde_json::to_string_pretty(&listed)?))?;
     } else if runs.is_empty() {
-        output::err(&format!("no runs in {}\n", db.display()));
+        output::err(&format!(
+            "no runs in {}\n",
+            weft_engine::shown_location(&db.to_string_lossy())
+        ));
     } else {
         output::out(&table(&runs, Style::stdout()))?;
     }

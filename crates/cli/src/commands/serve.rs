@@ -42,7 +42,7 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<Exit> {
             "serving the flows of {} for {} (store {}); SIGTERM or Ctrl-C stops",
             args.flows.display(),
             tokens.names().join(", "),
-            db.display()
+            weft_engine::shown_location(&db.to_string_lossy())
         ))
     ));
     // The address first on stdout, so a script (or a test on port 0) can read it.
@@ -62,7 +62,7 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<Exit> {
 }
 
 /// The first SIGTERM or Ctrl-C.
-async fn stop_signal() {
+pub(crate) async fn stop_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

@@ -4,6 +4,8 @@
 // Each test file uses its own share of these.
 #![allow(dead_code)]
 
+pub mod restate;
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};

@@ -100,6 +100,9 @@ pub struct RunOptions {
     /// Answers recorded outside the store (a flow test offline): every LLM request is answered
     /// from them, and one they do not have fails its node instead of reaching the provider.
     pub recorded: Option<RecordedAnswers>,
+    /// The id to give the run (a host that names runs itself: a Restate workflow's key); a
+    /// new UUID when `None`. An id already in the store is refused by the store.
+    pub run_id: Option<String>,
 }
 
 /// How to resume a paused run.
@@ -377,7 +380,10 @@ impl Engine {
             },
             (None, replay) => self.shared_replaying(replay).await?,
         };
-        let run_id = uuid::Uuid::new_v4().to_string();
+        let run_id = options
+            .run_id
+            .clone()
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let initial = initial_value(&flow, options.input.as_deref());
         let mut state = SavedState {
             breakpoints: options.breakpoints,
@@ -568,6 +574,31 @@ impl Engine {
             .await?
             .outcome()
             .await
+    }
+
+    /// Whether `decision` fits what the paused run `run_id` waits at (an approval, and its
+    /// form), without claiming it: for a host that takes the decision now and hands it to the
+    /// run later (a Restate workflow's promise).
+    ///
+    /// Errors: [`StoreError::Refused`] saying why the answer does not fit, and the store's
+    /// refusals of a run that is not paused.
+    pub async fn check_answer(&self, run_id: &str, decision: &Decision) -> Result<(), RunError> {
+        let wanted = run_id.to_string();
+        let answer = PauseAnswer::Decision(decision.clone());
+        self.blocking(move |store| {
+            let record = store.run(&wanted)?;
+            if record.summary.status != RunStatus::Paused {
+                return Err(StoreError::NotPaused {
+                    run_id: wanted,
+                    status: record.summary.status,
+                });
+            }
+            answer
+                .accepts(&wanted, &record)
+                .map_err(|message| StoreError::Refused { message })
+        })
+        .await?;
+        Ok(())
     }
 
     /// [`Engine::continue_run`], returning once the run is claimed and going.

@@ -1,0 +1,440 @@
+//! `weft restate` (SPEC §13) with a real Restate server and a PostgreSQL run store on loopback:
+//! flows/triage.json run as a workflow, paused, decided through Restate's ingress and
+//! completed; a worker killed with SIGKILL in the middle of a run, which another worker
+//! completes without the LLM step that had finished being asked again; 200 runs over two
+//! workers, none lost.
+
+#![cfg(unix)]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::restate::{Balancer, RestateServer};
+use common::{Sandbox, edge, node};
+use serde_json::{Value, json};
+use weft_scripted_llm::{Match, Reply, Rule, Script, ScriptedLlm};
+
+/// A running `weft restate`, killed when dropped.
+struct Worker {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Worker {
+    /// `weft restate` on a free port over the sandbox's flows and store; `register` names the
+    /// admin API to register with.
+    fn start(sandbox: &Sandbox, llm: &ScriptedLlm, register: Option<&str>) -> Worker {
+        let flows = sandbox.dir.path().join("flows");
+        let db = sandbox.db_arg();
+        let mut args = vec![
+            "restate",
+            "--flows",
+            flows.to_str().expect("utf-8"),
+            "--db",
+            &db,
+            "--addr",
+            "127.0.0.1:0",
+            "--retry-after-ms",
+            "200",
+        ];
+        if let Some(admin) = register {
+            args.extend(["--register", admin]);
+        }
+        let mut child = sandbox
+            .command(&args, Some(llm))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("weft restate");
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut first)
+            .expect("the endpoint's URL");
+        let addr = first
+            .trim()
+            .strip_prefix("http://")
+            .and_then(|addr| addr.parse().ok())
+            .unwrap_or_else(|| panic!("not an endpoint URL: {first:?}"));
+        Worker { child, addr }
+    }
+}
+
+/// Restate's ingress and admin API.
+struct Ingress {
+    http: reqwest::Client,
+    server: RestateServer,
+}
+
+impl Ingress {
+    fn new(server: RestateServer) -> Ingress {
+        Ingress {
+            http: reqwest::Client::new(),
+            server,
+        }
+    }
+
+    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let response = self
+            .http
+            .post(format!("{}{path}", self.server.ingress))
+            .json(&body)
+            .send()
+            .await
+            .expect("the ingress answers");
+        let status = response.status().as_u16();
+        let text = response.text().await.expect("body");
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    /// Starts run `id` of `flow` without waiting for it.
+    async fn start(&self, id: &str, flow: &str) {
+        let (status, answer) = self
+            .post(&format!("/WeftRun/{id}/run/send"), json!({ "flow": flow }))
+            .await;
+        assert!(status == 200 || status == 202, "{status} {answer}");
+    }
+
+    /// Waits for the workflow `id` to end and returns its result.
+    async fn result(&self, id: &str) -> Value {
+        let response = tokio::time::timeout(
+            Duration::from_secs(60),
+            self.http
+                .get(format!(
+                    "{}/restate/workflow/WeftRun/{id}/attach",
+                    self.server.ingress
+                ))
+                .send(),
+        )
+        .await
+        .expect("the workflow ends within a minute")
+        .expect("attach");
+        assert_eq!(response.status().as_u16(), 200, "attach {id}");
+        response.json().await.expect("the workflow's result")
+    }
+
+    async fn register(&self, uri: &str) {
+        let response = self
+            .http
+            .post(format!("{}/deployments", self.server.admin))
+            .json(&json!({ "uri": uri, "force": true }))
+            .send()
+            .await
+            .expect("the admin API answers");
+        assert!(
+            response.status().is_success(),
+            "{:?}",
+            response.text().await
+        );
+    }
+}
+
+/// What `weft show --json` says of run `id`.
+fn shown(sandbox: &Sandbox, id: &str) -> Value {
+    let ran = sandbox.run(&["show", id, "--db", &sandbox.db_arg(), "--json"]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    serde_json::from_str(&ran.stdout).expect("show JSON")
+}
+
+/// Waits until the store says run `id` has `status`.
+async fn wait_for_status(sandbox: &Sandbox, id: &str, status: &str) -> Value {
+    let started = Instant::now();
+    loop {
+        let ran = sandbox.run(&["show", id, "--db", &sandbox.db_arg(), "--json"]);
+        if ran.code == Some(0) {
+            let shown: Value = serde_json::from_str(&ran.stdout).expect("show JSON");
+            if shown["run"]["summary"]["status"] == status {
+                return shown;
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "run {id} never became {status}: {ran:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn triage_llm() -> Script {
+    Script::default()
+        .with_rule(Rule::on(
+            Match {
+                last_user_contains: Some("Ticket:".into()),
+                ..Match::default()
+            },
+            Reply::text("Refund"),
+        ))
+        .with_fallback(Reply::text("We are sorry your parcel was lost."))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn triage_runs_as_a_workflow_pauses_and_is_decided_through_the_ingress() {
+    let sandbox = Sandbox::on_postgres();
+    let flows = sandbox.dir.path().join("flows");
+    std::fs::create_dir_all(&flows).expect("flows");
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../flows/triage.json"),
+        flows.join("triage.json"),
+    )
+    .expect("copy triage.json");
+    let llm = ScriptedLlm::start(triage_llm())
+        .await
+        .expect("scripted LLM");
+    let ingress = Ingress::new(RestateServer::start());
+    let _worker = Worker::start(&sandbox, &llm, Some(&ingress.server.admin));
+
+    ingress.start("ticket-1", "triage").await;
+    let paused = wait_for_status(&sandbox, "ticket-1", "paused").await;
+    assert_eq!(paused["run"]["summary"]["waitingNodeId"], "review");
+
+    // Answers that do not fit are refused, and the run stays paused.
+    let (status, answer) = ingress
+        .post("/WeftRun/ticket-1/decide", json!({ "decision": "maybe" }))
+        .await;
+    assert!((400..500).contains(&status), "{status} {answer}");
+    assert_eq!(
+        shown(&sandbox, "ticket-1")["run"]["summary"]["status"],
+        "paused"
+    );
+
+    let (status, answer) = ingress
+        .post(
+            "/WeftRun/ticket-1/decide",
+            json!({ "decision": "approve", "by": "ada" }),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let result = ingress.result("ticket-1").await;
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(
+        result["result"], "SENT: We are sorry your parcel was lost.",
+        "{result}"
+    );
+
+    // The run is in the shared store like any other: every event, the decision and who took it.
+    let run = shown(&sandbox, "ticket-1");
+    assert_eq!(run["run"]["summary"]["status"], "completed");
+    assert_eq!(run["run"]["summary"]["flowName"], "Support triage");
+    let kinds: Vec<&str> = run["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|event| event["type"].as_str())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"run_start"));
+    assert!(kinds.contains(&"wait_input"), "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"run_end"));
+    let review = run["nodeOutputs"]
+        .as_array()
+        .expect("outputs")
+        .iter()
+        .find(|output| output["nodeId"] == "review")
+        .expect("the review's output");
+    assert_eq!(review["approval"]["by"], "ada", "{review}");
+
+    // Nothing waits any more: another decision is refused.
+    let (status, answer) = ingress
+        .post("/WeftRun/ticket-1/decide", json!({ "decision": "reject" }))
+        .await;
+    assert_eq!(status, 409, "{answer}");
+}
+
+/// start → first (agent) → second (agent) → out.
+fn two_step_flow() -> Value {
+    json!({
+        "version": 1,
+        "name": "Two steps",
+        "nodes": [
+            node("start", "start", json!({ "initialInput": "go" })),
+            node("first", "agent", json!({ "model": "gpt-4o-mini", "userPrompt": "FIRST step: {{PREVIOUS_OUTPUT}}" })),
+            node("second", "agent", json!({ "model": "gpt-4o-mini", "userPrompt": "SECOND step: {{PREVIOUS_OUTPUT}}" })),
+            node("out", "output", json!({})),
+        ],
+        "edges": [
+            edge("e1", "start", "first", None),
+            edge("e2", "first", "second", None),
+            edge("e3", "second", "out", None),
+        ]
+    })
+}
+
+/// start → greet (template).
+fn greeting_flow() -> Value {
+    json!({
+        "version": 1,
+        "name": "Greeting",
+        "nodes": [
+            node("start", "start", json!({ "initialInput": "world" })),
+            node("greet", "template", json!({ "template": "hello {{PREVIOUS_OUTPUT}}" })),
+        ],
+        "edges": [edge("e1", "start", "greet", None)]
+    })
+}
+
+/// The one text value `sql` selects from the sandbox's PostgreSQL store (on a thread of its
+/// own: the client blocks, which a test's async thread cannot).
+fn sql_text(sandbox: &Sandbox, sql: &str) -> String {
+    let url = sandbox.db_arg();
+    let sql = sql.to_string();
+    std::thread::spawn(move || {
+        postgres::Client::connect(&url, postgres::NoTls)
+            .expect("postgres")
+            .query_one(sql.as_str(), &[])
+            .expect("query")
+            .get::<_, String>(0)
+    })
+    .join()
+    .expect("query thread")
+}
+
+/// Requests the scripted server received whose last user message contains `text`.
+fn asked(llm: &ScriptedLlm, text: &str) -> usize {
+    llm.requests()
+        .iter()
+        .filter(|request| {
+            request
+                .last_user_text()
+                .is_some_and(|last| last.contains(text))
+        })
+        .count()
+}
+
+/// Two workers behind a balancer, registered as one deployment.
+async fn two_workers(
+    sandbox: &Sandbox,
+    llm: &ScriptedLlm,
+    ingress: &Ingress,
+) -> (Vec<Worker>, Balancer) {
+    let workers = vec![
+        Worker::start(sandbox, llm, None),
+        Worker::start(sandbox, llm, None),
+    ];
+    let balancer = Balancer::start(workers.iter().map(|worker| worker.addr).collect()).await;
+    ingress.register(&balancer.url()).await;
+    (workers, balancer)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_killed_mid_run_is_replaced_without_asking_a_finished_step_again() {
+    let sandbox = Sandbox::on_postgres();
+    std::fs::create_dir_all(sandbox.dir.path().join("flows")).expect("flows");
+    sandbox.flow("flows/two.json", &two_step_flow());
+    let llm = ScriptedLlm::start(
+        Script::default()
+            .with_rule(Rule::on(
+                Match {
+                    last_user_contains: Some("SECOND step".into()),
+                    ..Match::default()
+                },
+                Reply::Slow {
+                    delay_ms: 1_500,
+                    content: "second answer".into(),
+                },
+            ))
+            .with_fallback(Reply::text("first answer")),
+    )
+    .await
+    .expect("scripted LLM");
+    let ingress = Ingress::new(RestateServer::start());
+    let (mut workers, _balancer) = two_workers(&sandbox, &llm, &ingress).await;
+
+    ingress.start("crash-1", "two").await;
+    // The first step has finished once the second one asks.
+    let started = Instant::now();
+    while asked(&llm, "SECOND step") == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the second step never asked"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Kill the worker running it (the run's lease names its process).
+    let owner = sql_text(
+        &sandbox,
+        "SELECT lease_owner FROM runs WHERE id = 'crash-1'",
+    );
+    let pid: u32 = owner
+        .rsplit(':')
+        .nth(1)
+        .and_then(|pid| pid.parse().ok())
+        .expect("host:pid:start");
+    let index = workers
+        .iter()
+        .position(|worker| worker.child.id() == pid)
+        .unwrap_or_else(|| panic!("the owner {owner} is one of the workers"));
+    let mut killed = workers.remove(index);
+    killed.child.kill().expect("SIGKILL");
+    killed.child.wait().expect("reaped");
+
+    let result = ingress.result("crash-1").await;
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(result["result"], "second answer", "{result}");
+    assert_eq!(
+        asked(&llm, "FIRST step"),
+        1,
+        "the finished step was not asked again"
+    );
+    assert_eq!(
+        asked(&llm, "SECOND step"),
+        2,
+        "the step cut off was asked again"
+    );
+    // The run's history is whole: one run_start, one run_end, the interruption recorded.
+    let run = shown(&sandbox, "crash-1");
+    assert_eq!(run["run"]["summary"]["status"], "completed");
+    let kinds: Vec<&str> = run["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|event| event["type"].as_str())
+        .collect();
+    assert_eq!(
+        kinds.iter().filter(|kind| **kind == "run_start").count(),
+        1,
+        "{kinds:?}"
+    );
+    assert_eq!(kinds.last(), Some(&"run_end"), "{kinds:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_hundred_runs_over_two_workers_all_complete() {
+    let sandbox = Sandbox::on_postgres();
+    std::fs::create_dir_all(sandbox.dir.path().join("flows")).expect("flows");
+    sandbox.flow("flows/greeting.json", &greeting_flow());
+    let llm = ScriptedLlm::start(Script::default())
+        .await
+        .expect("scripted LLM");
+    let ingress = Ingress::new(RestateServer::start());
+    let (_workers, balancer) = two_workers(&sandbox, &llm, &ingress).await;
+
+    let ids: Vec<String> = (0..200).map(|n| format!("many-{n:03}")).collect();
+    futures_util::future::join_all(ids.iter().map(|id| ingress.start(id, "greeting"))).await;
+    let results = futures_util::future::join_all(ids.iter().map(|id| ingress.result(id))).await;
+    for (id, result) in ids.iter().zip(&results) {
+        assert_eq!(result["status"], "completed", "{id}: {result}");
+        assert_eq!(result["result"], "hello world", "{id}: {result}");
+    }
+    let completed = sql_text(
+        &sandbox,
+        "SELECT count(*)::text FROM runs WHERE status = 'completed'",
+    );
+    assert_eq!(completed, "200", "every run is in the store, completed");
+    let counts = balancer.counts();
+    assert!(
+        counts.iter().all(|count| *count > 0),
+        "both workers took runs: {counts:?}"
+    );
+}
