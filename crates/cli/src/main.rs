@@ -277,6 +277,15 @@ pub(crate) struct RestateArgs {
     /// Register the endpoint with Restate's admin API at this URL (e.g. http://127.0.0.1:9070).
     #[arg(long, value_name = "URL", env = "WEFT_RESTATE_ADMIN")]
     pub register: Option<String>,
+    /// Restate's ingress as the other hosts of the run store reach it: a decision given to
+    /// `weft resume`, `weft serve` or the app for one of these runs is sent there.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "WEFT_RESTATE_INGRESS",
+        default_value = "http://127.0.0.1:8080"
+    )]
+    pub ingress: String,
     /// The endpoint's URL as Restate reaches it, when registering [default: http://ADDR].
     #[arg(long, value_name = "URL")]
     pub endpoint_url: Option<String>,

@@ -32,9 +32,14 @@ impl Drop for Worker {
 }
 
 impl Worker {
-    /// `weft restate` on a free port over the sandbox's flows and store; `register` names the
-    /// admin API to register with.
-    fn start(sandbox: &Sandbox, llm: &ScriptedLlm, register: Option<&str>) -> Worker {
+    /// `weft restate` on a free port over the sandbox's flows and store, for `server`'s
+    /// ingress; with `register`, it registers itself with `server`'s admin API.
+    fn start(
+        sandbox: &Sandbox,
+        llm: &ScriptedLlm,
+        server: &RestateServer,
+        register: bool,
+    ) -> Worker {
         let flows = sandbox.dir.path().join("flows");
         let db = sandbox.db_arg();
         let mut args = vec![
@@ -45,11 +50,13 @@ impl Worker {
             &db,
             "--addr",
             "127.0.0.1:0",
+            "--ingress",
+            &server.ingress,
             "--retry-after-ms",
             "200",
         ];
-        if let Some(admin) = register {
-            args.extend(["--register", admin]);
+        if register {
+            args.extend(["--register", &server.admin]);
         }
         let mut child = sandbox
             .command(&args, Some(llm))
@@ -182,19 +189,12 @@ fn triage_llm() -> Script {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn triage_runs_as_a_workflow_pauses_and_is_decided_through_the_ingress() {
-    let sandbox = Sandbox::on_postgres();
-    let flows = sandbox.dir.path().join("flows");
-    std::fs::create_dir_all(&flows).expect("flows");
-    std::fs::copy(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../../flows/triage.json"),
-        flows.join("triage.json"),
-    )
-    .expect("copy triage.json");
+    let sandbox = triage_sandbox();
     let llm = ScriptedLlm::start(triage_llm())
         .await
         .expect("scripted LLM");
     let ingress = Ingress::new(RestateServer::start());
-    let _worker = Worker::start(&sandbox, &llm, Some(&ingress.server.admin));
+    let _worker = Worker::start(&sandbox, &llm, &ingress.server, true);
 
     ingress.start("ticket-1", "triage").await;
     let paused = wait_for_status(&sandbox, "ticket-1", "paused").await;
@@ -250,6 +250,148 @@ async fn triage_runs_as_a_workflow_pauses_and_is_decided_through_the_ingress() {
         .post("/WeftRun/ticket-1/decide", json!({ "decision": "reject" }))
         .await;
     assert_eq!(status, 409, "{answer}");
+}
+
+/// The sandbox with flows/triage.json in its flows folder.
+fn triage_sandbox() -> Sandbox {
+    let sandbox = Sandbox::on_postgres();
+    let flows = sandbox.dir.path().join("flows");
+    std::fs::create_dir_all(&flows).expect("flows");
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../flows/triage.json"),
+        flows.join("triage.json"),
+    )
+    .expect("copy triage.json");
+    sandbox
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_restate_run_is_decided_with_weft_resume_or_weft_serve_through_the_ingress() {
+    let sandbox = triage_sandbox();
+    let llm = ScriptedLlm::start(triage_llm())
+        .await
+        .expect("scripted LLM");
+    let ingress = Ingress::new(RestateServer::start());
+    let _worker = Worker::start(&sandbox, &llm, &ingress.server, true);
+    ingress.start("ticket-a", "triage").await;
+    ingress.start("ticket-b", "triage").await;
+    wait_for_status(&sandbox, "ticket-a", "paused").await;
+    wait_for_status(&sandbox, "ticket-b", "paused").await;
+    let db = sandbox.db_arg();
+
+    // `weft resume` hands the decision to the workflow and prints how the run ended.
+    let resume = sandbox.command(
+        &[
+            "resume",
+            "ticket-a",
+            "--decision",
+            "approve",
+            "--by",
+            "bob",
+            "--db",
+            &db,
+        ],
+        None,
+    );
+    let ran: common::Ran = tokio::task::spawn_blocking(move || {
+        let mut resume = resume;
+        resume.output().expect("weft resume")
+    })
+    .await
+    .expect("join")
+    .into();
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(
+        ran.stdout, "SENT: We are sorry your parcel was lost.\n",
+        "{ran:?}"
+    );
+    let result = ingress.result("ticket-a").await;
+    assert_eq!(
+        result["status"], "completed",
+        "the workflow took it: {result}"
+    );
+    // Continuing it here is refused: Restate does that.
+    let ran = sandbox.run(&["resume", "ticket-a", "--decision", "reject", "--db", &db]);
+    assert_eq!(ran.code, Some(2), "{ran:?}");
+
+    // `weft serve` lists the other one among its approvals and decides it the same way.
+    std::fs::write(
+        sandbox.dir.path().join("tokens.txt"),
+        "ada:ada-token-0123456789abcdef\n",
+    )
+    .expect("tokens");
+    let flows = sandbox.dir.path().join("flows");
+    let mut serve = sandbox
+        .command(
+            &[
+                "serve",
+                "--flows",
+                flows.to_str().expect("utf-8"),
+                "--addr",
+                "127.0.0.1:0",
+                "--tokens",
+                "tokens.txt",
+                "--db",
+                &db,
+            ],
+            None,
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("weft serve");
+    let mut first = String::new();
+    BufReader::new(serve.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("the address");
+    let api = first.trim().to_string();
+    let http = reqwest::Client::new();
+    let approvals: Value = http
+        .get(format!("{api}/v1/approvals"))
+        .bearer_auth("ada-token-0123456789abcdef")
+        .send()
+        .await
+        .expect("approvals")
+        .json()
+        .await
+        .expect("json");
+    assert!(
+        approvals
+            .as_array()
+            .expect("a list")
+            .iter()
+            .any(|approval| approval["runId"] == "ticket-b"),
+        "{approvals}"
+    );
+    let decided = http
+        .post(format!("{api}/v1/runs/ticket-b/decision"))
+        .bearer_auth("ada-token-0123456789abcdef")
+        .json(&json!({ "decision": "reject", "note": "check the courier" }))
+        .send()
+        .await
+        .expect("decision");
+    assert_eq!(decided.status().as_u16(), 200, "{:?}", decided.text().await);
+    let result = ingress.result("ticket-b").await;
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(
+        result["result"],
+        "NOT SENT (check the courier). Draft kept: We are sorry your parcel was lost.",
+        "{result}"
+    );
+    let run = shown(&sandbox, "ticket-b");
+    let review = run["nodeOutputs"]
+        .as_array()
+        .expect("outputs")
+        .iter()
+        .find(|output| output["nodeId"] == "review")
+        .expect("the review's output")
+        .clone();
+    assert_eq!(
+        review["approval"]["by"], "ada",
+        "the token's name decided: {review}"
+    );
+    let _ = serve.kill();
+    let _ = serve.wait();
 }
 
 /// start → first (agent) → second (agent) → out.
@@ -319,8 +461,8 @@ async fn two_workers(
     ingress: &Ingress,
 ) -> (Vec<Worker>, Balancer) {
     let workers = vec![
-        Worker::start(sandbox, llm, None),
-        Worker::start(sandbox, llm, None),
+        Worker::start(sandbox, llm, &ingress.server, false),
+        Worker::start(sandbox, llm, &ingress.server, false),
     ];
     let balancer = Balancer::start(workers.iter().map(|worker| worker.addr).collect()).await;
     ingress.register(&balancer.url()).await;

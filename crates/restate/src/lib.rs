@@ -17,8 +17,9 @@
 //!   left `running` by a process that is gone, marks it interrupted (at once on the same
 //!   machine, else when its 15 s lease runs out) and continues it from its last checkpoint:
 //!   finished steps are not run again and recorded LLM answers are not asked for again.
-//! - A pause is a durable promise of the workflow (`pause-1`, `pause-2`, …). The `decide`
-//!   handler (through Restate's ingress) checks the answer against the approval's form and
+//! - A pause is a durable promise of the workflow, named by the run's last event when it paused
+//!   (`pause-at-17`). The `decide` handler (through Restate's ingress, or sent there by `weft
+//!   resume`, `weft serve` and the app) checks the answer against the approval's form and
 //!   resolves it; the next segment resumes the run with it. Of two decisions for one pause,
 //!   exactly one is taken.
 //!
@@ -35,15 +36,12 @@ use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use weft_engine::{
-    Decision, Engine, Flow, FlowNameError, ResumeOptions, RunError, RunOptions, RunOutcome,
-    RunStatus, StoreError, flow_in_dir,
+    Decision, Engine, Flow, FlowNameError, RESTATE_HOST, ResumeOptions, RunError, RunOptions,
+    RunOutcome, RunStatus, StoreError, flow_in_dir,
 };
 
 /// The workflow's name in Restate (the ingress path is `/WeftRun/{run id}/run`).
-pub const SERVICE: &str = "WeftRun";
-
-/// The workflow state field holding the number of the pause a run waits at.
-const PAUSE: &str = "pause";
+pub const SERVICE: &str = weft_engine::RESTATE_WORKFLOW;
 
 /// How often a segment looks again at a run another worker left `running` (until that
 /// worker's lease runs out).
@@ -98,9 +96,12 @@ pub struct WeftRun {
 }
 
 impl WeftRun {
-    pub fn new(engine: Engine, flows: &Path) -> std::io::Result<WeftRun> {
+    /// The workflow over `flows`; `ingress` is Restate's ingress as the other hosts of the
+    /// store reach it (a decision given to `weft resume`, `weft serve` or the app for one of
+    /// these runs is sent there).
+    pub fn new(engine: Engine, flows: &Path, ingress: &str) -> std::io::Result<WeftRun> {
         Ok(WeftRun {
-            engine,
+            engine: engine.hosted_by(format!("{RESTATE_HOST}{}", ingress.trim_end_matches('/'))),
             flows: flows.canonicalize()?,
         })
     }
@@ -142,12 +143,10 @@ impl WeftRun {
         let mut pause: u64 = 0;
         while outcome.status == RunStatus::Paused {
             pause += 1;
-            ctx.set(PAUSE, pause);
             let decision = ctx
-                .promise::<Json<Decision>>(&promise_name(pause))
+                .promise::<Json<Decision>>(&promise_name(outcome.pause_seq))
                 .await?
                 .into_inner();
-            ctx.clear(PAUSE);
             let engine = self.engine.clone();
             let id = run_id.clone();
             let pause_seq = outcome.pause_seq;
@@ -181,32 +180,30 @@ impl WeftRun {
         decision: Json<Decision>,
     ) -> HandlerResult<()> {
         let run_id = ctx.key().to_string();
-        let Some(pause) = ctx.get::<u64>(PAUSE).await? else {
-            return Err(TerminalError::new_with_code(
-                409,
-                format!("run {run_id} is not waiting for a decision"),
-            )
-            .into());
-        };
         let decision = decision.into_inner();
         let engine = self.engine.clone();
         let checked = decision.clone();
         let id = run_id.clone();
-        ctx.run(|| async move {
-            match engine.check_answer(&id, &checked).await {
-                Ok(()) => Ok(()),
-                Err(RunError::Store(StoreError::Refused { message })) => {
-                    Err(TerminalError::new_with_code(400, message).into())
+        // The store says where the run waits (the workflow may not have reached its promise
+        // yet): the pause is named by the run's last event then.
+        let pause_seq = ctx
+            .run(|| async move {
+                match engine.check_answer(&id, &checked).await {
+                    Ok(()) => engine.store().last_seq(&id).map_err(retryable),
+                    Err(RunError::Store(StoreError::Refused { message })) => {
+                        Err(TerminalError::new_with_code(400, message).into())
+                    }
+                    Err(RunError::Store(
+                        error @ (StoreError::NotPaused { .. }
+                        | StoreError::Finished { .. }
+                        | StoreError::NoSuchRun(_)),
+                    )) => Err(TerminalError::new_with_code(409, error.to_string()).into()),
+                    Err(error) => Err(retryable(error)),
                 }
-                Err(RunError::Store(
-                    error @ (StoreError::NotPaused { .. } | StoreError::Finished { .. }),
-                )) => Err(TerminalError::new_with_code(409, error.to_string()).into()),
-                Err(error) => Err(retryable(error)),
-            }
-        })
-        .name("check the answer")
-        .await?;
-        let name = promise_name(pause);
+            })
+            .name("check the answer")
+            .await?;
+        let name = promise_name(pause_seq);
         if ctx.peek_promise::<Json<Decision>>(&name).await?.is_some() {
             return Err(TerminalError::new_with_code(
                 409,
@@ -219,8 +216,9 @@ impl WeftRun {
     }
 }
 
-fn promise_name(pause: u64) -> String {
-    format!("pause-{pause}")
+/// The promise a pause waits on, named by the run's last event when it paused.
+fn promise_name(pause_seq: u64) -> String {
+    format!("pause-at-{pause_seq}")
 }
 
 /// An error worth trying again (the store unreachable, a lost run task): Restate retries the

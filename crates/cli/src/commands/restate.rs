@@ -31,7 +31,7 @@ pub(crate) async fn restate(args: RestateArgs) -> anyhow::Result<Exit> {
     let store = super::open_store(&db)?;
     let engine = engine(store);
     settle_timeouts(&engine).await;
-    let workflow = WeftRun::new(engine, &args.flows)
+    let workflow = WeftRun::new(engine, &args.flows, &args.ingress)
         .map_err(|error| usage_error(format!("--flows {}: {error}", args.flows.display())))?;
     let listener = tokio::net::TcpListener::bind(&args.addr)
         .await

@@ -15,6 +15,7 @@
 mod context;
 mod emitter;
 mod graph;
+mod hosted;
 mod llm_log;
 mod nested;
 mod scheduler;
@@ -51,6 +52,8 @@ use context::{ContextSeed, RunContext, RunShared, Services};
 use emitter::{Emitter, now};
 use graph::Graph;
 use llm_log::{LlmLog, ReplayState};
+
+pub use hosted::{RESTATE_HOST, RESTATE_WORKFLOW};
 use scheduler::{BreakStop, SavedState, Scheduler};
 
 /// Where a run begins.
@@ -278,6 +281,10 @@ impl ActiveRuns {
 pub struct Engine {
     services: Services,
     active: Arc<ActiveRuns>,
+    /// Who this engine is when it drives runs for another host (a Restate worker:
+    /// `restate INGRESS-URL`); its new runs are stored with it, and a paused run hosted
+    /// elsewhere is decided through its host ([`hosted`]).
+    host: Option<String>,
 }
 
 impl Engine {
@@ -291,7 +298,15 @@ impl Engine {
                 store,
             },
             active: Arc::default(),
+            host: None,
         }
+    }
+
+    /// The same engine, driving runs as `host` (see [`NewRun::host`]): the runs it starts are
+    /// that host's, and it may claim them.
+    pub fn hosted_by(mut self, host: impl Into<String>) -> Engine {
+        self.host = Some(host.into());
+        self
     }
 
     /// The same engine with other providers (new settings); runs going keep theirs, and stay
@@ -303,6 +318,7 @@ impl Engine {
                 ..self.services.clone()
             },
             active: self.active.clone(),
+            host: self.host.clone(),
         }
     }
 
@@ -436,6 +452,7 @@ impl Engine {
             flow_json: serde_json::to_string(&flow).unwrap_or_default(),
             input: initial.clone(),
             started_at: now(),
+            host: self.host.clone(),
         };
         let seeded: Vec<(String, Value)> = outputs
             .iter()
@@ -618,6 +635,9 @@ impl Engine {
         answer: PauseAnswer,
         options: ResumeOptions,
     ) -> Result<RunHandle, RunError> {
+        if let Some(handle) = hosted::forward_if_hosted(self, run_id, &answer).await? {
+            return Ok(handle);
+        }
         let wanted = run_id.to_string();
         let decided = match &answer {
             PauseAnswer::Decision(decision) => {
@@ -730,6 +750,7 @@ impl Engine {
         answer: Option<Decision>,
         options: ResumeOptions,
     ) -> Result<RunHandle, RunError> {
+        hosted::refuse_retry_if_hosted(self, run_id).await?;
         let wanted = run_id.to_string();
         let decided = answer
             .as_ref()

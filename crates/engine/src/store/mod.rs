@@ -164,6 +164,10 @@ pub struct NewRun {
     pub input: Value,
     /// RFC 3339 UTC.
     pub started_at: String,
+    /// Who drives the run when it pauses, when not whichever process claims it:
+    /// `restate INGRESS-URL` for a run that is a Restate workflow (decided through that
+    /// ingress). Set at creation, never changed.
+    pub host: Option<String>,
 }
 
 /// One step waiting to run: a node, the input it will get and the node it came from.
@@ -251,6 +255,8 @@ pub struct RunRecord {
     pub state: Value,
     /// Tokens used by all the run's LLM calls so far.
     pub usage: Usage,
+    /// Who drives the run (see [`NewRun::host`]); `None` for a run of this store's processes.
+    pub host: Option<String>,
 }
 
 /// The latest output of one node in one run.
@@ -864,6 +870,7 @@ fn creation(run: &NewRun) -> Write {
         flow_json: run.flow_json.clone(),
         input_json: run.input.to_string(),
         started_at: run.started_at.clone(),
+        host: run.host.clone(),
     }
 }
 

@@ -29,7 +29,7 @@ const MIGRATION_LOCK: i64 = 0x7765_6674; // "weft"
 
 /// The schema, one migration per entry; migration `n` (1-based) brings `weft_schema.version`
 /// from `n - 1` to `n`. A newer Weft adds migrations at the end and never edits earlier ones.
-const MIGRATIONS: &[&str] = &[MIGRATION_1];
+const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2];
 
 /// Migration 1: SQLite's schema as its migration 8 left it.
 const MIGRATION_1: &str = r#"
@@ -107,6 +107,9 @@ CREATE TABLE llm_calls (
     PRIMARY KEY (run_id, node_key, visit, call)
 );
 "#;
+
+/// Migration 2: who drives a run when not whichever process claims it (SQLite's migration 9).
+const MIGRATION_2: &str = "ALTER TABLE runs ADD COLUMN host TEXT;";
 
 /// Whether `location` names a PostgreSQL database rather than a SQLite file.
 pub fn is_postgres_url(location: &str) -> bool {

@@ -16,6 +16,7 @@ pub(super) struct NewRunRow<'a> {
     pub flow_json: &'a str,
     pub input_json: &'a str,
     pub started_at: &'a str,
+    pub host: Option<&'a str>,
 }
 
 /// Inserts a run with status `running`, leased to `owner` until `until`.
@@ -27,8 +28,8 @@ pub(super) fn insert(
 ) -> Result<(), StoreError> {
     db.execute(
         "INSERT INTO runs (id, flow_name, flow_path, status, input_json, \
-         started_at, updated_at, lease_owner, lease_until) \
-         VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?5, ?6, ?7)",
+         started_at, updated_at, lease_owner, lease_until, host) \
+         VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?5, ?6, ?7, ?8)",
         &params![
             run.id,
             run.flow_name,
@@ -36,7 +37,8 @@ pub(super) fn insert(
             run.input_json,
             run.started_at,
             owner,
-            until
+            until,
+            run.host
         ],
     )?;
     db.execute(
@@ -333,7 +335,7 @@ pub(super) fn load(db: &mut dyn Db, run_id: &str) -> Result<RunRecord, StoreErro
         "SELECT id, flow_name, flow_path, status, started_at, ended_at, updated_at, \
          waiting_node_id, (SELECT flow_json FROM run_flows WHERE run_id = runs.id) AS flow_json, \
          input_json, result_json, error, waiting_input_json, \
-         waiting_source_node_id, state_json, \
+         waiting_source_node_id, state_json, host, \
          (SELECT CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT) FROM node_outputs \
            WHERE run_id = runs.id) AS input_tokens, \
          (SELECT CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT) FROM node_outputs \
@@ -375,6 +377,7 @@ pub(super) fn load(db: &mut dyn Db, run_id: &str) -> Result<RunRecord, StoreErro
             input_tokens: to_u64(run_id, "input tokens", row.int("input_tokens")?)?,
             output_tokens: to_u64(run_id, "output tokens", row.int("output_tokens")?)?,
         },
+        host: row.opt_text("host")?,
         summary,
     };
     Ok(record)

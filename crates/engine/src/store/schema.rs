@@ -30,6 +30,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     MIGRATION_6,
     MIGRATION_7,
     MIGRATION_8,
+    MIGRATION_9,
 ];
 
 /// Migration 1: runs, their events, node outputs and the queue of a paused run.
@@ -151,6 +152,11 @@ CREATE TABLE run_flows (
 );
 INSERT INTO run_flows (run_id, flow_json) SELECT id, flow_json FROM runs;
 ALTER TABLE runs DROP COLUMN flow_json;
+";
+
+/// Migration 9: who drives a run when not whichever process claims it (a Restate workflow).
+const MIGRATION_9: &str = "
+ALTER TABLE runs ADD COLUMN host TEXT;
 ";
 
 /// A clear message for an error met while opening.

@@ -19,6 +19,7 @@ fn new_run(id: &str, started_at: &str) -> NewRun {
         flow_json: r#"{"nodes":[],"edges":[]}"#.to_string(),
         input: json!({"question": "why?"}),
         started_at: started_at.to_string(),
+        host: None,
     }
 }
 

@@ -23,6 +23,7 @@ pub(super) enum Write {
         flow_json: String,
         input_json: String,
         started_at: String,
+        host: Option<String>,
     },
     Event {
         event: Box<RunEvent>,
@@ -137,6 +138,7 @@ impl Write {
                 flow_json,
                 input_json,
                 started_at,
+                host,
             } => runs::insert(
                 db,
                 runs::NewRunRow {
@@ -146,6 +148,7 @@ impl Write {
                     flow_json,
                     input_json,
                     started_at,
+                    host: host.as_deref(),
                 },
                 owner,
                 &lease::until(chrono::Utc::now()),
