@@ -580,3 +580,73 @@ async fn two_hundred_runs_over_two_workers_all_complete() {
         "both workers took runs: {counts:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_breakpoint_of_a_restate_run_is_a_durable_promise_too() {
+    let sandbox = Sandbox::on_postgres();
+    std::fs::create_dir_all(sandbox.dir.path().join("flows")).expect("flows");
+    sandbox.flow("flows/greeting.json", &greeting_flow());
+    let llm = ScriptedLlm::start(Script::default())
+        .await
+        .expect("scripted LLM");
+    let ingress = Ingress::new(RestateServer::start());
+    let _worker = Worker::start(&sandbox, &llm, &ingress.server, true);
+
+    for (id, answer) in [("stop-1", "ingress"), ("stop-2", "weft")] {
+        let (status, started) = ingress
+            .post(
+                &format!("/WeftRun/{id}/run/send"),
+                json!({ "flow": "greeting", "breakpoints": [{ "nodeId": "greet", "when": "after" }] }),
+            )
+            .await;
+        assert!(status == 200 || status == 202, "{status} {started}");
+        let paused = wait_for_status(&sandbox, id, "paused").await;
+        assert_eq!(paused["run"]["summary"]["waitingNodeId"], "greet");
+        // A decision is not what a breakpoint waits for.
+        let (status, refused) = ingress
+            .post(
+                &format!("/WeftRun/{id}/decide"),
+                json!({ "decision": "approve" }),
+            )
+            .await;
+        assert_eq!(status, 400, "{refused}");
+        if answer == "ingress" {
+            let (status, answered) = ingress
+                .post(
+                    &format!("/WeftRun/{id}/proceed"),
+                    json!({ "set": "hello restate" }),
+                )
+                .await;
+            assert_eq!(status, 200, "{answered}");
+        } else {
+            // `weft resume --continue` sends it to the workflow as well.
+            let db = sandbox.db_arg();
+            let resume = sandbox.command(
+                &[
+                    "resume",
+                    id,
+                    "--continue",
+                    "--set",
+                    "\"hello restate\"",
+                    "--db",
+                    &db,
+                ],
+                None,
+            );
+            let ran: common::Ran = tokio::task::spawn_blocking(move || {
+                let mut resume = resume;
+                resume.output().expect("weft resume")
+            })
+            .await
+            .expect("join")
+            .into();
+            assert_eq!(ran.code, Some(0), "{ran:?}");
+        }
+        let result = ingress.result(id).await;
+        assert_eq!(result["status"], "completed", "{result}");
+        assert_eq!(
+            result["result"], "hello restate",
+            "the value set at the breakpoint: {result}"
+        );
+    }
+}

@@ -39,9 +39,9 @@ pub use flow::{Edge, Flow, LoadError, Node};
 pub use flow_names::{FlowNameError, flow_in_dir};
 pub use nodes::Decision;
 pub use run::{
-    Continue, DecideError, Engine, Entry, EventListener, PendingApproval, RESTATE_HOST,
-    RESTATE_WORKFLOW, RecordedAnswers, ResumeOptions, RunError, RunHandle, RunOptions, RunOutcome,
-    Waiting, check_decisions, waiting_of,
+    Continue, DecideError, Engine, Entry, EventListener, PauseAnswer, PendingApproval,
+    RESTATE_HOST, RESTATE_WORKFLOW, RecordedAnswers, ResumeOptions, RunError, RunHandle,
+    RunOptions, RunOutcome, Waiting, check_decisions, waiting_of,
 };
 pub use store::{Store, StoreError, is_postgres_url, shown_location};
 pub use validate::{

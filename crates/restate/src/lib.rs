@@ -35,9 +35,10 @@ use std::time::Duration;
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use weft_engine::breakpoints::Breakpoint;
 use weft_engine::{
-    Decision, Engine, Flow, FlowNameError, RESTATE_HOST, ResumeOptions, RunError, RunOptions,
-    RunOutcome, RunStatus, StoreError, flow_in_dir,
+    Continue, Decision, Engine, Flow, FlowNameError, PauseAnswer, RESTATE_HOST, ResumeOptions,
+    RunError, RunOptions, RunOutcome, RunStatus, StoreError, flow_in_dir,
 };
 
 /// The workflow's name in Restate (the ingress path is `/WeftRun/{run id}/run`).
@@ -56,6 +57,10 @@ pub struct StartRequest {
     /// The run's input; a string is used as it is, anything else as JSON.
     #[serde(default)]
     pub input: Option<Value>,
+    /// Where the run stops for a person (`[{"nodeId": "draft", "when": "after"}]`); it goes on
+    /// through the `proceed` handler.
+    #[serde(default)]
+    pub breakpoints: Vec<Breakpoint>,
 }
 
 /// Where a run stood at the end of a segment (and, for the workflow's result, at its end).
@@ -81,9 +86,10 @@ enum Step {
     Start {
         flow_path: PathBuf,
         input: Option<String>,
+        breakpoints: Vec<Breakpoint>,
     },
-    Decide {
-        decision: Decision,
+    Answer {
+        answer: PauseAnswer,
         pause_seq: u64,
     },
 }
@@ -129,13 +135,22 @@ impl WeftRun {
             Value::String(text) => text,
             other => other.to_string(),
         });
+        let breakpoints = request.breakpoints;
         let engine = self.engine.clone();
         let id = run_id.clone();
         let mut outcome = ctx
             .run(|| async move {
-                segment(&engine, &id, Step::Start { flow_path, input })
-                    .await
-                    .map(Json)
+                segment(
+                    &engine,
+                    &id,
+                    Step::Start {
+                        flow_path,
+                        input,
+                        breakpoints,
+                    },
+                )
+                .await
+                .map(Json)
             })
             .name("start")
             .await?
@@ -143,8 +158,8 @@ impl WeftRun {
         let mut pause: u64 = 0;
         while outcome.status == RunStatus::Paused {
             pause += 1;
-            let decision = ctx
-                .promise::<Json<Decision>>(&promise_name(outcome.pause_seq))
+            let answer = ctx
+                .promise::<Json<PauseAnswer>>(&promise_name(outcome.pause_seq))
                 .await?
                 .into_inner();
             let engine = self.engine.clone();
@@ -152,18 +167,11 @@ impl WeftRun {
             let pause_seq = outcome.pause_seq;
             outcome = ctx
                 .run(|| async move {
-                    segment(
-                        &engine,
-                        &id,
-                        Step::Decide {
-                            decision,
-                            pause_seq,
-                        },
-                    )
-                    .await
-                    .map(Json)
+                    segment(&engine, &id, Step::Answer { answer, pause_seq })
+                        .await
+                        .map(Json)
                 })
-                .name(format!("decision {pause}"))
+                .name(format!("answer {pause}"))
                 .await?
                 .into_inner();
         }
@@ -172,48 +180,77 @@ impl WeftRun {
 
     /// Decides the approval the run waits at: refused (409) when it waits for nothing, (400)
     /// when the answer does not fit the approval's form, and (409) when this pause was already
-    /// decided.
+    /// answered.
     #[handler]
     async fn decide(
         &self,
         ctx: SharedWorkflowContext<'_>,
         decision: Json<Decision>,
     ) -> HandlerResult<()> {
-        let run_id = ctx.key().to_string();
-        let decision = decision.into_inner();
-        let engine = self.engine.clone();
-        let checked = decision.clone();
-        let id = run_id.clone();
-        // The store says where the run waits (the workflow may not have reached its promise
-        // yet): the pause is named by the run's last event then.
-        let pause_seq = ctx
-            .run(|| async move {
-                match engine.check_answer(&id, &checked).await {
-                    Ok(()) => engine.store().last_seq(&id).map_err(retryable),
-                    Err(RunError::Store(StoreError::Refused { message })) => {
-                        Err(TerminalError::new_with_code(400, message).into())
-                    }
-                    Err(RunError::Store(
-                        error @ (StoreError::NotPaused { .. }
-                        | StoreError::Finished { .. }
-                        | StoreError::NoSuchRun(_)),
-                    )) => Err(TerminalError::new_with_code(409, error.to_string()).into()),
-                    Err(error) => Err(retryable(error)),
-                }
-            })
-            .name("check the answer")
-            .await?;
-        let name = promise_name(pause_seq);
-        if ctx.peek_promise::<Json<Decision>>(&name).await?.is_some() {
-            return Err(TerminalError::new_with_code(
-                409,
-                format!("the pause of run {run_id} was already decided"),
-            )
-            .into());
-        }
-        ctx.resolve_promise::<Json<Decision>>(&name, Json(decision));
-        Ok(())
+        answer(
+            &self.engine,
+            ctx,
+            PauseAnswer::Decision(decision.into_inner()),
+        )
+        .await
     }
+
+    /// Goes on from the breakpoint the run stopped at (`{}`; `{"step": true}` stops again
+    /// before the next steps; `{"set": VALUE}` goes on with another value); refused as
+    /// `decide` is.
+    #[handler]
+    async fn proceed(
+        &self,
+        ctx: SharedWorkflowContext<'_>,
+        how: Json<Continue>,
+    ) -> HandlerResult<()> {
+        answer(&self.engine, ctx, PauseAnswer::Continue(how.into_inner())).await
+    }
+}
+
+/// Resolves the promise of the pause the run waits at with `given`, once it fits.
+async fn answer(
+    engine: &Engine,
+    ctx: SharedWorkflowContext<'_>,
+    given: PauseAnswer,
+) -> HandlerResult<()> {
+    let run_id = ctx.key().to_string();
+    let engine = engine.clone();
+    let checked = given.clone();
+    let id = run_id.clone();
+    // The store says where the run waits (the workflow may not have reached its promise yet):
+    // the pause is named by the run's last event then.
+    let pause_seq = ctx
+        .run(|| async move {
+            match engine.check_answer(&id, &checked).await {
+                Ok(()) => engine.store().last_seq(&id).map_err(retryable),
+                Err(RunError::Store(StoreError::Refused { message })) => {
+                    Err(TerminalError::new_with_code(400, message).into())
+                }
+                Err(RunError::Store(
+                    error @ (StoreError::NotPaused { .. }
+                    | StoreError::Finished { .. }
+                    | StoreError::NoSuchRun(_)),
+                )) => Err(TerminalError::new_with_code(409, error.to_string()).into()),
+                Err(error) => Err(retryable(error)),
+            }
+        })
+        .name("check the answer")
+        .await?;
+    let name = promise_name(pause_seq);
+    if ctx
+        .peek_promise::<Json<PauseAnswer>>(&name)
+        .await?
+        .is_some()
+    {
+        return Err(TerminalError::new_with_code(
+            409,
+            format!("the pause of run {run_id} was already answered"),
+        )
+        .into());
+    }
+    ctx.resolve_promise::<Json<PauseAnswer>>(&name, Json(given));
+    Ok(())
 }
 
 /// The promise a pause waits on, named by the run's last event when it paused.
@@ -237,13 +274,21 @@ async fn segment(engine: &Engine, run_id: &str, step: Step) -> HandlerResult<Out
             Err(error) => return Err(retryable(error)),
         };
         let handle = match (record, &step) {
-            (None, Step::Start { flow_path, input }) => {
+            (
+                None,
+                Step::Start {
+                    flow_path,
+                    input,
+                    breakpoints,
+                },
+            ) => {
                 let flow = Flow::load(flow_path)
                     .map_err(|error| TerminalError::new_with_code(400, error.to_string()))?;
                 let options = RunOptions {
                     run_id: Some(run_id.to_string()),
                     input: input.clone(),
                     flow_path: Some(flow_path.clone()),
+                    breakpoints: breakpoints.clone(),
                     ..RunOptions::default()
                 };
                 match engine.spawn(flow, options).await {
@@ -254,7 +299,7 @@ async fn segment(engine: &Engine, run_id: &str, step: Step) -> HandlerResult<Out
                     Err(error) => return Err(retryable(error)),
                 }
             }
-            (None, Step::Decide { .. }) => {
+            (None, Step::Answer { .. }) => {
                 return Err(TerminalError::new_with_code(
                     404,
                     format!("run {run_id} is not stored"),
@@ -266,23 +311,26 @@ async fn segment(engine: &Engine, run_id: &str, step: Step) -> HandlerResult<Out
                 (RunStatus::Paused, Step::Start { .. }) => {
                     return outcome_of(engine, &record).await;
                 }
-                (
-                    RunStatus::Paused,
-                    Step::Decide {
-                        decision,
-                        pause_seq,
-                    },
-                ) => {
+                (RunStatus::Paused, Step::Answer { answer, pause_seq }) => {
                     let last = last_seq(engine, run_id).await?;
                     if last != *pause_seq {
                         // This decision was taken and the run paused again before the segment
                         // was journaled: that later pause is where it stands.
                         return outcome_of(engine, &record).await;
                     }
-                    match engine
-                        .spawn_resume(run_id, decision.clone(), ResumeOptions::default())
-                        .await
-                    {
+                    let resumed = match answer {
+                        PauseAnswer::Decision(decision) => {
+                            engine
+                                .spawn_resume(run_id, decision.clone(), ResumeOptions::default())
+                                .await
+                        }
+                        PauseAnswer::Continue(how) => {
+                            engine
+                                .spawn_continue(run_id, how.clone(), ResumeOptions::default())
+                                .await
+                        }
+                    };
+                    match resumed {
                         Ok(handle) => handle,
                         // Claimed by someone else meanwhile: look again.
                         Err(RunError::Store(StoreError::NotPaused { .. })) => continue,
@@ -291,8 +339,11 @@ async fn segment(engine: &Engine, run_id: &str, step: Step) -> HandlerResult<Out
                 }
                 (RunStatus::Interrupted, step) => {
                     let answer = match step {
-                        Step::Decide { decision, .. } => Some(decision.clone()),
-                        Step::Start { .. } => None,
+                        Step::Answer {
+                            answer: PauseAnswer::Decision(decision),
+                            ..
+                        } => Some(decision.clone()),
+                        _ => None,
                     };
                     let retried = engine
                         .spawn_retry(run_id, answer.clone(), ResumeOptions::default())

@@ -61,30 +61,26 @@ pub(super) async fn forward_if_hosted(
         // Running, or interrupted while a worker takes it over: its workflow goes on with it.
         status => return Err(RunError::Store(StoreError::NotPaused { run_id, status })),
     }
-    let decision = match answer {
-        PauseAnswer::Decision(decision) => decision,
-        PauseAnswer::Continue(_) => {
-            return Err(refused(format!(
-                "run {run_id} is a Restate workflow stopped at a breakpoint; continue it through \
-                 Restate's ingress: POST {ingress}/{RESTATE_WORKFLOW}/{run_id}/proceed"
-            )));
-        }
+    let (handler, body) = match answer {
+        PauseAnswer::Decision(decision) => ("decide", serde_json::to_value(decision)),
+        PauseAnswer::Continue(how) => ("proceed", serde_json::to_value(how)),
     };
+    let body = body.map_err(|error| refused(format!("cannot send the answer: {error}")))?;
     let id = run_id.clone();
     let before = engine.blocking(move |store| store.last_seq(&id)).await?;
     let url = format!(
-        "{}/{RESTATE_WORKFLOW}/{run_id}/decide",
+        "{}/{RESTATE_WORKFLOW}/{run_id}/{handler}",
         ingress.trim_end_matches('/')
     );
     let sent = reqwest::Client::new()
         .post(&url)
         .timeout(SEND_TIMEOUT)
-        .json(decision)
+        .json(&body)
         .send()
         .await
         .map_err(|error| {
             refused(format!(
-                "run {run_id} is a Restate workflow; its decision goes through Restate's ingress, \
+                "run {run_id} is a Restate workflow; its answer goes through Restate's ingress, \
                  which did not answer at {ingress}: {error}"
             ))
         })?;
@@ -96,7 +92,7 @@ pub(super) async fn forward_if_hosted(
             .and_then(|answer| answer["message"].as_str().map(str::to_string))
             .unwrap_or(body);
         return Err(refused(format!(
-            "Restate's ingress refused the decision for run {run_id} ({}): {message}",
+            "Restate's ingress refused the answer for run {run_id} ({}): {message}",
             status.as_u16()
         )));
     }

@@ -593,15 +593,15 @@ impl Engine {
             .await
     }
 
-    /// Whether `decision` fits what the paused run `run_id` waits at (an approval, and its
-    /// form), without claiming it: for a host that takes the decision now and hands it to the
-    /// run later (a Restate workflow's promise).
+    /// Whether `answer` fits what the paused run `run_id` waits at (a decision an approval and
+    /// its form, a continue a breakpoint), without claiming it: for a host that takes the
+    /// answer now and hands it to the run later (a Restate workflow's promise).
     ///
     /// Errors: [`StoreError::Refused`] saying why the answer does not fit, and the store's
     /// refusals of a run that is not paused.
-    pub async fn check_answer(&self, run_id: &str, decision: &Decision) -> Result<(), RunError> {
+    pub async fn check_answer(&self, run_id: &str, answer: &PauseAnswer) -> Result<(), RunError> {
         let wanted = run_id.to_string();
-        let answer = PauseAnswer::Decision(decision.clone());
+        let answer = answer.clone();
         self.blocking(move |store| {
             let record = store.run(&wanted)?;
             if record.summary.status != RunStatus::Paused {
@@ -1203,9 +1203,11 @@ pub struct Continue {
     pub set: Option<Value>,
 }
 
-/// How a person goes on from a pause.
-#[derive(Clone)]
-enum PauseAnswer {
+/// How a person goes on from a pause: a decision at an approval, or going on from a
+/// breakpoint. As JSON: `{"decision": {...}}` or `{"continue": {...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PauseAnswer {
     Decision(Decision),
     Continue(Continue),
 }
