@@ -363,6 +363,22 @@ async fn a_restate_run_is_decided_with_weft_resume_or_weft_serve_through_the_ing
             .any(|approval| approval["runId"] == "ticket-b"),
         "{approvals}"
     );
+    // Cancelling it here is refused: its workflow would wait on.
+    let cancelled = http
+        .post(format!("{api}/v1/runs/ticket-b/cancel"))
+        .bearer_auth("ada-token-0123456789abcdef")
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("cancel");
+    assert_eq!(cancelled.status().as_u16(), 400);
+    let refusal: Value = cancelled.json().await.expect("json");
+    assert!(
+        refusal["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("through Restate")),
+        "{refusal}"
+    );
     let decided = http
         .post(format!("{api}/v1/runs/ticket-b/decision"))
         .bearer_auth("ada-token-0123456789abcdef")

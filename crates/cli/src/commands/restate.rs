@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use weft_restate::{WeftRun, endpoint, endpoint_url, register, serve};
 
-use super::run::{engine, settle_timeouts};
+use super::run::engine;
 use crate::output::{self, Style};
 use crate::{Exit, RestateArgs, usage_error};
 
@@ -29,8 +29,10 @@ pub(crate) async fn restate(args: RestateArgs) -> anyhow::Result<Exit> {
         ));
     }
     let store = super::open_store(&db)?;
+    // No settling of approval timeouts here: this worker's engine would continue such a run
+    // itself, behind its workflow's back. The other hosts of the store (weft serve, the app)
+    // settle them by sending the timeout to the workflow, as any decision.
     let engine = engine(store);
-    settle_timeouts(&engine).await;
     let workflow = WeftRun::new(engine, &args.flows, &args.ingress)
         .map_err(|error| usage_error(format!("--flows {}: {error}", args.flows.display())))?;
     let listener = tokio::net::TcpListener::bind(&args.addr)

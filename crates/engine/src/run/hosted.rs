@@ -102,9 +102,14 @@ pub(super) async fn forward_if_hosted(
     Ok(Some(RunHandle { run_id, task }))
 }
 
-/// Refuses to continue here an interrupted run driven by another host: its host continues it
-/// (Restate retries the workflow on a worker).
-pub(super) async fn refuse_retry_if_hosted(engine: &Engine, run_id: &str) -> Result<(), RunError> {
+/// Refuses to continue here an interrupted run driven by another host (Restate retries the
+/// workflow on a worker), or to cancel here a paused one (its workflow would wait on);
+/// `refusal` says what this process would have done and why it does not.
+pub(super) async fn refuse_if_hosted(
+    engine: &Engine,
+    run_id: &str,
+    refusal: &str,
+) -> Result<(), RunError> {
     let wanted = run_id.to_string();
     let Ok(record) = engine
         .blocking(move |store| {
@@ -118,11 +123,7 @@ pub(super) async fn refuse_retry_if_hosted(engine: &Engine, run_id: &str) -> Res
     match record.host {
         Some(host) if engine.host.as_deref() != Some(host.as_str()) => {
             Err(RunError::Store(StoreError::Refused {
-                message: format!(
-                    "run {} is driven by `{host}`, which continues it when its worker stops; it \
-                     is not continued here",
-                    record.summary.id
-                ),
+                message: format!("run {} is driven by `{host}`: {refusal}", record.summary.id),
             }))
         }
         _ => Ok(()),

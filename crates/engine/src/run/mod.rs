@@ -750,7 +750,12 @@ impl Engine {
         answer: Option<Decision>,
         options: ResumeOptions,
     ) -> Result<RunHandle, RunError> {
-        hosted::refuse_retry_if_hosted(self, run_id).await?;
+        hosted::refuse_if_hosted(
+            self,
+            run_id,
+            "Restate continues it on another worker when its worker stops, not this process",
+        )
+        .await?;
         let wanted = run_id.to_string();
         let decided = answer
             .as_ref()
@@ -958,6 +963,13 @@ impl Engine {
         run_id: &str,
         on_event: Option<EventListener>,
     ) -> Result<RunOutcome, RunError> {
+        hosted::refuse_if_hosted(
+            self,
+            run_id,
+            "its workflow waits for the answer; cancel the workflow through Restate (its admin \
+             API or `restate invocations cancel`)",
+        )
+        .await?;
         let wanted = run_id.to_string();
         let (run_id, record) = self
             .blocking(move |store| {
