@@ -12,13 +12,11 @@
 #[allow(dead_code)]
 mod restate_server;
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
 
-use restate_server::{Balancer, RestateServer};
+use restate_server::{Balancer, RestateServer, Worker};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use weft_engine::providers::{LlmClients, ProviderSettings};
@@ -61,39 +59,14 @@ fn chain(steps: usize) -> Value {
     json!({"version": 1, "name": "Chain", "nodes": nodes, "edges": edges})
 }
 
-/// A `weft restate` process, killed when dropped.
-struct Worker {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn worker(flows: &std::path::Path, db: &str, ingress: &str) -> Worker {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_weft"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_weft"));
+    command
         .args(["restate", "--flows"])
         .arg(flows)
         .args(["--db", db, "--addr", "127.0.0.1:0", "--ingress", ingress])
-        .env_remove("WEFT_DB")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("weft restate");
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut first)
-        .expect("the endpoint");
-    let addr = first
-        .trim()
-        .trim_start_matches("http://")
-        .parse()
-        .expect("an address");
-    Worker { child, addr }
+        .env_remove("WEFT_DB");
+    Worker::spawn(command)
 }
 
 async fn register(http: &reqwest::Client, admin: &str, uri: &str) {

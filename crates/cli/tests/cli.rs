@@ -7,33 +7,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{KEY, Ran, Sandbox, edge, node, parse_events, paused_run_id};
+use common::{KEY, Ran, Sandbox, approval_flow, edge, node, parse_events, paused_run_id};
 use serde_json::{Value, json};
 use weft_scripted_llm::{Reply, Script, ScriptedLlm};
-
-/// start → draft (template) → review (approval) → yes / no (templates) → out.
-fn approval_flow() -> Value {
-    json!({
-        "version": 1,
-        "name": "Review",
-        "nodes": [
-            node("start", "start", json!({ "initialInput": "the plan" })),
-            node("draft", "template", json!({ "template": "Draft: {{PREVIOUS_OUTPUT}}" })),
-            node("review", "approval", json!({ "message": "Ship {{PREVIOUS_OUTPUT}}?" })),
-            node("yes", "template", json!({ "template": "APPROVED {{PREVIOUS_OUTPUT}}{% if approval.note %} ({{ approval.note }}){% endif %}" })),
-            node("no", "template", json!({ "template": "REJECTED {{PREVIOUS_OUTPUT}}{% if approval.note %} ({{ approval.note }}){% endif %}" })),
-            node("out", "output", json!({})),
-        ],
-        "edges": [
-            edge("e1", "start", "draft", None),
-            edge("e2", "draft", "review", None),
-            edge("e3", "review", "yes", Some("approve")),
-            edge("e4", "review", "no", Some("reject")),
-            edge("e5", "yes", "out", None),
-            edge("e6", "no", "out", None),
-        ]
-    })
-}
 
 /// start → ask (agent) → out.
 fn agent_flow() -> Value {

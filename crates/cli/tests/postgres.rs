@@ -5,32 +5,8 @@
 
 mod common;
 
-use common::{Sandbox, edge, node};
-use serde_json::{Value, json};
-
-/// start → draft → review (approval) → yes / no → out.
-fn approval_flow() -> Value {
-    json!({
-        "version": 1,
-        "name": "Review",
-        "nodes": [
-            node("start", "start", json!({ "initialInput": "the plan" })),
-            node("draft", "template", json!({ "template": "Draft: {{PREVIOUS_OUTPUT}}" })),
-            node("review", "approval", json!({ "message": "Ship {{PREVIOUS_OUTPUT}}?" })),
-            node("yes", "template", json!({ "template": "APPROVED {{PREVIOUS_OUTPUT}}" })),
-            node("no", "template", json!({ "template": "REJECTED {{PREVIOUS_OUTPUT}}" })),
-            node("out", "output", json!({})),
-        ],
-        "edges": [
-            edge("e1", "start", "draft", None),
-            edge("e2", "draft", "review", None),
-            edge("e3", "review", "yes", Some("approve")),
-            edge("e4", "review", "no", Some("reject")),
-            edge("e5", "yes", "out", None),
-            edge("e6", "no", "out", None),
-        ]
-    })
-}
+use common::{Sandbox, approval_flow};
+use serde_json::Value;
 
 /// The run id in `weft run --events` output's first event.
 fn run_id_of(stdout: &str) -> String {

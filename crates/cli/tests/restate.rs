@@ -9,72 +9,36 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::restate::{Balancer, RestateServer};
+use common::restate::{Balancer, RestateServer, Worker};
 use common::{Sandbox, edge, node};
 use serde_json::{Value, json};
 use weft_scripted_llm::{Match, Reply, Rule, Script, ScriptedLlm};
 
-/// A running `weft restate`, killed when dropped.
-struct Worker {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+/// `weft restate` on a free port over the sandbox's flows and store, for `server`'s ingress;
+/// with `register`, it registers itself with `server`'s admin API.
+fn worker(sandbox: &Sandbox, llm: &ScriptedLlm, server: &RestateServer, register: bool) -> Worker {
+    let flows = sandbox.dir.path().join("flows");
+    let db = sandbox.db_arg();
+    let mut args = vec![
+        "restate",
+        "--flows",
+        flows.to_str().expect("utf-8"),
+        "--db",
+        &db,
+        "--addr",
+        "127.0.0.1:0",
+        "--ingress",
+        &server.ingress,
+        "--retry-after-ms",
+        "200",
+    ];
+    if register {
+        args.extend(["--register", &server.admin]);
     }
-}
-
-impl Worker {
-    /// `weft restate` on a free port over the sandbox's flows and store, for `server`'s
-    /// ingress; with `register`, it registers itself with `server`'s admin API.
-    fn start(
-        sandbox: &Sandbox,
-        llm: &ScriptedLlm,
-        server: &RestateServer,
-        register: bool,
-    ) -> Worker {
-        let flows = sandbox.dir.path().join("flows");
-        let db = sandbox.db_arg();
-        let mut args = vec![
-            "restate",
-            "--flows",
-            flows.to_str().expect("utf-8"),
-            "--db",
-            &db,
-            "--addr",
-            "127.0.0.1:0",
-            "--ingress",
-            &server.ingress,
-            "--retry-after-ms",
-            "200",
-        ];
-        if register {
-            args.extend(["--register", &server.admin]);
-        }
-        let mut child = sandbox
-            .command(&args, Some(llm))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("weft restate");
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut first)
-            .expect("the endpoint's URL");
-        let addr = first
-            .trim()
-            .strip_prefix("http://")
-            .and_then(|addr| addr.parse().ok())
-            .unwrap_or_else(|| panic!("not an endpoint URL: {first:?}"));
-        Worker { child, addr }
-    }
+    Worker::spawn(sandbox.command(&args, Some(llm)))
 }
 
 /// Restate's ingress and admin API.
@@ -194,7 +158,7 @@ async fn triage_runs_as_a_workflow_pauses_and_is_decided_through_the_ingress() {
         .await
         .expect("scripted LLM");
     let ingress = Ingress::new(RestateServer::start());
-    let _worker = Worker::start(&sandbox, &llm, &ingress.server, true);
+    let _worker = worker(&sandbox, &llm, &ingress.server, true);
 
     ingress.start("ticket-1", "triage").await;
     let paused = wait_for_status(&sandbox, "ticket-1", "paused").await;
@@ -272,7 +236,7 @@ async fn a_restate_run_is_decided_with_weft_resume_or_weft_serve_through_the_ing
         .await
         .expect("scripted LLM");
     let ingress = Ingress::new(RestateServer::start());
-    let _worker = Worker::start(&sandbox, &llm, &ingress.server, true);
+    let _worker = worker(&sandbox, &llm, &ingress.server, true);
     ingress.start("ticket-a", "triage").await;
     ingress.start("ticket-b", "triage").await;
     wait_for_status(&sandbox, "ticket-a", "paused").await;
@@ -280,26 +244,21 @@ async fn a_restate_run_is_decided_with_weft_resume_or_weft_serve_through_the_ing
     let db = sandbox.db_arg();
 
     // `weft resume` hands the decision to the workflow and prints how the run ended.
-    let resume = sandbox.command(
-        &[
-            "resume",
-            "ticket-a",
-            "--decision",
-            "approve",
-            "--by",
-            "bob",
-            "--db",
-            &db,
-        ],
-        None,
-    );
-    let ran: common::Ran = tokio::task::spawn_blocking(move || {
-        let mut resume = resume;
-        resume.output().expect("weft resume")
-    })
-    .await
-    .expect("join")
-    .into();
+    let ran = sandbox
+        .run_with(
+            &[
+                "resume",
+                "ticket-a",
+                "--decision",
+                "approve",
+                "--by",
+                "bob",
+                "--db",
+                &db,
+            ],
+            &llm,
+        )
+        .await;
     assert_eq!(ran.code, Some(0), "{ran:?}");
     assert_eq!(
         ran.stdout, "SENT: We are sorry your parcel was lost.\n",
@@ -477,8 +436,8 @@ async fn two_workers(
     ingress: &Ingress,
 ) -> (Vec<Worker>, Balancer) {
     let workers = vec![
-        Worker::start(sandbox, llm, &ingress.server, false),
-        Worker::start(sandbox, llm, &ingress.server, false),
+        worker(sandbox, llm, &ingress.server, false),
+        worker(sandbox, llm, &ingress.server, false),
     ];
     let balancer = Balancer::start(workers.iter().map(|worker| worker.addr).collect()).await;
     ingress.register(&balancer.url()).await;
@@ -606,7 +565,7 @@ async fn a_breakpoint_of_a_restate_run_is_a_durable_promise_too() {
         .await
         .expect("scripted LLM");
     let ingress = Ingress::new(RestateServer::start());
-    let _worker = Worker::start(&sandbox, &llm, &ingress.server, true);
+    let _worker = worker(&sandbox, &llm, &ingress.server, true);
 
     for (id, answer) in [("stop-1", "ingress"), ("stop-2", "weft")] {
         let (status, started) = ingress
@@ -637,25 +596,20 @@ async fn a_breakpoint_of_a_restate_run_is_a_durable_promise_too() {
         } else {
             // `weft resume --continue` sends it to the workflow as well.
             let db = sandbox.db_arg();
-            let resume = sandbox.command(
-                &[
-                    "resume",
-                    id,
-                    "--continue",
-                    "--set",
-                    "\"hello restate\"",
-                    "--db",
-                    &db,
-                ],
-                None,
-            );
-            let ran: common::Ran = tokio::task::spawn_blocking(move || {
-                let mut resume = resume;
-                resume.output().expect("weft resume")
-            })
-            .await
-            .expect("join")
-            .into();
+            let ran = sandbox
+                .run_with(
+                    &[
+                        "resume",
+                        id,
+                        "--continue",
+                        "--set",
+                        "\"hello restate\"",
+                        "--db",
+                        &db,
+                    ],
+                    &llm,
+                )
+                .await;
             assert_eq!(ran.code, Some(0), "{ran:?}");
         }
         let result = ingress.result(id).await;

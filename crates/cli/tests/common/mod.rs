@@ -215,3 +215,27 @@ pub fn crashed(ran: &Ran) -> bool {
 pub fn since(started: Instant) -> Duration {
     started.elapsed()
 }
+
+/// start → draft (template) → review (approval) → yes / no (templates) → out.
+pub fn approval_flow() -> Value {
+    json!({
+        "version": 1,
+        "name": "Review",
+        "nodes": [
+            node("start", "start", json!({ "initialInput": "the plan" })),
+            node("draft", "template", json!({ "template": "Draft: {{PREVIOUS_OUTPUT}}" })),
+            node("review", "approval", json!({ "message": "Ship {{PREVIOUS_OUTPUT}}?" })),
+            node("yes", "template", json!({ "template": "APPROVED {{PREVIOUS_OUTPUT}}{% if approval.note %} ({{ approval.note }}){% endif %}" })),
+            node("no", "template", json!({ "template": "REJECTED {{PREVIOUS_OUTPUT}}{% if approval.note %} ({{ approval.note }}){% endif %}" })),
+            node("out", "output", json!({})),
+        ],
+        "edges": [
+            edge("e1", "start", "draft", None),
+            edge("e2", "draft", "review", None),
+            edge("e3", "review", "yes", Some("approve")),
+            edge("e4", "review", "no", Some("reject")),
+            edge("e5", "yes", "out", None),
+            edge("e6", "no", "out", None),
+        ]
+    })
+}

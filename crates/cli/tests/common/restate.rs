@@ -4,9 +4,10 @@
 //! and a TCP balancer that spreads connections over several workers as a load balancer in front
 //! of them would, trying the next worker when one does not answer.
 
+use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -92,6 +93,41 @@ impl RestateServer {
             std::thread::sleep(Duration::from_millis(100));
         }
         server
+    }
+}
+
+/// A running `weft restate`, killed when dropped.
+pub struct Worker {
+    pub child: Child,
+    /// Where its endpoint listens (the first line it prints).
+    pub addr: SocketAddr,
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Worker {
+    /// Starts `command` (a `weft restate …` on port 0) and reads where it listens.
+    pub fn spawn(mut command: Command) -> Worker {
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("weft restate");
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut first)
+            .expect("the endpoint's URL");
+        let addr = first
+            .trim()
+            .strip_prefix("http://")
+            .and_then(|addr| addr.parse().ok())
+            .unwrap_or_else(|| panic!("not an endpoint URL: {first:?}"));
+        Worker { child, addr }
     }
 }
 
