@@ -151,14 +151,20 @@ fn triage_llm() -> Script {
         .with_fallback(Reply::text("We are sorry your parcel was lost."))
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn triage_runs_as_a_workflow_pauses_and_is_decided_through_the_ingress() {
+/// flows/triage.json, its scripted LLM, a Restate server and one registered worker.
+async fn triage_with_one_worker() -> (Sandbox, ScriptedLlm, Ingress, Worker) {
     let sandbox = triage_sandbox();
     let llm = ScriptedLlm::start(triage_llm())
         .await
         .expect("scripted LLM");
     let ingress = Ingress::new(RestateServer::start());
-    let _worker = worker(&sandbox, &llm, &ingress.server, true);
+    let worker = worker(&sandbox, &llm, &ingress.server, true);
+    (sandbox, llm, ingress, worker)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn triage_runs_as_a_workflow_pauses_and_is_decided_through_the_ingress() {
+    let (sandbox, _llm, ingress, _worker) = triage_with_one_worker().await;
 
     ingress.start("ticket-1", "triage").await;
     let paused = wait_for_status(&sandbox, "ticket-1", "paused").await;
@@ -231,12 +237,7 @@ fn triage_sandbox() -> Sandbox {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_restate_run_is_decided_with_weft_resume_or_weft_serve_through_the_ingress() {
-    let sandbox = triage_sandbox();
-    let llm = ScriptedLlm::start(triage_llm())
-        .await
-        .expect("scripted LLM");
-    let ingress = Ingress::new(RestateServer::start());
-    let _worker = worker(&sandbox, &llm, &ingress.server, true);
+    let (sandbox, llm, ingress, _worker) = triage_with_one_worker().await;
     ingress.start("ticket-a", "triage").await;
     ingress.start("ticket-b", "triage").await;
     wait_for_status(&sandbox, "ticket-a", "paused").await;
