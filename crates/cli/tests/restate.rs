@@ -568,6 +568,18 @@ async fn a_breakpoint_of_a_restate_run_is_a_durable_promise_too() {
     let ingress = Ingress::new(RestateServer::start());
     let _worker = worker(&sandbox, &llm, &ingress.server, true);
 
+    // A flow that is not in the folder, or a name that would leave it, ends the workflow with
+    // the reason.
+    let (status, answer) = ingress
+        .post("/WeftRun/bad-1/run", json!({ "flow": "nope" }))
+        .await;
+    assert_eq!(status, 404, "{answer}");
+    assert!(answer.to_string().contains("no flow `nope`"), "{answer}");
+    let (status, answer) = ingress
+        .post("/WeftRun/bad-2/run", json!({ "flow": "../outside" }))
+        .await;
+    assert_eq!(status, 400, "{answer}");
+
     for (id, answer) in [("stop-1", "ingress"), ("stop-2", "weft")] {
         let (status, started) = ingress
             .post(
