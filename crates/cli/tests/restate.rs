@@ -633,3 +633,43 @@ async fn a_breakpoint_of_a_restate_run_is_a_durable_promise_too() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approval_nobody_decides_times_out_on_a_durable_timer() {
+    let sandbox = Sandbox::on_postgres();
+    std::fs::create_dir_all(sandbox.dir.path().join("flows")).expect("flows");
+    sandbox.flow(
+        "flows/waits.json",
+        &json!({
+            "version": 1,
+            "name": "Waits",
+            "nodes": [
+                node("start", "start", json!({ "initialInput": "a draft" })),
+                node("review", "approval", json!({ "message": "Send it?", "timeoutSeconds": 1 })),
+                node("sent", "template", json!({ "template": "sent" })),
+                node("held", "template", json!({ "template": "held" })),
+                node("late", "template", json!({ "template": "nobody answered" })),
+            ],
+            "edges": [
+                edge("e1", "start", "review", None),
+                edge("e2", "review", "sent", Some("approve")),
+                edge("e3", "review", "held", Some("reject")),
+                edge("e4", "review", "late", Some("timeout")),
+            ]
+        }),
+    );
+    let llm = ScriptedLlm::start(Script::default())
+        .await
+        .expect("scripted LLM");
+    let ingress = Ingress::new(RestateServer::start());
+    let _worker = worker(&sandbox, &llm, &ingress.server, true);
+    // No other host of the store runs: only the workflow's timer can end the wait.
+    ingress.start("waits-1", "waits").await;
+    let result = ingress.result("waits-1").await;
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(result["result"], "nobody answered", "{result}");
+    let (status, answer) = ingress
+        .post("/WeftRun/waits-1/decide", json!({ "decision": "approve" }))
+        .await;
+    assert_eq!(status, 409, "too late: {answer}");
+}

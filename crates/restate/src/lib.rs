@@ -21,7 +21,8 @@
 //!   (`pause-at-17`). The `decide` handler (through Restate's ingress, or sent there by `weft
 //!   resume`, `weft serve` and the app) checks the answer against the approval's form and
 //!   resolves it; the next segment resumes the run with it. Of two decisions for one pause,
-//!   exactly one is taken.
+//!   exactly one is taken. An approval with `timeoutSeconds` also waits on a durable timer:
+//!   when it fires first, the run goes on along `timeout`.
 //!
 //! Segments rather than one journal entry per step: branches run concurrently, so the order in
 //! which their steps would be journaled changes from one execution to the next, and Restate's
@@ -79,6 +80,9 @@ pub struct Outcome {
     /// The run's last event when it paused: a decision is for this pause only.
     #[serde(default)]
     pub pause_seq: u64,
+    /// When the approval a paused run waits at times out (RFC 3339), if it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<String>,
 }
 
 /// What a segment does to the run.
@@ -158,10 +162,16 @@ impl WeftRun {
         let mut pause: u64 = 0;
         while outcome.status == RunStatus::Paused {
             pause += 1;
-            let answer = ctx
-                .promise::<Json<PauseAnswer>>(&promise_name(outcome.pause_seq))
-                .await?
-                .into_inner();
+            let name = promise_name(outcome.pause_seq);
+            let promised = ctx.promise::<Json<PauseAnswer>>(&name);
+            // An approval with a timeout waits on a durable timer too: whichever comes first.
+            let answer = match outcome.deadline.as_deref().map(time_until) {
+                Some(wait) => restate_sdk::select! {
+                    answer = promised => answer?.into_inner(),
+                    _ = ctx.sleep(wait) => PauseAnswer::Decision(Decision::timeout()),
+                },
+                None => promised.await?.into_inner(),
+            };
             let engine = self.engine.clone();
             let id = run_id.clone();
             let pause_seq = outcome.pause_seq;
@@ -251,6 +261,19 @@ async fn answer(
     }
     ctx.resolve_promise::<Json<PauseAnswer>>(&name, Json(given));
     Ok(())
+}
+
+/// How long until `deadline` (RFC 3339); zero when it has passed or cannot be read. Only the
+/// first execution's value counts: Restate journals the timer's end.
+fn time_until(deadline: &str) -> Duration {
+    chrono::DateTime::parse_from_rfc3339(deadline)
+        .ok()
+        .and_then(|end| {
+            (end.with_timezone(&chrono::Utc) - chrono::Utc::now())
+                .to_std()
+                .ok()
+        })
+        .unwrap_or_default()
 }
 
 /// The promise a pause waits on, named by the run's last event when it paused.
@@ -393,8 +416,13 @@ async fn outcome_from(engine: &Engine, outcome: RunOutcome) -> HandlerResult<Out
         RunStatus::Paused => last_seq(engine, &outcome.run_id).await?,
         _ => 0,
     };
+    let deadline = outcome
+        .waiting
+        .as_ref()
+        .and_then(|waiting| waiting.deadline.clone());
     Ok(Outcome {
         waiting_node_id: outcome.waiting.map(|waiting| waiting.node_id),
+        deadline,
         run_id: outcome.run_id,
         status: outcome.status,
         result: outcome.result,
@@ -419,6 +447,7 @@ async fn outcome_of(
         error: record.error.clone(),
         waiting_node_id: record.summary.waiting_node_id.clone(),
         pause_seq,
+        deadline: weft_engine::waiting_of(record).and_then(|waiting| waiting.deadline),
     })
 }
 

@@ -30,8 +30,8 @@ pub(crate) async fn restate(args: RestateArgs) -> anyhow::Result<Exit> {
     }
     let store = super::open_store(&db)?;
     // No settling of approval timeouts here: this worker's engine would continue such a run
-    // itself, behind its workflow's back. The other hosts of the store (weft serve, the app)
-    // settle them by sending the timeout to the workflow, as any decision.
+    // itself, behind its workflow's back. A workflow waits on a durable timer for its
+    // approval's timeout (and the other hosts of the store send the timeout to it).
     let engine = engine(store);
     let workflow = WeftRun::new(engine, &args.flows, &args.ingress)
         .map_err(|error| usage_error(format!("--flows {}: {error}", args.flows.display())))?;
