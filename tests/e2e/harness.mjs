@@ -81,13 +81,29 @@ export async function waitForStatus(browser, nodeId, status, timeout = 20_000) {
 
 export async function waitForRunStatus(browser, status, timeout = 20_000) {
   let seen = null;
-  await browser.waitUntil(
-    async () => {
-      seen = await readTestId(browser, "run-status");
-      return seen === status;
-    },
-    { timeout, timeoutMsg: `the run did not become ${status} (it shows "${seen}")` },
-  );
+  try {
+    await browser.waitUntil(
+      async () => {
+        seen = await readTestId(browser, "run-status");
+        return seen === status;
+      },
+      { timeout, timeoutMsg: `the run did not become ${status} (it shows "${seen}")` },
+    );
+  } catch (error) {
+    throw new Error(`${error.message}\n${await whatIsShown(browser, `run-not-${status}`)}`);
+  }
+}
+
+/** For a failure's message: a screenshot of the window (failed-NAME.png beside the others)
+ *  and the start of the page's text, so a failure that does not reproduce can be read. */
+export async function whatIsShown(browser, name) {
+  try {
+    await browser.saveScreenshot(path.join(SHOTS, `failed-${name}.png`));
+    const text = await browser.execute(() => document.body?.innerText ?? "(no body)");
+    return `the window showed (screenshots/failed-${name}.png): ${String(text).slice(0, 600)}`;
+  } catch (error) {
+    return `the window could not be read: ${error.message}`;
+  }
 }
 
 /** Presses the mouse on `from`, moves in steps to `to` (an element, or {x, y} in the
