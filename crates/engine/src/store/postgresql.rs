@@ -170,11 +170,15 @@ pub(super) fn off_runtime<T: Send>(work: impl FnOnce() -> T + Send) -> T {
     })
 }
 
-/// One connection to the store's database, with its prepared statements.
+/// One connection to the store's database, with its prepared statements. A connection the
+/// server closed (a restart, a network cut, an administrator) is opened again at the next
+/// transaction or statement outside one; the writer applies a batch cut off that way again.
 pub(super) struct PostgresDb {
     /// `Some` until dropped (dropping the client blocks on its runtime: see [`Drop`]).
     client: Option<Client>,
     statements: HashMap<&'static str, Statement>,
+    config: Config,
+    in_transaction: bool,
 }
 
 impl PostgresDb {
@@ -204,6 +208,8 @@ impl PostgresDb {
         Ok(PostgresDb {
             client: Some(client),
             statements: HashMap::new(),
+            config,
+            in_transaction: false,
         })
     }
 
@@ -211,6 +217,37 @@ impl PostgresDb {
         self.client
             .as_mut()
             .expect("the client is only taken when the connection is dropped")
+    }
+
+    /// Connects again when the server closed the connection, unless a transaction was going
+    /// on it (that transaction is lost; its statements fail until the caller rolls back).
+    fn reopen_if_closed(&mut self) -> Result<(), StoreError> {
+        if self.in_transaction || !self.client().is_closed() {
+            return Ok(());
+        }
+        tracing::warn!("the run store's connection to PostgreSQL was closed; connecting again");
+        let client = self.config.connect(NoTls)?;
+        if let Some(closed) = self.client.replace(client) {
+            drop(closed);
+        }
+        self.statements.clear();
+        Ok(())
+    }
+
+    /// `work`, and when it failed because the server had closed the connection (outside a
+    /// transaction, so nothing of it was applied), `work` again on a new connection.
+    fn once_more_if_closed<T>(
+        &mut self,
+        mut work: impl FnMut(&mut PostgresDb) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.reopen_if_closed()?;
+        match work(self) {
+            Err(_) if !self.in_transaction && self.client().is_closed() => {
+                self.reopen_if_closed()?;
+                work(self)
+            }
+            done => done,
+        }
     }
 
     fn statement(&mut self, sql: &'static str) -> Result<Statement, StoreError> {
@@ -279,18 +316,23 @@ impl Db for PostgresDb {
     }
 
     fn execute(&mut self, sql: &'static str, params: &[Param<'_>]) -> Result<u64, StoreError> {
-        let statement = self.statement(sql)?;
-        Ok(self.client().execute(&statement, &bound(params))?)
+        self.once_more_if_closed(|db| {
+            let statement = db.statement(sql)?;
+            Ok(db.client().execute(&statement, &bound(params))?)
+        })
     }
 
     fn query(&mut self, sql: &'static str, params: &[Param<'_>]) -> Result<Vec<Row>, StoreError> {
-        let statement = self.statement(sql)?;
+        let (statement, rows) = self.once_more_if_closed(|db| {
+            let statement = db.statement(sql)?;
+            let rows = db.client().query(&statement, &bound(params))?;
+            Ok((statement, rows))
+        })?;
         let columns: Arc<[String]> = statement
             .columns()
             .iter()
             .map(|column| column.name().to_string())
             .collect();
-        let rows = self.client().query(&statement, &bound(params))?;
         rows.iter()
             .map(|row| {
                 let cells = statement
@@ -312,7 +354,20 @@ impl Db for PostgresDb {
     }
 
     fn begin(&mut self) -> Result<(), StoreError> {
-        self.batch("BEGIN")
+        self.in_transaction = false;
+        self.once_more_if_closed(|db| db.batch("BEGIN"))?;
+        self.in_transaction = true;
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<(), StoreError> {
+        self.in_transaction = false;
+        self.batch("COMMIT")
+    }
+
+    fn rollback(&mut self) -> Result<(), StoreError> {
+        self.in_transaction = false;
+        self.batch("ROLLBACK")
     }
 }
 

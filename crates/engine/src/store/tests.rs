@@ -432,6 +432,82 @@ fn store_reads_concurrently_while_writing(at: &Location) {
 }
 
 #[test]
+fn a_postgres_store_made_by_a_newer_weft_is_refused_and_its_url_shown_without_password() {
+    let url = weft_test_postgres::PostgresServer::shared().new_database();
+    drop(Store::open_postgres(&url).expect("open"));
+    let mut client = ::postgres::Client::connect(&url, ::postgres::NoTls).expect("postgres");
+    client
+        .batch_execute("UPDATE weft_schema SET version = 99")
+        .expect("set version");
+    let with_password = url.replacen("weft@", "weft:hunter2@", 1);
+    match Store::open_postgres(&with_password) {
+        Err(error @ StoreError::Open { .. }) => {
+            let message = error.to_string();
+            assert!(message.contains("newer version"), "{message}");
+            assert!(message.contains("weft:***@"), "{message}");
+            assert!(!message.contains("hunter2"), "{message}");
+        }
+        other => panic!("expected Open error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_postgres_server_that_does_not_answer_is_a_clear_open_error() {
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let url = format!("postgres://weft:secret@127.0.0.1:{port}/runs");
+    match Store::open_location(&url) {
+        Err(error @ StoreError::Open { .. }) => {
+            let message = error.to_string();
+            assert!(message.contains("cannot connect"), "{message}");
+            assert!(message.contains(&format!("127.0.0.1:{port}")), "{message}");
+            assert!(!message.contains("secret"), "{message}");
+        }
+        other => panic!("expected Open error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_postgres_store_connects_again_when_the_server_closes_its_connections() {
+    let url = weft_test_postgres::PostgresServer::shared().new_database();
+    let store = Store::open_postgres(&url).expect("open");
+    store.create_run(&new_run("cut", &ts(0)));
+    for seq in 1..=10 {
+        store.append_event(event("cut", seq, EventType::LlmDelta, Some("a")), None);
+    }
+    store.flush().expect("flush");
+    assert_eq!(store.events("cut").expect("events").len(), 10);
+    // The server ends every other connection to the database (a restart, an administrator).
+    let mut admin = ::postgres::Client::connect(&url, ::postgres::NoTls).expect("postgres");
+    let ended: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = current_database() AND pid <> pg_backend_pid()) AS ended",
+            &[],
+        )
+        .expect("terminate")
+        .get(0);
+    assert_eq!(ended, 2, "the store's writer and reader");
+    // Give the clients a moment to see their connections end.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    for seq in 11..=20 {
+        store.append_event(event("cut", seq, EventType::LlmDelta, Some("a")), None);
+    }
+    store
+        .flush()
+        .expect("the writer connected again and nothing was lost");
+    let events = store.events("cut").expect("the reader connected again");
+    assert_eq!(events.len(), 20);
+    assert_eq!(
+        store.run("cut").expect("run").summary.status,
+        RunStatus::Running
+    );
+}
+
+#[test]
 fn store_open_rejects_a_file_that_is_not_a_database() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("notes.txt");
