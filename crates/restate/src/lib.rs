@@ -117,6 +117,7 @@ impl WeftRun {
     }
 }
 
+// The name is [`SERVICE`]'s (the macro takes a literal).
 #[restate_sdk::workflow(name = "WeftRun")]
 impl WeftRun {
     /// Runs flow `request.flow` as run `ctx.key()`, through its pauses, to its end.
@@ -471,7 +472,7 @@ pub fn endpoint(workflow: WeftRun, retry_after: Duration) -> Endpoint {
         .build()
 }
 
-/// Serves `endpoint` on `addr` until the process is stopped (SIGTERM, Ctrl-C).
+/// Serves `endpoint` on `listener` (until the task running this is dropped).
 pub async fn serve(endpoint: Endpoint, listener: tokio::net::TcpListener) {
     HttpServer::new(endpoint).serve(listener).await;
 }
