@@ -18,6 +18,7 @@ import {
   drag,
   dropKind,
   handle,
+  inboxItem,
   node,
   openApp,
   openFile,
@@ -792,29 +793,19 @@ test("the inbox lists a run paused by weft and decides it with a form; the side 
   assert.match(runId, /^[0-9a-f-]{36}$/);
   await byTestId(browser, "tab-inbox").click();
   let item;
-  await browser.waitUntil(
-    async () => {
-      for (const candidate of await allByTestId(browser, "inbox-item")) {
-        if ((await candidate.getAttribute("data-run-id")) === runId) item = candidate;
-      }
-      return item !== undefined;
-    },
-    { timeout: 10_000, timeoutMsg: "the run paused by weft is not in the inbox" },
-  );
+  await browser.waitUntil(async () => (item = await inboxItem(browser, runId)) !== undefined, {
+    timeout: 10_000,
+    timeoutMsg: "the run paused by weft is not in the inbox",
+  });
   assert.equal((await item.$('[data-testid="inbox-approval-message"]').getText()).trim(), "Send this? Refund 40 EUR to Ada");
   await item.$('[data-testid="inbox-approval-field-tone"]').selectByAttribute("value", "warm");
   await typeInto(browser, item.$('[data-testid="inbox-approval-field-reply"]'), "Refund of 40 EUR for Ada, sent today");
   await shot(browser, "29-inbox");
   await item.$('[data-testid="inbox-approve"]').click();
-  await browser.waitUntil(
-    async () => {
-      for (const candidate of await allByTestId(browser, "inbox-item")) {
-        if ((await candidate.getAttribute("data-run-id")) === runId) return false;
-      }
-      return true;
-    },
-    { timeout: 10_000, timeoutMsg: "the decided run stays in the inbox" },
-  );
+  await browser.waitUntil(async () => (await inboxItem(browser, runId)) === undefined, {
+    timeout: 10_000,
+    timeoutMsg: "the decided run stays in the inbox",
+  });
   const shown = () => JSON.parse(execFileSync(weft, ["show", runId, "--db", process.env.WEFT_DB, "--json"]).toString());
   await browser.waitUntil(() => shown().run.summary.status === "completed", {
     timeout: 10_000,

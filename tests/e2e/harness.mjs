@@ -68,6 +68,14 @@ export function readTestId(browser, id, attribute = null) {
   );
 }
 
+/** The inbox item of run `runId`, if the inbox lists it. */
+export async function inboxItem(browser, runId) {
+  for (const candidate of await allByTestId(browser, "inbox-item")) {
+    if ((await candidate.getAttribute("data-run-id")) === runId) return candidate;
+  }
+  return undefined;
+}
+
 export async function waitForStatus(browser, nodeId, status, timeout = 20_000) {
   let seen = null;
   await browser.waitUntil(

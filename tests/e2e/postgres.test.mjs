@@ -13,8 +13,8 @@ import {
   APP,
   ROOT,
   TMP,
-  allByTestId,
   byTestId,
+  inboxItem,
   node,
   openApp,
   openFile,
@@ -37,14 +37,6 @@ after(async () => {
   await browser?.deleteSession();
 });
 
-/** The inbox item of run `runId`, if listed. */
-async function inboxItem(runId) {
-  for (const candidate of await allByTestId(browser, "inbox-item")) {
-    if ((await candidate.getAttribute("data-run-id")) === runId) return candidate;
-  }
-  return undefined;
-}
-
 test("on PostgreSQL: a run paused by weft is decided in the inbox, and a run of the canvas is approved in the side panel", async () => {
   const formFile = path.join(TMP, "form.json");
   copyFileSync(path.join(ROOT, "tests/e2e/flows/form.json"), formFile);
@@ -63,13 +55,13 @@ test("on PostgreSQL: a run paused by weft is decided in the inbox, and a run of 
   assert.match(runId, /^[0-9a-f-]{36}$/);
   await byTestId(browser, "tab-inbox").click();
   let item;
-  await browser.waitUntil(async () => (item = await inboxItem(runId)) !== undefined, {
+  await browser.waitUntil(async () => (item = await inboxItem(browser, runId)) !== undefined, {
     timeout: 10_000,
     timeoutMsg: "the run paused by weft is not in the app's inbox",
   });
   await item.$('[data-testid="inbox-approval-field-tone"]').selectByAttribute("value", "warm");
   await item.$('[data-testid="inbox-approve"]').click();
-  await browser.waitUntil(async () => (await inboxItem(runId)) === undefined, {
+  await browser.waitUntil(async () => (await inboxItem(browser, runId)) === undefined, {
     timeout: 10_000,
     timeoutMsg: "the decided run stays in the inbox",
   });

@@ -23,6 +23,22 @@ fn a_run_paused_on_postgres_is_listed_shown_and_resumed_by_other_processes() {
     // it must never be printed.
     let db = sandbox.db_arg().replacen("weft@", "weft:pg-secret-7@", 1);
 
+    // An empty store is named without the password, and so is WEFT_DB in the help.
+    let ran = sandbox.run(&["runs", "--db", &db]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert!(
+        ran.stderr.contains("no runs in postgres://weft:***@"),
+        "{ran:?}"
+    );
+    let help = sandbox
+        .command(&["runs", "--help"], None)
+        .env("WEFT_DB", &db)
+        .output()
+        .expect("weft runs --help");
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("WEFT_DB"), "{help}");
+    assert!(!help.contains("pg-secret"), "{help}");
+
     let ran = sandbox.run(&["run", &flow, "--db", &db, "--events"]);
     assert_eq!(ran.code, Some(3), "paused: {ran:?}");
     let id = run_id_of(&ran.stdout);

@@ -224,14 +224,16 @@ async fn triage_runs_as_a_workflow_pauses_and_is_decided_through_the_ingress() {
 
 /// The sandbox with flows/triage.json in its flows folder.
 fn triage_sandbox() -> Sandbox {
+    let triage: Value = serde_json::from_str(include_str!("../../../flows/triage.json"))
+        .expect("flows/triage.json");
+    sandbox_with_flow("triage", &triage)
+}
+
+/// A sandbox on PostgreSQL whose flows folder (the workers' `--flows`) holds `flow` as `name`.
+fn sandbox_with_flow(name: &str, flow: &Value) -> Sandbox {
     let sandbox = Sandbox::on_postgres();
-    let flows = sandbox.dir.path().join("flows");
-    std::fs::create_dir_all(&flows).expect("flows");
-    std::fs::copy(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../../flows/triage.json"),
-        flows.join("triage.json"),
-    )
-    .expect("copy triage.json");
+    std::fs::create_dir_all(sandbox.dir.path().join("flows")).expect("flows");
+    sandbox.flow(&format!("flows/{name}.json"), flow);
     sandbox
 }
 
@@ -447,9 +449,7 @@ async fn two_workers(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_worker_killed_mid_run_is_replaced_without_asking_a_finished_step_again() {
-    let sandbox = Sandbox::on_postgres();
-    std::fs::create_dir_all(sandbox.dir.path().join("flows")).expect("flows");
-    sandbox.flow("flows/two.json", &two_step_flow());
+    let sandbox = sandbox_with_flow("two", &two_step_flow());
     let llm = ScriptedLlm::start(
         Script::default()
             .with_rule(Rule::on(
@@ -529,9 +529,7 @@ async fn a_worker_killed_mid_run_is_replaced_without_asking_a_finished_step_agai
 
 #[tokio::test(flavor = "multi_thread")]
 async fn two_hundred_runs_over_two_workers_all_complete() {
-    let sandbox = Sandbox::on_postgres();
-    std::fs::create_dir_all(sandbox.dir.path().join("flows")).expect("flows");
-    sandbox.flow("flows/greeting.json", &greeting_flow());
+    let sandbox = sandbox_with_flow("greeting", &greeting_flow());
     let llm = ScriptedLlm::start(Script::default())
         .await
         .expect("scripted LLM");
@@ -559,9 +557,7 @@ async fn two_hundred_runs_over_two_workers_all_complete() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_breakpoint_of_a_restate_run_is_a_durable_promise_too() {
-    let sandbox = Sandbox::on_postgres();
-    std::fs::create_dir_all(sandbox.dir.path().join("flows")).expect("flows");
-    sandbox.flow("flows/greeting.json", &greeting_flow());
+    let sandbox = sandbox_with_flow("greeting", &greeting_flow());
     let llm = ScriptedLlm::start(Script::default())
         .await
         .expect("scripted LLM");
@@ -636,10 +632,8 @@ async fn a_breakpoint_of_a_restate_run_is_a_durable_promise_too() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_approval_nobody_decides_times_out_on_a_durable_timer() {
-    let sandbox = Sandbox::on_postgres();
-    std::fs::create_dir_all(sandbox.dir.path().join("flows")).expect("flows");
-    sandbox.flow(
-        "flows/waits.json",
+    let sandbox = sandbox_with_flow(
+        "waits",
         &json!({
             "version": 1,
             "name": "Waits",
