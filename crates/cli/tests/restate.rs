@@ -667,3 +667,37 @@ async fn an_approval_nobody_decides_times_out_on_a_durable_timer() {
         .await;
     assert_eq!(status, 409, "too late: {answer}");
 }
+
+#[test]
+fn a_worker_that_cannot_register_or_has_no_flows_folder_says_why() {
+    let sandbox = Sandbox::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let admin = format!("http://127.0.0.1:{port}");
+    let db = sandbox.db_arg();
+    let ran = sandbox.run(&[
+        "restate",
+        "--flows",
+        ".",
+        "--db",
+        &db,
+        "--addr",
+        "127.0.0.1:0",
+        "--register",
+        &admin,
+    ]);
+    assert_eq!(ran.code, Some(1), "{ran:?}");
+    assert!(
+        ran.stderr
+            .contains(&format!("cannot reach Restate's admin API at {admin}")),
+        "{ran:?}"
+    );
+    let ran = sandbox.run(&["restate", "--flows", "no-such-folder", "--db", &db]);
+    assert_eq!(ran.code, Some(2), "{ran:?}");
+    assert!(
+        ran.stderr.contains("--flows no-such-folder: not a folder"),
+        "{ran:?}"
+    );
+}
