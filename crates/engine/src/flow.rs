@@ -164,7 +164,9 @@ impl Flow {
             source,
         };
         let file = std::fs::File::open(path).map_err(read_error)?;
-        let mut bytes = Vec::new();
+        // Sized from the start: a large flow is not read through a buffer grown step by step.
+        let size = file.metadata().map_or(0, |metadata| metadata.len());
+        let mut bytes = Vec::with_capacity(size.min(MAX_FLOW_FILE_BYTES) as usize + 1);
         file.take(MAX_FLOW_FILE_BYTES + 1)
             .read_to_end(&mut bytes)
             .map_err(read_error)?;

@@ -3,7 +3,11 @@
 //! node or edge it concerns.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
+
+// Validation runs on every edit in the app and before every run, over maps keyed by node id:
+// a faster hash than std's SipHash (ids come from the flow being checked, not a stranger).
+use foldhash::{HashMap, HashMapExt as _, HashSet, HashSetExt as _};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -781,7 +785,7 @@ fn check_reachability(
             "`start` has no outgoing edge, so nothing would run",
         ));
     }
-    let mut reachable: HashSet<&str> = HashSet::from([start]);
+    let mut reachable: HashSet<&str> = HashSet::from_iter([start]);
     let mut frontier = VecDeque::from([start]);
     while let Some(node) = frontier.pop_front() {
         let next = outgoing

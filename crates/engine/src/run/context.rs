@@ -99,13 +99,14 @@ impl RunContext {
         decisions: HashMap<String, Decision>,
     ) -> RunContext {
         let vars = Arc::new(flow.vars());
+        let nodes = flow.nodes.len();
         RunContext {
             run_id,
             flow,
             flow_path,
             depth,
             graph,
-            outputs: Arc::new(NodeOutputs::from_map(seed.outputs)),
+            outputs: Arc::new(NodeOutputs::with_room(seed.outputs, nodes)),
             initial: Arc::new(seed.initial),
             vars,
             approval: RwLock::new(seed.approval.map(Arc::new)),

@@ -14,14 +14,18 @@ pub(crate) struct GraphNode {
     pub settings: CommonSettings,
 }
 
+/// A map by node id. Looked up several times per step, so with a faster hash than std's
+/// SipHash (the ids come from the flow being run, not from a stranger).
+pub(crate) type ByNode<V> = HashMap<String, V, foldhash::fast::RandomState>;
+
 pub(crate) struct Graph {
-    pub nodes: HashMap<String, GraphNode>,
+    pub nodes: ByNode<GraphNode>,
     /// Execution edges by source node: (source handle, target node).
-    pub outgoing: HashMap<String, Vec<(String, String)>>,
+    pub outgoing: ByNode<Vec<(String, String)>>,
     /// Subagent children by parent agent, in edge order.
-    pub subagents: HashMap<String, Vec<String>>,
+    pub subagents: ByNode<Vec<String>>,
     /// Sources of the execution edges arriving at each node (each once).
-    pub incoming: HashMap<String, Vec<String>>,
+    pub incoming: ByNode<Vec<String>>,
 }
 
 impl Graph {
@@ -33,7 +37,7 @@ impl Graph {
 
     /// [`Graph::build`] from the nodes the validator parsed (`parsed[i]` is `flow.nodes[i]`).
     pub(crate) fn from_parsed(flow: &Flow, parsed: Vec<Option<ParsedNode>>) -> Graph {
-        let mut nodes = HashMap::with_capacity(flow.nodes.len());
+        let mut nodes = ByNode::with_capacity_and_hasher(flow.nodes.len(), Default::default());
         for (index, (node, parsed)) in flow.nodes.iter().zip(parsed).enumerate() {
             let Some(ParsedNode {
                 kind,
@@ -50,9 +54,9 @@ impl Graph {
                 settings,
             });
         }
-        let mut outgoing: HashMap<String, Vec<(String, String)>> = HashMap::new();
-        let mut subagents: HashMap<String, Vec<String>> = HashMap::new();
-        let mut incoming: HashMap<String, Vec<String>> = HashMap::new();
+        let mut outgoing: ByNode<Vec<(String, String)>> = ByNode::default();
+        let mut subagents: ByNode<Vec<String>> = ByNode::default();
+        let mut incoming: ByNode<Vec<String>> = ByNode::default();
         for edge in &flow.edges {
             if edge.is_subagent() {
                 subagents

@@ -34,6 +34,7 @@ use tokio_util::task::TaskTracker;
 
 pub use emitter::EventListener;
 pub(crate) use emitter::call_segment;
+pub(crate) use graph::ByNode;
 pub use llm_log::RecordedAnswers;
 
 use crate::breakpoints::{BreakWhen, Breakpoint, check_breakpoints};

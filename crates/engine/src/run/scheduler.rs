@@ -19,6 +19,7 @@ use tokio::task::JoinSet;
 
 use super::context::RunContext;
 use super::emitter::now;
+use super::graph::GraphNode;
 use super::llm_log::ReplayState;
 use crate::breakpoints::{BreakWhen, Breakpoint};
 use crate::event::{EventType, RunStatus};
@@ -167,6 +168,8 @@ pub(crate) struct Scheduler {
     queue: VecDeque<Keyed>,
     /// Steps that were running when the run was last checkpointed, to run again as the same
     /// visit (a run continued after an interruption).
+    /// An empty queue with room, swapped with `queue` when its steps start.
+    spare_queue: VecDeque<Keyed>,
     rerun: Vec<(Keyed, u64)>,
     waiting: Option<Waiting>,
     parked: Vec<(QueuedStep, ChildPause)>,
@@ -259,10 +262,14 @@ impl Scheduler {
                 None => waiting_steps.push_back((step.key, step.step)),
             }
         }
+        // Room for every node: a long chain does not grow the map step by step.
+        let mut visits = state.visits.clone();
+        visits.reserve(ctx.graph.nodes.len().saturating_sub(visits.len()));
         Scheduler {
             ctx,
             status: RunStatus::Running,
             queue: waiting_steps,
+            spare_queue: VecDeque::new(),
             rerun,
             waiting: None,
             parked: state.parked.clone(),
@@ -270,7 +277,7 @@ impl Scheduler {
             running: HashMap::new(),
             stored,
             next_key,
-            visits: state.visits.clone(),
+            visits,
             max_visits,
             joins: state.joins.clone(),
             last_output: state.last_output.clone(),
@@ -350,8 +357,11 @@ impl Scheduler {
                 // Everything queued became ready while the run was running, so it all starts,
                 // as concurrent branches do; only a step that waits for a person, reached after
                 // one has paused the run, waits in the queue (seed 003).
-                let ready: Vec<Keyed> = self.queue.drain(..).collect();
-                for keyed in ready {
+                // The queue and a spare take turns, so that a long chain allocates no queue
+                // per step.
+                let mut ready = std::mem::take(&mut self.spare_queue);
+                std::mem::swap(&mut ready, &mut self.queue);
+                for keyed in ready.drain(..) {
                     match self.status {
                         RunStatus::Running => self.start(keyed),
                         RunStatus::Paused if !self.may_pause(&keyed.1.node_id) => self.start(keyed),
@@ -359,6 +369,7 @@ impl Scheduler {
                         _ => break,
                     }
                 }
+                self.spare_queue = ready;
             }
             if self.status == RunStatus::Running && self.fire_ready_joins() {
                 continue;
@@ -417,7 +428,10 @@ impl Scheduler {
 
     fn start(&mut self, keyed: Keyed) {
         let item = &keyed.1;
-        let Some(node) = self.ctx.graph.nodes.get(&item.node_id) else {
+        // The run's graph, held apart from `self` so that the node looked up here once serves
+        // the whole step.
+        let ctx = Arc::clone(&self.ctx);
+        let Some(node) = ctx.graph.nodes.get(&item.node_id) else {
             self.fail(
                 &item.node_id,
                 format!("node `{}` cannot run (its type is unknown)", item.node_id),
@@ -464,7 +478,7 @@ impl Scheduler {
             self.use_pin(keyed.1, visits, pin);
             return;
         }
-        self.launch(keyed, visits);
+        self.launch_node(node, keyed, visits);
     }
 
     /// Lets the person pause this run through `requested` ([`crate::Engine::pause`]).
@@ -613,15 +627,20 @@ impl Scheduler {
     /// Runs a counted step as visit `visits` of its node: inline when its kind does not wait
     /// (and it has no retries), else as a task.
     fn launch(&mut self, keyed: Keyed, visits: u64) {
-        let Some(node) = self.ctx.graph.nodes.get(&keyed.1.node_id) else {
-            return;
-        };
+        let ctx = Arc::clone(&self.ctx);
+        if let Some(node) = ctx.graph.nodes.get(&keyed.1.node_id) {
+            self.launch_node(node, keyed, visits);
+        }
+    }
+
+    /// [`Scheduler::launch`] of a step of `node`, already looked up.
+    fn launch_node(&mut self, node: &GraphNode, keyed: Keyed, visits: u64) {
         let instant = matches!(
             node.kind.scheduling(),
             Scheduling::Instant | Scheduling::Pause | Scheduling::Join
         );
         if instant && node.settings.max_attempts() <= 1 {
-            let outcome = self.run_instant(&keyed.1, visits);
+            let outcome = self.run_instant(node, &keyed.1, visits);
             self.settle(keyed.1, visits, outcome);
             return;
         }
@@ -630,9 +649,17 @@ impl Scheduler {
 
     /// Counts a visit of `node_id`; `None` (and the run failed) past `maxNodeVisits`.
     fn count_visit(&mut self, node_id: &str) -> Option<u64> {
-        let visits = self.visits.entry(node_id.to_string()).or_insert(0);
-        *visits += 1;
-        let visits = *visits;
+        // Looked up before inserting: a node visited again costs no new key.
+        let visits = match self.visits.get_mut(node_id) {
+            Some(visits) => {
+                *visits += 1;
+                *visits
+            }
+            None => {
+                self.visits.insert(node_id.to_string(), 1);
+                1
+            }
+        };
         if visits > self.max_visits {
             self.fail(
                 node_id,
@@ -648,12 +675,14 @@ impl Scheduler {
     }
 
     /// Runs a step of a kind that does not wait on the scheduler's own thread.
-    fn run_instant(&self, item: &QueuedStep, visits: u64) -> Result<StepOutput, StepError> {
+    fn run_instant(
+        &self,
+        node: &GraphNode,
+        item: &QueuedStep,
+        visits: u64,
+    ) -> Result<StepOutput, StepError> {
         let ctx = &*self.ctx;
         let internal = |message: String| Err(StepError::new(StepErrorKind::Internal, message));
-        let Some(node) = ctx.graph.nodes.get(&item.node_id) else {
-            return internal(format!("node `{}` is not in the flow", item.node_id));
-        };
         let step = Step {
             node_id: &item.node_id,
             input: &item.input,
@@ -661,7 +690,12 @@ impl Scheduler {
             timeout: node.settings.timeout(node.kind.default_timeout_seconds()),
             resume: None,
         };
-        step_started(ctx, item);
+        let label = ctx
+            .flow
+            .nodes
+            .get(node.index)
+            .map_or(item.node_id.as_str(), |node| node.label());
+        step_started_as(ctx, item, label);
         node.config.run_now(&step, ctx).unwrap_or_else(|| {
             internal(format!(
                 "`{}` nodes are declared to finish at once, but this step waited (a bug in Weft)",
@@ -762,7 +796,14 @@ impl Scheduler {
                 input,
                 source_node_id: None,
             };
-            let outcome = self.run_instant(&item, visits);
+            let ctx = Arc::clone(&self.ctx);
+            let outcome = match ctx.graph.nodes.get(join) {
+                Some(node) => self.run_instant(node, &item, visits),
+                None => Err(StepError::new(
+                    StepErrorKind::Internal,
+                    format!("node `{join}` is not in the flow"),
+                )),
+            };
             self.settle(item, visits, outcome);
         }
         !ready.is_empty()
@@ -907,10 +948,10 @@ impl Scheduler {
         if self.only_node.as_deref() == Some(node_id) {
             return;
         }
-        let targets: Vec<String> = self.ctx.graph.targets(node_id, handle).cloned().collect();
-        for target in targets {
+        let ctx = Arc::clone(&self.ctx);
+        for target in ctx.graph.targets(node_id, handle) {
             let keyed = self.keyed(QueuedStep {
-                node_id: target,
+                node_id: target.clone(),
                 input: value.clone(),
                 source_node_id: Some(node_id.to_string()),
             });
@@ -1159,6 +1200,14 @@ impl Scheduler {
 
 /// Emits `step_start` for `item`, naming the node whose output started it.
 fn step_started(ctx: &RunContext, item: &QueuedStep) {
+    let label = ctx
+        .node(&item.node_id)
+        .map_or(item.node_id.as_str(), |node| node.label());
+    step_started_as(ctx, item, label);
+}
+
+/// [`step_started`] for a node labelled `label`.
+fn step_started_as(ctx: &RunContext, item: &QueuedStep, label: &str) {
     if ctx.shared.llm_log.replayed_run().is_some() {
         ctx.shared.llm_log.follows(
             &ctx.call_key(&item.node_id),
@@ -1168,9 +1217,6 @@ fn step_started(ctx: &RunContext, item: &QueuedStep) {
                 .as_deref(),
         );
     }
-    let label = ctx
-        .node(&item.node_id)
-        .map_or(item.node_id.as_str(), |node| node.label());
     ctx.events.emit_event(
         EventType::StepStart,
         Some(&item.node_id),

@@ -23,16 +23,33 @@ use nesting::check_nesting;
 /// Latest output of every node that has finished in this run; shared by the running steps
 /// and read lazily by templates (`nodes.<id>`), so rendering never copies all outputs.
 #[derive(Debug, Default)]
-pub(crate) struct NodeOutputs(RwLock<HashMap<String, Value>>);
+pub(crate) struct NodeOutputs(RwLock<crate::run::ByNode<Value>>);
 
 impl NodeOutputs {
+    #[cfg(test)]
     pub(crate) fn from_map(outputs: HashMap<String, Value>) -> NodeOutputs {
-        NodeOutputs(RwLock::new(outputs))
+        NodeOutputs::with_room(outputs, 0)
+    }
+
+    /// `outputs`, with room for `nodes` outputs: a long run does not grow (and rehash) the map
+    /// step by step.
+    pub(crate) fn with_room(outputs: HashMap<String, Value>, nodes: usize) -> NodeOutputs {
+        let mut map = crate::run::ByNode::with_capacity_and_hasher(
+            nodes.max(outputs.len()),
+            Default::default(),
+        );
+        map.extend(outputs);
+        NodeOutputs(RwLock::new(map))
     }
 
     pub(crate) fn set(&self, node_id: &str, value: Value) {
         if let Ok(mut map) = self.0.write() {
-            map.insert(node_id.to_string(), value);
+            match map.get_mut(node_id) {
+                Some(slot) => *slot = value,
+                None => {
+                    map.insert(node_id.to_string(), value);
+                }
+            }
         }
     }
 
@@ -41,7 +58,14 @@ impl NodeOutputs {
     }
 
     pub(crate) fn snapshot(&self) -> HashMap<String, Value> {
-        self.0.read().map(|map| map.clone()).unwrap_or_default()
+        self.0
+            .read()
+            .map(|map| {
+                map.iter()
+                    .map(|(id, value)| (id.clone(), value.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 }
 
