@@ -14,6 +14,8 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
+mod canonical;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -186,6 +188,19 @@ impl Flow {
 
     /// Parses and normalizes flow JSON. `origin` names the source in error messages.
     pub fn parse(text: &str, origin: &str) -> Result<Flow, LoadError> {
+        if let Some(canonical) = canonical::read(text) {
+            let mut flow: Flow =
+                serde_json::from_value(Value::Object(canonical.root)).map_err(|error| {
+                    LoadError::NotAFlow {
+                        origin: origin.to_string(),
+                        message: error.to_string(),
+                    }
+                })?;
+            flow.nodes = canonical.nodes;
+            flow.edges = canonical.edges;
+            normalize_legacy_kinds(&mut flow);
+            return Ok(flow);
+        }
         let value: Value = serde_json::from_str(text).map_err(|source| LoadError::NotJson {
             origin: origin.to_string(),
             source,
@@ -623,5 +638,75 @@ mod tests {
         assert!(error.to_string().contains("expected a JSON object"));
         let error = Flow::parse("{nope", "f.json").expect_err("not json");
         assert!(error.to_string().starts_with("f.json is not valid JSON"));
+    }
+
+    /// The general reader: a JSON tree, normalized.
+    fn read_generally(text: &str) -> Result<Flow, LoadError> {
+        let value: Value = serde_json::from_str(text).expect("JSON");
+        Flow::from_value(value, "f.json")
+    }
+
+    #[test]
+    fn files_in_weft_form_read_directly_the_same_as_through_a_json_tree() {
+        let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../flows");
+        let mut read = 0;
+        for entry in std::fs::read_dir(&folder).expect("flows folder") {
+            let path = entry.expect("entry").path();
+            let name = path
+                .file_name()
+                .and_then(|name| name.to_str())
+                .unwrap_or_default();
+            if !name.ends_with(".json") || name.ends_with(".tests.json") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("readable");
+            assert!(canonical::read(&text).is_some(), "{name} is in Weft's form");
+            let direct = Flow::parse(&text, "f.json").expect("loads");
+            assert_eq!(direct, read_generally(&text).expect("loads"), "{name}");
+            read += 1;
+        }
+        assert!(read >= 10, "only {read} example flows");
+        // Every field in every place, including the unknown ones kept as they are.
+        let full = r#"{"version": 1, "name": "n", "settings": {"maxNodeVisits": 3}, "extraRoot": [1],
+            "nodes": [{"id": "s", "type": "start", "position": {"x": 1.5}, "data": null, "z": 2},
+                      {"id": "i", "type": "input", "data": {"prompt": "ok?"}},
+                      {"id": "c", "type": "if", "position": {"y": -3, "x": 7}, "data": {"condition": {"operator": "contains", "value": "a"}}}],
+            "edges": [{"id": "e1", "source": "s", "target": "c", "sourceHandle": null, "animated": true},
+                      {"id": "e2", "source": "c", "target": "i", "sourceHandle": "true", "targetHandle": "input"}]}"#;
+        assert!(canonical::read(full).is_some());
+        assert_eq!(
+            Flow::parse(full, "f.json").expect("loads"),
+            read_generally(full).expect("loads")
+        );
+    }
+
+    #[test]
+    fn foreign_forms_and_wrong_fields_go_through_the_general_reader() {
+        let foreign = [
+            // AgentFlow: connections without ids, x/y coordinates.
+            r#"{"nodes": [{"id": "s", "type": "start", "x": 1, "y": 2}], "connections": [{"source": "s", "target": "s"}]}"#,
+            // An edge without an id gets one.
+            r#"{"nodes": [{"id": "s", "type": "start"}], "edges": [{"source": "s", "target": "s"}]}"#,
+            // Positions and fields of the wrong type are named by the general reader.
+            r#"{"nodes": [{"id": "s", "type": "start", "position": {"x": "1"}}]}"#,
+            r#"{"nodes": [{"id": "s", "type": "start", "position": {"x": 1, "z": 0}}]}"#,
+            r#"{"nodes": [{"id": 1, "type": "start"}]}"#,
+            r#"{"nodes": [{"id": "s", "type": "start", "data": []}]}"#,
+            r#"{"nodes": [{"type": "start"}]}"#,
+            r#"{"nodes": {}}"#,
+            r#"{"edges": [{"id": "e", "source": "a", "target": "b", "sourceHandle": 3}]}"#,
+        ];
+        for text in foreign {
+            assert!(canonical::read(text).is_none(), "{text}");
+            let parsed = Flow::parse(text, "f.json").map_err(|error| error.to_string());
+            let general = read_generally(text).map_err(|error| error.to_string());
+            assert_eq!(parsed, general, "{text}");
+        }
+        assert_eq!(
+            Flow::parse(foreign[2], "f.json")
+                .expect_err("wrong position")
+                .to_string(),
+            "f.json is not a flow: node `s`: `position` must be {\"x\": number, \"y\": number}"
+        );
     }
 }
