@@ -78,8 +78,26 @@ def stamp(text):
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
+# A child's peak RSS as the kernel counts it includes the memory of the process that forked it
+# (this Python, ~35 MiB) up to its exec, so the peak is read through /usr/bin/time, a small
+# process in between, in a run of its own (as ../shared/peers-bench does).
+TIME = "/usr/bin/time"
+
+
+def peak_rss(flow, env=None):
+    """Peak RSS in KiB of one `weft run --events` of `flow`, or None without /usr/bin/time."""
+    if not os.path.exists(TIME):
+        return None
+    out = os.path.join(work, "peak.txt")
+    subprocess.run([TIME, "-f", "%M", "-o", out, weft, "run", flow, "--events", "--db",
+                    os.path.join(work, "runs.db")], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, env=env, check=True)
+    with open(out) as file:
+        return int(file.read().split()[-1])
+
+
 def run(flow, env=None, fresh_store=False):
-    """One fresh `weft run --events`: wall s, set-up s, engine s, peak RSS KiB."""
+    """One fresh `weft run --events`: wall s, set-up s, engine s."""
     db = os.path.join(work, "runs.db")
     if fresh_store:
         for suffix in ("", "-wal", "-shm"):
@@ -93,7 +111,7 @@ def run(flow, env=None, fresh_store=False):
     first = child.stdout.readline()
     setup = time.monotonic() - started
     rest = child.stdout.read()
-    _, status, usage = os.wait4(child.pid, 0)
+    _, status, _ = os.wait4(child.pid, 0)
     wall = time.monotonic() - started
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode != 0:
@@ -102,7 +120,7 @@ def run(flow, env=None, fresh_store=False):
     events = [json.loads(line) for line in (first + rest).splitlines()]
     ends = [e for e in events if e["type"] == "run_end"]
     engine = stamp(ends[-1]["ts"]) - stamp(events[0]["ts"])
-    return wall, setup, engine, usage.ru_maxrss
+    return wall, setup, engine
 
 
 def figures(values, scale, unit):
@@ -115,13 +133,15 @@ def measure(name, flow, steps=None, env=None, baseline=None):
     each run uses a new store and `baseline` (the trivial flow) is run before it, round by round,
     so that whole-process µs per step compares runs made at the same moment."""
     run(flow, env)  # warm-up: page cache, store file
+    peaks = [peak for peak in (peak_rss(flow, env) for _ in range(min(runs, 3))) if peak]
     samples, bases = [], []
     for _ in range(runs):
         if baseline:
             bases.append(run(baseline, env)[0])
         samples.append(run(flow, env, fresh_store=steps is not None))
-    walls, setups, engines, rss = zip(*samples)
-    line = f"{name:<22} wall {figures(walls, 1e3, 'ms')}  peak {figures(rss, 1 / 1024, 'MiB')}"
+    walls, setups, engines = zip(*samples)
+    peak = f"peak {figures(peaks, 1 / 1024, 'MiB')}" if peaks else "peak n/a (no /usr/bin/time)"
+    line = f"{name:<22} wall {figures(walls, 1e3, 'ms')}  {peak}"
     if steps:
         whole = [wall - base for wall, base in zip(walls, bases)] if bases else walls
         line += (f"  engine {figures(engines, 1e6 / steps, 'µs/step')}"

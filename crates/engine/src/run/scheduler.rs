@@ -166,10 +166,10 @@ pub(crate) struct Scheduler {
     ctx: Arc<RunContext>,
     status: RunStatus,
     queue: VecDeque<Keyed>,
-    /// Steps that were running when the run was last checkpointed, to run again as the same
-    /// visit (a run continued after an interruption).
     /// An empty queue with room, swapped with `queue` when its steps start.
     spare_queue: VecDeque<Keyed>,
+    /// Steps that were running when the run was last checkpointed, to run again as the same
+    /// visit (a run continued after an interruption).
     rerun: Vec<(Keyed, u64)>,
     waiting: Option<Waiting>,
     parked: Vec<(QueuedStep, ChildPause)>,
