@@ -502,13 +502,11 @@ fn unique_edge_id(edge: &Map<String, Value>, taken: &mut HashSet<String>) -> Str
 
 /// Legacy node types and `if` forms.
 fn normalize_legacy_kinds(flow: &mut Flow) {
-    let mut if_nodes = HashSet::new();
     for node in &mut flow.nodes {
         if node.kind == "input" {
             node.kind = "approval".into();
         }
         if node.kind == "if" {
-            if_nodes.insert(node.id.clone());
             if !node.data.contains_key("conditions")
                 && let Some(condition) = node.data.remove("condition")
             {
@@ -523,8 +521,23 @@ fn normalize_legacy_kinds(flow: &mut Flow) {
             }
         }
     }
+    // Only an older file has `true` handles: the set of `if` nodes is not built for the others.
+    if !flow
+        .edges
+        .iter()
+        .any(|edge| edge.source_handle.as_deref() == Some("true"))
+    {
+        return;
+    }
+    let if_nodes: HashSet<&str> = flow
+        .nodes
+        .iter()
+        .filter(|node| node.kind == "if")
+        .map(|node| node.id.as_str())
+        .collect();
     for edge in &mut flow.edges {
-        if if_nodes.contains(&edge.source) && edge.source_handle.as_deref() == Some("true") {
+        if edge.source_handle.as_deref() == Some("true") && if_nodes.contains(edge.source.as_str())
+        {
             edge.source_handle = Some("condition-0".into());
         }
     }
