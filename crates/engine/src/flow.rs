@@ -506,19 +506,18 @@ fn normalize_legacy_kinds(flow: &mut Flow) {
         if node.kind == "input" {
             node.kind = "approval".into();
         }
-        if node.kind == "if" {
-            if !node.data.contains_key("conditions")
-                && let Some(condition) = node.data.remove("condition")
-            {
-                let condition = match condition {
-                    Value::String(text) => {
-                        serde_json::json!({ "operator": "contains", "value": text })
-                    }
-                    other => other,
-                };
-                node.data
-                    .insert("conditions".into(), Value::Array(vec![condition]));
-            }
+        if node.kind == "if"
+            && !node.data.contains_key("conditions")
+            && let Some(condition) = node.data.remove("condition")
+        {
+            let condition = match condition {
+                Value::String(text) => {
+                    serde_json::json!({ "operator": "contains", "value": text })
+                }
+                other => other,
+            };
+            node.data
+                .insert("conditions".into(), Value::Array(vec![condition]));
         }
     }
     // Only an older file has `true` handles: the set of `if` nodes is not built for the others.
