@@ -763,7 +763,7 @@ impl Scheduler {
         };
         let state = SavedState {
             nested,
-            ..self.saved_state(false)
+            ..self.saved_state()
         };
         Some(Checkpoint {
             added,
@@ -1084,16 +1084,12 @@ impl Scheduler {
         self.parked.clear();
     }
 
-    /// The scheduler's state as stored; `with_visits` for a pause (a checkpoint leaves the
-    /// counts to the events).
-    fn saved_state(&self, with_visits: bool) -> SavedState {
+    /// The scheduler's state as stored, without the visit counts: a checkpoint leaves them to
+    /// the `step_start` events, and [`Scheduler::end`] hands its counts over whole.
+    fn saved_state(&self) -> SavedState {
         SavedState {
             next_seq: self.ctx.events.next_seq(),
-            visits: if with_visits {
-                self.visits.clone()
-            } else {
-                HashMap::new()
-            },
+            visits: HashMap::new(),
             approval: self.ctx.approval().map(Arc::unwrap_or_clone),
             histories: self
                 .ctx
@@ -1123,7 +1119,11 @@ impl Scheduler {
     }
 
     fn end(mut self) -> SchedulerEnd {
-        let mut state = self.saved_state(true);
+        let mut state = SavedState {
+            // Moved, not copied: a long run counted a visit for each of its nodes.
+            visits: std::mem::take(&mut self.visits),
+            ..self.saved_state()
+        };
         if self.status == RunStatus::Paused
             && let Some(waiting) = self.waiting.take()
         {
