@@ -155,6 +155,7 @@ on_both_backends!(
     store_reads_concurrently_while_writing,
     store_flush_reports_a_failed_write,
     store_appends_twenty_thousand_events,
+    events_stored_many_to_a_statement_keep_their_order_around_refused_ones,
     store_publishes_an_event_only_once_it_is_committed,
     store_hands_events_over_in_committed_batches_each_followed_by_a_flush,
     store_marks_runs_of_stopped_processes_interrupted_and_leaves_live_ones,
@@ -583,6 +584,56 @@ fn store_appends_twenty_thousand_events(at: &Location) {
     }
     store.flush().expect("flush");
     assert_eq!(store.events("run-big").expect("events").len(), 20_000);
+}
+
+/// Events go to the database many to a statement; one the store refuses (a second event with
+/// the same number, an event of a run that does not exist) fails alone, wherever it falls.
+fn events_stored_many_to_a_statement_keep_their_order_around_refused_ones(at: &Location) {
+    let store = at.open();
+    let seen: Arc<Mutex<Vec<(String, u64, String)>>> = Arc::default();
+    let sink = seen.clone();
+    let listener: EventListener = Arc::new(move |event: &RunEvent| {
+        let line = (event.run_id.clone(), event.seq, event.content.clone());
+        sink.lock().expect("seen").push(line);
+    });
+    store.create_run(&new_run("run-m", &ts(0)));
+    for seq in 1..=100 {
+        store.append_event(
+            event("run-m", seq, EventType::LlmDelta, Some("a")),
+            Some(listener.clone()),
+        );
+        if seq == 40 {
+            let mut again = event("run-m", 7, EventType::LlmDelta, Some("a"));
+            again.content = "a second event 7".into();
+            store.append_event(again, Some(listener.clone()));
+        }
+        if seq == 70 {
+            store.append_event(
+                event("ghost", 1, EventType::RunStart, None),
+                Some(listener.clone()),
+            );
+        }
+    }
+    let error = store
+        .flush()
+        .expect_err("two events were refused")
+        .to_string();
+    // The first refusal in the order they were queued is the one reported.
+    assert!(error.contains("event 7 of run run-m"), "{error}");
+    store.flush().expect("the refusals were reported once");
+    let stored = store.events("run-m").expect("events");
+    assert_eq!(
+        stored.iter().map(|event| event.seq).collect::<Vec<_>>(),
+        (1..=100).collect::<Vec<_>>()
+    );
+    assert_eq!(stored[6].content, "event 7", "the first event 7 stands");
+    assert_eq!(
+        seen.lock().expect("seen").clone(),
+        (1..=100)
+            .map(|seq| ("run-m".to_string(), seq, format!("event {seq}")))
+            .collect::<Vec<_>>(),
+        "the stored events, in order, were shown; the refused ones were not"
+    );
 }
 
 fn store_publishes_an_event_only_once_it_is_committed(at: &Location) {
