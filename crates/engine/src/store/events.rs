@@ -1,39 +1,22 @@
 //! The `events` table: every event of every run, by `(run_id, seq)`.
 
-use std::sync::OnceLock;
-
-use super::sql::{Db, Param, params};
+use super::sql::{Db, params};
 use super::{StoreError, corrupt, to_i64, to_u64};
 use crate::event::RunEvent;
 
-/// The most events one statement stores. A row is ten parameters; a statement per event cost
-/// more than the row itself (statement lookup, binding, the start of a statement), so a batch's
-/// events go in many rows to a statement.
-pub(super) const ROWS_PER_INSERT: usize = 32;
-
 pub(super) fn insert(db: &mut dyn Db, event: &RunEvent) -> Result<(), StoreError> {
-    insert_many(db, &[event])
-}
-
-/// Stores `events` (at most [`ROWS_PER_INSERT`]) with one statement: all of them or, on an
-/// error, none.
-pub(super) fn insert_many(db: &mut dyn Db, events: &[&RunEvent]) -> Result<(), StoreError> {
-    let usage: Vec<Option<String>> = events
-        .iter()
-        .map(|event| {
-            event
-                .usage
-                .as_ref()
-                .and_then(|usage| serde_json::to_string(usage).ok())
-        })
-        .collect();
-    let mut values: Vec<Param<'_>> = Vec::with_capacity(events.len() * COLUMNS);
-    for (event, usage_json) in events.iter().zip(&usage) {
-        let item = event
-            .item
-            .map(|item| to_i64("item index", item))
-            .transpose()?;
-        values.extend(params![
+    let usage_json = event
+        .usage
+        .as_ref()
+        .and_then(|usage| serde_json::to_string(usage).ok());
+    let item = event
+        .item
+        .map(|item| to_i64("item index", item))
+        .transpose()?;
+    db.execute(
+        "INSERT INTO events (run_id, seq, ts, type, node_id, content, scope, item, usage_json, from_node) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        &params![
             &event.run_id,
             to_i64("event seq", event.seq)?,
             &event.ts,
@@ -42,40 +25,11 @@ pub(super) fn insert_many(db: &mut dyn Db, events: &[&RunEvent]) -> Result<(), S
             &event.content,
             &event.scope,
             item,
-            usage_json,
+            &usage_json,
             &event.from,
-        ]);
-    }
-    db.execute(insert_sql(events.len()), &values)?;
+        ],
+    )?;
     Ok(())
-}
-
-const COLUMNS: usize = 10;
-
-/// `INSERT INTO events ... VALUES (?1, ..., ?10), (?11, ...)` for `rows` rows (1 to
-/// [`ROWS_PER_INSERT`]), written once per process: statements are cached by their text.
-fn insert_sql(rows: usize) -> &'static str {
-    static STATEMENTS: OnceLock<Vec<String>> = OnceLock::new();
-    let statements = STATEMENTS.get_or_init(|| {
-        (1..=ROWS_PER_INSERT)
-            .map(|rows| {
-                let values: Vec<String> = (0..rows)
-                    .map(|row| {
-                        let numbers: Vec<String> = (1..=COLUMNS)
-                            .map(|column| format!("?{}", row * COLUMNS + column))
-                            .collect();
-                        format!("({})", numbers.join(", "))
-                    })
-                    .collect();
-                format!(
-                    "INSERT INTO events (run_id, seq, ts, type, node_id, content, scope, item, \
-                     usage_json, from_node) VALUES {}",
-                    values.join(", ")
-                )
-            })
-            .collect()
-    });
-    &statements[rows.clamp(1, ROWS_PER_INSERT) - 1]
 }
 
 /// Run `run_id`'s events, ordered by `seq` (empty for an unknown run).

@@ -155,7 +155,7 @@ on_both_backends!(
     store_reads_concurrently_while_writing,
     store_flush_reports_a_failed_write,
     store_appends_twenty_thousand_events,
-    events_stored_many_to_a_statement_keep_their_order_around_refused_ones,
+    refused_events_amid_many_leave_the_others_stored_and_shown_in_order,
     store_publishes_an_event_only_once_it_is_committed,
     store_hands_events_over_in_committed_batches_each_followed_by_a_flush,
     store_marks_runs_of_stopped_processes_interrupted_and_leaves_live_ones,
@@ -586,9 +586,9 @@ fn store_appends_twenty_thousand_events(at: &Location) {
     assert_eq!(store.events("run-big").expect("events").len(), 20_000);
 }
 
-/// Events go to the database many to a statement; one the store refuses (a second event with
-/// the same number, an event of a run that does not exist) fails alone, wherever it falls.
-fn events_stored_many_to_a_statement_keep_their_order_around_refused_ones(at: &Location) {
+/// Of many events written in one batch, one the store refuses (a second event with the same
+/// number, an event of a run that does not exist) fails alone, wherever it falls.
+fn refused_events_amid_many_leave_the_others_stored_and_shown_in_order(at: &Location) {
     let store = at.open();
     let seen: Arc<Mutex<Vec<(String, u64, String)>>> = Arc::default();
     let sink = seen.clone();

@@ -318,15 +318,16 @@ fn commit(
         failures.clear();
         applied.fill(false);
         let attempt = db.begin().map(|()| {
-            if each_isolated {
-                for (write, applied) in pending.iter().zip(applied.iter_mut()) {
-                    match isolated(db, "write", |db| write.apply(db, owner)) {
-                        Ok(()) => *applied = true,
-                        Err(err) => failures.push(err.with_action(write.describe())),
-                    }
+            for (write, applied) in pending.iter().zip(applied.iter_mut()) {
+                let outcome = if each_isolated {
+                    isolated(db, "write", |db| write.apply(db, owner))
+                } else {
+                    write.apply(db, owner)
+                };
+                match outcome {
+                    Ok(()) => *applied = true,
+                    Err(err) => failures.push(err.with_action(write.describe())),
                 }
-            } else {
-                apply_batch(db, pending, &mut applied, &mut failures, owner);
             }
         });
         let retry = db.dialect() == Dialect::Postgres && !each_isolated && !failures.is_empty();
@@ -374,63 +375,6 @@ fn commit(
             *first_error = Some(err);
         }
     }
-}
-
-/// Applies `pending` inside the open transaction, marking what applied and recording what
-/// failed, in the order of `pending`. The events go last, many to a statement: an event only
-/// needs its run, which an earlier write (or batch) created, and no other write reads events.
-/// A statement of events that fails is undone whole (SQLite) and its events are applied one by
-/// one, so that only the faulty ones fail; on PostgreSQL the caller applies the batch again,
-/// each write in a savepoint of its own.
-fn apply_batch(
-    db: &mut dyn Db,
-    pending: &[Write],
-    applied: &mut [bool],
-    failures: &mut Vec<StoreError>,
-    owner: &str,
-) {
-    let mut failed: Vec<(usize, StoreError)> = Vec::new();
-    let mut queued_events: Vec<(usize, &RunEvent)> = Vec::new();
-    for (index, write) in pending.iter().enumerate() {
-        if let Write::Event { event, .. } = write {
-            queued_events.push((index, event));
-            continue;
-        }
-        match write.apply(db, owner) {
-            Ok(()) => applied[index] = true,
-            Err(err) => failed.push((index, err.with_action(write.describe()))),
-        }
-    }
-    for chunk in queued_events.chunks(events::ROWS_PER_INSERT) {
-        if chunk.len() > 1 {
-            let rows: Vec<&RunEvent> = chunk.iter().map(|(_, event)| *event).collect();
-            match events::insert_many(db, &rows) {
-                Ok(()) => {
-                    for (index, _) in chunk {
-                        applied[*index] = true;
-                    }
-                    continue;
-                }
-                Err(err) if db.dialect() == Dialect::Postgres => {
-                    // The transaction is aborted: the caller applies the batch again, each
-                    // write on its own.
-                    let (index, _) = chunk[0];
-                    failed.push((index, err.with_action(pending[index].describe())));
-                    break;
-                }
-                // Undone whole: the events go one by one below.
-                Err(_) => {}
-            }
-        }
-        for (index, event) in chunk {
-            match events::insert(db, event) {
-                Ok(()) => applied[*index] = true,
-                Err(err) => failed.push((*index, err.with_action(pending[*index].describe()))),
-            }
-        }
-    }
-    failed.sort_by_key(|(index, _)| *index);
-    failures.extend(failed.into_iter().map(|(_, err)| err));
 }
 
 /// Runs `work` in a savepoint named `name`: all of it applies, or (on an error) none of it
