@@ -189,17 +189,7 @@ impl Flow {
     /// Parses and normalizes flow JSON. `origin` names the source in error messages.
     pub fn parse(text: &str, origin: &str) -> Result<Flow, LoadError> {
         if let Some(canonical) = canonical::read(text) {
-            let mut flow: Flow =
-                serde_json::from_value(Value::Object(canonical.root)).map_err(|error| {
-                    LoadError::NotAFlow {
-                        origin: origin.to_string(),
-                        message: error.to_string(),
-                    }
-                })?;
-            flow.nodes = canonical.nodes;
-            flow.edges = canonical.edges;
-            normalize_legacy_kinds(&mut flow);
-            return Ok(flow);
+            return Flow::assembled(canonical.root, canonical.nodes, canonical.edges, origin);
         }
         let value: Value = serde_json::from_str(text).map_err(|source| LoadError::NotJson {
             origin: origin.to_string(),
@@ -226,10 +216,29 @@ impl Flow {
         // each object first, which made reading a large flow several times slower.
         let nodes = take_array(&mut root, "nodes");
         let edges = take_array(&mut root, "edges");
-        let mut flow: Flow = serde_json::from_value(Value::Object(root))
-            .map_err(|error| not_a_flow(error.to_string()))?;
-        flow.nodes = nodes.into_iter().filter_map(node_from_value).collect();
-        flow.edges = edges.into_iter().filter_map(edge_from_value).collect();
+        Flow::assembled(
+            root,
+            nodes.into_iter().filter_map(node_from_value).collect(),
+            edges.into_iter().filter_map(edge_from_value).collect(),
+            origin,
+        )
+    }
+
+    /// The flow of the root fields `root` (all but `nodes` and `edges`), `nodes` and `edges`,
+    /// with legacy kinds in today's form.
+    fn assembled(
+        root: Map<String, Value>,
+        nodes: Vec<Node>,
+        edges: Vec<Edge>,
+        origin: &str,
+    ) -> Result<Flow, LoadError> {
+        let mut flow: Flow =
+            serde_json::from_value(Value::Object(root)).map_err(|error| LoadError::NotAFlow {
+                origin: origin.to_string(),
+                message: error.to_string(),
+            })?;
+        flow.nodes = nodes;
+        flow.edges = edges;
         normalize_legacy_kinds(&mut flow);
         Ok(flow)
     }
