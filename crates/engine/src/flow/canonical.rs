@@ -34,180 +34,142 @@ fn foreign<E: de::Error>() -> E {
     E::custom("not in Weft's own form")
 }
 
-impl<'de> Deserialize<'de> for CanonicalFlow {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(FlowVisitor)
-    }
-}
+/// `Deserialize` for `$type`, read from a JSON object by `$body` (with the object's entries
+/// in `$map`); `$what` names what was expected in serde's own errors.
+macro_rules! read_from_object {
+    ($type:ident, $what:literal, |$map:ident| $body:block) => {
+        impl<'de> Deserialize<'de> for $type {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                struct ObjectVisitor;
 
-struct FlowVisitor;
+                impl<'de> Visitor<'de> for ObjectVisitor {
+                    type Value = $type;
 
-impl<'de> Visitor<'de> for FlowVisitor {
-    type Value = CanonicalFlow;
+                    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                        formatter.write_str($what)
+                    }
 
-    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
-        formatter.write_str("a flow object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<CanonicalFlow, A::Error> {
-        let mut flow = CanonicalFlow {
-            root: Map::new(),
-            nodes: Vec::new(),
-            edges: Vec::new(),
-        };
-        // A key given twice counts once, the last time, as in a JSON tree.
-        while let Some(key) = map.next_key::<String>()? {
-            match key.as_str() {
-                "nodes" => {
-                    let nodes: Vec<CanonicalNode> = map.next_value()?;
-                    flow.nodes = nodes.into_iter().map(|node| node.0).collect();
+                    fn visit_map<A: MapAccess<'de>>(self, mut $map: A) -> Result<$type, A::Error> {
+                        $body
+                    }
                 }
-                "edges" => {
-                    let edges: Vec<CanonicalEdge> = map.next_value()?;
-                    flow.edges = edges.into_iter().map(|edge| edge.0).collect();
-                }
-                "connections" => return Err(foreign()),
-                _ => {
-                    let value = map.next_value()?;
-                    flow.root.insert(key, value);
-                }
+
+                deserializer.deserialize_map(ObjectVisitor)
             }
         }
-        Ok(flow)
-    }
+    };
 }
+
+read_from_object!(CanonicalFlow, "a flow object", |map| {
+    let mut flow = CanonicalFlow {
+        root: Map::new(),
+        nodes: Vec::new(),
+        edges: Vec::new(),
+    };
+    // A key given twice counts once, the last time, as in a JSON tree.
+    while let Some(key) = map.next_key::<String>()? {
+        match key.as_str() {
+            "nodes" => {
+                let nodes: Vec<CanonicalNode> = map.next_value()?;
+                flow.nodes = nodes.into_iter().map(|node| node.0).collect();
+            }
+            "edges" => {
+                let edges: Vec<CanonicalEdge> = map.next_value()?;
+                flow.edges = edges.into_iter().map(|edge| edge.0).collect();
+            }
+            "connections" => return Err(foreign()),
+            _ => {
+                let value = map.next_value()?;
+                flow.root.insert(key, value);
+            }
+        }
+    }
+    Ok(flow)
+});
 
 /// A node with a string `id` and `type`, `position` as `{"x", "y"}` numbers (either may be
 /// left out), `data` an object or null.
 struct CanonicalNode(Node);
 
-impl<'de> Deserialize<'de> for CanonicalNode {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(NodeVisitor)
-    }
-}
-
-struct NodeVisitor;
-
-impl<'de> Visitor<'de> for NodeVisitor {
-    type Value = CanonicalNode;
-
-    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
-        formatter.write_str("a node object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<CanonicalNode, A::Error> {
-        let (mut id, mut kind) = (None, None);
-        let mut position = Position::default();
-        let mut data = Map::new();
-        let mut extra = BTreeMap::new();
-        while let Some(key) = map.next_key::<String>()? {
-            match key.as_str() {
-                "id" => id = Some(map.next_value::<String>()?),
-                "type" => kind = Some(map.next_value::<String>()?),
-                "position" => position = map.next_value::<CanonicalPosition>()?.0,
-                "data" => {
-                    data = map
-                        .next_value::<Option<Map<String, Value>>>()?
-                        .unwrap_or_default()
-                }
-                // AgentFlow's coordinates: the general reader turns them into a position.
-                "x" | "y" => return Err(foreign()),
-                _ => {
-                    let value = map.next_value()?;
-                    extra.insert(key, value);
-                }
+read_from_object!(CanonicalNode, "a node object", |map| {
+    let (mut id, mut kind) = (None, None);
+    let mut position = Position::default();
+    let mut data = Map::new();
+    let mut extra = BTreeMap::new();
+    while let Some(key) = map.next_key::<String>()? {
+        match key.as_str() {
+            "id" => id = Some(map.next_value::<String>()?),
+            "type" => kind = Some(map.next_value::<String>()?),
+            "position" => position = map.next_value::<CanonicalPosition>()?.0,
+            "data" => {
+                data = map
+                    .next_value::<Option<Map<String, Value>>>()?
+                    .unwrap_or_default()
+            }
+            // AgentFlow's coordinates: the general reader turns them into a position.
+            "x" | "y" => return Err(foreign()),
+            _ => {
+                let value = map.next_value()?;
+                extra.insert(key, value);
             }
         }
-        let (Some(id), Some(kind)) = (id, kind) else {
-            return Err(foreign());
-        };
-        Ok(CanonicalNode(Node {
-            id,
-            kind,
-            position,
-            data,
-            extra,
-        }))
     }
-}
+    let (Some(id), Some(kind)) = (id, kind) else {
+        return Err(foreign());
+    };
+    Ok(CanonicalNode(Node {
+        id,
+        kind,
+        position,
+        data,
+        extra,
+    }))
+});
 
 struct CanonicalPosition(Position);
 
-impl<'de> Deserialize<'de> for CanonicalPosition {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(PositionVisitor)
-    }
-}
-
-struct PositionVisitor;
-
-impl<'de> Visitor<'de> for PositionVisitor {
-    type Value = CanonicalPosition;
-
-    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
-        formatter.write_str("a position object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<CanonicalPosition, A::Error> {
-        let mut position = Position::default();
-        while let Some(key) = map.next_key::<String>()? {
-            match key.as_str() {
-                "x" => position.x = map.next_value()?,
-                "y" => position.y = map.next_value()?,
-                _ => return Err(foreign()),
-            }
+read_from_object!(CanonicalPosition, "a position object", |map| {
+    let mut position = Position::default();
+    while let Some(key) = map.next_key::<String>()? {
+        match key.as_str() {
+            "x" => position.x = map.next_value()?,
+            "y" => position.y = map.next_value()?,
+            _ => return Err(foreign()),
         }
-        Ok(CanonicalPosition(position))
     }
-}
+    Ok(CanonicalPosition(position))
+});
 
 /// An edge with string `id`, `source` and `target`, handles strings or null.
 struct CanonicalEdge(Edge);
 
-impl<'de> Deserialize<'de> for CanonicalEdge {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(EdgeVisitor)
-    }
-}
-
-struct EdgeVisitor;
-
-impl<'de> Visitor<'de> for EdgeVisitor {
-    type Value = CanonicalEdge;
-
-    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
-        formatter.write_str("an edge object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<CanonicalEdge, A::Error> {
-        let (mut id, mut source, mut target) = (None, None, None);
-        let (mut source_handle, mut target_handle) = (None, None);
-        let mut extra = BTreeMap::new();
-        while let Some(key) = map.next_key::<String>()? {
-            match key.as_str() {
-                "id" => id = Some(map.next_value::<String>()?),
-                "source" => source = Some(map.next_value::<String>()?),
-                "target" => target = Some(map.next_value::<String>()?),
-                "sourceHandle" => source_handle = map.next_value::<Option<String>>()?,
-                "targetHandle" => target_handle = map.next_value::<Option<String>>()?,
-                _ => {
-                    let value = map.next_value()?;
-                    extra.insert(key, value);
-                }
+read_from_object!(CanonicalEdge, "an edge object", |map| {
+    let (mut id, mut source, mut target) = (None, None, None);
+    let (mut source_handle, mut target_handle) = (None, None);
+    let mut extra = BTreeMap::new();
+    while let Some(key) = map.next_key::<String>()? {
+        match key.as_str() {
+            "id" => id = Some(map.next_value::<String>()?),
+            "source" => source = Some(map.next_value::<String>()?),
+            "target" => target = Some(map.next_value::<String>()?),
+            "sourceHandle" => source_handle = map.next_value::<Option<String>>()?,
+            "targetHandle" => target_handle = map.next_value::<Option<String>>()?,
+            _ => {
+                let value = map.next_value()?;
+                extra.insert(key, value);
             }
         }
-        // An edge without an id gets one from the general reader, which sees all the others.
-        let (Some(id), Some(source), Some(target)) = (id, source, target) else {
-            return Err(foreign());
-        };
-        Ok(CanonicalEdge(Edge {
-            id,
-            source,
-            target,
-            source_handle,
-            target_handle,
-            extra,
-        }))
     }
-}
+    // An edge without an id gets one from the general reader, which sees all the others.
+    let (Some(id), Some(source), Some(target)) = (id, source, target) else {
+        return Err(foreign());
+    };
+    Ok(CanonicalEdge(Edge {
+        id,
+        source,
+        target,
+        source_handle,
+        target_handle,
+        extra,
+    }))
+});
