@@ -8,11 +8,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::restate::{Balancer, RestateServer, Worker};
+use common::serve::{Server, TOKEN};
 use common::{Sandbox, edge, node};
 use serde_json::{Value, json};
 use weft_scripted_llm::{Match, Reply, Rule, Script, ScriptedLlm};
@@ -277,40 +276,11 @@ async fn a_restate_run_is_decided_with_weft_resume_or_weft_serve_through_the_ing
     assert_eq!(ran.code, Some(2), "{ran:?}");
 
     // `weft serve` lists the other one among its approvals and decides it the same way.
-    std::fs::write(
-        sandbox.dir.path().join("tokens.txt"),
-        "ada:ada-token-0123456789abcdef\n",
-    )
-    .expect("tokens");
-    let flows = sandbox.dir.path().join("flows");
-    let mut serve = sandbox
-        .command(
-            &[
-                "serve",
-                "--flows",
-                flows.to_str().expect("utf-8"),
-                "--addr",
-                "127.0.0.1:0",
-                "--tokens",
-                "tokens.txt",
-                "--db",
-                &db,
-            ],
-            None,
-        )
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("weft serve");
-    let mut first = String::new();
-    BufReader::new(serve.stdout.take().expect("stdout"))
-        .read_line(&mut first)
-        .expect("the address");
-    let api = first.trim().to_string();
-    let http = reqwest::Client::new();
+    let server = Server::start(&sandbox, &[], None);
+    let (api, http) = (&server.url, &server.http);
     let approvals: Value = http
         .get(format!("{api}/v1/approvals"))
-        .bearer_auth("ada-token-0123456789abcdef")
+        .bearer_auth(TOKEN)
         .send()
         .await
         .expect("approvals")
@@ -328,7 +298,7 @@ async fn a_restate_run_is_decided_with_weft_resume_or_weft_serve_through_the_ing
     // Cancelling it here is refused: its workflow would wait on.
     let cancelled = http
         .post(format!("{api}/v1/runs/ticket-b/cancel"))
-        .bearer_auth("ada-token-0123456789abcdef")
+        .bearer_auth(TOKEN)
         .json(&json!({}))
         .send()
         .await
@@ -343,7 +313,7 @@ async fn a_restate_run_is_decided_with_weft_resume_or_weft_serve_through_the_ing
     );
     let decided = http
         .post(format!("{api}/v1/runs/ticket-b/decision"))
-        .bearer_auth("ada-token-0123456789abcdef")
+        .bearer_auth(TOKEN)
         .json(&json!({ "decision": "reject", "note": "check the courier" }))
         .send()
         .await
@@ -368,8 +338,6 @@ async fn a_restate_run_is_decided_with_weft_resume_or_weft_serve_through_the_ing
         review["approval"]["by"], "ada",
         "the token's name decided: {review}"
     );
-    let _ = serve.kill();
-    let _ = serve.wait();
 }
 
 /// start → first (agent) → second (agent) → out.

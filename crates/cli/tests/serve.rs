@@ -5,30 +5,14 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
+use std::io::BufReader;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::serve::{OTHER, Server, TOKEN};
 use common::{Sandbox, edge, node};
 use serde_json::{Value, json};
 use weft_scripted_llm::{Reply, Script, ScriptedLlm};
-
-const TOKEN: &str = "ada-token-0123456789abcdef";
-const OTHER: &str = "ci-token-fedcba9876543210";
-
-/// A running `weft serve`, killed when dropped.
-struct Server {
-    child: Child,
-    url: String,
-    http: reqwest::Client,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A flow to approve: start → review (a form: tone, amount) → sent / dropped.
 fn review_flow() -> Value {
@@ -65,100 +49,6 @@ fn echo_flow() -> Value {
         ],
         "edges": [edge("e1", "start", "said", None)]
     })
-}
-
-impl Server {
-    fn start(sandbox: &Sandbox, extra: &[&str], llm: Option<&ScriptedLlm>) -> Server {
-        let flows = sandbox.dir.path().join("flows");
-        std::fs::create_dir_all(&flows).expect("flows");
-        std::fs::write(
-            sandbox.dir.path().join("tokens.txt"),
-            format!("# who may call\nada:{TOKEN}\nci:{OTHER}\n"),
-        )
-        .expect("tokens");
-        let mut args = vec![
-            "serve".to_string(),
-            "--flows".into(),
-            flows.display().to_string(),
-            "--addr".into(),
-            "127.0.0.1:0".into(),
-            "--tokens".into(),
-            "tokens.txt".into(),
-            "--db".into(),
-            sandbox.db_arg(),
-        ];
-        args.extend(extra.iter().map(|arg| arg.to_string()));
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mut child = sandbox
-            .command(&args, llm)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("weft serve");
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut first)
-            .expect("the address");
-        let url = first.trim().to_string();
-        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-        Server {
-            child,
-            url,
-            http: reqwest::Client::new(),
-        }
-    }
-
-    async fn call(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        token: Option<&str>,
-        body: Option<String>,
-    ) -> (u16, Value) {
-        let mut request = self.http.request(method, format!("{}{path}", self.url));
-        if let Some(token) = token {
-            request = request.bearer_auth(token);
-        }
-        if let Some(body) = body {
-            request = request.body(body);
-        }
-        let response = request.send().await.expect("the server answers");
-        let status = response.status().as_u16();
-        let text = response.text().await.expect("body");
-        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        (status, value)
-    }
-
-    async fn get(&self, path: &str) -> (u16, Value) {
-        self.call(reqwest::Method::GET, path, Some(TOKEN), None)
-            .await
-    }
-
-    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        self.call(
-            reqwest::Method::POST,
-            path,
-            Some(TOKEN),
-            Some(body.to_string()),
-        )
-        .await
-    }
-
-    /// Waits until run `id` has `status`.
-    async fn wait_for(&self, id: &str, status: &str) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let (_, run) = self.get(&format!("/v1/runs/{id}")).await;
-            if run["run"]["summary"]["status"] == status {
-                return run;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "run {id} never got {status}: {run}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
 }
 
 fn refusal(answer: &(u16, Value), status: u16, code: &str) {

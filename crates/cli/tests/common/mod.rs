@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod restate;
+pub mod serve;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Output};
