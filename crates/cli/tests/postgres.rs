@@ -98,7 +98,7 @@ fn a_run_paused_on_postgres_is_listed_shown_and_resumed_by_other_processes() {
     let mut client =
         postgres::Client::connect(&sandbox.db_arg(), postgres::NoTls).expect("postgres");
     for (table, column) in [
-        ("events", "content"),
+        ("event_batches", "events_json"),
         ("runs", "state_json"),
         ("runs", "input_json"),
         ("run_flows", "flow_json"),

@@ -9,12 +9,14 @@
 //!   are queued and return at once. One background writer thread (`writer`), with its own
 //!   connection, applies them in the order they were queued, many at a time in one transaction.
 //!   An event is passed on to its listener only after the transaction that stored it commits:
-//!   whatever a host shows is already kept.
+//!   whatever a host shows is already kept. The events a commit stores for a run go into one
+//!   row (`events`): applied in the order queued like any write, but stored together, after the
+//!   commit's other writes.
 //! - A write that fails is logged with `tracing::error!` and kept; the first such error since
 //!   the previous flush is returned by the next [`Store::flush`].
 //! - Reads (and [`Store::claim_paused`]) first wait until every write queued before them is
 //!   committed, then use a second connection.
-//! - One file per table (`runs`, `events`, `node_outputs`, `queue`) holds its SQL; rows are
+//! - One file per table (`runs`, `events` for `event_batches`, `node_outputs`, `queue`) holds its SQL; rows are
 //!   read by column name.
 //!
 //! Timestamps are passed in by the caller (the engine owns the clock) and stored as given;
@@ -82,6 +84,13 @@ pub enum StoreError {
     /// A number too large to store (a sequence number or count past `i64::MAX`).
     #[error("run store: {what} {value} is too large to store")]
     OutOfRange { what: &'static str, value: u64 },
+    /// An event whose number is not after the last one stored for its run (a second event
+    /// with the same number): a run's events are stored once each, in order.
+    #[error(
+        "run store: storing event {seq} of run {run_id}: the run's events are stored up to \
+         {last} already; the event was not stored"
+    )]
+    EventNotAfter { run_id: String, seq: u64, last: u64 },
     /// No run has this id.
     #[error("run {0} does not exist")]
     NoSuchRun(String),

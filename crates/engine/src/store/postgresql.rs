@@ -29,7 +29,7 @@ const MIGRATION_LOCK: i64 = 0x7765_6674; // "weft"
 
 /// The schema, one migration per entry; migration `n` (1-based) brings `weft_schema.version`
 /// from `n - 1` to `n`. A newer Weft adds migrations at the end and never edits earlier ones.
-const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2];
+pub(super) const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3];
 
 /// Migration 1: SQLite's schema as its migration 8 left it.
 const MIGRATION_1: &str = r#"
@@ -110,6 +110,23 @@ CREATE TABLE llm_calls (
 
 /// Migration 2: who drives a run when not whichever process claims it (SQLite's migration 9).
 const MIGRATION_2: &str = "ALTER TABLE runs ADD COLUMN host TEXT;";
+
+/// Migration 3: events stored a batch to a row (SQLite's migration 10).
+const MIGRATION_3: &str = r#"
+CREATE TABLE event_batches (
+    run_id TEXT COLLATE "C" NOT NULL REFERENCES runs(id),
+    first_seq BIGINT NOT NULL,
+    last_seq BIGINT NOT NULL,
+    events_json TEXT NOT NULL,
+    PRIMARY KEY (run_id, first_seq)
+);
+INSERT INTO event_batches (run_id, first_seq, last_seq, events_json)
+SELECT run_id, seq, seq, json_build_array(json_strip_nulls(json_build_object(
+    'seq', seq, 'ts', ts, 'type', type, 'nodeId', node_id, 'content', content,
+    'scope', scope, 'item', item, 'from', from_node, 'usage', usage_json::json)))::text
+FROM events;
+DROP TABLE events;
+"#;
 
 /// Whether `location` names a PostgreSQL database rather than a SQLite file.
 pub fn is_postgres_url(location: &str) -> bool {

@@ -31,6 +31,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     MIGRATION_7,
     MIGRATION_8,
     MIGRATION_9,
+    MIGRATION_10,
 ];
 
 /// Migration 1: runs, their events, node outputs and the queue of a paused run.
@@ -157,6 +158,25 @@ ALTER TABLE runs DROP COLUMN flow_json;
 /// Migration 9: who drives a run when not whichever process claims it (a Restate workflow).
 const MIGRATION_9: &str = "
 ALTER TABLE runs ADD COLUMN host TEXT;
+";
+
+/// Migration 10: events stored a batch to a row (see `events`): the events one commit stored
+/// for a run, as a JSON array of events without their run id. The events stored before become
+/// batches of one.
+const MIGRATION_10: &str = "
+CREATE TABLE event_batches (
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    first_seq INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    events_json TEXT NOT NULL,
+    PRIMARY KEY (run_id, first_seq)
+);
+INSERT INTO event_batches (run_id, first_seq, last_seq, events_json)
+SELECT run_id, seq, seq, json_array(json_object(
+    'seq', seq, 'ts', ts, 'type', type, 'nodeId', node_id, 'content', content,
+    'scope', scope, 'item', item, 'from', from_node, 'usage', json(usage_json)))
+FROM events ORDER BY run_id, seq;
+DROP TABLE events;
 ";
 
 /// A clear message for an error met while opening.

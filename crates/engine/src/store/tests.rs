@@ -99,7 +99,8 @@ impl Location {
 
     /// Whether an event is stored, read through a connection of its own.
     fn event_lookup(&self) -> impl Fn(&str, u64) -> bool + Send + Sync + 'static {
-        let sql = "SELECT seq FROM events WHERE run_id = $1 AND seq = $2";
+        let sql = "SELECT first_seq FROM event_batches \
+                   WHERE run_id = $1 AND first_seq <= $2 AND last_seq >= $2";
         let location = match self {
             Location::Sqlite(dir) => Err(dir.path().join("nested/dir/runs.db")),
             Location::Postgres(url) => Ok(url.clone()),
@@ -163,6 +164,8 @@ on_both_backends!(
     store_keeps_a_checkpoint_of_a_running_run,
     a_run_is_created_with_its_seed_outputs_and_first_checkpoint_in_one_write,
     a_run_whose_first_checkpoint_cannot_be_stored_is_not_stored_at_all,
+    events_stored_a_row_each_by_an_older_weft_read_back_the_same,
+    events_are_read_from_any_point_of_the_batches_they_were_stored_in,
 );
 
 fn pause_record() -> PauseRecord {
@@ -1008,4 +1011,157 @@ fn a_long_log_is_folded_into_the_database_when_the_store_closes_and_a_short_one_
         RunStatus::Running
     );
     assert_eq!(store.run("big").expect("big").flow_json, big.flow_json);
+}
+
+/// Events of every shape, as an older Weft stored them (a row each, in `events`), read back
+/// the same once the store is opened and migrated; the run then goes on numbering after them.
+fn events_stored_a_row_each_by_an_older_weft_read_back_the_same(at: &Location) {
+    let insert_run = "INSERT INTO runs (id, flow_name, status, input_json, started_at, updated_at) \
+                      VALUES ('old', 'demo', 'paused', '{}', $1, $1)";
+    let insert_flow = "INSERT INTO run_flows (run_id, flow_json) VALUES ('old', '{}')";
+    let insert_event = "INSERT INTO events \
+        (run_id, seq, ts, type, node_id, content, scope, item, usage_json, from_node) \
+        VALUES ('old', $1, $2, $3, $4, $5, $6, $7, $8, $9)";
+    let mut start = event("old", 1, EventType::RunStart, None);
+    start.content = "{\"input\":\"hi\"}".into();
+    let mut step_start = event("old", 2, EventType::StepStart, Some("draft"));
+    step_start.from = Some("start".into());
+    step_start.content = "quote \" and ünïcode".into();
+    let mut answer = event("old", 3, EventType::LlmResponse, Some("writer"));
+    answer.scope = Some("each[1]".into());
+    answer.item = Some(1);
+    answer.usage = Some(crate::providers::Usage {
+        input_tokens: 12,
+        output_tokens: 34,
+    });
+    let old_events = vec![start, step_start, answer];
+    let usage_json = |event: &RunEvent| {
+        event
+            .usage
+            .map(|usage| serde_json::to_string(&usage).expect("usage"))
+    };
+    match at {
+        Location::Sqlite(dir) => {
+            let path = dir.path().join("nested/dir/runs.db");
+            std::fs::create_dir_all(path.parent().expect("dir")).expect("dir");
+            let mut conn = Connection::open(&path).expect("sqlite");
+            for (index, migration) in MIGRATIONS[..9].iter().enumerate() {
+                let tx = conn.transaction().expect("transaction");
+                tx.execute_batch(migration).expect("old migration");
+                tx.pragma_update(None, "user_version", index as i64 + 1)
+                    .expect("version");
+                tx.commit().expect("commit");
+            }
+            let sqlite = |sql: &str| sql.replace('$', "?");
+            conn.execute(&sqlite(insert_run), [ts(0)]).expect("run");
+            conn.execute(insert_flow, []).expect("flow");
+            for event in &old_events {
+                conn.execute(
+                    &sqlite(insert_event),
+                    rusqlite::params![
+                        event.seq as i64,
+                        event.ts,
+                        event.kind.as_str(),
+                        event.node_id,
+                        event.content,
+                        event.scope,
+                        event.item.map(|item| item as i64),
+                        usage_json(event),
+                        event.from,
+                    ],
+                )
+                .expect("old event");
+            }
+        }
+        Location::Postgres(url) => {
+            let mut client = ::postgres::Client::connect(url, ::postgres::NoTls).expect("postgres");
+            let mut old_schema = "CREATE TABLE weft_schema (version BIGINT NOT NULL); \
+                 INSERT INTO weft_schema (version) VALUES (2);"
+                .to_string();
+            old_schema.extend(postgresql::MIGRATIONS[..2].iter().copied());
+            client.batch_execute(&old_schema).expect("old schema");
+            client.execute(insert_run, &[&ts(0)]).expect("run");
+            client.execute(insert_flow, &[]).expect("flow");
+            for event in &old_events {
+                client
+                    .execute(
+                        insert_event,
+                        &[
+                            &(event.seq as i64),
+                            &event.ts,
+                            &event.kind.as_str(),
+                            &event.node_id,
+                            &event.content,
+                            &event.scope,
+                            &event.item.map(|item| item as i64),
+                            &usage_json(event),
+                            &event.from,
+                        ],
+                    )
+                    .expect("old event");
+            }
+        }
+    }
+
+    let store = at.open();
+    assert_eq!(store.events("old").expect("events"), old_events);
+    assert_eq!(store.last_seq("old").expect("last"), 3);
+    assert_eq!(
+        store.events_after("old", 2).expect("after 2"),
+        old_events[2..]
+    );
+    store.append_event(event("old", 4, EventType::RunEnd, None), None);
+    store.append_event(event("old", 3, EventType::RunEnd, None), None);
+    let error = store.flush().expect_err("event 3 is stored already");
+    assert!(
+        matches!(
+            error,
+            StoreError::EventNotAfter {
+                seq: 3,
+                last: 4,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    let seqs: Vec<u64> = store
+        .events("old")
+        .expect("events")
+        .iter()
+        .map(|event| event.seq)
+        .collect();
+    assert_eq!(seqs, [1, 2, 3, 4]);
+}
+
+/// A run's events stored over many commits (batches of different sizes) are read back from
+/// any point: what a follower that has seen up to `after` asks for.
+fn events_are_read_from_any_point_of_the_batches_they_were_stored_in(at: &Location) {
+    let store = at.open();
+    store.create_run(&new_run("run-f", &ts(0)));
+    store.create_run(&new_run("run-other", &ts(0)));
+    let mut seq = 0;
+    for batch in [1, 5, 2, 40, 1, 13] {
+        for _ in 0..batch {
+            seq += 1;
+            store.append_event(event("run-f", seq, EventType::LlmDelta, Some("a")), None);
+            // Another run's events in the same commits are its own.
+            store.append_event(event("run-other", seq, EventType::LlmDelta, None), None);
+        }
+        store.flush().expect("flush");
+    }
+    assert_eq!(seq, 62);
+    for after in 0..=63 {
+        let seqs: Vec<u64> = store
+            .events_after("run-f", after)
+            .expect("events after")
+            .iter()
+            .map(|event| event.seq)
+            .collect();
+        assert_eq!(seqs, (after + 1..=62).collect::<Vec<_>>(), "after {after}");
+    }
+    let others = store.events("run-other").expect("other run");
+    assert_eq!(others.len(), 62);
+    assert!(others.iter().all(|event| event.run_id == "run-other"));
+    assert_eq!(store.last_seq("run-f").expect("last"), 62);
+    assert_eq!(store.last_seq("run-none").expect("none"), 0);
 }

@@ -173,7 +173,9 @@ impl Write {
                     writes.iter().try_for_each(|write| write.apply(db, owner))
                 })
             }
-            Write::Event { event, .. } => events::insert(db, event),
+            // The writer stores a commit's events of a run together (`store_events`); one
+            // applied on its own is a batch of one.
+            Write::Event { event, .. } => events::insert_batch(db, &event.run_id, &[&**event]),
             Write::Usage {
                 run_id,
                 node_id,
@@ -307,7 +309,8 @@ fn commit(
         return;
     }
     let count = pending.len();
-    let mut failures = Vec::new();
+    // Each failure with the position of its write, so that they are reported in queue order.
+    let mut failures: Vec<(usize, StoreError)> = Vec::new();
     let mut applied = vec![false; count];
     // PostgreSQL aborts a whole transaction at its first failing statement, where SQLite only
     // undoes that statement. There, a batch with a failing write is rolled back and applied
@@ -318,16 +321,32 @@ fn commit(
         failures.clear();
         applied.fill(false);
         let attempt = db.begin().map(|()| {
-            for (write, applied) in pending.iter().zip(applied.iter_mut()) {
+            let mut events = RunEvents::default();
+            for (index, write) in pending.iter().enumerate() {
+                if let Write::Event { event, .. } = write {
+                    events.add(index, event);
+                    continue;
+                }
                 let outcome = if each_isolated {
                     isolated(db, "write", |db| write.apply(db, owner))
                 } else {
                     write.apply(db, owner)
                 };
                 match outcome {
-                    Ok(()) => *applied = true,
-                    Err(err) => failures.push(err.with_action(write.describe())),
+                    Ok(()) => applied[index] = true,
+                    Err(err) => failures.push((index, err.with_action(write.describe()))),
                 }
+            }
+            // After the other writes: a run created in this commit exists by now.
+            for (run_id, run_events) in &events.runs {
+                store_events(
+                    db,
+                    run_id,
+                    run_events,
+                    each_isolated,
+                    &mut applied,
+                    &mut failures,
+                );
             }
         });
         let retry = db.dialect() == Dialect::Postgres && !each_isolated && !failures.is_empty();
@@ -363,16 +382,105 @@ fn commit(
         Err(err) => {
             // Whatever the transaction had done is gone; the connection is left usable.
             let _ = db.rollback();
-            failures.push(err.with_action(format!(
-                "committing {count} queued writes failed; they are lost"
-            )));
+            failures.push((
+                count,
+                err.with_action(format!(
+                    "committing {count} queued writes failed; they are lost"
+                )),
+            ));
         }
     }
     pending.clear();
-    for err in failures {
+    failures.sort_by_key(|(index, _)| *index);
+    for (_, err) in failures {
         tracing::error!("run store write failed: {err}");
         if first_error.is_none() {
             *first_error = Some(err);
+        }
+    }
+}
+
+/// The events of a commit, by run in the order each run first appears, each with its
+/// position in the commit.
+#[derive(Default)]
+struct RunEvents<'a> {
+    runs: Vec<(&'a str, Vec<(usize, &'a RunEvent)>)>,
+}
+
+impl<'a> RunEvents<'a> {
+    fn add(&mut self, index: usize, event: &'a RunEvent) {
+        // A commit holds the events of one run, or of a few.
+        match self
+            .runs
+            .iter_mut()
+            .find(|(run_id, _)| *run_id == event.run_id)
+        {
+            Some((_, events)) => events.push((index, event)),
+            None => self.runs.push((&event.run_id, vec![(index, event)])),
+        }
+    }
+}
+
+/// Stores a commit's events of run `run_id` (each with its position in the commit) as one
+/// batch. An event not numbered after the run's last stored one (a second event with the same
+/// number) is refused on its own; the others are stored and marked `applied`.
+fn store_events(
+    db: &mut dyn Db,
+    run_id: &str,
+    run_events: &[(usize, &RunEvent)],
+    each_isolated: bool,
+    applied: &mut [bool],
+    failures: &mut Vec<(usize, StoreError)>,
+) {
+    let Some(&(first_index, _)) = run_events.first() else {
+        return;
+    };
+    let mut last = match events::last_seq(db, run_id) {
+        Ok(last) => last,
+        Err(err) => {
+            let action = format!("reading the last event of run {run_id}");
+            failures.push((first_index, err.with_action(action)));
+            return;
+        }
+    };
+    let mut kept = Vec::with_capacity(run_events.len());
+    let mut kept_events = Vec::with_capacity(run_events.len());
+    for &(index, event) in run_events {
+        if event.seq > last {
+            last = event.seq;
+            kept.push(index);
+            kept_events.push(event);
+        } else {
+            let refusal = StoreError::EventNotAfter {
+                run_id: run_id.to_string(),
+                seq: event.seq,
+                last,
+            };
+            failures.push((index, refusal));
+        }
+    }
+    let (Some(first), Some(last)) = (kept_events.first(), kept_events.last()) else {
+        return;
+    };
+    let outcome = if each_isolated {
+        isolated(db, "events", |db| {
+            events::insert_batch(db, run_id, &kept_events)
+        })
+    } else {
+        events::insert_batch(db, run_id, &kept_events)
+    };
+    match outcome {
+        Ok(()) => kept.iter().for_each(|&index| applied[index] = true),
+        Err(err) => {
+            let action = if first.seq == last.seq {
+                format!("storing event {} of run {run_id}", first.seq)
+            } else {
+                format!(
+                    "storing events {} to {} of run {run_id}",
+                    first.seq, last.seq
+                )
+            };
+            failures.push((kept[0], err.with_action(action)));
         }
     }
 }
