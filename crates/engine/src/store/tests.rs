@@ -1013,12 +1013,29 @@ fn a_long_log_is_folded_into_the_database_when_the_store_closes_and_a_short_one_
     assert_eq!(store.run("big").expect("big").flow_json, big.flow_json);
 }
 
-/// Events of every shape, as an older Weft stored them (a row each, in `events`), read back
-/// the same once the store is opened and migrated; the run then goes on numbering after them.
+/// Events of every shape, as an older Weft stored them (a row each, in `events`), and node
+/// outputs with every column, read back the same once the store is opened and migrated; the
+/// run then goes on numbering its events after them.
 fn events_stored_a_row_each_by_an_older_weft_read_back_the_same(at: &Location) {
     let insert_run = "INSERT INTO runs (id, flow_name, status, input_json, started_at, updated_at) \
                       VALUES ('old', 'demo', 'paused', '{}', $1, $1)";
     let insert_flow = "INSERT INTO run_flows (run_id, flow_json) VALUES ('old', '{}')";
+    let insert_output = "INSERT INTO node_outputs (run_id, node_id, output_json, visits, \
+                         approval_json, updated_at, input_tokens, output_tokens, metadata_json) \
+                         VALUES ('old', 'writer', '{\"text\":\"hi\"}', 2, '{\"decision\":\"approve\"}', \
+                         $1, 12, 34, '{\"sources\":[]}')";
+    let old_output = NodeOutputRecord {
+        node_id: "writer".into(),
+        output: json!({"text": "hi"}),
+        visits: 2,
+        approval: Some(json!({"decision": "approve"})),
+        updated_at: ts(3),
+        usage: crate::providers::Usage {
+            input_tokens: 12,
+            output_tokens: 34,
+        },
+        metadata: Some(json!({"sources": []})),
+    };
     let insert_event = "INSERT INTO events \
         (run_id, seq, ts, type, node_id, content, scope, item, usage_json, from_node) \
         VALUES ('old', $1, $2, $3, $4, $5, $6, $7, $8, $9)";
@@ -1055,6 +1072,8 @@ fn events_stored_a_row_each_by_an_older_weft_read_back_the_same(at: &Location) {
             let sqlite = |sql: &str| sql.replace('$', "?");
             conn.execute(&sqlite(insert_run), [ts(0)]).expect("run");
             conn.execute(insert_flow, []).expect("flow");
+            conn.execute(&sqlite(insert_output), [ts(3)])
+                .expect("output");
             for event in &old_events {
                 conn.execute(
                     &sqlite(insert_event),
@@ -1082,6 +1101,7 @@ fn events_stored_a_row_each_by_an_older_weft_read_back_the_same(at: &Location) {
             client.batch_execute(&old_schema).expect("old schema");
             client.execute(insert_run, &[&ts(0)]).expect("run");
             client.execute(insert_flow, &[]).expect("flow");
+            client.execute(insert_output, &[&ts(3)]).expect("output");
             for event in &old_events {
                 client
                     .execute(
@@ -1105,6 +1125,7 @@ fn events_stored_a_row_each_by_an_older_weft_read_back_the_same(at: &Location) {
 
     let store = at.open();
     assert_eq!(store.events("old").expect("events"), old_events);
+    assert_eq!(store.node_outputs("old").expect("outputs"), [old_output]);
     assert_eq!(store.last_seq("old").expect("last"), 3);
     assert_eq!(
         store.events_after("old", 2).expect("after 2"),
@@ -1164,4 +1185,43 @@ fn events_are_read_from_any_point_of_the_batches_they_were_stored_in(at: &Locati
     assert!(others.iter().all(|event| event.run_id == "run-other"));
     assert_eq!(store.last_seq("run-f").expect("last"), 62);
     assert_eq!(store.last_seq("run-none").expect("none"), 0);
+}
+
+#[test]
+fn a_migration_that_fails_leaves_the_store_as_it_was() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("runs.db");
+    // A store as migration 8 left it, with a table in the way of migration 10.
+    let mut conn = Connection::open(&path).expect("sqlite");
+    for (index, migration) in MIGRATIONS[..8].iter().enumerate() {
+        let tx = conn.transaction().expect("transaction");
+        tx.execute_batch(migration).expect("old migration");
+        tx.pragma_update(None, "user_version", index as i64 + 1)
+            .expect("version");
+        tx.commit().expect("commit");
+    }
+    conn.execute_batch("CREATE TABLE event_batches (x TEXT)")
+        .expect("a table in the way");
+    drop(conn);
+
+    match Store::open(&path) {
+        Err(error @ StoreError::Open { .. }) => {
+            let message = error.to_string();
+            assert!(message.contains("schema migration 10 failed"), "{message}");
+        }
+        other => panic!("expected Open error, got {other:?}"),
+    }
+    let conn = Connection::open(&path).expect("sqlite");
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .expect("version");
+    assert_eq!(version, 8, "no migration of the failed set was kept");
+    let host_column: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'host'",
+            [],
+            |row| row.get(0),
+        )
+        .expect("columns");
+    assert_eq!(host_column, 0, "migration 9 was not kept either");
 }
