@@ -30,6 +30,66 @@ pub struct Condition {
     /// A dotted path (`verdict`, `scores.0`) into a JSON previous output; the whole output when absent.
     #[serde(default)]
     pub field: Option<String>,
+    #[serde(skip)]
+    #[schemars(skip)]
+    prepared: Prepared,
+}
+
+impl Condition {
+    pub fn new(operator: Operator, value: Value, field: Option<String>) -> Condition {
+        Condition {
+            operator,
+            value,
+            field,
+            prepared: Prepared::default(),
+        }
+    }
+
+    /// The text `value` is compared as, and the compiled expression of a `regex` condition.
+    fn test(&self) -> &(String, Option<regex::Regex>) {
+        self.prepared.test.get_or_init(|| {
+            let wanted = value_text(&self.value);
+            let regex = match self.operator {
+                Operator::Regex => case_insensitive_regex(&wanted).ok(),
+                _ => None,
+            };
+            (wanted, regex)
+        })
+    }
+
+    /// The handle taken when this condition, row `index`, holds, and the `logic_check` text
+    /// saying so.
+    fn taken(&self, index: usize) -> &(String, String) {
+        self.prepared.taken.get_or_init(|| {
+            let handle = CONDITION.row(index);
+            let field = self
+                .field
+                .as_deref()
+                .map(|field| format!("{field} "))
+                .unwrap_or_default();
+            let operator: &str = self.operator.into();
+            let description = format!(
+                "condition {index} ({field}{operator} {}) is true: taking {handle}",
+                self.value
+            );
+            (handle, description)
+        })
+    }
+}
+
+/// What testing a condition needs, derived at its first test and kept: a flow's conditions are
+/// parsed once and tested at every visit (a `regex` condition was compiled at each).
+#[derive(Debug, Clone, Default)]
+struct Prepared {
+    test: std::sync::OnceLock<(String, Option<regex::Regex>)>,
+    taken: std::sync::OnceLock<(String, String)>,
+}
+
+/// Derived from the condition, so never a difference between two.
+impl PartialEq for Prepared {
+    fn eq(&self, _: &Prepared) -> bool {
+        true
+    }
 }
 
 #[derive(
@@ -93,22 +153,12 @@ impl Kind for IfConfig {
             .conditions
             .iter()
             .position(|condition| holds(condition, step.input));
-        let handle = matched.map_or(OTHERWISE.id.to_string(), |index| CONDITION.row(index));
-        let description = match matched {
-            Some(index) => {
-                let condition = &self.conditions[index];
-                let field = condition
-                    .field
-                    .as_deref()
-                    .map(|field| format!("{field} "))
-                    .unwrap_or_default();
-                let operator: &str = condition.operator.into();
-                format!(
-                    "condition {index} ({field}{operator} {}) is true: taking {handle}",
-                    condition.value
-                )
-            }
-            None => format!("no condition is true: taking {handle}"),
+        let (handle, description) = match matched {
+            Some(index) => self.conditions[index].taken(index).clone(),
+            None => (
+                OTHERWISE.id.to_string(),
+                format!("no condition is true: taking {}", OTHERWISE.id),
+            ),
         };
         env.emit(step.node_id, EventType::LogicCheck, description, None);
         Ok(StepOutput::new(step.input.clone(), handle))
@@ -153,22 +203,21 @@ pub(crate) fn holds(condition: &Condition, input: &Value) -> bool {
         }
         None => value_text(input),
     };
-    let wanted = value_text(&condition.value);
+    let (wanted, regex) = condition.test();
     let number = |text: &str| text.parse::<f64>().ok();
     match condition.operator {
-        Operator::Equal => subject == wanted,
-        Operator::NotEqual => subject != wanted,
-        Operator::Contains => subject.contains(&wanted),
-        Operator::NotContains => !subject.contains(&wanted),
-        Operator::StartsWith => subject.starts_with(&wanted),
-        Operator::EndsWith => subject.ends_with(&wanted),
-        Operator::Regex => {
-            case_insensitive_regex(&wanted).is_ok_and(|regex| regex.is_match(&subject))
-        }
+        Operator::Equal => subject == *wanted,
+        Operator::NotEqual => subject != *wanted,
+        Operator::Contains => subject.contains(wanted.as_str()),
+        Operator::NotContains => !subject.contains(wanted.as_str()),
+        Operator::StartsWith => subject.starts_with(wanted.as_str()),
+        Operator::EndsWith => subject.ends_with(wanted.as_str()),
+        // An expression that does not compile never matches (`check` refuses it in a flow).
+        Operator::Regex => regex.as_ref().is_some_and(|regex| regex.is_match(&subject)),
         Operator::IsEmpty => subject.is_empty(),
         Operator::IsNotEmpty => !subject.is_empty(),
-        Operator::Gt => matches!((number(&subject), number(&wanted)), (Some(a), Some(b)) if a > b),
-        Operator::Lt => matches!((number(&subject), number(&wanted)), (Some(a), Some(b)) if a < b),
+        Operator::Gt => matches!((number(&subject), number(wanted)), (Some(a), Some(b)) if a > b),
+        Operator::Lt => matches!((number(&subject), number(wanted)), (Some(a), Some(b)) if a < b),
     }
 }
 
@@ -205,11 +254,7 @@ mod tests {
     }
 
     fn condition(operator: Operator, value: Value, field: Option<&str>) -> Condition {
-        Condition {
-            operator,
-            value,
-            field: field.map(str::to_string),
-        }
+        Condition::new(operator, value, field.map(str::to_string))
     }
 
     #[test]
@@ -247,6 +292,18 @@ mod tests {
             &condition(Operator::IsEmpty, Value::Null, None),
             &json!("   ")
         ));
+    }
+
+    #[test]
+    fn a_condition_tested_again_compares_each_input_afresh() {
+        // What a condition derives from its value at the first test is kept, not the input.
+        let regex = condition(Operator::Regex, json!("^ref.*SE$"), None);
+        assert!(holds(&regex, &json!("Refund, please")));
+        assert!(!holds(&regex, &json!("cancel")));
+        assert!(holds(&regex, &json!("REF case")));
+        let equal = condition(Operator::Equal, json!(" Yes "), Some("verdict"));
+        assert!(holds(&equal, &json!({"verdict": "yes"})));
+        assert!(!holds(&equal, &json!({"verdict": "no"})));
     }
 
     #[test]

@@ -103,32 +103,30 @@ macro_rules! kinds {
                 }
             }
 
-            /// What a canvas needs to draw this kind and edit its `data` (derived once).
+            /// What a canvas needs to draw this kind and edit its `data` (derived once per
+            /// kind, when first asked: deriving one means building its JSON Schema, and a
+            /// flow of two kinds should not pay for all of them).
             pub fn describe(self) -> &'static $crate::nodes::KindDescription {
-                static DESCRIPTIONS: std::sync::OnceLock<Vec<$crate::nodes::KindDescription>> =
+                static DESCRIPTIONS: std::sync::OnceLock<Vec<std::sync::OnceLock<$crate::nodes::KindDescription>>> =
                     std::sync::OnceLock::new();
-                &DESCRIPTIONS.get_or_init(|| {
-                    NodeKind::all()
-                        .iter()
-                        .map(|kind| match kind {
-                            $( $(#[cfg($cfg)])? NodeKind::$variant => $crate::nodes::describe::describe::<$config>(), )*
-                        })
-                        .collect()
-                })[self.index()]
+                DESCRIPTIONS
+                    .get_or_init(|| NodeKind::all().iter().map(|_| std::sync::OnceLock::new()).collect())
+                    [self.index()]
+                    .get_or_init(|| match self {
+                        $( $(#[cfg($cfg)])? NodeKind::$variant => $crate::nodes::describe::describe::<$config>(), )*
+                    })
             }
 
-            /// Hints for required fields left empty, by field name.
+            /// Hints for required fields left empty, by field name (derived once per kind).
             fn empty_hints(self) -> &'static [(String, String)] {
-                static HINTS: std::sync::OnceLock<Vec<Vec<(String, String)>>> =
+                static HINTS: std::sync::OnceLock<Vec<std::sync::OnceLock<Vec<(String, String)>>>> =
                     std::sync::OnceLock::new();
-                &HINTS.get_or_init(|| {
-                    NodeKind::all()
-                        .iter()
-                        .map(|kind| match kind {
-                            $( $(#[cfg($cfg)])? NodeKind::$variant => $crate::nodes::describe::empty_hints::<$config>(), )*
-                        })
-                        .collect()
-                })[self.index()]
+                HINTS
+                    .get_or_init(|| NodeKind::all().iter().map(|_| std::sync::OnceLock::new()).collect())
+                    [self.index()]
+                    .get_or_init(|| match self {
+                        $( $(#[cfg($cfg)])? NodeKind::$variant => $crate::nodes::describe::empty_hints::<$config>(), )*
+                    })
             }
         }
 
