@@ -965,7 +965,7 @@ impl Scheduler {
         let ctx = &self.ctx;
         ctx.outputs.set(node_id, value.clone());
         ctx.store()
-            .put_node_output(&ctx.run_id, &ctx.store_key(node_id), value, visits, &now());
+            .put_node_output(&ctx.run_id, ctx.store_key(node_id), value, visits, now());
         ctx.emit(EventType::StepEnd, Some(node_id), output_text(value));
         if is_result {
             self.last_output = Some(value.clone());

@@ -448,11 +448,9 @@ impl Store {
         checkpoint: &Checkpoint,
     ) {
         let mut writes = vec![creation(run)];
-        writes.extend(
-            outputs
-                .iter()
-                .map(|(node_id, output)| node_output(&run.id, node_id, output, 0, &run.started_at)),
-        );
+        writes.extend(outputs.iter().map(|(node_id, output)| {
+            node_output(&run.id, node_id.clone(), output, 0, run.started_at.clone())
+        }));
         writes.push(checkpointing(&run.id, checkpoint, &run.started_at));
         self.send(Write::Together(writes));
     }
@@ -519,12 +517,18 @@ impl Store {
     pub fn put_node_output(
         &self,
         run_id: &str,
-        node_id: &str,
+        node_id: impl Into<String>,
         output: &Value,
         visits: u64,
-        at: &str,
+        at: impl Into<String>,
     ) {
-        self.send(node_output(run_id, node_id, output, visits, at));
+        self.send(node_output(
+            run_id,
+            node_id.into(),
+            output,
+            visits,
+            at.into(),
+        ));
     }
 
     /// Queues storing the approval decision given at a node. If the node has no output row
@@ -894,13 +898,14 @@ fn checkpointing(run_id: &str, checkpoint: &Checkpoint, at: &str) -> Write {
     }
 }
 
-fn node_output(run_id: &str, node_id: &str, output: &Value, visits: u64, at: &str) -> Write {
+/// Takes the key and time as they are: a run stores an output at every step.
+fn node_output(run_id: &str, node_id: String, output: &Value, visits: u64, at: String) -> Write {
     Write::NodeOutput {
         run_id: run_id.to_string(),
-        node_id: node_id.to_string(),
+        node_id,
         output_json: output.to_string(),
         visits,
-        at: at.to_string(),
+        at,
     }
 }
 
