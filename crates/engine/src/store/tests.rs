@@ -939,19 +939,25 @@ fn a_run_whose_first_checkpoint_cannot_be_stored_is_not_stored_at_all(at: &Locat
     );
 }
 
-#[test]
-fn runs_stored_before_the_flow_moved_to_its_own_table_keep_their_flow() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("runs.db");
-    // A store as the version before migration 8 left it, with a finished run in it.
-    let mut conn = Connection::open(&path).expect("sqlite");
-    for (index, migration) in MIGRATIONS[..7].iter().enumerate() {
+/// A SQLite store as the Weft whose schema ended at migration `version` left it.
+fn sqlite_store_at_version(path: &std::path::Path, version: usize) -> Connection {
+    let mut conn = Connection::open(path).expect("sqlite");
+    for (index, migration) in MIGRATIONS[..version].iter().enumerate() {
         let tx = conn.transaction().expect("transaction");
         tx.execute_batch(migration).expect("old migration");
         tx.pragma_update(None, "user_version", index as i64 + 1)
             .expect("version");
         tx.commit().expect("commit");
     }
+    conn
+}
+
+#[test]
+fn runs_stored_before_the_flow_moved_to_its_own_table_keep_their_flow() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("runs.db");
+    // A store as the version before migration 8 left it, with a finished run in it.
+    let conn = sqlite_store_at_version(&path, 7);
     let flow = r#"{"nodes":[{"id":"start","type":"start"}],"edges":[]}"#;
     conn.execute(
         "INSERT INTO runs (id, flow_name, flow_json, status, input_json, started_at, updated_at) \
@@ -1061,14 +1067,7 @@ fn events_stored_a_row_each_by_an_older_weft_read_back_the_same(at: &Location) {
         Location::Sqlite(dir) => {
             let path = dir.path().join("nested/dir/runs.db");
             std::fs::create_dir_all(path.parent().expect("dir")).expect("dir");
-            let mut conn = Connection::open(&path).expect("sqlite");
-            for (index, migration) in MIGRATIONS[..9].iter().enumerate() {
-                let tx = conn.transaction().expect("transaction");
-                tx.execute_batch(migration).expect("old migration");
-                tx.pragma_update(None, "user_version", index as i64 + 1)
-                    .expect("version");
-                tx.commit().expect("commit");
-            }
+            let conn = sqlite_store_at_version(&path, 9);
             let sqlite = |sql: &str| sql.replace('$', "?");
             conn.execute(&sqlite(insert_run), [ts(0)]).expect("run");
             conn.execute(insert_flow, []).expect("flow");
@@ -1192,14 +1191,7 @@ fn a_migration_that_fails_leaves_the_store_as_it_was() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("runs.db");
     // A store as migration 8 left it, with a table in the way of migration 10.
-    let mut conn = Connection::open(&path).expect("sqlite");
-    for (index, migration) in MIGRATIONS[..8].iter().enumerate() {
-        let tx = conn.transaction().expect("transaction");
-        tx.execute_batch(migration).expect("old migration");
-        tx.pragma_update(None, "user_version", index as i64 + 1)
-            .expect("version");
-        tx.commit().expect("commit");
-    }
+    let conn = sqlite_store_at_version(&path, 8);
     conn.execute_batch("CREATE TABLE event_batches (x TEXT)")
         .expect("a table in the way");
     drop(conn);
