@@ -23,7 +23,9 @@ if [ -n "${WEFT_ORDER_BIN:-}" ]; then
   weft="$WEFT_ORDER_BIN"   # a build already made (of the same source)
 else
   cargo build --profile "$profile" --locked -p weft-cli >&2
-  weft="$(pwd)/${CARGO_TARGET_DIR:-target}/$profile/weft"
+  target="${CARGO_TARGET_DIR:-target}"
+  case "$target" in /*) ;; *) target="$(pwd)/$target" ;; esac
+  weft="$target/$profile/weft"
 fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
