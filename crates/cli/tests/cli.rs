@@ -815,3 +815,52 @@ fn from_and_only_rerun_part_of_a_flow_with_an_earlier_runs_outputs() {
     let ran = sandbox.run(&["run", &flow, "--db", &db, "--from", "yes"]);
     assert_eq!(ran.code, Some(2), "{ran:?}");
 }
+
+/// When `weft run` returns, a long run is in the store whole, and its log (past the bound a
+/// process leaves for the next one) is folded into the database: the command closes the store
+/// before it leaves the run's state to the end of the process.
+#[test]
+fn a_long_run_is_stored_whole_and_its_log_folded_when_the_command_returns() {
+    let sandbox = Sandbox::new();
+    let mut nodes = vec![node("start", "start", json!({"initialInput": "go"}))];
+    let mut edges = Vec::new();
+    for index in 1..=3_000 {
+        let id = format!("s{index}");
+        let previous = nodes.last().expect("a node")["id"]
+            .as_str()
+            .expect("id")
+            .to_string();
+        nodes.push(node(
+            &id,
+            "template",
+            json!({"template": "{{ PREVIOUS_OUTPUT }}"}),
+        ));
+        edges.push(edge(&format!("e{index}"), &previous, &id, None));
+    }
+    let flow = sandbox.flow(
+        "long.json",
+        &json!({"version": 1, "name": "long", "nodes": nodes, "edges": edges}),
+    );
+    let db = sandbox.db_arg();
+    let ran = sandbox.run(&["run", &flow, "--events", "--db", &db]);
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    assert_eq!(ran.stderr, "", "nothing was lost or refused");
+    let printed = parse_events(&ran.stdout);
+    assert_eq!(printed.last().expect("events")["type"], json!("run_end"));
+
+    let log = std::path::PathBuf::from(format!("{}-wal", sandbox.db().display()));
+    let log_size = std::fs::metadata(&log).map_or(0, |meta| meta.len());
+    assert_eq!(log_size, 0, "the long log was folded into the database");
+
+    let run_id = printed[0]["runId"].as_str().expect("run id");
+    let shown = sandbox.run(&["show", run_id, "--db", &db, "--json"]);
+    assert_eq!(shown.code, Some(0), "{shown:?}");
+    let shown: Value = serde_json::from_str(&shown.stdout).expect("show JSON");
+    assert_eq!(shown["run"]["summary"]["status"], json!("completed"));
+    assert_eq!(
+        shown["events"].as_array().map(Vec::len),
+        Some(printed.len()),
+        "every event printed is stored"
+    );
+    assert_eq!(shown["nodeOutputs"].as_array().map(Vec::len), Some(3_001));
+}
