@@ -592,10 +592,10 @@ impl Scheduler {
                     self.ctx.outputs.set(&node_id, item.input.clone());
                     self.ctx.store().put_node_output(
                         &self.ctx.run_id,
-                        &self.ctx.store_key(&node_id),
+                        self.ctx.store_key(&node_id),
                         &item.input,
                         stop.visit,
-                        &now(),
+                        now(),
                     );
                     self.last_finished = Some(item.input.clone());
                     if stop.is_result {

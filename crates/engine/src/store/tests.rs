@@ -184,9 +184,9 @@ fn store_round_trips_a_run_with_events_and_outputs(at: &Location) {
     store.append_event(event("run-1", 1, EventType::RunStart, None), None);
     store.append_event(event("run-1", 2, EventType::StepStart, Some("a")), None);
     store.append_event(event("run-1", 3, EventType::StepEnd, Some("a")), None);
-    store.put_node_output("run-1", "b", &json!({"text": "B"}), 1, &ts(4));
+    store.put_node_output("run-1", "b", &json!({"text": "B"}), 1, ts(4));
     store.put_node_approval("run-1", "a", &json!({"approved": true}), &ts(4));
-    store.put_node_output("run-1", "a", &json!("A"), 2, &ts(5));
+    store.put_node_output("run-1", "a", &json!("A"), 2, ts(5));
     store.set_state("run-1", &json!({"k": 1}), &ts(5));
     store.finish_run(
         "run-1",
