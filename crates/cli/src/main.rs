@@ -407,8 +407,8 @@ fn main() -> ExitCode {
     init_logging();
     let result = match cli.command {
         Command::Validate(args) => commands::validate::validate(&args),
-        Command::Run(args) => block_on_and_leave(commands::run::run(args)),
-        Command::Resume(args) => block_on_and_leave(commands::resume::resume(args)),
+        Command::Run(args) => block_on(commands::run::run(args)),
+        Command::Resume(args) => block_on(commands::resume::resume(args)),
         Command::Runs(args) => commands::runs::runs(&args),
         Command::Show(args) => commands::show::show(&args),
         Command::Diff(args) => commands::diff::diff(&args),
@@ -432,30 +432,14 @@ fn main() -> ExitCode {
 /// wait for work the run abandoned (a step still unwinding on a blocking thread) beyond a
 /// moment: the run's end is already stored.
 fn block_on<T>(command: impl std::future::Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
-    let runtime = runtime()?;
+    use anyhow::Context as _;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
     let result = runtime.block_on(command);
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     result
-}
-
-/// [`block_on`] for a command that closes its store before it returns (`run`, `resume`):
-/// what its tasks still hold then (a finished run's state, its flow and outputs) is left to
-/// the end of the process instead of being freed first, piece by piece.
-fn block_on_and_leave<T>(
-    command: impl std::future::Future<Output = anyhow::Result<T>>,
-) -> anyhow::Result<T> {
-    let runtime = runtime()?;
-    let result = runtime.block_on(command);
-    runtime.shutdown_background();
-    result
-}
-
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    use anyhow::Context as _;
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")
 }
 
 /// Diagnostics (not progress) go to stderr, filtered by `WEFT_LOG`; never to stdout.

@@ -817,8 +817,8 @@ fn from_and_only_rerun_part_of_a_flow_with_an_earlier_runs_outputs() {
 }
 
 /// When `weft run` returns, a long run is in the store whole, and its log (past the bound a
-/// process leaves for the next one) is folded into the database: the command closes the store
-/// before it leaves the run's state to the end of the process.
+/// process leaves for the next one) is folded into the database: the process does not end
+/// before its store's writer has finished.
 #[test]
 fn a_long_run_is_stored_whole_and_its_log_folded_when_the_command_returns() {
     let sandbox = Sandbox::new();

@@ -42,7 +42,6 @@ pub(crate) async fn resume(args: ResumeArgs) -> anyhow::Result<Exit> {
         })?;
     let db = super::db_path(&args.store)?;
     let store = super::open_store(&db)?;
-    let _closes = super::run::ClosesStore(store.clone());
     let run_id = super::resolve_run(&store, &args.run_id)?;
     if !args.events {
         let style = Style::stderr();

@@ -60,7 +60,6 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
     }
     let db = super::db_path(&args.store)?;
     let store = super::open_store(&db)?;
-    let _closes = ClosesStore(store.clone());
     let engine = engine(store);
     settle_timeouts(&engine).await;
     let flow_path = std::path::absolute(&args.flow).unwrap_or_else(|_| args.flow.clone());
@@ -87,21 +86,6 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
     let outcome = engine.start(checked, options).await;
     live.end();
     report(&outcome.map_err(run_error)?, args.events, &db)
-}
-
-/// Closes the store when the command returns, whichever way: the writer commits what is left
-/// and folds a long log into the database while the finished run's state is still being
-/// freed, rather than after it (a 10,000-node run's state took ~10 ms to free), and `main`
-/// leaves that freeing to the end of the process (`block_on_and_leave`), which it may because
-/// nothing is left to store.
-pub(crate) struct ClosesStore(pub Store);
-
-impl Drop for ClosesStore {
-    fn drop(&mut self) {
-        if let Err(error) = self.0.close() {
-            output::err(&format!("warning: {error}\n"));
-        }
-    }
 }
 
 /// An engine with providers from the environment (keys are never printed).

@@ -789,28 +789,6 @@ impl Store {
 
     /// Waits until every write queued so far is committed, leaving any write error for the
     /// next flush.
-    /// Commits every write queued so far, closes the writer's connection (folding a long log
-    /// into the database, see `schema`) and stops the writer thread: what dropping the last
-    /// handle to the store does, for a process that is done with the store while other handles
-    /// are still being dropped (a finished run's state is large; the store need not wait for
-    /// it to be freed). Returns the first write error not yet reported. Writes queued after it
-    /// are lost (and logged), and reads fail with [`StoreError::WriterStopped`].
-    pub fn close(&self) -> Result<(), StoreError> {
-        let sender = self
-            .inner
-            .sender
-            .as_ref()
-            .ok_or(StoreError::WriterStopped)?;
-        let (reply, answer) = mpsc::channel();
-        sender
-            .send(Message::Close { reply })
-            .map_err(|_| StoreError::WriterStopped)?;
-        match answer.recv().map_err(|_| StoreError::WriterStopped)? {
-            Some(err) => Err(err),
-            None => Ok(()),
-        }
-    }
-
     fn barrier(&self) -> Result<(), StoreError> {
         self.sync(false).map(|_| ())
     }

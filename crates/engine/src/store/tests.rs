@@ -166,7 +166,6 @@ on_both_backends!(
     a_run_whose_first_checkpoint_cannot_be_stored_is_not_stored_at_all,
     events_stored_a_row_each_by_an_older_weft_read_back_the_same,
     events_are_read_from_any_point_of_the_batches_they_were_stored_in,
-    a_closed_store_has_committed_everything_queued_before_and_takes_nothing_more,
 );
 
 fn pause_record() -> PauseRecord {
@@ -1217,33 +1216,4 @@ fn a_migration_that_fails_leaves_the_store_as_it_was() {
         )
         .expect("columns");
     assert_eq!(host_column, 0, "migration 9 was not kept either");
-}
-
-/// `close` while other handles of the store live on: what was queued before is committed (and
-/// read back by another process), and the store then says it has stopped rather than taking
-/// writes it would lose.
-fn a_closed_store_has_committed_everything_queued_before_and_takes_nothing_more(at: &Location) {
-    let store = at.open();
-    let other_handle = store.clone();
-    store.create_run(&new_run("run-close", &ts(0)));
-    for seq in 1..=500 {
-        store.append_event(
-            event("run-close", seq, EventType::LlmDelta, Some("a")),
-            None,
-        );
-    }
-    store.close().expect("closed cleanly");
-    assert!(matches!(
-        other_handle.flush(),
-        Err(StoreError::WriterStopped)
-    ));
-    assert!(matches!(
-        other_handle.events("run-close"),
-        Err(StoreError::WriterStopped)
-    ));
-    assert!(matches!(store.close(), Err(StoreError::WriterStopped)));
-    drop((store, other_handle));
-
-    let reopened = at.open();
-    assert_eq!(reopened.events("run-close").expect("events").len(), 500);
 }

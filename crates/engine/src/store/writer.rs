@@ -248,11 +248,6 @@ pub(super) enum Message {
         reply: Sender<Option<StoreError>>,
         take_error: bool,
     },
-    /// Commit everything received so far, close the connection (folding a long log into the
-    /// database) and stop; the answer is the first write error not yet reported.
-    Close {
-        reply: Sender<Option<StoreError>>,
-    },
 }
 
 /// The writer thread: blocks for a message, drains what else is queued (up to [`MAX_BATCH`])
@@ -286,12 +281,6 @@ pub(super) fn run(mut db: Box<dyn Db>, receiver: Receiver<Message>, owner: &str)
                     let answer = if take_error { first_error.take() } else { None };
                     // The caller may have given up waiting; nothing to do then.
                     let _ = reply.send(answer);
-                }
-                Message::Close { reply } => {
-                    commit(db, &mut pending, &mut first_error, owner);
-                    db.close();
-                    let _ = reply.send(first_error.take());
-                    return;
                 }
             }
             if taken < MAX_BATCH
