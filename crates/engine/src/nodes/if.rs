@@ -3,6 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::borrow::Cow;
 
 use super::{FieldError, Handle, Kind, Scheduling};
 use crate::event::EventType;
@@ -48,7 +49,7 @@ impl Condition {
     /// The text `value` is compared as, and the compiled expression of a `regex` condition.
     fn test(&self) -> &(String, Option<regex::Regex>) {
         self.prepared.test.get_or_init(|| {
-            let wanted = value_text(&self.value);
+            let wanted = value_text(&self.value).into_owned();
             let regex = match self.operator {
                 Operator::Regex => case_insensitive_regex(&wanted).ok(),
                 _ => None,
@@ -182,8 +183,21 @@ fn case_insensitive_regex(pattern: &str) -> Result<regex::Regex, regex::Error> {
         .build()
 }
 
-fn value_text(value: &Value) -> String {
-    output_text(value).trim().to_lowercase()
+/// `value` as conditions compare it: its text, trimmed and lowercased. Text already in that
+/// form is borrowed, not copied (an `if` tests its input at every visit).
+fn value_text(value: &Value) -> Cow<'_, str> {
+    match value {
+        Value::String(text) => lowercased(text.trim()),
+        other => Cow::Owned(lowercased(output_text(other).trim()).into_owned()),
+    }
+}
+
+fn lowercased(text: &str) -> Cow<'_, str> {
+    if text.bytes().all(|byte| byte.is_ascii() && !byte.is_ascii_uppercase()) {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(text.to_lowercase())
+    }
 }
 
 /// Whether `condition` holds for `input`.
@@ -199,15 +213,17 @@ pub(crate) fn holds(condition: &Condition, input: &Value) -> bool {
                 }
                 other => other,
             };
-            crate::path::get(value, path).map(value_text).unwrap_or_default()
+            crate::path::get(value, path)
+                .map(|value| Cow::Owned(value_text(value).into_owned()))
+                .unwrap_or_default()
         }
         None => value_text(input),
     };
     let (wanted, regex) = condition.test();
     let number = |text: &str| text.parse::<f64>().ok();
     match condition.operator {
-        Operator::Equal => subject == *wanted,
-        Operator::NotEqual => subject != *wanted,
+        Operator::Equal => *subject == **wanted,
+        Operator::NotEqual => *subject != **wanted,
         Operator::Contains => subject.contains(wanted.as_str()),
         Operator::NotContains => !subject.contains(wanted.as_str()),
         Operator::StartsWith => subject.starts_with(wanted.as_str()),
@@ -291,6 +307,15 @@ mod tests {
         assert!(holds(
             &condition(Operator::IsEmpty, Value::Null, None),
             &json!("   ")
+        ));
+        // Beyond ASCII, lowercased too (on both sides).
+        assert!(holds(
+            &condition(Operator::Equal, json!("ÉCOLE Ǆ"), None),
+            &json!("  école ǆ ")
+        ));
+        assert!(holds(
+            &condition(Operator::StartsWith, json!("straße"), None),
+            &json!("STRAßE 5")
         ));
     }
 
