@@ -137,7 +137,7 @@ pub(super) fn list_after(
     run_id: &str,
     after: u64,
 ) -> Result<Vec<RunEvent>, StoreError> {
-    let after = i64::try_from(after).unwrap_or(i64::MAX);
+    let after_key = i64::try_from(after).unwrap_or(i64::MAX);
     // Batches never overlap: the first one to read is the last to start at or before
     // `after + 1` (found in the key's index), and every later one.
     let rows = db.query(
@@ -145,7 +145,7 @@ pub(super) fn list_after(
          AND first_seq >= (SELECT COALESCE(MAX(first_seq), 0) FROM event_batches \
                            WHERE run_id = ?1 AND first_seq <= ?3) \
          ORDER BY first_seq",
-        &params![run_id, after, after.saturating_add(1)],
+        &params![run_id, after_key, after_key.saturating_add(1)],
     )?;
     let mut events = Vec::new();
     for row in rows {
@@ -154,7 +154,7 @@ pub(super) fn list_after(
         events.extend(
             batch
                 .into_iter()
-                .filter(|event| i64::try_from(event.seq).is_ok_and(|seq| seq > after))
+                .filter(|event| event.seq > after)
                 .map(|event| event.into_event(run_id)),
         );
     }

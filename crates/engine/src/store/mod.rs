@@ -10,14 +10,13 @@
 //!   connection, applies them in the order they were queued, many at a time in one transaction.
 //!   An event is passed on to its listener only after the transaction that stored it commits:
 //!   whatever a host shows is already kept. The events a commit stores for a run go into one
-//!   row (`events`): applied in the order queued like any write, but stored together, after the
-//!   commit's other writes.
+//!   row of `event_batches` (see `events`), after the commit's other writes.
 //! - A write that fails is logged with `tracing::error!` and kept; the first such error since
 //!   the previous flush is returned by the next [`Store::flush`].
 //! - Reads (and [`Store::claim_paused`]) first wait until every write queued before them is
 //!   committed, then use a second connection.
-//! - One file per table (`runs`, `events` for `event_batches`, `node_outputs`, `queue`) holds its SQL; rows are
-//!   read by column name.
+//! - One file per table (`runs`, `events` for `event_batches`, `node_outputs`, `queue`) holds
+//!   its SQL; rows are read by column name.
 //!
 //! Timestamps are passed in by the caller (the engine owns the clock) and stored as given;
 //! they are expected to be RFC 3339 UTC strings, which sort chronologically as text.

@@ -349,7 +349,11 @@ fn commit(
                 );
             }
         });
-        let retry = db.dialect() == Dialect::Postgres && !each_isolated && !failures.is_empty();
+        // An event the writer refuses itself (`EventNotAfter`) leaves the transaction sound.
+        let aborted = failures
+            .iter()
+            .any(|(_, err)| !matches!(err, StoreError::EventNotAfter { .. }));
+        let retry = db.dialect() == Dialect::Postgres && !each_isolated && aborted;
         if retry {
             let _ = db.rollback();
             each_isolated = true;
