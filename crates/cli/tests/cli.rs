@@ -864,3 +864,72 @@ fn a_long_run_is_stored_whole_and_its_log_folded_when_the_command_returns() {
     );
     assert_eq!(shown["nodeOutputs"].as_array().map(Vec::len), Some(3_001));
 }
+
+/// SPEC: an approval whose `timeoutSeconds` ran out while no Weft process was running takes its
+/// `timeout` branch when the next command starts; one that has not run out, or that waits with
+/// no timeout, stays paused. (The command skips the lookup when no paused run had a deadline
+/// when it opened the store.)
+#[test]
+fn the_next_command_settles_an_approval_that_timed_out_while_nothing_ran() {
+    let sandbox = Sandbox::new();
+    let db = sandbox.db_arg();
+    let waits = |seconds: u64| {
+        json!({
+            "version": 1,
+            "nodes": [
+                node("start", "start", json!({})),
+                node("review", "approval", json!({ "message": "ok?", "timeoutSeconds": seconds })),
+                node("yes", "template", json!({ "template": "yes" })),
+                node("late", "template", json!({ "template": "{{ approval.decision }} after {{ approval.note }}" })),
+            ],
+            "edges": [
+                edge("e1", "start", "review", None),
+                edge("e2", "review", "yes", Some("approve")),
+                edge("e3", "review", "late", Some("timeout")),
+            ]
+        })
+    };
+    let soon = sandbox.flow("soon.json", &waits(1));
+    let later = sandbox.flow("later.json", &waits(3600));
+    let plain = sandbox.flow("plain.json", &approval_flow());
+    let soon_id = paused_run_id(&sandbox.run(&["run", &soon, "--db", &db]));
+    let later_id = paused_run_id(&sandbox.run(&["run", &later, "--db", &db]));
+    let plain_id = paused_run_id(&sandbox.run(&["run", &plain, "--db", &db]));
+    std::thread::sleep(Duration::from_millis(1_300));
+
+    // Any command that runs flows settles it first, saying so on stderr.
+    let other = sandbox.flow(
+        "other.json",
+        &json!({
+            "version": 1,
+            "nodes": [node("start", "start", json!({})), node("t", "template", json!({ "template": "done" }))],
+            "edges": [edge("e1", "start", "t", None)]
+        }),
+    );
+    let ran = sandbox.run(&["run", &other, "--db", &db]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout, "done\n");
+    assert!(
+        ran.stderr.contains(&format!(
+            "run {soon_id}: nobody decided its approval in time; it went on: completed"
+        )),
+        "{ran:?}"
+    );
+    let status = |id: &str| {
+        let ran = sandbox.run(&["show", id, "--db", &db, "--json"]);
+        assert_eq!(ran.code, Some(0), "{ran:?}");
+        let shown: Value = serde_json::from_str(&ran.stdout).expect("show JSON");
+        (shown["run"]["summary"]["status"].clone(), shown["run"]["result"].clone())
+    };
+    assert_eq!(
+        status(&soon_id),
+        (json!("completed"), json!("timeout after nobody decided within 1 s"))
+    );
+    assert_eq!(status(&later_id).0, json!("paused"));
+    assert_eq!(status(&plain_id).0, json!("paused"));
+
+    // Once settled, the next command has nothing to say about it.
+    let ran = sandbox.run(&["run", &other, "--db", &db]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert!(!ran.stderr.contains("in time"), "{ran:?}");
+}

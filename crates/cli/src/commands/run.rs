@@ -97,6 +97,13 @@ pub(crate) fn engine(store: Store) -> Engine {
 /// process was running takes its `timeout` branch (or fails naming the timeout) here, each run
 /// going on until it ends or pauses, with a line on stderr saying so.
 pub(crate) async fn settle_timeouts(engine: &Engine) {
+    // Read when the store was opened: with no paused run waiting with a deadline, there is
+    // nothing to settle, and nothing to read (a short command never opens the read
+    // connection). A run another process pauses from now on is settled by the next command,
+    // as one paused just after the query would be.
+    if engine.store().deadline_at_open().is_none() {
+        return;
+    }
     let handles = match engine.settle_timeouts(None).await {
         Ok(handles) => handles,
         Err(error) => {

@@ -334,9 +334,15 @@ struct Inner {
     /// `Some` until the store is dropped; dropping it ends the writer's loop.
     sender: Option<Sender<Message>>,
     writer: Option<JoinHandle<()>>,
-    reader: Mutex<Box<dyn Db>>,
+    /// The read connection, opened by the first read: a short command that reads nothing
+    /// (`weft run` of a flow, when no approval waits with a deadline) never opens it.
+    reader: Mutex<Option<Box<dyn Db>>>,
+    open_reader: Box<dyn Fn() -> Result<Box<dyn Db>, StoreError> + Send + Sync>,
+    dialect: Dialect,
     /// This process as the owner of the runs it runs (see `lease`).
     owner: String,
+    /// The earliest deadline of a paused run's approval when the store was opened.
+    deadline_at_open: Option<String>,
 }
 
 impl Drop for Inner {
@@ -375,8 +381,15 @@ impl Store {
         }
 
         let writer = sqlite::SqliteDb::open(path, true).map_err(open_error)?;
-        let reader = sqlite::SqliteDb::open(path, false).map_err(open_error)?;
-        Store::start(Box::new(writer), Box::new(reader)).map_err(open_error)
+        let path = path.to_path_buf();
+        let open_reader = move || -> Result<Box<dyn Db>, StoreError> {
+            let reader = sqlite::SqliteDb::open(&path, false).map_err(|message| StoreError::Open {
+                path: path.display().to_string(),
+                message,
+            })?;
+            Ok(Box::new(reader))
+        };
+        Store::start(Box::new(writer), Dialect::Sqlite, Box::new(open_reader)).map_err(open_error)
     }
 
     /// Opens the run store `location` names: a PostgreSQL connection URL (`postgres://` or
@@ -400,19 +413,39 @@ impl Store {
             message,
         };
         let writer = postgresql::PostgresDb::connect(url, true).map_err(open_error)?;
-        let reader = postgresql::PostgresDb::connect(url, false).map_err(open_error)?;
+        let open_reader = {
+            let url = url.to_string();
+            move || -> Result<Box<dyn Db>, StoreError> {
+                let reader =
+                    postgresql::PostgresDb::connect(&url, false).map_err(|message| {
+                        StoreError::Open {
+                            path: postgresql::redacted(&url),
+                            message,
+                        }
+                    })?;
+                Ok(Box::new(reader))
+            }
+        };
         // Marking abandoned runs reads and writes through the client before the writer starts.
-        postgresql::off_runtime(|| Store::start(Box::new(writer), Box::new(reader)))
-            .map_err(open_error)
+        postgresql::off_runtime(|| {
+            Store::start(Box::new(writer), Dialect::Postgres, Box::new(open_reader))
+        })
+        .map_err(open_error)
     }
 
     /// Starts the writer thread on `writer` (a connection whose schema is up to date) after
-    /// marking the runs whose process is gone as interrupted.
-    fn start(mut writer: Box<dyn Db>, reader: Box<dyn Db>) -> Result<Store, String> {
+    /// marking the runs whose process is gone as interrupted and reading the earliest deadline
+    /// of a paused run. `open_reader` opens the read connection (of `dialect`) at the first read.
+    fn start(
+        mut writer: Box<dyn Db>,
+        dialect: Dialect,
+        open_reader: Box<dyn Fn() -> Result<Box<dyn Db>, StoreError> + Send + Sync>,
+    ) -> Result<Store, String> {
         let owner = lease::current_owner();
         // Runs whose process is gone were cut off: say so now, before anyone reads them.
         runs::interrupt_abandoned(&mut *writer, &owner, &lease::now_text())
             .map_err(|err| err.to_string())?;
+        let deadline_at_open = runs::next_deadline(&mut *writer).map_err(|err| err.to_string())?;
 
         let (sender, receiver) = mpsc::channel();
         let writer_owner = owner.clone();
@@ -425,8 +458,11 @@ impl Store {
             inner: Arc::new(Inner {
                 sender: Some(sender),
                 writer: Some(writer),
-                reader: Mutex::new(reader),
+                reader: Mutex::new(None),
+                open_reader,
+                dialect,
                 owner,
+                deadline_at_open,
             }),
         })
     }
@@ -691,6 +727,12 @@ impl Store {
         self.read(|db| events::last_seq(db, run_id))
     }
 
+    /// The earliest deadline of a paused run's approval when this store was opened (`None`:
+    /// no paused run waited with one then), read before the writer started.
+    pub fn deadline_at_open(&self) -> Option<&str> {
+        self.inner.deadline_at_open.as_deref()
+    }
+
     /// Paused runs whose approval's deadline is `now` or earlier, oldest deadline first.
     pub fn due_approvals(&self, now: &str) -> Result<Vec<String>, StoreError> {
         self.read(|db| runs::due(db, now))
@@ -807,10 +849,17 @@ impl Store {
             .reader
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let db: &mut dyn Db = &mut **reader;
-        match db.dialect() {
-            Dialect::Postgres => postgresql::off_runtime(|| work(db)),
-            Dialect::Sqlite => work(db),
+        let slot: &mut Option<Box<dyn Db>> = &mut reader;
+        let read = || {
+            let db: &mut dyn Db = match slot {
+                Some(db) => &mut **db,
+                empty => &mut **empty.insert((self.inner.open_reader)()?),
+            };
+            work(db)
+        };
+        match self.inner.dialect {
+            Dialect::Postgres => postgresql::off_runtime(read),
+            Dialect::Sqlite => read(),
         }
     }
 }
