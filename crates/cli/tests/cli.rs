@@ -919,11 +919,17 @@ fn the_next_command_settles_an_approval_that_timed_out_while_nothing_ran() {
         let ran = sandbox.run(&["show", id, "--db", &db, "--json"]);
         assert_eq!(ran.code, Some(0), "{ran:?}");
         let shown: Value = serde_json::from_str(&ran.stdout).expect("show JSON");
-        (shown["run"]["summary"]["status"].clone(), shown["run"]["result"].clone())
+        (
+            shown["run"]["summary"]["status"].clone(),
+            shown["run"]["result"].clone(),
+        )
     };
     assert_eq!(
         status(&soon_id),
-        (json!("completed"), json!("timeout after nobody decided within 1 s"))
+        (
+            json!("completed"),
+            json!("timeout after nobody decided within 1 s")
+        )
     );
     assert_eq!(status(&later_id).0, json!("paused"));
     assert_eq!(status(&plain_id).0, json!("paused"));

@@ -999,7 +999,7 @@ impl Engine {
         );
         let store = self.store();
         store.finish_run(&run_id, RunStatus::Cancelled, None, Some(&error), &now());
-        self.blocking(|store| store.flush()).await?;
+        self.store().flushed().await?;
         Ok(RunOutcome {
             run_id,
             status: RunStatus::Cancelled,
@@ -1039,7 +1039,7 @@ impl Engine {
             .await
             .is_ok();
         self.active.tracker.reopen();
-        if let Err(error) = self.blocking(|store| store.flush()).await {
+        if let Err(error) = self.store().flushed().await {
             tracing::warn!("the run store could not be flushed at shutdown: {error}");
         }
         stopped
@@ -1179,7 +1179,7 @@ impl Engine {
                 None
             }
         };
-        self.blocking(|store| store.flush()).await?;
+        self.store().flushed().await?;
         Ok(RunOutcome {
             run_id: ctx.run_id.clone(),
             status: end.status,

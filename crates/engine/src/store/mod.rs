@@ -47,7 +47,7 @@ use serde_json::Value;
 use crate::event::{EventListener, RunEvent, RunStatus};
 use crate::providers::Usage;
 use sql::{Db, Dialect};
-use writer::{Message, Write};
+use writer::{Message, Reply, Write};
 
 /// The field of a run's state that holds a decision taken when the run was claimed and not yet
 /// applied by a checkpoint (which writes the state afresh, without it).
@@ -383,10 +383,11 @@ impl Store {
         let writer = sqlite::SqliteDb::open(path, true).map_err(open_error)?;
         let path = path.to_path_buf();
         let open_reader = move || -> Result<Box<dyn Db>, StoreError> {
-            let reader = sqlite::SqliteDb::open(&path, false).map_err(|message| StoreError::Open {
-                path: path.display().to_string(),
-                message,
-            })?;
+            let reader =
+                sqlite::SqliteDb::open(&path, false).map_err(|message| StoreError::Open {
+                    path: path.display().to_string(),
+                    message,
+                })?;
             Ok(Box::new(reader))
         };
         Store::start(Box::new(writer), Dialect::Sqlite, Box::new(open_reader)).map_err(open_error)
@@ -416,13 +417,12 @@ impl Store {
         let open_reader = {
             let url = url.to_string();
             move || -> Result<Box<dyn Db>, StoreError> {
-                let reader =
-                    postgresql::PostgresDb::connect(&url, false).map_err(|message| {
-                        StoreError::Open {
-                            path: postgresql::redacted(&url),
-                            message,
-                        }
-                    })?;
+                let reader = postgresql::PostgresDb::connect(&url, false).map_err(|message| {
+                    StoreError::Open {
+                        path: postgresql::redacted(&url),
+                        message,
+                    }
+                })?;
                 Ok(Box::new(reader))
             }
         };
@@ -630,6 +630,17 @@ impl Store {
         }
     }
 
+    /// [`Store::flush`] for async callers: the task waits, no thread does (a short run's end
+    /// then needs no thread of the blocking pool, which costs more to start than the run).
+    pub async fn flushed(&self) -> Result<(), StoreError> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.send_sync(Reply::Async(reply), true)?;
+        match answer.await.map_err(|_| StoreError::WriterStopped)? {
+            Some(err) => Err(err),
+            None => Ok(()),
+        }
+    }
+
     /// Atomically moves a paused run to `running`, leased to this process, and returns its
     /// record with the waiting step and the queue. They stay stored until the run's next
     /// checkpoint replaces them, so a resume that dies half-way leaves the pause to go back to.
@@ -816,16 +827,20 @@ impl Store {
     }
 
     fn sync(&self, take_error: bool) -> Result<Option<StoreError>, StoreError> {
+        let (reply, answer) = mpsc::channel();
+        self.send_sync(Reply::Blocking(reply), take_error)?;
+        answer.recv().map_err(|_| StoreError::WriterStopped)
+    }
+
+    fn send_sync(&self, reply: Reply, take_error: bool) -> Result<(), StoreError> {
         let sender = self
             .inner
             .sender
             .as_ref()
             .ok_or(StoreError::WriterStopped)?;
-        let (reply, answer) = mpsc::channel();
         sender
             .send(Message::Sync { reply, take_error })
-            .map_err(|_| StoreError::WriterStopped)?;
-        answer.recv().map_err(|_| StoreError::WriterStopped)
+            .map_err(|_| StoreError::WriterStopped)
     }
 
     /// Waits until every write queued so far is committed, leaving any write error for the

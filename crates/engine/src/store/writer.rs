@@ -245,9 +245,25 @@ pub(super) enum Message {
     /// first write error since the previous such sync (which is then forgotten); without, it
     /// is always `None` (a plain barrier that leaves the error for the next flush).
     Sync {
-        reply: Sender<Option<StoreError>>,
+        reply: Reply,
         take_error: bool,
     },
+}
+
+/// Where the answer of a [`Message::Sync`] goes: a thread blocked on it, or a task awaiting it.
+pub(super) enum Reply {
+    Blocking(Sender<Option<StoreError>>),
+    Async(tokio::sync::oneshot::Sender<Option<StoreError>>),
+}
+
+impl Reply {
+    fn send(self, answer: Option<StoreError>) {
+        // The caller may have given up waiting; nothing to do then.
+        let _ = match self {
+            Reply::Blocking(sender) => sender.send(answer).map_err(drop),
+            Reply::Async(sender) => sender.send(answer).map_err(drop),
+        };
+    }
 }
 
 /// The writer thread: blocks for a message, drains what else is queued (up to [`MAX_BATCH`])
@@ -279,8 +295,7 @@ pub(super) fn run(mut db: Box<dyn Db>, receiver: Receiver<Message>, owner: &str)
                 Message::Sync { reply, take_error } => {
                     commit(db, &mut pending, &mut first_error, owner);
                     let answer = if take_error { first_error.take() } else { None };
-                    // The caller may have given up waiting; nothing to do then.
-                    let _ = reply.send(answer);
+                    reply.send(answer);
                 }
             }
             if taken < MAX_BATCH
