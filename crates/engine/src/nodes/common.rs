@@ -57,7 +57,12 @@ impl CommonSettings {
     /// Reads the common keys of `data`: types, then the described ranges.
     pub fn parse(data: &Map<String, Value>) -> Result<CommonSettings, FieldError> {
         let settings: CommonSettings = super::parse_fields(data)?;
-        check_fields(common_fields(), &[], data)?;
+        // Only these keys have described ranges; a node that sets neither (most nodes) has
+        // nothing to check, and describing the settings (a JSON Schema, derived at the first
+        // use) would cost a short run more than the rest of its validation.
+        if CHECKED_KEYS.iter().any(|key| data.contains_key(*key)) {
+            check_fields(common_fields(), &[], data)?;
+        }
         Ok(settings)
     }
 
@@ -82,8 +87,54 @@ impl CommonSettings {
     }
 }
 
+/// The keys of [`CommonSettings`] whose described fields have a range or are required (checked
+/// by a test against the description).
+const CHECKED_KEYS: [&str; 2] = ["timeoutSeconds", "retry"];
+
 /// The keys every node's `data` may hold whatever its kind, described once.
 pub fn common_fields() -> &'static [FieldDescription] {
     static FIELDS: std::sync::OnceLock<Vec<FieldDescription>> = std::sync::OnceLock::new();
     FIELDS.get_or_init(fields_of::<CommonSettings>)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nodes::describe::FieldType;
+
+    #[test]
+    fn every_common_field_with_a_range_is_under_a_checked_key() {
+        let checked: Vec<&str> = common_fields()
+            .iter()
+            .filter(|field| {
+                field.required
+                    || matches!(
+                        field.field_type,
+                        FieldType::Number { min: Some(_), .. }
+                            | FieldType::Number { max: Some(_), .. }
+                            | FieldType::Integer { min: Some(_), .. }
+                            | FieldType::Integer { max: Some(_), .. }
+                    )
+            })
+            .map(|field| field.name.split('.').next().unwrap_or_default())
+            .collect();
+        assert!(!checked.is_empty(), "{:?}", common_fields());
+        for key in checked {
+            assert!(
+                CHECKED_KEYS.contains(&key),
+                "{key} has a range but is not checked"
+            );
+        }
+    }
+
+    #[test]
+    fn a_setting_out_of_range_is_refused_and_one_unset_is_not_checked() {
+        let parse = |data: Value| CommonSettings::parse(data.as_object().expect("an object"));
+        assert!(parse(serde_json::json!({ "label": "x" })).is_ok());
+        let error = parse(serde_json::json!({ "timeoutSeconds": 0 })).expect_err("refused");
+        assert!(error.to_string().contains("timeoutSeconds"), "{error}");
+        let error =
+            parse(serde_json::json!({ "retry": { "maxAttempts": 50 } })).expect_err("refused");
+        assert!(error.to_string().contains("maxAttempts"), "{error}");
+    }
 }

@@ -179,9 +179,11 @@ fn describe_error(error: &minijinja::Error) -> String {
 }
 
 thread_local! {
-    /// Building an environment (its filters above all) costs more than parsing a short
-    /// template, and the validator checks every template field of every node: one per thread.
-    static SYNTAX: Environment<'static> = new_environment();
+    /// Parsing needs no filters, tests or globals (MiniJinja looks them up when it renders,
+    /// so an unknown filter is a render error either way): an empty environment, which costs
+    /// nothing to make where a full one (its filters above all) costs more than a short run's
+    /// whole validation.
+    static SYNTAX: Environment<'static> = Environment::empty();
     static PARSED: RefCell<ParsedSources> = RefCell::default();
     /// Set while [`Templates`] looks up the template a step renders (see its loader).
     static LOADING_RENDERED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
