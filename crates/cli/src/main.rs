@@ -407,15 +407,15 @@ fn main() -> ExitCode {
     init_logging();
     let result = match cli.command {
         Command::Validate(args) => commands::validate::validate(&args),
-        Command::Run(args) => block_on(commands::run::run(args)),
-        Command::Resume(args) => block_on(commands::resume::resume(args)),
+        Command::Run(args) => commands::run::run(args),
+        Command::Resume(args) => block_on(Threads::Pool, commands::resume::resume(args)),
         Command::Runs(args) => commands::runs::runs(&args),
         Command::Show(args) => commands::show::show(&args),
         Command::Diff(args) => commands::diff::diff(&args),
         Command::Kinds(args) => commands::kinds::kinds(&args),
-        Command::Test(args) => block_on(commands::test::test(args)),
-        Command::Serve(args) => block_on(commands::serve::serve(args)),
-        Command::Restate(args) => block_on(commands::restate::restate(args)),
+        Command::Test(args) => block_on(Threads::Pool, commands::test::test(args)),
+        Command::Serve(args) => block_on(Threads::Pool, commands::serve::serve(args)),
+        Command::Restate(args) => block_on(Threads::Pool, commands::restate::restate(args)),
     };
     match result {
         Ok(exit) => exit.into(),
@@ -428,12 +428,29 @@ fn main() -> ExitCode {
     }
 }
 
+/// The threads that drive a command's async tasks (blocking work, such as a `code` node's
+/// Python, has threads of its own either way).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Threads {
+    /// The command's own thread: enough for a flow that runs one step at a time.
+    One,
+    /// A worker per core.
+    Pool,
+}
+
 /// Runs a command on the async runtime. Once the command has its answer, the process does not
 /// wait for work the run abandoned (a step still unwinding on a blocking thread) beyond a
 /// moment: the run's end is already stored.
-fn block_on<T>(command: impl std::future::Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
+fn block_on<T>(
+    threads: Threads,
+    command: impl std::future::Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
     use anyhow::Context as _;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let mut builder = match threads {
+        Threads::One => tokio::runtime::Builder::new_current_thread(),
+        Threads::Pool => tokio::runtime::Builder::new_multi_thread(),
+    };
+    let runtime = builder
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;

@@ -434,6 +434,31 @@ impl CheckedFlow {
         &self.warnings
     }
 
+    /// Whether at most one step of a run of this flow can be going at any moment: no node
+    /// has two or more outgoing edges (branches, loops, both ways of an `if`), no agent has
+    /// subagents, and no `forEach` or `subflow` runs items or a nested flow. Conservative:
+    /// `false` when in doubt. A host may then drive the run from a single thread, which costs
+    /// less to start than a pool of them; nothing else differs.
+    pub fn runs_one_step_at_a_time(&self) -> bool {
+        let mut outgoing: HashMap<&str, usize> = HashMap::new();
+        for edge in &self.flow.edges {
+            if edge.is_subagent() {
+                return false;
+            }
+            let count = outgoing.entry(edge.source.as_str()).or_default();
+            *count += 1;
+            if *count > 1 {
+                return false;
+            }
+        }
+        self.flow.nodes.iter().all(|node| {
+            !matches!(
+                NodeKind::of(node),
+                Some(NodeKind::ForEach | NodeKind::Subflow) | None
+            )
+        })
+    }
+
     pub(crate) fn into_parts(self) -> (Flow, Vec<Option<ParsedNode>>) {
         (self.flow, self.parsed)
     }

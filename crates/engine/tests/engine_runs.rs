@@ -798,3 +798,42 @@ async fn branches_beyond_the_request_limit_wait_for_a_turn() {
     assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.error);
     assert_eq!(server.requests().len(), 4, "every branch got its turn");
 }
+
+/// What a host may drive from one thread: only a flow in which no two steps can be going at once.
+#[test]
+fn a_flow_runs_one_step_at_a_time_only_when_nothing_in_it_branches() {
+    let settings = ProviderSettings::default();
+    let one_at_a_time = |nodes: Value, edges: Value| {
+        let flow = flow_from(json!({ "version": 1, "nodes": nodes, "edges": edges }));
+        weft_engine::check_for_run(flow, None, &settings)
+            .expect("valid")
+            .runs_one_step_at_a_time()
+    };
+    let edge = |id: &str, source: &str, target: &str| json!({"id": id, "source": source, "target": target});
+    let start = json!({"id": "start", "type": "start"});
+    let template = |id: &str| json!({"id": id, "type": "template", "data": {"template": "x"}});
+
+    // A chain, whatever its kinds.
+    assert!(one_at_a_time(
+        json!([start, template("a"), {"id": "c", "type": "code", "data": {"code": "output = 1"}}, {"id": "out", "type": "output"}]),
+        json!([
+            edge("e1", "start", "a"),
+            edge("e2", "a", "c"),
+            edge("e3", "c", "out")
+        ]),
+    ));
+    // Two branches from one node.
+    assert!(!one_at_a_time(
+        json!([start, template("a"), template("b")]),
+        json!([edge("e1", "start", "a"), edge("e2", "start", "b")]),
+    ));
+    // Both ways of an `if` (a loop back, too, leaves a node by two edges).
+    assert!(!one_at_a_time(
+        json!([start, {"id": "check", "type": "if", "data": {"conditions": [{"operator": "contains", "value": "x"}]}}, template("yes"), template("no")]),
+        json!([
+            edge("e1", "start", "check"),
+            {"id": "e2", "source": "check", "target": "yes", "sourceHandle": "true"},
+            {"id": "e3", "source": "check", "target": "no", "sourceHandle": "false"}
+        ]),
+    ));
+}

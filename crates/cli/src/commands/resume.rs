@@ -59,9 +59,10 @@ pub(crate) async fn resume(args: ResumeArgs) -> anyhow::Result<Exit> {
     }
     let engine = engine(store);
     super::run::settle_timeouts(&engine).await;
-    let live = Live::start(args.events, &engine);
+    let live = Live::start(args.events);
     let options = ResumeOptions {
         on_event: Some(live.listener.clone()),
+        cancel: live.cancel.clone(),
         ..ResumeOptions::default()
     };
     let outcome = match (args.retry, decision) {
