@@ -14,6 +14,9 @@ use crate::providers::Usage;
 /// The most queued messages the writer applies in one transaction.
 const MAX_BATCH: usize = 1_000;
 
+/// How long the writer waits for more writes before it commits those it has.
+const GATHER: std::time::Duration = std::time::Duration::from_micros(300);
+
 /// One queued write, with its values already serialized.
 pub(super) enum Write {
     CreateRun {
@@ -289,6 +292,7 @@ pub(super) fn run(mut db: Box<dyn Db>, receiver: Receiver<Message>, owner: &str)
         }
         let mut next = first;
         let mut taken = 1;
+        let gathering_until = Instant::now() + GATHER;
         while let Some(message) = next.take() {
             match message {
                 Message::Write(write) => pending.push(write),
@@ -298,11 +302,20 @@ pub(super) fn run(mut db: Box<dyn Db>, receiver: Receiver<Message>, owner: &str)
                     reply.send(answer);
                 }
             }
-            if taken < MAX_BATCH
-                && let Ok(message) = receiver.try_recv()
-            {
-                taken += 1;
-                next = Some(message);
+            if taken < MAX_BATCH {
+                let more = match receiver.try_recv() {
+                    Ok(message) => Some(message),
+                    // Writes keep coming while a run goes on: a moment's wait gathers the next
+                    // ones into the same commit (each commit rewrites the pages it touches).
+                    Err(_) if !pending.is_empty() => gathering_until
+                        .checked_duration_since(Instant::now())
+                        .and_then(|left| receiver.recv_timeout(left).ok()),
+                    Err(_) => None,
+                };
+                if let Some(message) = more {
+                    taken += 1;
+                    next = Some(message);
+                }
             }
         }
         commit(db, &mut pending, &mut first_error, owner);
