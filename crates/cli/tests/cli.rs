@@ -939,3 +939,50 @@ fn the_next_command_settles_an_approval_that_timed_out_while_nothing_ran() {
     assert_eq!(ran.code, Some(0), "{ran:?}");
     assert!(!ran.stderr.contains("in time"), "{ran:?}");
 }
+
+/// The store is opened while the flow is checked when it exists, created only after when it
+/// does not: a refused flow leaves no store behind, a file that is not a store is named and
+/// left as it was, and an existing store works as ever.
+#[test]
+fn a_refused_flow_creates_no_store_and_a_file_that_is_not_one_is_named() {
+    let sandbox = Sandbox::new();
+    let good = sandbox.flow("good.json", &approval_flow());
+    let broken = sandbox.flow(
+        "broken.json",
+        &json!({
+            "version": 1,
+            "nodes": [node("start", "start", json!({})), node("t", "template", json!({ "template": "{{ unclosed" }))],
+            "edges": [edge("e1", "start", "t", None)]
+        }),
+    );
+    let db = sandbox.db();
+    let db_arg = sandbox.db_arg();
+
+    let ran = sandbox.run(&["run", &broken, "--db", &db_arg]);
+    assert_eq!(ran.code, Some(2), "{ran:?}");
+    assert!(!db.exists(), "a refused flow created the store");
+
+    std::fs::write(&db, "these are notes, not a run store\n").expect("write");
+    let ran = sandbox.run(&["run", &good, "--db", &db_arg]);
+    assert_eq!(ran.code, Some(1), "{ran:?}");
+    assert!(
+        ran.stderr.contains("cannot open the run store") && ran.stderr.contains(&db_arg),
+        "{ran:?}"
+    );
+    assert!(ran.stderr.contains("not a SQLite database"), "{ran:?}");
+    assert_eq!(
+        std::fs::read_to_string(&db).expect("read"),
+        "these are notes, not a run store\n"
+    );
+
+    std::fs::remove_file(&db).expect("remove");
+    let first = paused_run_id(&sandbox.run(&["run", &good, "--db", &db_arg]));
+    // An existing store, a refused flow: nothing changes in it.
+    let ran = sandbox.run(&["run", &broken, "--db", &db_arg]);
+    assert_eq!(ran.code, Some(2), "{ran:?}");
+    let second = paused_run_id(&sandbox.run(&["run", &good, "--db", &db_arg]));
+    let runs = sandbox.runs_within(Duration::from_secs(60));
+    let ids: Vec<&str> = runs.iter().filter_map(|run| run["id"].as_str()).collect();
+    assert_eq!(ids.len(), 2, "{runs:?}");
+    assert!(ids.contains(&first.as_str()) && ids.contains(&second.as_str()), "{runs:?}");
+}

@@ -341,8 +341,9 @@ struct Inner {
     dialect: Dialect,
     /// This process as the owner of the runs it runs (see `lease`).
     owner: String,
-    /// The earliest deadline of a paused run's approval when the store was opened.
-    deadline_at_open: Option<String>,
+    /// The earliest deadline of a paused run's approval when the store was opened (set once
+    /// the open is done).
+    deadline_at_open: std::sync::OnceLock<Option<String>>,
 }
 
 impl Drop for Inner {
@@ -364,33 +365,87 @@ impl Store {
     /// when the file is not a SQLite database, when it was made by a newer Weft (a schema
     /// version this one does not know), or when a migration fails.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Store::open_in_background(path).wait()
+    }
+
+    /// [`Store::open`] on the store's writer thread, while the caller goes on: the open (the
+    /// log read back, the schema checked, abandoned runs marked) costs a short command as much
+    /// as checking its flow, and the two can run side by side. [`OpeningStore::wait`] gives the
+    /// store, or the error [`Store::open`] would have.
+    pub fn open_in_background(path: &Path) -> OpeningStore {
         let shown = path.display().to_string();
-        let open_error = |message: String| StoreError::Open {
-            path: shown.clone(),
-            message,
-        };
+        let (opened, answer) = mpsc::sync_channel(1);
         if let Some(parent) = path.parent()
             && !parent.as_os_str().is_empty()
+            && let Err(err) = std::fs::create_dir_all(parent)
         {
-            std::fs::create_dir_all(parent).map_err(|err| {
-                open_error(format!(
-                    "cannot create directory {}: {err}",
-                    parent.display()
-                ))
-            })?;
+            let _ = opened.send(Err(format!(
+                "cannot create directory {}: {err}",
+                parent.display()
+            )));
+            return OpeningStore {
+                store: None,
+                answer,
+                shown,
+            };
         }
-
-        let writer = sqlite::SqliteDb::open(path, true).map_err(open_error)?;
-        let path = path.to_path_buf();
+        let writer_path = path.to_path_buf();
+        let open_writer = move |owner: &str| -> Result<(Box<dyn Db>, Option<String>), String> {
+            let mut writer = sqlite::SqliteDb::open(&writer_path, true)?;
+            let deadline = settle_at_open(&mut writer, owner)?;
+            Ok((Box::new(writer), deadline))
+        };
+        let reader_path = path.to_path_buf();
         let open_reader = move || -> Result<Box<dyn Db>, StoreError> {
-            let reader =
-                sqlite::SqliteDb::open(&path, false).map_err(|message| StoreError::Open {
-                    path: path.display().to_string(),
+            let reader = sqlite::SqliteDb::open(&reader_path, false).map_err(|message| {
+                StoreError::Open {
+                    path: reader_path.display().to_string(),
                     message,
-                })?;
+                }
+            })?;
             Ok(Box::new(reader))
         };
-        Store::start(Box::new(writer), Dialect::Sqlite, Box::new(open_reader)).map_err(open_error)
+        let (sender, receiver) = mpsc::channel();
+        let owner = lease::current_owner();
+        let writer_owner = owner.clone();
+        let spawned = std::thread::Builder::new()
+            .name("weft-store-writer".to_string())
+            .spawn(move || match open_writer(&writer_owner) {
+                Ok((writer, deadline)) => {
+                    let _ = opened.send(Ok(deadline));
+                    writer::run(writer, receiver, &writer_owner);
+                }
+                Err(message) => {
+                    let _ = opened.send(Err(message));
+                }
+            });
+        let store = match spawned {
+            Ok(writer) => Some(Store {
+                inner: Arc::new(Inner {
+                    sender: Some(sender),
+                    writer: Some(writer),
+                    reader: Mutex::new(None),
+                    open_reader: Box::new(open_reader),
+                    dialect: Dialect::Sqlite,
+                    owner,
+                    deadline_at_open: std::sync::OnceLock::new(),
+                }),
+            }),
+            Err(err) => {
+                let (failed, answer) = mpsc::sync_channel(1);
+                let _ = failed.send(Err(format!("cannot start the writer thread: {err}")));
+                return OpeningStore {
+                    store: None,
+                    answer,
+                    shown,
+                };
+            }
+        };
+        OpeningStore {
+            store,
+            answer,
+            shown,
+        }
     }
 
     /// Opens the run store `location` names: a PostgreSQL connection URL (`postgres://` or
@@ -442,10 +497,7 @@ impl Store {
         open_reader: Box<dyn Fn() -> Result<Box<dyn Db>, StoreError> + Send + Sync>,
     ) -> Result<Store, String> {
         let owner = lease::current_owner();
-        // Runs whose process is gone were cut off: say so now, before anyone reads them.
-        runs::interrupt_abandoned(&mut *writer, &owner, &lease::now_text())
-            .map_err(|err| err.to_string())?;
-        let deadline_at_open = runs::next_deadline(&mut *writer).map_err(|err| err.to_string())?;
+        let deadline_at_open = settle_at_open(&mut *writer, &owner)?;
 
         let (sender, receiver) = mpsc::channel();
         let writer_owner = owner.clone();
@@ -462,7 +514,7 @@ impl Store {
                 open_reader,
                 dialect,
                 owner,
-                deadline_at_open,
+                deadline_at_open: std::sync::OnceLock::from(deadline_at_open),
             }),
         })
     }
@@ -741,7 +793,7 @@ impl Store {
     /// The earliest deadline of a paused run's approval when this store was opened (`None`:
     /// no paused run waited with one then), read before the writer started.
     pub fn deadline_at_open(&self) -> Option<&str> {
-        self.inner.deadline_at_open.as_deref()
+        self.inner.deadline_at_open.get()?.as_deref()
     }
 
     /// Paused runs whose approval's deadline is `now` or earlier, oldest deadline first.
@@ -877,6 +929,43 @@ impl Store {
             Dialect::Sqlite => read(),
         }
     }
+}
+
+/// A SQLite store being opened on its writer thread ([`Store::open_in_background`]).
+pub struct OpeningStore {
+    /// The store, unusable until the open has succeeded; `None` when nothing was started.
+    store: Option<Store>,
+    answer: mpsc::Receiver<Result<Option<String>, String>>,
+    shown: String,
+}
+
+impl OpeningStore {
+    /// Waits until the store is open: the store, or why it could not be opened (as
+    /// [`Store::open`]'s errors).
+    pub fn wait(self) -> Result<Store, StoreError> {
+        let open_error = |message: String| StoreError::Open {
+            path: self.shown.clone(),
+            message,
+        };
+        let deadline = self
+            .answer
+            .recv()
+            .map_err(|_| open_error("the writer thread stopped while opening the store".into()))?
+            .map_err(open_error)?;
+        let store = self
+            .store
+            .ok_or_else(|| open_error("the writer thread did not start".into()))?;
+        let _ = store.inner.deadline_at_open.set(deadline);
+        Ok(store)
+    }
+}
+
+/// What opening a store does on its writer connection before anything else: runs whose
+/// process is gone were cut off, and are marked interrupted before anyone reads them; and the
+/// earliest deadline of a paused run is read (see [`Store::deadline_at_open`]).
+fn settle_at_open(writer: &mut dyn Db, owner: &str) -> Result<Option<String>, String> {
+    runs::interrupt_abandoned(writer, owner, &lease::now_text()).map_err(|err| err.to_string())?;
+    runs::next_deadline(writer).map_err(|err| err.to_string())
 }
 
 /// The claim of [`Store::claim`], inside the caller's transaction.
