@@ -984,5 +984,8 @@ fn a_refused_flow_creates_no_store_and_a_file_that_is_not_one_is_named() {
     let runs = sandbox.runs_within(Duration::from_secs(60));
     let ids: Vec<&str> = runs.iter().filter_map(|run| run["id"].as_str()).collect();
     assert_eq!(ids.len(), 2, "{runs:?}");
-    assert!(ids.contains(&first.as_str()) && ids.contains(&second.as_str()), "{runs:?}");
+    assert!(
+        ids.contains(&first.as_str()) && ids.contains(&second.as_str()),
+        "{runs:?}"
+    );
 }
