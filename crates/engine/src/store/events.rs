@@ -14,6 +14,14 @@ use super::{StoreError, corrupt, to_i64};
 use crate::event::{EventType, RunEvent};
 use crate::providers::Usage;
 
+/// Stores one committed batch of a run's events.
+pub(super) const INSERT_BATCH: &str = "INSERT INTO event_batches (run_id, first_seq, last_seq, events_json) \
+     VALUES (?1, ?2, ?3, ?4)";
+
+/// The number of a run's last stored event.
+pub(super) const SELECT_LAST_SEQ: &str = "SELECT last_seq FROM event_batches WHERE run_id = ?1 \
+     ORDER BY first_seq DESC LIMIT 1";
+
 /// An event as a batch holds it: [`RunEvent`]'s fields in its JSON form, without the run id
 /// (the row's).
 #[derive(Serialize)]
@@ -114,8 +122,7 @@ pub(super) fn insert_batch(
     let json = String::from_utf8(json)
         .map_err(|_| corrupt(run_id, "an event's JSON is not UTF-8".to_string()))?;
     db.execute(
-        "INSERT INTO event_batches (run_id, first_seq, last_seq, events_json) \
-         VALUES (?1, ?2, ?3, ?4)",
+        INSERT_BATCH,
         &params![
             run_id,
             to_i64("event seq", first.seq)?,
@@ -164,11 +171,7 @@ pub(super) fn list_after(
 /// The largest `seq` of run `run_id`'s events (0 for none).
 pub(super) fn last_seq(db: &mut dyn Db, run_id: &str) -> Result<u64, StoreError> {
     let last = db
-        .query_opt(
-            "SELECT last_seq FROM event_batches WHERE run_id = ?1 \
-             ORDER BY first_seq DESC LIMIT 1",
-            &params![run_id],
-        )?
+        .query_opt(SELECT_LAST_SEQ, &params![run_id])?
         .map(|row| row.int("last_seq"))
         .transpose()?;
     super::to_u64(run_id, "event seq", last.unwrap_or(0))

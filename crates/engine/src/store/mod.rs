@@ -411,8 +411,10 @@ impl Store {
         let spawned = std::thread::Builder::new()
             .name("weft-store-writer".to_string())
             .spawn(move || match open_writer(&writer_owner) {
-                Ok((writer, deadline)) => {
+                Ok((mut writer, deadline)) => {
                     let _ = opened.send(Ok(deadline));
+                    // While the caller goes on to start its run, before the run's first write.
+                    writer.prepare_ahead(writer::RUN_STATEMENTS);
                     writer::run(writer, receiver, &writer_owner);
                 }
                 Err(message) => {

@@ -6,6 +6,12 @@ use super::sql::{Db, params};
 use super::{NodeOutputRecord, StoreError, parse_json, to_i64, to_u64};
 use crate::providers::Usage;
 
+/// Stores a node's latest output and visit count.
+pub(super) const UPSERT_OUTPUT: &str = "INSERT INTO node_outputs (run_id, node_id, output_json, visits, updated_at) \
+     VALUES (?1, ?2, ?3, ?4, ?5) \
+     ON CONFLICT (run_id, node_id) DO UPDATE SET output_json = excluded.output_json, \
+     visits = excluded.visits, updated_at = excluded.updated_at";
+
 /// Inserts or replaces the output and visit count, keeping any approval recorded.
 pub(super) fn put_output(
     db: &mut dyn Db,
@@ -16,10 +22,7 @@ pub(super) fn put_output(
     at: &str,
 ) -> Result<(), StoreError> {
     db.execute(
-        "INSERT INTO node_outputs (run_id, node_id, output_json, visits, updated_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5) \
-         ON CONFLICT (run_id, node_id) DO UPDATE SET output_json = excluded.output_json, \
-         visits = excluded.visits, updated_at = excluded.updated_at",
+        UPSERT_OUTPUT,
         &params![run_id, node_id, output_json, to_i64("visits", visits)?, at],
     )?;
     Ok(())

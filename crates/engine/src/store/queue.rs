@@ -4,6 +4,19 @@
 use super::sql::{Db, params};
 use super::{QueuedStep, StepRow, StoreError, StoredStep, parse_json, to_i64, to_u64};
 
+/// Empties a run's queue.
+pub(super) const CLEAR_QUEUE: &str = "DELETE FROM queue WHERE run_id = ?1";
+
+/// Stores a step of a run's queue under its key.
+pub(super) const UPSERT_STEP: &str = "INSERT INTO queue (run_id, position, node_id, input_json, source_node_id, visit) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+     ON CONFLICT (run_id, position) DO UPDATE SET node_id = excluded.node_id, \
+     input_json = excluded.input_json, source_node_id = excluded.source_node_id, \
+     visit = excluded.visit";
+
+/// Removes a step of a run's queue.
+pub(super) const DELETE_STEP: &str = "DELETE FROM queue WHERE run_id = ?1 AND position = ?2";
+
 /// Replaces run `run_id`'s queue with `steps`, in order (keys 0, 1, ...).
 pub(super) fn replace(db: &mut dyn Db, run_id: &str, steps: &[StepRow]) -> Result<(), StoreError> {
     clear(db, run_id)?;
@@ -28,11 +41,7 @@ pub(super) fn add(
 fn insert(db: &mut dyn Db, run_id: &str, key: u64, step: &StepRow) -> Result<(), StoreError> {
     let visit = step.visit.map(|visit| to_i64("visit", visit)).transpose()?;
     db.execute(
-        "INSERT INTO queue (run_id, position, node_id, input_json, source_node_id, visit) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
-         ON CONFLICT (run_id, position) DO UPDATE SET node_id = excluded.node_id, \
-         input_json = excluded.input_json, source_node_id = excluded.source_node_id, \
-         visit = excluded.visit",
+        UPSERT_STEP,
         &params![
             run_id,
             to_i64("queue position", key)?,
@@ -49,7 +58,7 @@ fn insert(db: &mut dyn Db, run_id: &str, key: u64, step: &StepRow) -> Result<(),
 pub(super) fn remove(db: &mut dyn Db, run_id: &str, keys: &[u64]) -> Result<(), StoreError> {
     for key in keys {
         db.execute(
-            "DELETE FROM queue WHERE run_id = ?1 AND position = ?2",
+            DELETE_STEP,
             &params![run_id, to_i64("queue position", *key)?],
         )?;
     }
@@ -57,7 +66,7 @@ pub(super) fn remove(db: &mut dyn Db, run_id: &str, keys: &[u64]) -> Result<(), 
 }
 
 pub(super) fn clear(db: &mut dyn Db, run_id: &str) -> Result<(), StoreError> {
-    db.execute("DELETE FROM queue WHERE run_id = ?1", &params![run_id])?;
+    db.execute(CLEAR_QUEUE, &params![run_id])?;
     Ok(())
 }
 

@@ -8,6 +8,29 @@ use super::{
 use crate::event::RunStatus;
 use crate::providers::Usage;
 
+/// Creates a run, `running` and leased.
+pub(super) const INSERT_RUN: &str = "INSERT INTO runs (id, flow_name, flow_path, status, input_json, \
+     started_at, updated_at, lease_owner, lease_until, host) \
+     VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?5, ?6, ?7, ?8)";
+
+/// Keeps the flow a run started with.
+pub(super) const INSERT_RUN_FLOW: &str =
+    "INSERT INTO run_flows (run_id, flow_json) VALUES (?1, ?2)";
+
+/// Sets a run's engine state.
+pub(super) const SET_STATE: &str = "UPDATE runs SET state_json = ?2, updated_at = ?3 WHERE id = ?1";
+
+/// Ends a run.
+pub(super) const FINISH_RUN: &str = "UPDATE runs SET status = ?2, result_json = ?3, error = ?4, \
+     waiting_node_id = NULL, waiting_input_json = NULL, \
+     waiting_source_node_id = NULL, ended_at = ?5, updated_at = ?5, \
+     lease_owner = NULL, lease_until = NULL, deadline = NULL WHERE id = ?1";
+
+/// A running run's checkpoint.
+pub(super) const CHECKPOINT_RUN: &str = "UPDATE runs SET waiting_node_id = ?2, waiting_input_json = ?3, \
+     waiting_source_node_id = ?4, state_json = ?5, updated_at = ?6 \
+     WHERE id = ?1 AND status = 'running'";
+
 /// A run to insert, its values serialized.
 pub(super) struct NewRunRow<'a> {
     pub id: &'a str,
@@ -27,9 +50,7 @@ pub(super) fn insert(
     until: &str,
 ) -> Result<(), StoreError> {
     db.execute(
-        "INSERT INTO runs (id, flow_name, flow_path, status, input_json, \
-         started_at, updated_at, lease_owner, lease_until, host) \
-         VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?5, ?6, ?7, ?8)",
+        INSERT_RUN,
         &params![
             run.id,
             run.flow_name,
@@ -41,10 +62,7 @@ pub(super) fn insert(
             run.host
         ],
     )?;
-    db.execute(
-        "INSERT INTO run_flows (run_id, flow_json) VALUES (?1, ?2)",
-        &params![run.id, run.flow_json],
-    )?;
+    db.execute(INSERT_RUN_FLOW, &params![run.id, run.flow_json])?;
     Ok(())
 }
 
@@ -200,10 +218,7 @@ pub(super) fn set_state(
     state_json: &str,
     at: &str,
 ) -> Result<(), StoreError> {
-    let rows = db.execute(
-        "UPDATE runs SET state_json = ?2, updated_at = ?3 WHERE id = ?1",
-        &params![run_id, state_json, at],
-    )?;
+    let rows = db.execute(SET_STATE, &params![run_id, state_json, at])?;
     changed(run_id, rows)
 }
 
@@ -217,10 +232,7 @@ pub(super) fn finish(
     at: &str,
 ) -> Result<(), StoreError> {
     let rows = db.execute(
-        "UPDATE runs SET status = ?2, result_json = ?3, error = ?4, \
-         waiting_node_id = NULL, waiting_input_json = NULL, \
-         waiting_source_node_id = NULL, ended_at = ?5, updated_at = ?5, \
-         lease_owner = NULL, lease_until = NULL, deadline = NULL WHERE id = ?1",
+        FINISH_RUN,
         &params![run_id, status.as_str(), result_json, error, at],
     )?;
     changed(run_id, rows)
@@ -236,9 +248,7 @@ pub(super) fn checkpoint(
     at: &str,
 ) -> Result<(), StoreError> {
     let rows = db.execute(
-        "UPDATE runs SET waiting_node_id = ?2, waiting_input_json = ?3, \
-         waiting_source_node_id = ?4, state_json = ?5, updated_at = ?6 \
-         WHERE id = ?1 AND status = 'running'",
+        CHECKPOINT_RUN,
         &params![
             run_id,
             waiting.map(|step| &step.node_id),

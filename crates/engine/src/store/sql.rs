@@ -163,6 +163,10 @@ pub(super) trait Db: Send {
     /// Called once when the store closes, after the last commit.
     fn close(&mut self) {}
 
+    /// Compiles `statements` now, so that their first use need not (SQLite keeps them in the
+    /// connection's statement cache); one that fails to compile is left to fail where it is used.
+    fn prepare_ahead(&mut self, _statements: &[&'static str]) {}
+
     /// The first row of a query's answer, if any.
     fn query_opt(
         &mut self,

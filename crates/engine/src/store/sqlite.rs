@@ -98,4 +98,10 @@ impl Db for SqliteDb {
     fn close(&mut self) {
         schema::fold_a_long_log(&self.conn);
     }
+
+    fn prepare_ahead(&mut self, statements: &[&'static str]) {
+        for sql in statements {
+            let _ = self.conn.prepare_cached(sql);
+        }
+    }
 }

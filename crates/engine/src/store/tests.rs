@@ -1217,3 +1217,17 @@ fn a_migration_that_fails_leaves_the_store_as_it_was() {
         .expect("columns");
     assert_eq!(host_column, 0, "migration 9 was not kept either");
 }
+
+/// The statements a new writer compiles ahead are the ones the store runs: each compiles
+/// against the current schema (a misspelt one would fail silently there and only cost time).
+#[test]
+fn the_statements_compiled_ahead_compile_against_the_schema() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("runs.db");
+    drop(Store::open(&path).expect("open"));
+    let conn = Connection::open(&path).expect("connection");
+    for sql in writer::RUN_STATEMENTS {
+        conn.prepare(sql)
+            .unwrap_or_else(|error| panic!("{sql}: {error}"));
+    }
+}

@@ -14,6 +14,23 @@ use crate::providers::Usage;
 /// The most queued messages the writer applies in one transaction.
 const MAX_BATCH: usize = 1_000;
 
+/// The statements a run's writes use, compiled by a new writer before its first commit (see
+/// [`Store::open_in_background`](super::Store::open_in_background)): a short run's only commit
+/// otherwise compiles them while its command waits.
+pub(super) const RUN_STATEMENTS: &[&str] = &[
+    runs::INSERT_RUN,
+    runs::INSERT_RUN_FLOW,
+    runs::CHECKPOINT_RUN,
+    runs::SET_STATE,
+    runs::FINISH_RUN,
+    queue::UPSERT_STEP,
+    queue::DELETE_STEP,
+    queue::CLEAR_QUEUE,
+    node_outputs::UPSERT_OUTPUT,
+    events::INSERT_BATCH,
+    events::SELECT_LAST_SEQ,
+];
+
 /// How long the writer waits for more writes before it commits those it has.
 const GATHER: std::time::Duration = std::time::Duration::from_micros(300);
 
