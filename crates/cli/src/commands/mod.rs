@@ -39,9 +39,20 @@ pub(crate) fn default_db_path() -> Option<PathBuf> {
 /// Opens the run store `--db` names: a PostgreSQL URL, else a SQLite file (created when
 /// missing).
 pub(crate) fn open_store(path: &Path) -> anyhow::Result<Store> {
-    let location = path.to_string_lossy();
-    Store::open_location(&location)
-        .with_context(|| format!("cannot open the run store {}", shown_location(&location)))
+    opened_store(path, Store::open_location(&path.to_string_lossy()))
+}
+
+/// The store, or the error of opening it naming where it is (a URL without its password).
+pub(crate) fn opened_store(
+    path: &Path,
+    opened: Result<Store, StoreError>,
+) -> anyhow::Result<Store> {
+    opened.with_context(|| {
+        format!(
+            "cannot open the run store {}",
+            shown_location(&path.to_string_lossy())
+        )
+    })
 }
 
 /// The price table: the shipped prices and the file `WEFT_PRICES` names; a file that cannot be

@@ -2,11 +2,10 @@
 //! session (event listener, Ctrl-C and SIGTERM handling) and the report of a run's outcome.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use weft_engine::breakpoints::check_breakpoints;
@@ -27,10 +26,14 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<Exit> {
     // on two cores the two take no longer than the slower (a 2-node flow: ~0.5 ms of open,
     // ~0.2 of checks). A store that does not exist yet is created only once the flow is known
     // to run, so a refused flow leaves no file behind.
-    let opening = super::db_path(&args.store)
+    // Where the store is, found once; a missing data directory is reported where the store is
+    // needed, after the flow's own problems.
+    let db = super::db_path(&args.store);
+    let opening = db
+        .as_ref()
         .ok()
         .filter(|db| db.is_file())
-        .map(|db| Store::open_in_background(&db));
+        .map(|db| Store::open_in_background(db));
     let flow = super::load_flow(&args.flow)?;
     let checked = match check_for_run(flow, Some(&args.flow), &ProviderSettings::from_env()) {
         Ok(checked) => checked,
@@ -52,12 +55,13 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<Exit> {
     } else {
         Threads::Pool
     };
-    crate::block_on(threads, run_checked(args, checked, opening))
+    crate::block_on(threads, run_checked(args, checked, db, opening))
 }
 
 async fn run_checked(
     args: RunArgs,
     checked: CheckedFlow,
+    db: anyhow::Result<PathBuf>,
     opening: Option<OpeningStore>,
 ) -> anyhow::Result<Exit> {
     let flow = checked.flow();
@@ -86,11 +90,9 @@ async fn run_checked(
     if !problems.is_empty() {
         return Err(usage_error(problems.join("\n")));
     }
-    let db = super::db_path(&args.store)?;
+    let db = db?;
     let store = match opening {
-        Some(opening) => opening
-            .wait()
-            .with_context(|| format!("cannot open the run store {}", db.display()))?,
+        Some(opening) => super::opened_store(&db, opening.wait())?,
         None => super::open_store(&db)?,
     };
     let engine = engine(store);

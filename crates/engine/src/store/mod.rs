@@ -374,80 +374,33 @@ impl Store {
     /// store, or the error [`Store::open`] would have.
     pub fn open_in_background(path: &Path) -> OpeningStore {
         let shown = path.display().to_string();
-        let (opened, answer) = mpsc::sync_channel(1);
         if let Some(parent) = path.parent()
             && !parent.as_os_str().is_empty()
             && let Err(err) = std::fs::create_dir_all(parent)
         {
-            let _ = opened.send(Err(format!(
-                "cannot create directory {}: {err}",
-                parent.display()
-            )));
             return OpeningStore {
-                store: None,
-                answer,
+                started: Err(format!(
+                    "cannot create directory {}: {err}",
+                    parent.display()
+                )),
                 shown,
             };
         }
         let writer_path = path.to_path_buf();
-        let open_writer = move |owner: &str| -> Result<(Box<dyn Db>, Option<String>), String> {
-            let mut writer = sqlite::SqliteDb::open(&writer_path, true)?;
-            let deadline = settle_at_open(&mut writer, owner)?;
-            Ok((Box::new(writer), deadline))
+        let open_writer = move || -> Result<Box<dyn Db>, String> {
+            Ok(Box::new(sqlite::SqliteDb::open(&writer_path, true)?))
         };
-        let reader_path = path.to_path_buf();
+        let (reader_path, reader_shown) = (path.to_path_buf(), shown.clone());
         let open_reader = move || -> Result<Box<dyn Db>, StoreError> {
             let reader = sqlite::SqliteDb::open(&reader_path, false).map_err(|message| {
                 StoreError::Open {
-                    path: reader_path.display().to_string(),
+                    path: reader_shown.clone(),
                     message,
                 }
             })?;
             Ok(Box::new(reader))
         };
-        let (sender, receiver) = mpsc::channel();
-        let owner = lease::current_owner();
-        let writer_owner = owner.clone();
-        let spawned = std::thread::Builder::new()
-            .name("weft-store-writer".to_string())
-            .spawn(move || match open_writer(&writer_owner) {
-                Ok((mut writer, deadline)) => {
-                    let _ = opened.send(Ok(deadline));
-                    // While the caller goes on to start its run, before the run's first write.
-                    writer.prepare_ahead(writer::RUN_STATEMENTS);
-                    writer::run(writer, receiver, &writer_owner);
-                }
-                Err(message) => {
-                    let _ = opened.send(Err(message));
-                }
-            });
-        let store = match spawned {
-            Ok(writer) => Some(Store {
-                inner: Arc::new(Inner {
-                    sender: Some(sender),
-                    writer: Some(writer),
-                    reader: Mutex::new(None),
-                    open_reader: Box::new(open_reader),
-                    dialect: Dialect::Sqlite,
-                    owner,
-                    deadline_at_open: std::sync::OnceLock::new(),
-                }),
-            }),
-            Err(err) => {
-                let (failed, answer) = mpsc::sync_channel(1);
-                let _ = failed.send(Err(format!("cannot start the writer thread: {err}")));
-                return OpeningStore {
-                    store: None,
-                    answer,
-                    shown,
-                };
-            }
-        };
-        OpeningStore {
-            store,
-            answer,
-            shown,
-        }
+        Store::spawn(shown, Dialect::Sqlite, open_writer, Box::new(open_reader))
     }
 
     /// Opens the run store `location` names: a PostgreSQL connection URL (`postgres://` or
@@ -466,59 +419,79 @@ impl Store {
     /// Errors: [`StoreError::Open`] when the server cannot be reached, refuses the login, or the
     /// schema was made by a newer Weft or cannot be brought up to date.
     pub fn open_postgres(url: &str) -> Result<Store, StoreError> {
-        let open_error = |message: String| StoreError::Open {
-            path: postgresql::redacted(url),
-            message,
+        let shown = postgresql::redacted(url);
+        let writer_url = url.to_string();
+        let open_writer = move || -> Result<Box<dyn Db>, String> {
+            Ok(Box::new(postgresql::PostgresDb::connect(
+                &writer_url,
+                true,
+            )?))
         };
-        let writer = postgresql::PostgresDb::connect(url, true).map_err(open_error)?;
-        let open_reader = {
-            let url = url.to_string();
-            move || -> Result<Box<dyn Db>, StoreError> {
-                let reader = postgresql::PostgresDb::connect(&url, false).map_err(|message| {
+        let (reader_url, reader_shown) = (url.to_string(), shown.clone());
+        let open_reader = move || -> Result<Box<dyn Db>, StoreError> {
+            let reader =
+                postgresql::PostgresDb::connect(&reader_url, false).map_err(|message| {
                     StoreError::Open {
-                        path: postgresql::redacted(&url),
+                        path: reader_shown.clone(),
                         message,
                     }
                 })?;
-                Ok(Box::new(reader))
-            }
+            Ok(Box::new(reader))
         };
-        // Marking abandoned runs reads and writes through the client before the writer starts.
-        postgresql::off_runtime(|| {
-            Store::start(Box::new(writer), Dialect::Postgres, Box::new(open_reader))
-        })
-        .map_err(open_error)
+        Store::spawn(shown, Dialect::Postgres, open_writer, Box::new(open_reader)).wait()
     }
 
-    /// Starts the writer thread on `writer` (a connection whose schema is up to date) after
-    /// marking the runs whose process is gone as interrupted and reading the earliest deadline
-    /// of a paused run. `open_reader` opens the read connection (of `dialect`) at the first read.
-    fn start(
-        mut writer: Box<dyn Db>,
+    /// Starts the writer thread, which opens its connection (`open_writer`, bringing the schema
+    /// up to date), marks the runs whose process is gone as interrupted, reads the earliest
+    /// deadline of a paused run, answers the [`OpeningStore`], compiles the statements a run's
+    /// writes use, and then applies writes. `open_reader` opens the read connection (of
+    /// `dialect`) at the first read. `shown` names the store in errors.
+    fn spawn(
+        shown: String,
         dialect: Dialect,
+        open_writer: impl FnOnce() -> Result<Box<dyn Db>, String> + Send + 'static,
         open_reader: Box<dyn Fn() -> Result<Box<dyn Db>, StoreError> + Send + Sync>,
-    ) -> Result<Store, String> {
-        let owner = lease::current_owner();
-        let deadline_at_open = settle_at_open(&mut *writer, &owner)?;
-
+    ) -> OpeningStore {
+        let (opened, answer) = mpsc::sync_channel(1);
         let (sender, receiver) = mpsc::channel();
+        let owner = lease::current_owner();
         let writer_owner = owner.clone();
-        let writer = std::thread::Builder::new()
+        let spawned = std::thread::Builder::new()
             .name("weft-store-writer".to_string())
-            .spawn(move || writer::run(writer, receiver, &writer_owner))
-            .map_err(|err| format!("cannot start the writer thread: {err}"))?;
-
-        Ok(Store {
-            inner: Arc::new(Inner {
-                sender: Some(sender),
-                writer: Some(writer),
-                reader: Mutex::new(None),
-                open_reader,
-                dialect,
-                owner,
-                deadline_at_open: std::sync::OnceLock::from(deadline_at_open),
-            }),
-        })
+            .spawn(move || {
+                let started = open_writer().and_then(|mut writer| {
+                    let deadline = settle_at_open(&mut *writer, &writer_owner)?;
+                    Ok((writer, deadline))
+                });
+                match started {
+                    Ok((mut writer, deadline)) => {
+                        let _ = opened.send(Ok(deadline));
+                        // While the caller goes on to start its run, before its first write.
+                        writer.prepare_ahead(writer::RUN_STATEMENTS);
+                        writer::run(writer, receiver, &writer_owner);
+                    }
+                    Err(message) => {
+                        let _ = opened.send(Err(message));
+                    }
+                }
+            });
+        let started = spawned
+            .map(|writer| {
+                let store = Store {
+                    inner: Arc::new(Inner {
+                        sender: Some(sender),
+                        writer: Some(writer),
+                        reader: Mutex::new(None),
+                        open_reader,
+                        dialect,
+                        owner,
+                        deadline_at_open: std::sync::OnceLock::new(),
+                    }),
+                };
+                (store, answer)
+            })
+            .map_err(|err| format!("cannot start the writer thread: {err}"));
+        OpeningStore { started, shown }
     }
 
     /// Queues the creation of a run with status `running`, leased to this process. A run with
@@ -793,7 +766,7 @@ impl Store {
     }
 
     /// The earliest deadline of a paused run's approval when this store was opened (`None`:
-    /// no paused run waited with one then), read before the writer started.
+    /// no paused run waited with one then), read by the writer as it opened the store.
     pub fn deadline_at_open(&self) -> Option<&str> {
         self.inner.deadline_at_open.get()?.as_deref()
     }
@@ -933,30 +906,32 @@ impl Store {
     }
 }
 
-/// A SQLite store being opened on its writer thread ([`Store::open_in_background`]).
+/// A store being opened on its writer thread ([`Store::open_in_background`]).
 pub struct OpeningStore {
-    /// The store, unusable until the open has succeeded; `None` when nothing was started.
-    store: Option<Store>,
-    answer: mpsc::Receiver<Result<Option<String>, String>>,
+    /// The store, unusable until its writer answers that the open succeeded, and where the
+    /// answer comes; or why the writer could not be started.
+    started: Result<(Store, mpsc::Receiver<OpenAnswer>), String>,
     shown: String,
 }
+
+/// What a new writer answers: the earliest deadline of a paused run, or why it could not open
+/// the store.
+type OpenAnswer = Result<Option<String>, String>;
 
 impl OpeningStore {
     /// Waits until the store is open: the store, or why it could not be opened (as
     /// [`Store::open`]'s errors).
     pub fn wait(self) -> Result<Store, StoreError> {
+        let shown = self.shown;
         let open_error = |message: String| StoreError::Open {
-            path: self.shown.clone(),
+            path: shown.clone(),
             message,
         };
-        let deadline = self
-            .answer
+        let (store, answer) = self.started.map_err(open_error)?;
+        let deadline = answer
             .recv()
             .map_err(|_| open_error("the writer thread stopped while opening the store".into()))?
             .map_err(open_error)?;
-        let store = self
-            .store
-            .ok_or_else(|| open_error("the writer thread did not start".into()))?;
         let _ = store.inner.deadline_at_open.set(deadline);
         Ok(store)
     }
