@@ -57,7 +57,7 @@ pub(crate) async fn resume(args: ResumeArgs) -> anyhow::Result<Exit> {
             ))
         ));
     }
-    let engine = engine(store);
+    let engine = engine(store).ending_with_process();
     super::run::settle_timeouts(&engine).await;
     let live = Live::start(args.events);
     let options = ResumeOptions {

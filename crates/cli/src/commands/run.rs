@@ -95,7 +95,7 @@ async fn run_checked(
         Some(opening) => super::opened_store(&db, opening.wait())?,
         None => super::open_store(&db)?,
     };
-    let engine = engine(store);
+    let engine = engine(store).ending_with_process();
     settle_timeouts(&engine).await;
     let flow_path = std::path::absolute(&args.flow).unwrap_or_else(|_| args.flow.clone());
     let entry = match (&args.after, &args.from, &args.only) {

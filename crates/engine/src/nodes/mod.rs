@@ -94,13 +94,20 @@ pub fn all_kinds() -> Vec<KindDescription> {
 /// Deserializes `data` into `T`, naming the offending field on error.
 fn parse_fields<T: DeserializeOwned>(data: &Map<String, Value>) -> Result<T, FieldError> {
     // Deserializing from a borrowed map clones nothing but what `T` keeps.
-    let deserializer = serde::de::value::MapDeserializer::new(data.iter().map(|(key, value)| {
-        (
-            key.as_str(),
-            serde::de::IntoDeserializer::into_deserializer(value),
-        )
-    }));
-    serde_path_to_error::deserialize(deserializer).map_err(|error| {
+    let deserializer = || {
+        serde::de::value::MapDeserializer::new(data.iter().map(|(key, value)| {
+            (
+                key.as_str(),
+                serde::de::IntoDeserializer::into_deserializer(value),
+            )
+        }))
+    };
+    // Tracking the path costs more than the parse itself (every node of a flow is parsed at
+    // each validation): it is taken only to name what a config that does not parse got wrong.
+    if let Ok(parsed) = T::deserialize(deserializer()) {
+        return Ok(parsed);
+    }
+    serde_path_to_error::deserialize(deserializer()).map_err(|error| {
         let field = error.path().to_string();
         let message = error.into_inner().to_string();
         FieldError::new(if field == "." { "data".into() } else { field }, message)

@@ -82,6 +82,21 @@ pub(crate) struct ContextSeed {
 }
 
 impl RunContext {
+    /// Lets go of this finished run for a process about to end ([`crate::Engine::ending_with_process`]):
+    /// its flow, graph and outputs, the bulk of its memory, are not freed; everything else
+    /// (the store, whose writer ends when the last handle goes) is dropped as usual.
+    pub(crate) fn end_with_process(self) {
+        let RunContext {
+            flow,
+            graph,
+            outputs,
+            ..
+        } = self;
+        std::mem::forget(flow);
+        std::mem::forget(graph);
+        std::mem::forget(outputs);
+    }
+
     /// A run's context over `graph`, the parsed nodes of `flow` (templates are compiled as
     /// they are first rendered, see [`Templates`]).
     #[allow(clippy::too_many_arguments)] // the one constructor of a context, used by runs and nested runs

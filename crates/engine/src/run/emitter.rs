@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use chrono::{SecondsFormat, Utc};
+use chrono::{DateTime, SecondsFormat, Utc};
 
 pub use crate::event::EventListener;
 use crate::event::{EventType, RunEvent};
@@ -19,12 +19,18 @@ pub(crate) fn now() -> String {
     thread_local! {
         static LAST: RefCell<(i64, String)> = const { RefCell::new((i64::MIN, String::new())) };
     }
-    let time = Utc::now();
-    let millis = time.timestamp_millis();
+    // Read as milliseconds since the epoch, made a date only when that changes (making the
+    // date costs more than reading the clock).
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis());
+    let millis = i64::try_from(since_epoch).unwrap_or(i64::MAX);
     LAST.with_borrow_mut(|(last, text)| {
         if *last != millis {
             *last = millis;
-            *text = time.to_rfc3339_opts(SecondsFormat::Millis, true);
+            *text = DateTime::<Utc>::from_timestamp_millis(millis)
+                .unwrap_or_else(Utc::now)
+                .to_rfc3339_opts(SecondsFormat::Millis, true);
         }
         text.clone()
     })
@@ -173,5 +179,33 @@ impl Emitter {
 
     pub(crate) fn next_seq(&self) -> u64 {
         *lock(&self.log.next_seq)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn now_is_the_current_time_in_utc_to_the_millisecond() {
+        let before = Utc::now();
+        let text = now();
+        let after = Utc::now();
+        // `2026-11-25T14:53:39.123Z`: milliseconds, and `Z` for UTC.
+        assert_eq!(text.len(), 24, "{text}");
+        assert!(text.ends_with('Z'), "{text}");
+        let stamp = DateTime::parse_from_rfc3339(&text).expect("RFC 3339");
+        let truncated = |time: DateTime<Utc>| time.timestamp_millis();
+        assert!(
+            truncated(before) <= stamp.timestamp_millis(),
+            "{text} before {before}"
+        );
+        assert!(
+            stamp.timestamp_millis() <= truncated(after),
+            "{text} after {after}"
+        );
+        // The text kept for the millisecond is the same text again.
+        let again = now();
+        assert!(again >= text, "{again} went back from {text}");
     }
 }

@@ -12,6 +12,16 @@ pub(crate) struct GraphNode {
     pub kind: NodeKind,
     pub config: NodeConfig,
     pub settings: CommonSettings,
+    /// The label a person sees ([`crate::flow::Node::label`]) when it is not the id: kept
+    /// here so that a step's events do not read the flow's node again.
+    label: Option<Box<str>>,
+}
+
+impl GraphNode {
+    /// The label a person sees of this node, whose id is `id`.
+    pub(crate) fn label<'a>(&'a self, id: &'a str) -> &'a str {
+        self.label.as_deref().unwrap_or(id)
+    }
 }
 
 /// A map by node id. Looked up several times per step, so with a faster hash than std's
@@ -47,11 +57,15 @@ impl Graph {
             else {
                 continue;
             };
+            let label = Some(node.label())
+                .filter(|label| *label != node.id)
+                .map(Box::from);
             nodes.entry(node.id.clone()).or_insert(GraphNode {
                 index,
                 kind,
                 config,
                 settings,
+                label,
             });
         }
         let mut outgoing: ByNode<Vec<(String, String)>> = ByNode::default();

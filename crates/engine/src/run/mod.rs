@@ -286,6 +286,8 @@ pub struct Engine {
     /// `restate INGRESS-URL`); its new runs are stored with it, and a paused run hosted
     /// elsewhere is decided through its host ([`hosted`]).
     host: Option<String>,
+    /// Set by a command whose process ends with its runs ([`Engine::ending_with_process`]).
+    ends_with_process: bool,
 }
 
 impl Engine {
@@ -300,7 +302,17 @@ impl Engine {
             },
             active: Arc::default(),
             host: None,
+            ends_with_process: false,
         }
+    }
+
+    /// The same engine, for a process that ends once its runs end (`weft run`): the memory a
+    /// finished run held for its flow, graph and outputs is left for the system to reclaim
+    /// with the process, instead of being freed piece by piece first (for a flow of 10,000
+    /// nodes, ~7 ms). The rest is let go as ever (the store among it, whose writer must end).
+    pub fn ending_with_process(mut self) -> Engine {
+        self.ends_with_process = true;
+        self
     }
 
     /// The same engine, driving runs as `host` (see [`NewRun::host`]): the runs it starts are
@@ -320,6 +332,7 @@ impl Engine {
             },
             active: self.active.clone(),
             host: self.host.clone(),
+            ends_with_process: self.ends_with_process,
         }
     }
 
@@ -1066,6 +1079,11 @@ impl Engine {
             let outcome = engine.finish(&ctx, scheduler).await;
             engine.active.tokens().remove(&ctx.run_id);
             engine.active.pauses().remove(&ctx.run_id);
+            if engine.ends_with_process
+                && let Ok(ctx) = Arc::try_unwrap(ctx)
+            {
+                ctx.end_with_process();
+            }
             outcome
         });
         RunHandle { run_id, task }

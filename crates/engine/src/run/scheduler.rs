@@ -690,12 +690,7 @@ impl Scheduler {
             timeout: node.settings.timeout(node.kind.default_timeout_seconds()),
             resume: None,
         };
-        let label = ctx
-            .flow
-            .nodes
-            .get(node.index)
-            .map_or(item.node_id.as_str(), |node| node.label());
-        step_started_as(ctx, item, label);
+        step_started_as(ctx, item, node.label(&item.node_id));
         node.config.run_now(&step, ctx).unwrap_or_else(|| {
             internal(format!(
                 "`{}` nodes are declared to finish at once, but this step waited (a bug in Weft)",
@@ -1201,8 +1196,10 @@ impl Scheduler {
 /// Emits `step_start` for `item`, naming the node whose output started it.
 fn step_started(ctx: &RunContext, item: &QueuedStep) {
     let label = ctx
-        .node(&item.node_id)
-        .map_or(item.node_id.as_str(), |node| node.label());
+        .graph
+        .nodes
+        .get(&item.node_id)
+        .map_or(item.node_id.as_str(), |node| node.label(&item.node_id));
     step_started_as(ctx, item, label);
 }
 

@@ -349,6 +349,10 @@ struct Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         drop(self.sender.take());
+        // A writer gathering writes sleeps until woken (see `writer::gather`).
+        if let Some(handle) = &self.writer {
+            handle.thread().unpark();
+        }
         if let Some(handle) = self.writer.take()
             && handle.join().is_err()
         {
@@ -867,7 +871,12 @@ impl Store {
             .ok_or(StoreError::WriterStopped)?;
         sender
             .send(Message::Sync { reply, take_error })
-            .map_err(|_| StoreError::WriterStopped)
+            .map_err(|_| StoreError::WriterStopped)?;
+        // A writer gathering writes sleeps until woken (see `writer::gather`).
+        if let Some(writer) = &self.inner.writer {
+            writer.thread().unpark();
+        }
+        Ok(())
     }
 
     /// Waits until every write queued so far is committed, leaving any write error for the

@@ -1,7 +1,7 @@
 //! The writer thread: applies queued writes in order, many at a time in one transaction.
 
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::time::Instant;
 
 use super::sql::{Db, Dialect};
@@ -324,9 +324,7 @@ pub(super) fn run(mut db: Box<dyn Db>, receiver: Receiver<Message>, owner: &str)
                     Ok(message) => Some(message),
                     // Writes keep coming while a run goes on: a moment's wait gathers the next
                     // ones into the same commit (each commit rewrites the pages it touches).
-                    Err(_) if !pending.is_empty() => gathering_until
-                        .checked_duration_since(Instant::now())
-                        .and_then(|left| receiver.recv_timeout(left).ok()),
+                    Err(_) if !pending.is_empty() => gather(&receiver, gathering_until),
                     Err(_) => None,
                 };
                 if let Some(message) = more {
@@ -339,6 +337,25 @@ pub(super) fn run(mut db: Box<dyn Db>, receiver: Receiver<Message>, owner: &str)
     }
     commit(db, &mut pending, &mut first_error, owner);
     db.close();
+}
+
+/// Sleeps until a message is queued when woken, or `until`, whichever comes first.
+///
+/// The writer parks instead of waiting on the channel: a thread waiting on the channel is
+/// woken by every send (a system call for the sender and a switch to this thread, for each of
+/// a run's many writes), while a parked one is woken only by [`Store`](super::Store) when it
+/// waits for the writer (a sync, or the store's end); the writes sent meanwhile are taken at
+/// once when the sleep ends.
+fn gather(receiver: &Receiver<Message>, until: Instant) -> Option<Message> {
+    loop {
+        let left = until.checked_duration_since(Instant::now())?;
+        std::thread::park_timeout(left);
+        match receiver.try_recv() {
+            Ok(message) => return Some(message),
+            Err(TryRecvError::Empty) => continue,
+            Err(TryRecvError::Disconnected) => return None,
+        }
+    }
 }
 
 /// Applies `pending` in one transaction and empties it, then passes the committed events on
