@@ -137,7 +137,9 @@ pub enum SandboxError {
 /// cache.
 #[derive(Clone)]
 pub struct Sandbox {
-    pool: Arc<pool::Pool>,
+    /// Private: a handle is made by [`Sandbox::new`]. The pool it uses is found at each run
+    /// (see there).
+    _handle: (),
 }
 
 impl Default for Sandbox {
@@ -153,12 +155,11 @@ impl std::fmt::Debug for Sandbox {
 }
 
 impl Sandbox {
-    /// A handle on the process-wide sandbox pool. Worker threads and interpreters are created
-    /// lazily, on the first run.
+    /// A handle on the process-wide sandbox pool. The pool, its worker threads and their
+    /// interpreters are made at the first run: a process that runs no code node (most `weft
+    /// run`s) never makes them.
     pub fn new() -> Sandbox {
-        Sandbox {
-            pool: pool::Pool::global(),
-        }
+        Sandbox { _handle: () }
     }
 
     /// Runs `body` wrapped as `def _block(initial, <fields...>):` (one parameter per name in
@@ -193,7 +194,7 @@ impl Sandbox {
         limits: &Limits,
         cancel: &Arc<AtomicBool>,
     ) -> Result<CodeRun, SandboxError> {
-        self.pool.run(pool::Job {
+        pool::Pool::global().run(pool::Job {
             body: body.to_owned(),
             fields: fields.to_vec(),
             initial: initial.clone(),
