@@ -837,3 +837,54 @@ fn a_flow_runs_one_step_at_a_time_only_when_nothing_in_it_branches() {
         ]),
     ));
 }
+
+/// `step_start` names the node as a person sees it: its label, or its id when it has none (or
+/// a blank one), for steps that finish at once and for those that run as tasks alike.
+#[tokio::test]
+async fn step_start_events_name_each_node_by_its_label_or_else_its_id() {
+    let server = ScriptedLlm::start(Script::always(Reply::text("hello")))
+        .await
+        .expect("server");
+    let (_dir, db) = temp_db();
+    let engine = engine_for(&server, &db);
+    let flow = flow_from(json!({
+        "version": 1,
+        "name": "labels",
+        "nodes": [
+            {"id": "start", "type": "start", "data": {"initialInput": "go", "label": "Begin"}},
+            {"id": "shout", "type": "template", "data": {"template": "{{ PREVIOUS_OUTPUT }}!", "label": "Shout it"}},
+            {"id": "plain", "type": "template", "data": {"template": "{{ PREVIOUS_OUTPUT }}", "label": "  "}},
+            {"id": "ask", "type": "agent", "data": {"model": "gpt-test", "userPrompt": "{{ PREVIOUS_OUTPUT }}", "label": "Asker"}}
+        ],
+        "edges": [
+            {"id": "e1", "source": "start", "target": "shout"},
+            {"id": "e2", "source": "shout", "target": "plain"},
+            {"id": "e3", "source": "plain", "target": "ask"}
+        ]
+    }));
+    let outcome = engine
+        .start(flow, RunOptions::default())
+        .await
+        .expect("runs");
+    assert_eq!(outcome.status, RunStatus::Completed, "{outcome:?}");
+    let events = engine.store().events(&outcome.run_id).expect("events");
+    let started: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|event| event.kind == EventType::StepStart)
+        .map(|event| {
+            (
+                event.node_id.as_deref().unwrap_or(""),
+                event.content.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        started,
+        [
+            ("start", "Begin"),
+            ("shout", "Shout it"),
+            ("plain", "plain"),
+            ("ask", "Asker")
+        ]
+    );
+}
