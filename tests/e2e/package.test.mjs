@@ -26,6 +26,10 @@ test("the installed app opens a flow and runs it", async () => {
   await node(browser, "review").waitForExist();
   await byTestId(browser, "run").click();
   await waitForStatus(browser, "review", "paused");
+  // The node shows its prompt from the run's events, before the run's own call returns; until
+  // then its buttons are disabled (the run is busy), and a click on them is lost.
+  await waitForRunStatus(browser, "paused");
+  await byTestId(browser, "approve").waitForEnabled();
   await byTestId(browser, "approve").click();
   await waitForRunStatus(browser, "completed");
   await waitForStatus(browser, "result", "done");

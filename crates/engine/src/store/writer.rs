@@ -339,13 +339,13 @@ pub(super) fn run(mut db: Box<dyn Db>, receiver: Receiver<Message>, owner: &str)
     db.close();
 }
 
-/// Sleeps until a message is queued when woken, or `until`, whichever comes first.
+/// The next message queued before `until`, if one is: the writer sleeps (parked) and looks at
+/// the queue each time it wakes — when [`Store`](super::Store) wakes it because someone waits
+/// for it (a sync, or the store's end), or at `until`.
 ///
-/// The writer parks instead of waiting on the channel: a thread waiting on the channel is
-/// woken by every send (a system call for the sender and a switch to this thread, for each of
-/// a run's many writes), while a parked one is woken only by [`Store`](super::Store) when it
-/// waits for the writer (a sync, or the store's end); the writes sent meanwhile are taken at
-/// once when the sleep ends.
+/// Parked rather than waiting on the channel: a thread waiting on the channel is woken by
+/// every send (a system call for the sender and a switch to this thread, for each of a run's
+/// many writes); the writes sent while it sleeps are taken at once when it wakes.
 fn gather(receiver: &Receiver<Message>, until: Instant) -> Option<Message> {
     loop {
         let left = until.checked_duration_since(Instant::now())?;
