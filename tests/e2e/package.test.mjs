@@ -26,11 +26,13 @@ test("the installed app opens a flow and runs it", async () => {
   await node(browser, "review").waitForExist();
   await byTestId(browser, "run").click();
   await waitForStatus(browser, "review", "paused");
-  // The node shows its prompt from the run's events, before the run's own call returns; until
-  // then its buttons are disabled (the run is busy), and a click on them is lost.
+  // Answered in the side panel, which stays put: the node's own prompt is shown from the run's
+  // events before the run's call returns (its buttons disabled until then), while the canvas
+  // may still be moving to the paused node, so a click on it could land on another node.
   await waitForRunStatus(browser, "paused");
-  await byTestId(browser, "approve").waitForEnabled();
-  await byTestId(browser, "approve").click();
+  await byTestId(browser, "paused-card").waitForDisplayed({ timeout: 5_000 });
+  await byTestId(browser, "panel-approve").waitForEnabled();
+  await byTestId(browser, "panel-approve").click();
   await waitForRunStatus(browser, "completed");
   await waitForStatus(browser, "result", "done");
   await shot(browser, "35-installed-package");
