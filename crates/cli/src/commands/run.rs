@@ -25,9 +25,9 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<Exit> {
     // A store that exists is opened on its writer's thread while the flow is read and checked:
     // on two cores the two take no longer than the slower (a 2-node flow: ~0.5 ms of open,
     // ~0.2 of checks). A store that does not exist yet is created only once the flow is known
-    // to run, so a refused flow leaves no file behind.
-    // Where the store is, found once; a missing data directory is reported where the store is
-    // needed, after the flow's own problems.
+    // to run, so a refused flow leaves no file behind. Where the store is, is found once here;
+    // a missing data directory is reported where the store is needed, after the flow's own
+    // problems.
     let db = super::db_path(&args.store);
     let opening = db
         .as_ref()

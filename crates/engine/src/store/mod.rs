@@ -349,14 +349,14 @@ struct Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         drop(self.sender.take());
-        // A writer gathering writes sleeps until woken (see `writer::gather`).
-        if let Some(handle) = &self.writer {
+        if let Some(handle) = self.writer.take() {
+            // A writer gathering writes sleeps until woken (see `writer::gather`).
             handle.thread().unpark();
-        }
-        if let Some(handle) = self.writer.take()
-            && handle.join().is_err()
-        {
-            tracing::error!("the run store's writer thread panicked; recent writes may be lost");
+            if handle.join().is_err() {
+                tracing::error!(
+                    "the run store's writer thread panicked; recent writes may be lost"
+                );
+            }
         }
     }
 }
@@ -394,17 +394,11 @@ impl Store {
         let open_writer = move || -> Result<Box<dyn Db>, String> {
             Ok(Box::new(sqlite::SqliteDb::open(&writer_path, true)?))
         };
-        let (reader_path, reader_shown) = (path.to_path_buf(), shown.clone());
-        let open_reader = move || -> Result<Box<dyn Db>, StoreError> {
-            let reader = sqlite::SqliteDb::open(&reader_path, false).map_err(|message| {
-                StoreError::Open {
-                    path: reader_shown.clone(),
-                    message,
-                }
-            })?;
-            Ok(Box::new(reader))
+        let reader_path = path.to_path_buf();
+        let open_reader = move || -> Result<Box<dyn Db>, String> {
+            Ok(Box::new(sqlite::SqliteDb::open(&reader_path, false)?))
         };
-        Store::spawn(shown, Dialect::Sqlite, open_writer, Box::new(open_reader))
+        Store::spawn(shown, Dialect::Sqlite, open_writer, open_reader)
     }
 
     /// Opens the run store `location` names: a PostgreSQL connection URL (`postgres://` or
@@ -431,18 +425,14 @@ impl Store {
                 true,
             )?))
         };
-        let (reader_url, reader_shown) = (url.to_string(), shown.clone());
-        let open_reader = move || -> Result<Box<dyn Db>, StoreError> {
-            let reader =
-                postgresql::PostgresDb::connect(&reader_url, false).map_err(|message| {
-                    StoreError::Open {
-                        path: reader_shown.clone(),
-                        message,
-                    }
-                })?;
-            Ok(Box::new(reader))
+        let reader_url = url.to_string();
+        let open_reader = move || -> Result<Box<dyn Db>, String> {
+            Ok(Box::new(postgresql::PostgresDb::connect(
+                &reader_url,
+                false,
+            )?))
         };
-        Store::spawn(shown, Dialect::Postgres, open_writer, Box::new(open_reader)).wait()
+        Store::spawn(shown, Dialect::Postgres, open_writer, open_reader).wait()
     }
 
     /// Starts the writer thread, which opens its connection (`open_writer`, bringing the schema
@@ -454,8 +444,16 @@ impl Store {
         shown: String,
         dialect: Dialect,
         open_writer: impl FnOnce() -> Result<Box<dyn Db>, String> + Send + 'static,
-        open_reader: Box<dyn Fn() -> Result<Box<dyn Db>, StoreError> + Send + Sync>,
+        open_reader: impl Fn() -> Result<Box<dyn Db>, String> + Send + Sync + 'static,
     ) -> OpeningStore {
+        // The read connection's errors name the store as the writer's do.
+        let reader_shown = shown.clone();
+        let open_reader = Box::new(move || {
+            open_reader().map_err(|message| StoreError::Open {
+                path: reader_shown.clone(),
+                message,
+            })
+        });
         let (opened, answer) = mpsc::sync_channel(1);
         let (sender, receiver) = mpsc::channel();
         let owner = lease::current_owner();
