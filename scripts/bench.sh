@@ -26,11 +26,13 @@ profile="${WEFT_BENCH_PROFILE:-dist}"
 cargo build --profile "$profile" --locked -p weft-cli -p weft-scripted-llm >&2
 target="${CARGO_TARGET_DIR:-target}/$profile"
 exec python3 - "$target/weft" "$target/scripted-llm" "${WEFT_BENCH_RUNS:-5}" <<'PYTHON'
-import json, os, statistics, subprocess, sys, tempfile, time
+import atexit, json, os, shutil, statistics, subprocess, sys, tempfile, time
 from datetime import datetime
 
 weft, scripted_llm, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+# The flows and stores (~100 MB) are removed however the script ends.
 work = tempfile.mkdtemp(prefix="weft-bench-")
+atexit.register(shutil.rmtree, work, True)
 
 
 def node(id, kind, data):
