@@ -114,11 +114,11 @@ async fn chain_step_overhead(kind: &str, length: usize) {
             let mut marks = sink.lock().expect("marks");
             match event.kind {
                 EventType::StepStart if marks.first_made.is_none() => {
-                    marks.first_made = Some(event.ts.clone());
+                    marks.first_made = Some(event.ts.to_string());
                     marks.first_seen = Some(Instant::now());
                 }
                 EventType::RunEnd => {
-                    marks.end_made = Some(event.ts.clone());
+                    marks.end_made = Some(event.ts.to_string());
                     marks.end_seen = Some(Instant::now());
                 }
                 _ => {}

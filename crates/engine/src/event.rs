@@ -73,9 +73,11 @@ impl EventType {
 #[serde(rename_all = "camelCase")]
 pub struct RunEvent {
     pub seq: u64,
-    pub run_id: String,
+    // Shared by all the run's events (and `ts` by all events of one millisecond): a step emits
+    // two events, and each of these texts was an allocation of its own.
+    pub run_id: Arc<str>,
     /// RFC 3339 with milliseconds, UTC.
-    pub ts: String,
+    pub ts: Arc<str>,
     #[serde(rename = "type")]
     pub kind: EventType,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -184,7 +184,7 @@ impl<'a> Walk<'a> {
                         input,
                         output: None,
                         error: None,
-                        started_at: event.ts.clone(),
+                        started_at: event.ts.to_string(),
                         duration_ms: None,
                         cost: Cost::default(),
                     },

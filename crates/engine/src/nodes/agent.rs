@@ -97,6 +97,14 @@ impl Kind for AgentConfig {
     const SCHEDULING: Scheduling = Scheduling::Task;
     const HANDLES: &'static [Handle] = &[Handle::OUTPUT, Handle::SUBAGENT, Handle::ERROR];
 
+    fn template(&self, field: &str) -> Option<&str> {
+        match field {
+            "systemPrompt" => Some(&self.system_prompt),
+            "userPrompt" => Some(&self.user_prompt),
+            _ => None,
+        }
+    }
+
     fn check(&self) -> Result<(), FieldError> {
         if let Some(schema) = &self.output_schema {
             OutputSchema::compile(schema)

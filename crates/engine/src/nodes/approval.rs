@@ -82,6 +82,10 @@ impl Kind for ApprovalConfig {
     const SCHEDULING: Scheduling = Scheduling::Pause;
     const HANDLES: &'static [Handle] = &[APPROVE, REJECT, TIMEOUT];
 
+    fn template(&self, field: &str) -> Option<&str> {
+        (field == "message").then_some(self.message.as_str())
+    }
+
     fn check(&self) -> Result<(), FieldError> {
         let mut drafts = 0;
         for (index, field) in self.fields.iter().enumerate() {

@@ -34,6 +34,10 @@ impl Kind for EchoConfig {
     const SCHEDULING: Scheduling = Scheduling::Instant;
     const HANDLES: &'static [Handle] = &[Handle::OUTPUT, TOO_LOUD];
 
+    fn template(&self, field: &str) -> Option<&str> {
+        (field == "prefix").then_some(self.prefix.as_str())
+    }
+
     fn check(&self) -> Result<(), FieldError> {
         if self.prefix.contains('!') {
             return Err(FieldError::new("prefix", "no shouting"));

@@ -45,6 +45,10 @@ impl Kind for ForEachConfig {
     const SCHEDULING: Scheduling = Scheduling::Task;
     const HANDLES: &'static [Handle] = &[Handle::OUTPUT, Handle::ERROR];
 
+    fn template(&self, field: &str) -> Option<&str> {
+        (field == "items").then_some(self.items.as_str())
+    }
+
     fn child_flow(&self) -> Option<ChildFlowUse<'_>> {
         Some(ChildFlowUse {
             path: self.flow.trim(),

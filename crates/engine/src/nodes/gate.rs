@@ -44,6 +44,10 @@ impl Kind for GateConfig {
     const SCHEDULING: Scheduling = Scheduling::Task;
     const HANDLES: &'static [Handle] = &[PASS, FAIL, Handle::ERROR];
 
+    fn template(&self, field: &str) -> Option<&str> {
+        (field == "criteria").then_some(self.criteria.as_str())
+    }
+
     fn model(&self) -> Option<ModelUse<'_>> {
         Some(ModelUse {
             model: &self.model,

@@ -83,6 +83,17 @@ impl Kind for HttpConfig {
     const SCHEDULING: Scheduling = Scheduling::Task;
     const HANDLES: &'static [Handle] = &[Handle::OUTPUT, Handle::ERROR];
 
+    fn template(&self, field: &str) -> Option<&str> {
+        match field {
+            "url" => Some(&self.url),
+            "body" => self.body.as_deref(),
+            _ => self
+                .headers
+                .get(field.strip_prefix("headers.")?)
+                .map(String::as_str),
+        }
+    }
+
     fn check(&self) -> Result<(), FieldError> {
         for name in self.headers.keys() {
             if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {

@@ -63,16 +63,25 @@ impl Condition {
     fn taken(&self, index: usize) -> &(String, String) {
         self.prepared.taken.get_or_init(|| {
             let handle = CONDITION.row(index);
-            let field = self
-                .field
-                .as_deref()
-                .map(|field| format!("{field} "))
-                .unwrap_or_default();
             let operator: &str = self.operator.into();
-            let description = format!(
-                "condition {index} ({field}{operator} {}) is true: taking {handle}",
-                self.value
-            );
+            // Put together piece by piece: made at a condition's first visit, which on a
+            // long chain of `if` nodes is every step, and `format!` with the value's `Display`
+            // cost more than the rest of the step. The value is written as compact JSON, as its
+            // `Display` writes it.
+            let value = serde_json::to_string(&self.value).unwrap_or_default();
+            let mut description = String::with_capacity(48 + value.len() + handle.len());
+            description.push_str("condition ");
+            description.push_str(&index.to_string());
+            description.push_str(" (");
+            if let Some(field) = &self.field {
+                description.push_str(field);
+                description.push(' ');
+            }
+            description.push_str(operator);
+            description.push(' ');
+            description.push_str(&value);
+            description.push_str(") is true: taking ");
+            description.push_str(&handle);
             (handle, description)
         })
     }
@@ -260,11 +269,17 @@ mod tests {
             .await
             .expect("runs");
         assert_eq!(output.handle, "false");
+        let output = config
+            .run(&step("route", &json!("Please CANCEL it")), &env)
+            .await
+            .expect("runs");
+        assert_eq!(output.handle, "condition-0");
         assert_eq!(
             env.contents(EventType::LogicCheck),
             [
                 "condition 1 (score gt 5) is true: taking condition-1",
-                "no condition is true: taking false"
+                "no condition is true: taking false",
+                r#"condition 0 (contains "cancel") is true: taking condition-0"#,
             ]
         );
     }

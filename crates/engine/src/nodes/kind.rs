@@ -91,7 +91,12 @@ impl Handle {
 
     /// The id of row `index`'s copy of a repeated handle.
     pub fn row(&self, index: usize) -> String {
-        self.id.replace("{i}", &index.to_string())
+        // Spliced rather than `str::replace`d: an `if` node makes its handle's id at its first
+        // visit, which on a long chain of them is every step.
+        match self.id.split_once("{i}") {
+            Some((before, after)) => format!("{before}{index}{after}"),
+            None => self.id.to_string(),
+        }
     }
 }
 
@@ -159,6 +164,15 @@ pub trait Kind:
 
     /// The model this node calls, if it calls one.
     fn model(&self) -> Option<ModelUse<'_>> {
+        None
+    }
+
+    /// The source of template field `field` (`headers.Accept` for one of a template map), as
+    /// parsed into this config: a step renders it without reading the flow's node again (a
+    /// cold map on long flows). `None` where the config does not keep it; the run then reads
+    /// the flow's node.
+    fn template(&self, field: &str) -> Option<&str> {
+        let _ = field;
         None
     }
 

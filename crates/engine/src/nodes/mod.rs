@@ -206,6 +206,48 @@ mod tests {
         assert_eq!(NodeKind::from_id("nope"), None);
     }
 
+    /// A step renders the template sources its parsed config keeps ([`Kind::template`]) in
+    /// place of the flow node's: for every kind and template field, set or left to its
+    /// default, the two are the same text (or the config does not keep it).
+    #[test]
+    fn configs_keep_the_template_sources_of_their_nodes() {
+        let mut kept = 0;
+        for kind in NodeKind::all() {
+            for field in &kind.describe().fields {
+                let names: Vec<String> = match field.field_type {
+                    FieldType::Template => vec![field.name.clone()],
+                    FieldType::StringMap { templates: true } => {
+                        vec![format!("{}.Accept", field.name)]
+                    }
+                    _ => continue,
+                };
+                for name in names {
+                    let mut set = filled(*kind);
+                    let value = match field.field_type {
+                        FieldType::StringMap { .. } => json!({"Accept": "{{ input }} map"}),
+                        _ => json!(format!("{{{{ input }}}} {name}")),
+                    };
+                    crate::path::set_in(&mut set, &field.name, value);
+                    let mut unset = filled(*kind);
+                    unset.remove(&field.name);
+                    for data in [set, unset] {
+                        let Ok(config) = NodeConfig::parse(*kind, &data) else {
+                            continue; // a required field left out
+                        };
+                        let from_flow = kind.template_source(&data, &name);
+                        if let Some(from_config) = config.template(&name) {
+                            kept += 1;
+                            assert_eq!(Some(from_config), from_flow, "{}.{name}", kind.id());
+                        }
+                    }
+                }
+            }
+        }
+        // template, the agent's two prompts, approval, echo, forEach, gate, and HTTP's URL,
+        // body and a header, set (and those with a default, unset).
+        assert!(kept >= 10, "{kept}");
+    }
+
     /// The derived description matches what the engine reads: every field's default parses,
     /// a value of the wrong type is refused naming the field, and numbers outside the
     /// described range are refused naming it too.

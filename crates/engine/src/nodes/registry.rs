@@ -172,6 +172,13 @@ macro_rules! kinds {
                 }
             }
 
+            /// The source of template field `field` as parsed ([`Kind::template`]).
+            pub fn template(&self, field: &str) -> Option<&str> {
+                match self {
+                    $( $(#[cfg($cfg)])? NodeConfig::$variant(config) => $crate::nodes::Kind::template(config, field), )*
+                }
+            }
+
             /// The flow file this node runs, if it runs one.
             pub fn child_flow(&self) -> Option<$crate::nodes::ChildFlowUse<'_>> {
                 match self {

@@ -27,6 +27,10 @@ impl Kind for TemplateConfig {
     const SCHEDULING: Scheduling = Scheduling::Instant;
     const HANDLES: &'static [Handle] = &[Handle::OUTPUT, Handle::ERROR];
 
+    fn template(&self, field: &str) -> Option<&str> {
+        (field == "template").then_some(self.template.as_str())
+    }
+
     async fn run(&self, step: &Step<'_>, env: &dyn StepEnv) -> Result<StepOutput, StepError> {
         let text = env.render(step.node_id, "template", step.input)?;
         let value = if self.parse_json {

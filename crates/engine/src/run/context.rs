@@ -48,7 +48,8 @@ pub(crate) struct RunShared {
 
 /// Shared by every step of one run (or of one nested run).
 pub(crate) struct RunContext {
-    pub(crate) run_id: String,
+    /// Shared with the run's events and stored outputs (see [`RunEvent::run_id`]).
+    pub(crate) run_id: Arc<str>,
     pub(crate) flow: Arc<Flow>,
     /// The flow's file, which `subflow` and `forEach` paths are relative to.
     pub(crate) flow_path: Option<PathBuf>,
@@ -65,6 +66,8 @@ pub(crate) struct RunContext {
     pub(crate) shared: RunShared,
     pub(crate) events: Emitter,
     pub(crate) cancel: CancellationToken,
+    /// `cancel`, as each template render watches it ([`RenderLimits`]).
+    render_cancel: Arc<CancellationToken>,
     /// Approvals answered in advance, by node id (`sub/review` for one inside subflow `sub`).
     pub(crate) decisions: HashMap<String, Decision>,
     /// Pinned outputs by node id: these nodes do not run ([`crate::pins`]).
@@ -101,7 +104,7 @@ impl RunContext {
     /// they are first rendered, see [`Templates`]).
     #[allow(clippy::too_many_arguments)] // the one constructor of a context, used by runs and nested runs
     pub(crate) fn build(
-        run_id: String,
+        run_id: Arc<str>,
         flow: Arc<Flow>,
         graph: Graph,
         flow_path: Option<PathBuf>,
@@ -129,6 +132,7 @@ impl RunContext {
             services,
             shared,
             events,
+            render_cancel: Arc::new(cancel.clone()),
             cancel,
             decisions,
             pins: seed.pins,
@@ -153,7 +157,7 @@ impl RunContext {
         self.shared.templates.render(
             source,
             &scope,
-            RenderLimits::within(std::time::Duration::from_secs(5), &self.cancel),
+            RenderLimits::within(std::time::Duration::from_secs(5), &self.render_cancel),
         )
     }
 
@@ -222,11 +226,13 @@ impl StepEnv for RunContext {
             .nodes
             .get(node_id)
             .ok_or_else(|| internal(format!("node `{node_id}` is not in the flow")))?;
-        let source = self
-            .flow
-            .nodes
-            .get(graph_node.index)
-            .and_then(|node| graph_node.kind.template_source(&node.data, field))
+        let source = graph_node
+            .config
+            .template(field)
+            .or_else(|| {
+                let node = self.flow.nodes.get(graph_node.index)?;
+                graph_node.kind.template_source(&node.data, field)
+            })
             .ok_or_else(|| {
                 internal(format!(
                     "`{field}` of node `{node_id}` is not a template (a bug in Weft)"
@@ -246,7 +252,11 @@ impl StepEnv for RunContext {
             .timeout(graph_node.kind.default_timeout_seconds());
         self.shared
             .templates
-            .render(source, &scope, RenderLimits::within(timeout, &self.cancel))
+            .render(
+                source,
+                &scope,
+                RenderLimits::within(timeout, &self.render_cancel),
+            )
             .map_err(|error| StepError::from_template(field, error))
     }
 

@@ -14,10 +14,15 @@ use crate::store::Store;
 
 /// The current time as stored in events and the store (RFC 3339, milliseconds, UTC).
 pub(crate) fn now() -> String {
+    now_shared().to_string()
+}
+
+/// [`now`] as a text shared with everything else stamped in the same millisecond.
+pub(crate) fn now_shared() -> Arc<str> {
     // Formatting a date costs more than the rest of emitting an event, and a fast run emits
     // many events in the same millisecond: they share the text.
     thread_local! {
-        static LAST: RefCell<(i64, String)> = const { RefCell::new((i64::MIN, String::new())) };
+        static LAST: RefCell<(i64, Arc<str>)> = RefCell::new((i64::MIN, Arc::from("")));
     }
     // Read as milliseconds since the epoch, made a date only when that changes (making the
     // date costs more than reading the clock).
@@ -30,7 +35,8 @@ pub(crate) fn now() -> String {
             *last = millis;
             *text = DateTime::<Utc>::from_timestamp_millis(millis)
                 .unwrap_or_else(Utc::now)
-                .to_rfc3339_opts(SecondsFormat::Millis, true);
+                .to_rfc3339_opts(SecondsFormat::Millis, true)
+                .into();
         }
         text.clone()
     })
@@ -48,7 +54,7 @@ pub(crate) fn call_segment(segment: &str, visit: u64) -> String {
 
 /// Shared by a run and all its nested runs.
 struct EventLog {
-    run_id: String,
+    run_id: Arc<str>,
     store: Store,
     listener: Option<EventListener>,
     next_seq: Mutex<u64>,
@@ -79,7 +85,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Emitter {
     pub(crate) fn new(
-        run_id: String,
+        run_id: Arc<str>,
         store: Store,
         listener: Option<EventListener>,
         next_seq: u64,
@@ -154,7 +160,7 @@ impl Emitter {
         let event = RunEvent {
             seq: *next_seq,
             run_id: self.log.run_id.clone(),
-            ts: now(),
+            ts: now_shared(),
             kind,
             node_id: node_id.map(str::to_string),
             content,
@@ -167,6 +173,11 @@ impl Emitter {
         self.log
             .store
             .append_event(event, self.log.listener.clone());
+    }
+
+    /// The run's id, as its events carry it.
+    pub(crate) fn run_id(&self) -> &Arc<str> {
+        &self.log.run_id
     }
 
     pub(crate) fn add_usage(&self, usage: Usage) {

@@ -480,7 +480,7 @@ impl Engine {
             pins: options.pins,
         };
         let events = Emitter::new(
-            run_id.clone(),
+            Arc::from(run_id.as_str()),
             store.clone(),
             options.on_event,
             1,
@@ -489,7 +489,6 @@ impl Engine {
         let cancel = self.track(&run_id, &options.cancel);
         let graph = Graph::from_parsed(&flow, parsed);
         let ctx = self.context(
-            run_id.clone(),
             flow,
             graph,
             options.flow_path,
@@ -705,7 +704,7 @@ impl Engine {
             pins: state.pins.clone(),
         };
         let events = Emitter::new(
-            run_id.clone(),
+            Arc::from(run_id.as_str()),
             self.store().clone(),
             options.on_event,
             state.next_seq.max(1),
@@ -715,7 +714,6 @@ impl Engine {
         let cancel = self.track(&run_id, &options.cancel);
         let graph = Graph::build(&flow);
         let ctx = self.context(
-            run_id,
             flow,
             graph,
             flow_path,
@@ -829,7 +827,7 @@ impl Engine {
             pins: state.pins.clone(),
         };
         let events = Emitter::new(
-            run_id.clone(),
+            Arc::from(run_id.as_str()),
             self.store().clone(),
             options.on_event,
             last_seq + 1,
@@ -855,7 +853,6 @@ impl Engine {
         };
         let graph = Graph::build(&flow);
         let ctx = self.context(
-            run_id,
             flow,
             graph,
             flow_path,
@@ -994,7 +991,7 @@ impl Engine {
             .await?;
         let state: SavedState = serde_json::from_value(record.state.clone()).unwrap_or_default();
         let events = Emitter::new(
-            run_id.clone(),
+            Arc::from(run_id.as_str()),
             self.store().clone(),
             on_event,
             state.next_seq.max(1),
@@ -1070,15 +1067,15 @@ impl Engine {
 
     /// Runs the scheduler in a tracked task that stores how the run ended or where it paused.
     fn launch(&self, ctx: Arc<RunContext>, mut scheduler: Scheduler) -> RunHandle {
-        let run_id = ctx.run_id.clone();
+        let run_id = ctx.run_id.to_string();
         let pause = Arc::new(AtomicBool::new(false));
         self.active.pauses().insert(run_id.clone(), pause.clone());
         scheduler.pause_on(pause);
         let engine = self.clone();
         let task = self.active.tracker.spawn(async move {
             let outcome = engine.finish(&ctx, scheduler).await;
-            engine.active.tokens().remove(&ctx.run_id);
-            engine.active.pauses().remove(&ctx.run_id);
+            engine.active.tokens().remove(&*ctx.run_id);
+            engine.active.pauses().remove(&*ctx.run_id);
             if engine.ends_with_process
                 && let Ok(ctx) = Arc::try_unwrap(ctx)
             {
@@ -1122,7 +1119,6 @@ impl Engine {
     #[allow(clippy::too_many_arguments)] // everything a top-level run is made of
     fn context(
         &self,
-        run_id: String,
         flow: Flow,
         graph: Graph,
         flow_path: Option<PathBuf>,
@@ -1133,7 +1129,7 @@ impl Engine {
         shared: RunShared,
     ) -> Arc<RunContext> {
         Arc::new(RunContext::build(
-            run_id,
+            Arc::clone(events.run_id()),
             Arc::new(flow),
             graph,
             flow_path,
@@ -1185,8 +1181,7 @@ impl Engine {
                     None,
                     Some(usage),
                 );
-                let state = serde_json::to_value(&end.state).unwrap_or_default();
-                store.set_state(&ctx.run_id, &state, &at);
+                store.set_state(&ctx.run_id, &end.state, &at);
                 store.finish_run(
                     &ctx.run_id,
                     end.status,
@@ -1199,7 +1194,7 @@ impl Engine {
         };
         self.store().flushed().await?;
         Ok(RunOutcome {
-            run_id: ctx.run_id.clone(),
+            run_id: ctx.run_id.to_string(),
             status: end.status,
             result: end.result,
             error: end.error,

@@ -18,8 +18,8 @@ use serde_json::{Map, Value, json};
 use tokio::task::JoinSet;
 
 use super::context::RunContext;
-use super::emitter::now;
-use super::graph::GraphNode;
+use super::emitter::{now, now_shared};
+use super::graph::{ByNode, GraphNode};
 use super::llm_log::ReplayState;
 use crate::breakpoints::{BreakWhen, Breakpoint};
 use crate::event::{EventType, RunStatus};
@@ -35,8 +35,9 @@ use crate::template::output_text;
 #[serde(rename_all = "camelCase")]
 pub(crate) struct SavedState {
     pub next_seq: u64,
+    /// Counted on every step, so with the graph's faster hash ([`ByNode`]).
     #[serde(default)]
-    pub visits: HashMap<String, u64>,
+    pub visits: ByNode<u64>,
     #[serde(default)]
     pub approval: Option<Value>,
     #[serde(default)]
@@ -179,7 +180,7 @@ pub(crate) struct Scheduler {
     /// top-level run); `None` for a nested run, whose step is re-run as a whole.
     stored: Option<HashSet<u64>>,
     next_key: u64,
-    visits: HashMap<String, u64>,
+    visits: ByNode<u64>,
     max_visits: u64,
     joins: HashMap<String, BTreeMap<String, Value>>,
     last_output: Option<Value>,
@@ -591,7 +592,7 @@ impl Scheduler {
                 if replaced {
                     self.ctx.outputs.set(&node_id, item.input.clone());
                     self.ctx.store().put_node_output(
-                        &self.ctx.run_id,
+                        Arc::clone(&self.ctx.run_id),
                         self.ctx.store_key(&node_id),
                         &item.input,
                         stop.visit,
@@ -959,8 +960,13 @@ impl Scheduler {
     fn finish_step(&mut self, node_id: &str, value: &Value, is_result: bool, visits: u64) {
         let ctx = &self.ctx;
         ctx.outputs.set(node_id, value.clone());
-        ctx.store()
-            .put_node_output(&ctx.run_id, ctx.store_key(node_id), value, visits, now());
+        ctx.store().put_node_output(
+            Arc::clone(&ctx.run_id),
+            ctx.store_key(node_id),
+            value,
+            visits,
+            now_shared(),
+        );
         ctx.emit(EventType::StepEnd, Some(node_id), output_text(value));
         if is_result {
             self.last_output = Some(value.clone());
@@ -1084,7 +1090,7 @@ impl Scheduler {
     fn saved_state(&self) -> SavedState {
         SavedState {
             next_seq: self.ctx.events.next_seq(),
-            visits: HashMap::new(),
+            visits: ByNode::default(),
             approval: self.ctx.approval().map(Arc::unwrap_or_clone),
             histories: self
                 .ctx

@@ -209,7 +209,10 @@ impl StepEnv for FakeEnv {
             .render(
                 source,
                 &scope,
-                RenderLimits::within(std::time::Duration::from_secs(60), &self.cancel),
+                RenderLimits::within(
+                    std::time::Duration::from_secs(60),
+                    &Arc::new(self.cancel.clone()),
+                ),
             )
             .map_err(|error| StepError::from_template(field, error))
     }

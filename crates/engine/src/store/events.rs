@@ -86,8 +86,8 @@ impl StoredEvent {
     fn into_event(self, run_id: &str) -> RunEvent {
         RunEvent {
             seq: self.seq,
-            run_id: run_id.to_string(),
-            ts: self.ts,
+            run_id: run_id.into(),
+            ts: self.ts.into(),
             kind: self.kind,
             node_id: self.node_id,
             content: self.content,

@@ -513,7 +513,13 @@ impl Store {
     ) {
         let mut writes = vec![creation(run)];
         writes.extend(outputs.iter().map(|(node_id, output)| {
-            node_output(&run.id, node_id.clone(), output, 0, run.started_at.clone())
+            node_output(
+                run.id.as_str(),
+                node_id.clone(),
+                output,
+                0,
+                run.started_at.as_str(),
+            )
         }));
         writes.push(checkpointing(&run.id, checkpoint, &run.started_at));
         self.send(Write::Together(writes));
@@ -580,11 +586,11 @@ impl Store {
     /// approval already recorded for that node.
     pub fn put_node_output(
         &self,
-        run_id: &str,
+        run_id: impl Into<Arc<str>>,
         node_id: impl Into<String>,
         output: &Value,
         visits: u64,
-        at: impl Into<String>,
+        at: impl Into<Arc<str>>,
     ) {
         self.send(node_output(
             run_id,
@@ -620,11 +626,13 @@ impl Store {
         });
     }
 
-    /// Queues replacing the engine-owned state of a run.
-    pub fn set_state(&self, run_id: &str, state: &Value, at: &str) {
+    /// Queues replacing the engine-owned state of a run. Written as JSON straight from
+    /// `state`: a long run's state (its visits by node) made a JSON value first took
+    /// milliseconds of tree inserts before the process could end.
+    pub fn set_state(&self, run_id: &str, state: &impl Serialize, at: &str) {
         self.send(Write::SetState {
             run_id: run_id.to_string(),
-            state_json: state.to_string(),
+            state_json: serde_json::to_string(state).unwrap_or_else(|_| "null".to_string()),
             at: at.to_string(),
         });
     }
@@ -1035,13 +1043,20 @@ fn checkpointing(run_id: &str, checkpoint: &Checkpoint, at: &str) -> Write {
 }
 
 /// Takes the key and time as they are: a run stores an output at every step.
-fn node_output(run_id: &str, node_id: String, output: &Value, visits: u64, at: String) -> Write {
+/// A run's id and a time are shared texts ([`RunEvent::run_id`]): a step stores its output.
+fn node_output(
+    run_id: impl Into<Arc<str>>,
+    node_id: String,
+    output: &Value,
+    visits: u64,
+    at: impl Into<Arc<str>>,
+) -> Write {
     Write::NodeOutput {
-        run_id: run_id.to_string(),
+        run_id: run_id.into(),
         node_id,
         output_json: output.to_string(),
         visits,
-        at,
+        at: at.into(),
     }
 }
 

@@ -26,8 +26,8 @@ fn new_run(id: &str, started_at: &str) -> NewRun {
 fn event(run_id: &str, seq: u64, kind: EventType, node_id: Option<&str>) -> RunEvent {
     RunEvent {
         seq,
-        run_id: run_id.to_string(),
-        ts: ts(seq),
+        run_id: run_id.into(),
+        ts: ts(seq).into(),
         kind,
         node_id: node_id.map(str::to_string),
         content: format!("event {seq}"),
@@ -596,7 +596,7 @@ fn refused_events_amid_many_leave_the_others_stored_and_shown_in_order(at: &Loca
     let seen: Arc<Mutex<Vec<(String, u64, String)>>> = Arc::default();
     let sink = seen.clone();
     let listener: EventListener = Arc::new(move |event: &RunEvent| {
-        let line = (event.run_id.clone(), event.seq, event.content.clone());
+        let line = (event.run_id.to_string(), event.seq, event.content.clone());
         sink.lock().expect("seen").push(line);
     });
     store.create_run(&new_run("run-m", &ts(0)));
@@ -1107,7 +1107,7 @@ fn events_stored_a_row_each_by_an_older_weft_read_back_the_same(at: &Location) {
                         insert_event,
                         &[
                             &(event.seq as i64),
-                            &event.ts,
+                            &&*event.ts,
                             &event.kind.as_str(),
                             &event.node_id,
                             &event.content,
@@ -1181,7 +1181,7 @@ fn events_are_read_from_any_point_of_the_batches_they_were_stored_in(at: &Locati
     }
     let others = store.events("run-other").expect("other run");
     assert_eq!(others.len(), 62);
-    assert!(others.iter().all(|event| event.run_id == "run-other"));
+    assert!(others.iter().all(|event| &*event.run_id == "run-other"));
     assert_eq!(store.last_seq("run-f").expect("last"), 62);
     assert_eq!(store.last_seq("run-none").expect("none"), 0);
 }

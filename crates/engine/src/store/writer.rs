@@ -63,11 +63,11 @@ pub(super) enum Write {
         at: String,
     },
     NodeOutput {
-        run_id: String,
+        run_id: Arc<str>,
         node_id: String,
         output_json: String,
         visits: u64,
-        at: String,
+        at: Arc<str>,
     },
     NodeApproval {
         run_id: String,
@@ -479,7 +479,7 @@ impl<'a> RunEvents<'a> {
         match self
             .runs
             .iter_mut()
-            .find(|(run_id, _)| *run_id == event.run_id)
+            .find(|(run_id, _)| **run_id == *event.run_id)
         {
             Some((_, events)) => events.push((index, event)),
             None => self.runs.push((&event.run_id, vec![(index, event)])),

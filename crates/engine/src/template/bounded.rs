@@ -9,6 +9,7 @@
 //!   value (MiniJinja has no hook between instructions, so a checkpoint is where it calls Weft).
 
 use std::cell::RefCell;
+use std::sync::Arc;
 use std::time::Instant;
 
 use minijinja::value::{Kwargs, Rest, StringInput, Value, ValueOrKwargs};
@@ -21,15 +22,20 @@ use super::{MAX_FILTER_SIZE, MAX_RENDERED_BYTES};
 #[derive(Debug, Clone)]
 pub(crate) struct RenderLimits {
     pub deadline: Instant,
-    pub cancel: CancellationToken,
+    /// Shared rather than a token's clone: cloning and dropping a token lock its node, twice
+    /// for every template a run renders.
+    pub cancel: Arc<CancellationToken>,
 }
 
 impl RenderLimits {
     /// A render that may last `timeout` from now, and stops when `cancel` fires.
-    pub(crate) fn within(timeout: std::time::Duration, cancel: &CancellationToken) -> RenderLimits {
+    pub(crate) fn within(
+        timeout: std::time::Duration,
+        cancel: &Arc<CancellationToken>,
+    ) -> RenderLimits {
         RenderLimits {
             deadline: Instant::now() + timeout,
-            cancel: cancel.clone(),
+            cancel: Arc::clone(cancel),
         }
     }
 }

@@ -10,11 +10,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
 use minijinja::value::{Enumerator, Object, ObjectRepr, Serde};
-use minijinja::{Environment, ErrorKind, UndefinedBehavior};
+use minijinja::{AutoEscape, Environment, ErrorKind, UndefinedBehavior};
 use serde_json::Value;
 
 mod bounded;
 mod nesting;
+mod substitute;
 
 pub(crate) use bounded::RenderLimits;
 use bounded::{BoundedText, Stopped, Watch};
@@ -54,7 +55,12 @@ impl NodeOutputs {
     }
 
     pub(crate) fn get(&self, node_id: &str) -> Option<Value> {
-        self.0.read().ok().and_then(|map| map.get(node_id).cloned())
+        self.with(node_id, Value::clone)
+    }
+
+    /// `read` applied to node `node_id`'s output, without copying it.
+    pub(crate) fn with<R>(&self, node_id: &str, read: impl FnOnce(&Value) -> R) -> Option<R> {
+        self.0.read().ok()?.get(node_id).map(read)
     }
 
     pub(crate) fn snapshot(&self) -> HashMap<String, Value> {
@@ -160,6 +166,10 @@ pub enum TemplateError {
 
 fn new_environment() -> Environment<'static> {
     let mut env = Environment::new();
+    // A template's name is its source text (see `Templates`), and MiniJinja escapes by the
+    // name's ending by default: a prompt that happened to end in `page.html` HTML-escaped every
+    // value, one ending in `out.json` quoted them. Prompts are text, never escaped.
+    env.set_auto_escape_callback(|_| AutoEscape::None);
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.set_fuel(Some(MAX_TEMPLATE_STEPS));
     bounded::add_filters(&mut env);
@@ -284,6 +294,21 @@ impl Templates {
 
     /// Renders the template `source` (compiled on its first render) in `scope`.
     pub(crate) fn render(
+        &self,
+        source: &str,
+        scope: &Scope<'_>,
+        limits: RenderLimits,
+    ) -> Result<String, TemplateError> {
+        // A render stopped before it starts is left to MiniJinja, which says why.
+        let stopped = limits.cancel.is_cancelled() || std::time::Instant::now() >= limits.deadline;
+        if !stopped && let Some(text) = substitute::render(source, scope) {
+            return Ok(text);
+        }
+        self.render_with_minijinja(source, scope, limits)
+    }
+
+    /// [`Templates::render`] by MiniJinja, whatever the template.
+    fn render_with_minijinja(
         &self,
         source: &str,
         scope: &Scope<'_>,
@@ -469,7 +494,8 @@ mod tests {
         input: Value,
         nodes: &[(&str, Value)],
     ) -> Result<String, TemplateError> {
-        let limits = RenderLimits::within(Duration::from_secs(60), &CancellationToken::new());
+        let limits =
+            RenderLimits::within(Duration::from_secs(60), &Arc::new(CancellationToken::new()));
         render_within(source, input, nodes, limits)
     }
 
@@ -516,7 +542,10 @@ mod tests {
         let copies = "{% set s = 'a' * 5000000 %}\
             {% for i in range(100000) %}{% set t = s ~ 'b' %}{% endfor %}done";
         let started = std::time::Instant::now();
-        let limits = RenderLimits::within(Duration::from_millis(200), &CancellationToken::new());
+        let limits = RenderLimits::within(
+            Duration::from_millis(200),
+            &Arc::new(CancellationToken::new()),
+        );
         assert_eq!(render_error(copies, limits), TemplateError::TimedOut);
         // Without the deadline the loop copies 500 GB: minutes, not seconds.
         assert!(
@@ -525,17 +554,19 @@ mod tests {
             started.elapsed()
         );
 
-        // Printed values and filters are checkpoints too.
+        // Printed values and filters are checkpoints too; a plain substitution, which is not
+        // rendered by MiniJinja, stops likewise.
         let items = "{% for i in [1, 2, 3] %}{{ i }}{% endfor %}";
         let filtered = "{% set x = ['a', 'b'] | join(',') %}";
-        for source in [items, filtered] {
-            let limits = RenderLimits::within(Duration::ZERO, &CancellationToken::new());
+        let plain = "Say {{ PREVIOUS_OUTPUT }}";
+        for source in [items, filtered, plain] {
+            let limits = RenderLimits::within(Duration::ZERO, &Arc::new(CancellationToken::new()));
             assert_eq!(
                 render_error(source, limits),
                 TemplateError::TimedOut,
                 "{source}"
             );
-            let cancel = CancellationToken::new();
+            let cancel = Arc::new(CancellationToken::new());
             cancel.cancel();
             let limits = RenderLimits::within(Duration::from_secs(60), &cancel);
             let error = render_error(source, limits);
@@ -560,6 +591,103 @@ mod tests {
         )
         .expect("renders");
         assert_eq!(text, r#"{"verdict":"yes"}|yes|yes|rust|dry|from a|approve"#);
+    }
+
+    /// Plain substitutions are rendered without MiniJinja (`substitute`), and render as
+    /// MiniJinja renders them; everything else is MiniJinja's, errors included.
+    #[test]
+    fn plain_substitutions_render_as_minijinja_renders_them() {
+        let outputs = Arc::new(NodeOutputs::from_map(
+            [
+                ("a".to_string(), json!("from a")),
+                ("b".to_string(), json!({"text": "deep", "n": 2})),
+            ]
+            .into(),
+        ));
+        let inputs = [
+            json!({"verdict": "yes", "n": 1.0, "none": "field", "nested": {"x": "y"}}),
+            json!("plain <text> & \"quotes\""),
+            json!(null),
+            json!([1, "two"]),
+        ];
+        let fast = [
+            "{{ PREVIOUS_OUTPUT }}",
+            "Say: {{PREVIOUS_OUTPUT}}, {{ initial }}{{ vars.tone }}.",
+            "{{ nodes.a }}/{{ nodes.b.text }} { not a hole } }} {",
+            "{{\tapproval.decision\t}} é ü {{ verdict }}{{ nested.x }}",
+            "{{ input }}",
+        ];
+        let minijinja_only = [
+            "{{ input.n }}",
+            "{{ none }}",
+            "{{ true }}",
+            "{{ nodes.b.n }}",
+            "{{ nodes.b }}",
+            "{{ PREVIOUS_OUTPUT.x }}",
+            "{{ missing }}",
+            "{{ nodes.zz }}",
+            "{{ verdict | upper }}",
+            "{{- verdict }}",
+            "{{ input.0 }}",
+            "{{ 'a' }}",
+            "{# c #}{{ verdict }}",
+            "{% if true %}{{ verdict }}{% endif %}",
+            "{{ verdict }}\n",
+            "{{ verdict",
+            "{{ range }}",
+        ];
+        let initial = Arc::new(json!("start"));
+        let vars = Arc::new(json!({"tone": "dry"}));
+        let approval = Arc::new(json!({"decision": "approve"}));
+        let templates = Templates::new();
+        let limits =
+            || RenderLimits::within(Duration::from_secs(60), &Arc::new(CancellationToken::new()));
+        let mut substituted = 0;
+        for input in &inputs {
+            let scope = Scope {
+                input,
+                initial: &initial,
+                approval: Some(&approval),
+                vars: &vars,
+                nodes: &outputs,
+            };
+            for source in fast.iter().chain(&minijinja_only) {
+                let full = templates.render_with_minijinja(source, &scope, limits());
+                let rendered = templates.render(source, &scope, limits());
+                assert_eq!(rendered, full, "{source} with {input}");
+                if let Some(text) = substitute::render(source, &scope) {
+                    substituted += 1;
+                    assert!(!minijinja_only.contains(source), "{source} with {input}");
+                    assert_eq!(Ok(text), full, "{source} with {input}");
+                }
+            }
+        }
+        // Every `fast` source with the object input; the ones naming only the scope's own
+        // names with the others.
+        assert!(substituted >= fast.len() + 3, "{substituted}");
+    }
+
+    /// A template's text, whatever it ends with, renders values as they are: MiniJinja picks
+    /// an escaping by the template's name, and a template's name here is its source.
+    #[test]
+    fn values_are_never_escaped_whatever_the_template_ends_with() {
+        let value = r#"a <b> & "c""#;
+        for ending in [
+            "page.html",
+            "page.htm",
+            "page.xml",
+            "out.json",
+            "out.json5",
+            "x.yaml",
+        ] {
+            let text = render(
+                &format!("{{{{ PREVIOUS_OUTPUT }}}} went to {ending}"),
+                json!(value),
+                &[],
+            )
+            .expect("renders");
+            assert_eq!(text, format!("{value} went to {ending}"));
+        }
     }
 
     #[test]
@@ -651,7 +779,8 @@ mod tests {
             ("{{ 'a' * 50000000 }}", "rendered more than 10 MiB"),
         ];
         for (source, expected) in cases {
-            let limits = RenderLimits::within(Duration::from_secs(60), &CancellationToken::new());
+            let limits =
+                RenderLimits::within(Duration::from_secs(60), &Arc::new(CancellationToken::new()));
             let error = render_error(source, limits);
             assert!(error.to_string().contains(expected), "{source}: {error}");
         }
@@ -735,7 +864,8 @@ mod tests {
                 vars: &vars,
                 nodes: &outputs,
             };
-            let limits = RenderLimits::within(Duration::from_secs(5), &CancellationToken::new());
+            let limits =
+                RenderLimits::within(Duration::from_secs(5), &Arc::new(CancellationToken::new()));
             let text = templates
                 .render("item {{ n }} of {{ initial }}", &scope, limits)
                 .expect("renders");
@@ -1008,15 +1138,114 @@ mod fuzz {
             vars: &Arc::new(json!({"tone": "dry"})),
             nodes: &outputs,
         };
-        let limits = RenderLimits::within(Duration::from_secs(10), &CancellationToken::new());
+        let limits =
+            RenderLimits::within(Duration::from_secs(10), &Arc::new(CancellationToken::new()));
         if let Ok(text) = templates.render(source, &scope, limits) {
             prop_assert!(text.len() <= MAX_RENDERED_BYTES);
         }
         Ok(())
     }
 
+    /// Text between holes, near what `substitute` renders itself.
+    const SUBSTITUTION_TEXT: &[&str] = &[
+        "", " ", "text", "é", "{", "}", "}}", "{%", "{#", "{{", "\t", "\n", "\r", " x ",
+    ];
+    /// What a hole of a source names.
+    const SUBSTITUTION_NAMES: &[&str] = &[
+        "PREVIOUS_OUTPUT",
+        "input",
+        "verdict",
+        "list",
+        "a.b",
+        "initial",
+        "vars.tone",
+        "vars",
+        "nodes.a",
+        "nodes.b.a",
+        "nodes.b.b",
+        "nodes.c",
+        "approval.decision",
+        "input.verdict",
+        "true",
+        "none",
+        "None",
+        "range",
+        "_x1",
+        "a..b",
+        "0",
+        "'a'",
+        "verdict|upper",
+        "list.0",
+        "PREVIOUS_OUTPUT.a",
+        "-verdict",
+        "verdict-",
+        "spaced out",
+    ];
+    /// How a hole opens and closes.
+    const SUBSTITUTION_DELIMITERS: &[(&str, &str)] = &[
+        ("{{ ", " }}"),
+        ("{{", "}}"),
+        ("{{\t", " }}"),
+        ("{{ ", ""),
+        ("{{- ", " -}}"),
+        ("{{+", "}}"),
+    ];
+
+    /// Text and holes, mostly well formed.
+    fn substitution() -> impl Strategy<Value = String> {
+        let text = prop::sample::select(SUBSTITUTION_TEXT).prop_map(str::to_string);
+        let hole = (
+            prop::sample::select(SUBSTITUTION_DELIMITERS),
+            prop::sample::select(SUBSTITUTION_NAMES),
+        )
+            .prop_map(|((open, close), name)| format!("{open}{name}{close}"));
+        let part = prop_oneof![text, hole.clone(), hole];
+        prop::collection::vec(part, 1..6).prop_map(|parts| parts.concat())
+    }
+
+    /// What `substitute` renders, MiniJinja renders the same; what it does not render, it
+    /// leaves to MiniJinja.
+    fn substitutes_as_minijinja_renders(source: &str, input: &Value) -> Result<(), TestCaseError> {
+        let outputs = Arc::new(NodeOutputs::from_map(
+            [
+                ("a".to_string(), json!("from a")),
+                ("b".to_string(), json!({"a": "deep", "b": 2})),
+            ]
+            .into(),
+        ));
+        let scope = Scope {
+            input,
+            initial: &Arc::new(json!("start")),
+            approval: Some(&Arc::new(json!({"decision": "approve"}))),
+            vars: &Arc::new(json!({"tone": "dry"})),
+            nodes: &outputs,
+        };
+        if let Some(text) = substitute::render(source, &scope) {
+            let templates = Templates::new();
+            let limits =
+                RenderLimits::within(Duration::from_secs(10), &Arc::new(CancellationToken::new()));
+            prop_assert_eq!(
+                Ok(text),
+                templates.render_with_minijinja(source, &scope, limits)
+            );
+        }
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(config(500))]
+
+        #[test]
+        fn plain_substitutions_render_as_minijinja_does(source in substitution()) {
+            for input in [
+                json!({"verdict": " yes ", "list": "l", "a": {"b": "c"}, "true": "t"}),
+                json!(" text\n"),
+                json!(null),
+                json!(7),
+            ] {
+                substitutes_as_minijinja_renders(&source, &input)?;
+            }
+        }
 
         #[test]
         fn random_templates_check_and_render_without_panic(source in template()) {
