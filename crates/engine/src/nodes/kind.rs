@@ -91,10 +91,11 @@ impl Handle {
 
     /// The id of row `index`'s copy of a repeated handle.
     pub fn row(&self, index: usize) -> String {
-        // Spliced rather than `str::replace`d: an `if` node makes its handle's id at its first
-        // visit, which on a long chain of them is every step.
+        // Spliced rather than `str::replace`d or `format!`ted (each cost more than the rest of
+        // the step): an `if` node makes its handle's id at its first visit, which on a long
+        // chain of them is every step.
         match self.id.split_once("{i}") {
-            Some((before, after)) => format!("{before}{index}{after}"),
+            Some((before, after)) => [before, &index.to_string(), after].concat(),
             None => self.id.to_string(),
         }
     }

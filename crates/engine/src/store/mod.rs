@@ -536,7 +536,7 @@ impl Store {
     pub fn record_llm_call(&self, run_id: &str, call: &RecordedCall, at: &str) {
         self.send(Write::LlmCall {
             run_id: run_id.to_string(),
-            call: call.clone(),
+            call: Box::new(call.clone()),
             at: at.to_string(),
         });
     }
@@ -618,10 +618,10 @@ impl Store {
     pub fn save_pause(&self, run_id: &str, pause: &PauseRecord, at: &str) {
         self.send(Write::Pause {
             run_id: run_id.to_string(),
-            waiting: StepRow::new(&pause.waiting),
+            waiting: Box::new(StepRow::new(&pause.waiting)),
             queue: pause.queue.iter().map(StepRow::new).collect(),
             state_json: pause.state.to_string(),
-            deadline: pause.deadline.clone(),
+            deadline: pause.deadline.as_deref().map(Box::from),
             at: at.to_string(),
         });
     }
@@ -1020,7 +1020,7 @@ fn to_u64(run_id: &str, what: &str, value: i64) -> Result<u64, StoreError> {
 }
 
 fn creation(run: &NewRun) -> Write {
-    Write::CreateRun {
+    Write::CreateRun(Box::new(writer::CreateRun {
         id: run.id.clone(),
         flow_name: run.flow_name.clone(),
         flow_path: run.flow_path.clone(),
@@ -1028,15 +1028,18 @@ fn creation(run: &NewRun) -> Write {
         input_json: run.input.to_string(),
         started_at: run.started_at.clone(),
         host: run.host.clone(),
-    }
+    }))
 }
 
 fn checkpointing(run_id: &str, checkpoint: &Checkpoint, at: &str) -> Write {
     Write::Checkpoint {
         run_id: run_id.to_string(),
         added: checkpoint.added.iter().map(StepRow::stored).collect(),
-        removed: checkpoint.removed.clone(),
-        waiting: checkpoint.waiting.as_ref().map(StepRow::new),
+        removed: checkpoint.removed.as_slice().into(),
+        waiting: checkpoint
+            .waiting
+            .as_ref()
+            .map(|step| Box::new(StepRow::new(step))),
         state_json: checkpoint.state.to_string(),
         at: at.to_string(),
     }

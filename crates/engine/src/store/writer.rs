@@ -34,17 +34,22 @@ pub(super) const RUN_STATEMENTS: &[&str] = &[
 /// How long the writer waits for more writes before it commits those it has.
 const GATHER: std::time::Duration = std::time::Duration::from_micros(300);
 
-/// One queued write, with its values already serialized.
+/// A new run's row, with its values already serialized.
+pub(super) struct CreateRun {
+    pub id: String,
+    pub flow_name: String,
+    pub flow_path: Option<String>,
+    pub flow_json: String,
+    pub input_json: String,
+    pub started_at: String,
+    pub host: Option<String>,
+}
+
+/// One queued write, with its values already serialized. The writes a run sends at every step
+/// (events, outputs) are small; the rare large ones are boxed, because the channel's slots are
+/// as large as the largest write, and a run fills and zeroes blocks of them as it goes.
 pub(super) enum Write {
-    CreateRun {
-        id: String,
-        flow_name: String,
-        flow_path: Option<String>,
-        flow_json: String,
-        input_json: String,
-        started_at: String,
-        host: Option<String>,
-    },
+    CreateRun(Box<CreateRun>),
     Event {
         event: Box<RunEvent>,
         /// Called with the event once it is committed.
@@ -77,23 +82,23 @@ pub(super) enum Write {
     },
     Pause {
         run_id: String,
-        waiting: StepRow,
+        waiting: Box<StepRow>,
         queue: Vec<StepRow>,
         state_json: String,
-        deadline: Option<String>,
+        deadline: Option<Box<str>>,
         at: String,
     },
     Checkpoint {
         run_id: String,
         added: Vec<(u64, StepRow)>,
-        removed: Vec<u64>,
-        waiting: Option<StepRow>,
+        removed: Box<[u64]>,
+        waiting: Option<Box<StepRow>>,
         state_json: String,
         at: String,
     },
     LlmCall {
         run_id: String,
-        call: RecordedCall,
+        call: Box<RecordedCall>,
         at: String,
     },
     /// Several writes that must be committed in the same transaction (never events: they
@@ -117,7 +122,7 @@ impl Write {
     /// What this write was, for error messages.
     fn describe(&self) -> String {
         match self {
-            Write::CreateRun { id, .. } => format!("creating run {id}"),
+            Write::CreateRun(run) => format!("creating run {}", run.id),
             Write::Together(writes) => writes
                 .iter()
                 .map(Write::describe)
@@ -151,24 +156,16 @@ impl Write {
 
     fn apply(&self, db: &mut dyn Db, owner: &str) -> Result<(), StoreError> {
         match self {
-            Write::CreateRun {
-                id,
-                flow_name,
-                flow_path,
-                flow_json,
-                input_json,
-                started_at,
-                host,
-            } => runs::insert(
+            Write::CreateRun(run) => runs::insert(
                 db,
                 runs::NewRunRow {
-                    id,
-                    flow_name,
-                    flow_path: flow_path.as_deref(),
-                    flow_json,
-                    input_json,
-                    started_at,
-                    host: host.as_deref(),
+                    id: &run.id,
+                    flow_name: &run.flow_name,
+                    flow_path: run.flow_path.as_deref(),
+                    flow_json: &run.flow_json,
+                    input_json: &run.input_json,
+                    started_at: &run.started_at,
+                    host: run.host.as_deref(),
                 },
                 owner,
                 &lease::until(chrono::Utc::now()),
@@ -181,7 +178,7 @@ impl Write {
                 state_json,
                 at,
             } => {
-                runs::checkpoint(db, run_id, waiting.as_ref(), state_json, at)?;
+                runs::checkpoint(db, run_id, waiting.as_deref(), state_json, at)?;
                 queue::remove(db, run_id, removed)?;
                 queue::add(db, run_id, added)
             }
@@ -568,3 +565,6 @@ fn isolated(
     db.batch(&end)?;
     applied
 }
+
+// What every write a run sends costs in the channel (see `Write`): kept from growing back.
+const _: () = assert!(std::mem::size_of::<Message>() <= 128);

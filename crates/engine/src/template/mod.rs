@@ -1189,6 +1189,7 @@ mod fuzz {
         ("{{ ", ""),
         ("{{- ", " -}}"),
         ("{{+", "}}"),
+        ("{{\n", "\r\n}}"),
     ];
 
     /// Text and holes, mostly well formed.

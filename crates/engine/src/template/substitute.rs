@@ -13,7 +13,7 @@ use super::{MAX_RENDERED_BYTES, Scope, output_text};
 /// `source` rendered in `scope`, if it is text and string-valued names only.
 pub(super) fn render(source: &str, scope: &Scope<'_>) -> Option<String> {
     // MiniJinja drops one newline at the end of a template.
-    if source.ends_with(['\n', '\r']) {
+    if matches!(source.as_bytes().last(), Some(b'\n' | b'\r')) {
         return None;
     }
     let mut text = String::with_capacity(source.len() + 64);
@@ -34,7 +34,7 @@ pub(super) fn render(source: &str, scope: &Scope<'_>) -> Option<String> {
         text.push_str(&rest[..brace]);
         let hole = &after[1..];
         let end = hole.as_bytes().windows(2).position(|pair| pair == b"}}")?;
-        push_value(&mut text, hole[..end].trim_matches([' ', '\t']), scope)?;
+        push_value(&mut text, hole[..end].trim_ascii(), scope)?;
         if text.len() > MAX_RENDERED_BYTES {
             return None;
         }
@@ -46,14 +46,17 @@ pub(super) fn render(source: &str, scope: &Scope<'_>) -> Option<String> {
 
 /// Appends the string `name` (a dotted path of identifiers) names in `scope`.
 fn push_value(text: &mut String, name: &str, scope: &Scope<'_>) -> Option<()> {
-    if !name.split('.').all(is_identifier) {
-        return None;
-    }
-    let mut parts = name.split('.');
-    let head = parts.next()?;
+    let dotted = path_shape(name)?;
+    // Most holes name one thing (`{{ PREVIOUS_OUTPUT }}`): no splitting then.
+    let (head, rest) = if dotted {
+        name.split_once('.')?
+    } else {
+        (name, "")
+    };
     if is_literal(head) {
         return None;
     }
+    let mut parts = rest.split('.').filter(|_| dotted);
     let root: &Value = match head {
         "PREVIOUS_OUTPUT" => {
             if parts.next().is_some() {
@@ -91,15 +94,23 @@ fn push_string(text: &mut String, value: &Value) -> Option<()> {
     Some(())
 }
 
-/// An ASCII identifier (MiniJinja's names may also be other letters: those go to MiniJinja).
-fn is_identifier(part: &str) -> bool {
-    let bytes = part.as_bytes();
-    bytes
-        .first()
-        .is_some_and(|first| first.is_ascii_alphabetic() || *first == b'_')
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || *b == b'_')
+/// Whether `name` is ASCII identifiers joined by dots (MiniJinja's names may also be other
+/// letters: those go to MiniJinja), and whether it has a dot; `None` if it is not.
+fn path_shape(name: &str) -> Option<bool> {
+    let mut dotted = false;
+    let mut segment_start = true;
+    for byte in name.bytes() {
+        match byte {
+            b'.' if !segment_start => {
+                dotted = true;
+                segment_start = true;
+            }
+            b'a'..=b'z' | b'A'..=b'Z' | b'_' => segment_start = false,
+            b'0'..=b'9' if !segment_start => {}
+            _ => return None,
+        }
+    }
+    (!segment_start).then_some(dotted)
 }
 
 /// Names MiniJinja reads as constants, not as names of the scope.
