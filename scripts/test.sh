@@ -34,6 +34,14 @@ bash tests/e2e/run.sh 2>&1 | tee -a "$log"
 echo "== the desktop app end to end with its run store on PostgreSQL"
 cargo build -p weft-test-postgres --locked
 WEFT_E2E_POSTGRES=1 WEFT_E2E_FILE=postgres.test.mjs bash tests/e2e/run.sh 2>&1 | tee -a "$log"
+# Every test that uses the debug builds has run. A cold target holds ~4.5 GB of them and the
+# package's release and dist builds take ~4 GB more: a CI machine that has room for either but
+# not both (one CI run failed so, half an hour in) is asked to drop them (.ci/run sets this
+# for a target inside its fresh clone, never for a target kept between runs).
+if [ "${WEFT_TEST_DROP_DEBUG_BUILDS:-}" = 1 ]; then
+  echo "== removing the debug builds before the release ones"
+  rm -rf "${CARGO_TARGET_DIR:-target}/debug"
+fi
 echo "== the package: build the .deb (release), install it with apt-get, run the installed app"
 bash tests/package/test.sh 2>&1 | tee -a "$log"
 # One closing line for the whole suite (pipefail has already stopped us on a failure).

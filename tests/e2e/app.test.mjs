@@ -25,6 +25,7 @@ import {
   problems,
   shot,
   typeInto,
+  waitForEdges,
   waitUntilGone,
   waitForRunStatus,
   waitForStatus,
@@ -104,10 +105,7 @@ test("builds a flow by drag-and-drop and wiring, shows a problem and its fix", a
 
   await connect(browser, "start", "output", "agent-1");
   await connect(browser, "agent-1", "output", "output-1");
-  await browser.waitUntil(
-    async () => (await browser.$$(".react-flow__edge")).length === 2,
-    { timeout: 5_000, timeoutMsg: "the two edges were not drawn" },
-  );
+  await waitForEdges(browser, 2, "the two connections");
   await waitForProblem(browser, "start-unconnected", false);
 
   // A broken template is a problem on the agent node; fixing it clears it.
@@ -235,11 +233,11 @@ test("keyboard: Delete removes the selected node with its edges, Ctrl+Z brings t
   await node(browser, "agent-1").click();
   await browser.keys(["Delete"]);
   await waitUntilGone(browser, "node-agent-1");
-  assert.equal((await browser.$$(".react-flow__edge")).length, 0, "its two edges went with it");
+  await waitForEdges(browser, 0, "its two edges went with it");
   assert.equal(await byTestId(browser, "title").getAttribute("data-dirty"), "true");
   await browser.keys(["Control", "z"]);
   await node(browser, "agent-1").waitForExist({ timeout: 5_000 });
-  assert.equal((await browser.$$(".react-flow__edge")).length, 2);
+  await waitForEdges(browser, 2, "Ctrl+Z brought its two edges back");
   // Undone back to the saved flow: nothing to save.
   assert.equal(await byTestId(browser, "title").getAttribute("data-dirty"), "false");
 
@@ -279,7 +277,7 @@ test("opens an AgentFlow file with legacy forms and saves it normalized", async 
   await node(browser, "ask").waitForExist();
   assert.equal(await node(browser, "ask").getAttribute("data-kind"), "approval", "type input is an approval");
   assert.ok(await handle(browser, "check", "condition-0").isExisting(), "if.condition became a condition row");
-  assert.equal((await browser.$$(".react-flow__edge")).length, 4, "connections became edges");
+  await waitForEdges(browser, 4, "connections became edges");
   await shot(browser, "07-legacy-file");
 
   await byTestId(browser, "file-save-as").click();

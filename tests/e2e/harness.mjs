@@ -204,6 +204,15 @@ export async function openFile(browser, file) {
 
 /** Waits until no element has data-testid `id`. Asked inside the page: WebKitWebDriver can
  *  answer a find with "stale element" while React is removing the element. */
+/** Waits until the canvas draws `count` edges: React Flow draws an edge a frame or more after
+ * the nodes it joins, so a count read right after a node appears can still be short. */
+export async function waitForEdges(browser, count, why, timeout = 5_000) {
+  await browser.waitUntil(async () => (await browser.$$(".react-flow__edge")).length === count, {
+    timeout,
+    timeoutMsg: `${why}: the canvas did not show ${count} edges`,
+  });
+}
+
 export async function waitUntilGone(browser, id, timeout = 5_000) {
   await browser.waitUntil(
     () => browser.execute((testId) => document.querySelector(`[data-testid="${testId}"]`) === null, id),
