@@ -154,16 +154,11 @@ def measure(name, flow, steps=None, env=None, baseline=None):
 
 
 def symbol_order_coverage():
-    """How many functions of crates/cli/symbol-order.txt the measured binary has: names change
-    with the code (scripts/symbol-order.sh lists them again), and a stale list costs the short
-    runs' memory, so the figures say how current it is."""
-    listed = open("crates/cli/symbol-order.txt").read().split()
-    nm = subprocess.run(["nm", "--defined-only", weft], capture_output=True, text=True)
-    if nm.returncode != 0:
-        return "symbol order: nm could not read the binary"
-    present = {line.split()[-1] for line in nm.stdout.splitlines() if line.strip()}
-    found = sum(1 for name in listed if name in present)
-    return f"symbol order: {found} of {len(listed)} listed functions in this binary"
+    """How many functions of crates/cli/symbol-order.txt the measured binary has: a stale list
+    costs the short runs' memory, so the figures say how current it is."""
+    check = subprocess.run(["bash", "scripts/symbol-order-check.sh", weft, "0"],
+                           capture_output=True, text=True)
+    return (check.stdout or check.stderr).strip().replace(f" in {weft}", " in this binary")
 
 
 print(f"weft {weft}; {runs} runs each, median (min–max); {symbol_order_coverage()}")
