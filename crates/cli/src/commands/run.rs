@@ -2,7 +2,7 @@
 //! session (event listener, Ctrl-C and SIGTERM handling) and the report of a run's outcome.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,8 +12,8 @@ use weft_engine::breakpoints::check_breakpoints;
 use weft_engine::pins::{Pins, check_pins, load_pins, pins_path};
 use weft_engine::providers::{LlmClients, ProviderSettings};
 use weft_engine::{
-    CheckedFlow, Engine, Entry, EventListener, EventSink, OpeningStore, RunError, RunEvent,
-    RunOptions, RunOutcome, RunStatus, Store, check_decisions, check_for_run,
+    CheckedFlow, Engine, Entry, EventListener, EventSink, RunError, RunEvent, RunOptions,
+    RunOutcome, RunStatus, Store, check_decisions, check_for_run,
 };
 
 use super::validate::print_problems_to_stderr;
@@ -22,18 +22,6 @@ use crate::progress::Progress;
 use crate::{Exit, RunArgs, Threads, usage_error};
 
 pub(crate) fn run(args: RunArgs) -> anyhow::Result<Exit> {
-    // A store that exists is opened on its writer's thread while the flow is read and checked:
-    // on two cores the two take no longer than the slower (a 2-node flow: ~0.5 ms of open,
-    // ~0.2 of checks). A store that does not exist yet is created only once the flow is known
-    // to run, so a refused flow leaves no file behind. Where the store is, is found once here;
-    // a missing data directory is reported where the store is needed, after the flow's own
-    // problems.
-    let db = super::db_path(&args.store);
-    let opening = db
-        .as_ref()
-        .ok()
-        .filter(|db| db.is_file())
-        .map(|db| Store::open_in_background(db));
     let flow = super::load_flow(&args.flow)?;
     let checked = match check_for_run(flow, Some(&args.flow), &ProviderSettings::from_env()) {
         Ok(checked) => checked,
@@ -55,15 +43,10 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<Exit> {
     } else {
         Threads::Pool
     };
-    crate::block_on(threads, run_checked(args, checked, db, opening))
+    crate::block_on(threads, run_checked(args, checked))
 }
 
-async fn run_checked(
-    args: RunArgs,
-    checked: CheckedFlow,
-    db: anyhow::Result<PathBuf>,
-    opening: Option<OpeningStore>,
-) -> anyhow::Result<Exit> {
+async fn run_checked(args: RunArgs, checked: CheckedFlow) -> anyhow::Result<Exit> {
     let flow = checked.flow();
     let mut decisions = HashMap::new();
     let by = crate::decider(None);
@@ -90,11 +73,9 @@ async fn run_checked(
     if !problems.is_empty() {
         return Err(usage_error(problems.join("\n")));
     }
-    let db = db?;
-    let store = match opening {
-        Some(opening) => super::opened_store(&db, opening.wait())?,
-        None => super::open_store(&db)?,
-    };
+    // Found and opened once the flow is known to run: a refused flow leaves no store behind.
+    let db = super::db_path(&args.store)?;
+    let store = super::open_store(&db)?;
     let engine = engine(store).ending_with_process();
     settle_timeouts(&engine).await;
     let flow_path = std::path::absolute(&args.flow).unwrap_or_else(|_| args.flow.clone());

@@ -722,8 +722,24 @@ fn store_hands_events_over_in_committed_batches_each_followed_by_a_flush(at: &Lo
 
 fn store_marks_runs_of_stopped_processes_interrupted_and_leaves_live_ones(at: &Location) {
     let first = at.open();
-    for id in ["dead", "mine", "expired", "elsewhere"] {
+    assert_eq!(first.deadline_at_open(), None, "nothing waits yet");
+    for id in [
+        "dead",
+        "mine",
+        "expired",
+        "elsewhere",
+        "waits-long",
+        "waits-short",
+    ] {
         first.create_run(&new_run(id, &ts(0)));
+    }
+    // Two approvals waiting with a deadline: the open that marks the others reads the earlier.
+    for (id, deadline) in [("waits-long", ts(50)), ("waits-short", ts(30))] {
+        let pause = PauseRecord {
+            deadline: Some(deadline),
+            ..pause_record()
+        };
+        first.save_pause(id, &pause, &ts(1));
     }
     first.flush().expect("flush");
     // `dead`: a process of this machine that is gone (this one's id, another start time);
@@ -736,7 +752,9 @@ fn store_marks_runs_of_stopped_processes_interrupted_and_leaves_live_ones(at: &L
     at.lease_to("elsewhere", "far-away:12:34", "2999-01-01T00:00:00.000Z");
 
     let second = at.open();
+    assert_eq!(second.deadline_at_open(), Some(ts(30).as_str()));
     let status = |id: &str| second.run(id).expect("run").summary.status;
+    assert_eq!(status("waits-short"), RunStatus::Paused);
     assert_eq!(status("dead"), RunStatus::Interrupted);
     assert_eq!(status("expired"), RunStatus::Interrupted);
     assert_eq!(

@@ -14,9 +14,9 @@ use crate::providers::Usage;
 /// The most queued messages the writer applies in one transaction.
 const MAX_BATCH: usize = 1_000;
 
-/// The statements a run's writes use, compiled by a new writer before its first commit (see
-/// [`Store::open_in_background`](super::Store::open_in_background)): a short run's only commit
-/// otherwise compiles them while its command waits.
+/// The statements a run's writes use, compiled by a new writer thread before its first commit
+/// (see [`Store::open`](super::Store::open)), while its command goes on: a short run's only
+/// commit otherwise compiles them while its command waits.
 pub(super) const RUN_STATEMENTS: &[&str] = &[
     runs::INSERT_RUN,
     runs::INSERT_RUN_FLOW,
