@@ -37,17 +37,9 @@ pub(crate) fn default_db_path() -> Option<PathBuf> {
 }
 
 /// Opens the run store `--db` names: a PostgreSQL URL, else a SQLite file (created when
-/// missing).
+/// missing); an error names where it is (a URL without its password).
 pub(crate) fn open_store(path: &Path) -> anyhow::Result<Store> {
-    opened_store(path, Store::open_location(&path.to_string_lossy()))
-}
-
-/// The store, or the error of opening it naming where it is (a URL without its password).
-pub(crate) fn opened_store(
-    path: &Path,
-    opened: Result<Store, StoreError>,
-) -> anyhow::Result<Store> {
-    opened.with_context(|| {
+    Store::open_location(&path.to_string_lossy()).with_context(|| {
         format!(
             "cannot open the run store {}",
             shown_location(&path.to_string_lossy())

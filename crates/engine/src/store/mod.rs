@@ -341,9 +341,8 @@ struct Inner {
     dialect: Dialect,
     /// This process as the owner of the runs it runs (see `lease`).
     owner: String,
-    /// The earliest deadline of a paused run's approval when the store was opened (set once
-    /// the open is done).
-    deadline_at_open: std::sync::OnceLock<Option<String>>,
+    /// The earliest deadline of a paused run's approval when the store was opened.
+    deadline_at_open: Option<String>,
 }
 
 impl Drop for Inner {
@@ -436,18 +435,25 @@ impl Store {
                 false,
             )?))
         };
+        let owner = lease::current_owner();
+        let writer_owner = owner.clone();
+        let open_and_settle = move || {
+            let mut writer = open_writer()?;
+            let deadline = settle_at_open(&mut *writer, &writer_owner)?;
+            Ok((writer, deadline))
+        };
         Store::spawn(
             shown,
             Dialect::Postgres,
-            lease::current_owner(),
-            Opening::OnWriterThread(Box::new(open_writer)),
+            owner,
+            Opening::OnWriterThread(Box::new(open_and_settle)),
             open_reader,
         )
     }
 
-    /// Starts the writer thread with its connection (`writer`: opened already, or opened by the
-    /// thread, which then also marks the runs whose process is gone as interrupted and reads
-    /// the earliest deadline of a paused run before answering). The thread compiles the
+    /// Starts the writer thread with its connection (`writer`: opened and settled already, or
+    /// by the thread, which then answers with the earliest deadline of a paused run). The thread
+    /// compiles the
     /// statements a run's writes use and then applies writes. `open_reader` opens the read
     /// connection (of `dialect`) at the first read. `shown` names the store in errors; `owner`
     /// is this process as a lease owner.
@@ -472,47 +478,41 @@ impl Store {
         });
         let (opened, answer) = mpsc::sync_channel::<Result<Option<String>, String>>(1);
         let (sender, receiver) = mpsc::channel();
-        let deadline_at_open = std::sync::OnceLock::new();
-        if let Opening::Opened(_, deadline) = &writer {
-            let _ = deadline_at_open.set(deadline.clone());
-        }
+        let known_deadline = match &writer {
+            Opening::Opened(_, deadline) => Some(deadline.clone()),
+            Opening::OnWriterThread(_) => None,
+        };
         let writer_owner = owner.clone();
         let thread = std::thread::Builder::new()
             .name("weft-store-writer".to_string())
             .spawn(move || {
                 let mut writer = match writer {
                     Opening::Opened(writer, _) => writer,
-                    Opening::OnWriterThread(open) => {
-                        let started = open().and_then(|mut writer| {
-                            let deadline = settle_at_open(&mut *writer, &writer_owner)?;
-                            Ok((writer, deadline))
-                        });
-                        match started {
-                            Ok((writer, deadline)) => {
-                                let _ = opened.send(Ok(deadline));
-                                writer
-                            }
-                            Err(message) => {
-                                let _ = opened.send(Err(message));
-                                return;
-                            }
+                    Opening::OnWriterThread(open) => match open() {
+                        Ok((writer, deadline)) => {
+                            let _ = opened.send(Ok(deadline));
+                            writer
                         }
-                    }
+                        Err(message) => {
+                            let _ = opened.send(Err(message));
+                            return;
+                        }
+                    },
                 };
                 // While the caller goes on to start its run, before its first write.
                 writer.prepare_ahead(writer::RUN_STATEMENTS);
                 writer::run(writer, receiver, &writer_owner);
             })
             .map_err(|err| open_error(format!("cannot start the writer thread: {err}")))?;
-        if deadline_at_open.get().is_none() {
-            let deadline = answer
+        let deadline_at_open = match known_deadline {
+            Some(deadline) => deadline,
+            None => answer
                 .recv()
                 .map_err(|_| {
                     open_error("the writer thread stopped while opening the store".into())
                 })?
-                .map_err(open_error)?;
-            let _ = deadline_at_open.set(deadline);
-        }
+                .map_err(open_error)?,
+        };
         Ok(Store {
             inner: Arc::new(Inner {
                 sender: Some(sender),
@@ -808,7 +808,7 @@ impl Store {
     /// The earliest deadline of a paused run's approval when this store was opened (`None`:
     /// no paused run waited with one then), read by the writer as it opened the store.
     pub fn deadline_at_open(&self) -> Option<&str> {
-        self.inner.deadline_at_open.get()?.as_deref()
+        self.inner.deadline_at_open.as_deref()
     }
 
     /// Paused runs whose approval's deadline is `now` or earlier, oldest deadline first.
@@ -951,12 +951,15 @@ impl Store {
     }
 }
 
+/// Opens and settles a writer connection (see [`Opening::OnWriterThread`]).
+type OpenOnWriter = Box<dyn FnOnce() -> Result<(Box<dyn Db>, Option<String>), String> + Send>;
+
 /// The writer's connection as [`Store::spawn`] gets it.
 enum Opening {
     /// Opened on the caller's thread, with the earliest deadline of a paused run.
     Opened(Box<dyn Db>, Option<String>),
-    /// To be opened on the writer's thread.
-    OnWriterThread(Box<dyn FnOnce() -> Result<Box<dyn Db>, String> + Send>),
+    /// To be opened and settled on the writer's thread: the connection and that deadline.
+    OnWriterThread(OpenOnWriter),
 }
 
 /// What opening a store does on its writer connection before anything else: runs whose
