@@ -6,8 +6,10 @@
 //! - One database file in WAL mode (`synchronous=NORMAL`, a 5 s busy timeout, foreign keys
 //!   on); the schema and its migrations are in `schema`.
 //! - Writes made while a run goes on ([`Store::create_run`], [`Store::append_event`], ...)
-//!   are queued and return at once. One background writer thread (`writer`), with its own
-//!   connection, applies them in the order they were queued, many at a time in one transaction.
+//!   are queued and return at once. They are applied on a connection of their own, in the
+//!   order they were queued, many at a time in one transaction: by a background writer thread
+//!   a moment after they come, or (SQLite) by a caller that waits for them, a flush or a read,
+//!   itself (see `writer::Shared`).
 //!   An event is passed on to its listener only after the transaction that stored it commits:
 //!   whatever a host shows is already kept. The events a commit stores for a run go into one
 //!   row of `event_batches` (see `events`), after the commit's other writes.
@@ -37,7 +39,7 @@ pub use llm_calls::{CallUsage, RecordedCall};
 pub use postgresql::{is_postgres_url, redacted as shown_location};
 
 use std::path::Path;
-use std::sync::mpsc::{self, Sender};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
@@ -48,6 +50,10 @@ use crate::event::{EventListener, RunEvent, RunStatus};
 use crate::providers::Usage;
 use sql::{Db, Dialect};
 use writer::{Message, Reply, Write};
+
+/// The most queued writes an async flush commits on its own thread; more are left to the writer
+/// thread, so that the task's thread is not held for long (see [`Store::flushed`]).
+const COMMIT_HERE_AT_MOST: usize = 256;
 
 /// The field of a run's state that holds a decision taken when the run was claimed and not yet
 /// applied by a checkpoint (which writes the state afresh, without it).
@@ -331,9 +337,13 @@ impl std::fmt::Debug for Store {
 }
 
 struct Inner {
-    /// `Some` until the store is dropped; dropping it ends the writer's loop.
-    sender: Option<Sender<Message>>,
+    /// The queue of writes and the writer connection, shared with the writer thread.
+    shared: Arc<writer::Shared>,
     writer: Option<JoinHandle<()>>,
+    /// Whether a caller that waits for the writes commits them itself (SQLite). PostgreSQL's
+    /// client blocks on a runtime of its own, which an async caller's thread cannot enter:
+    /// there the writer thread commits everything.
+    commits_here: bool,
     /// The read connection, opened by the first read: a short command that reads nothing
     /// (`weft run` of a flow, when no approval waits with a deadline) never opens it.
     reader: Mutex<Option<Box<dyn Db>>>,
@@ -347,9 +357,11 @@ struct Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        drop(self.sender.take());
+        if self.commits_here {
+            self.shared.close(&self.owner);
+        }
+        self.shared.closing();
         if let Some(handle) = self.writer.take() {
-            // A writer gathering writes sleeps until woken (see `writer::gather`).
             handle.thread().unpark();
             if handle.join().is_err() {
                 tracing::error!(
@@ -477,31 +489,32 @@ impl Store {
             })
         });
         let (opened, answer) = mpsc::sync_channel::<Result<Option<String>, String>>(1);
-        let (sender, receiver) = mpsc::channel();
-        let known_deadline = match &writer {
-            Opening::Opened(_, deadline) => Some(deadline.clone()),
-            Opening::OnWriterThread(_) => None,
+        let (shared, known_deadline, open_on_writer) = match writer {
+            Opening::Opened(db, deadline) => (writer::Shared::new(Some(db)), Some(deadline), None),
+            Opening::OnWriterThread(open) => (writer::Shared::new(None), None, Some(open)),
         };
+        let shared = Arc::new(shared);
+        let writer_shared = Arc::clone(&shared);
         let writer_owner = owner.clone();
         let thread = std::thread::Builder::new()
             .name("weft-store-writer".to_string())
             .spawn(move || {
-                let mut writer = match writer {
-                    Opening::Opened(writer, _) => writer,
-                    Opening::OnWriterThread(open) => match open() {
-                        Ok((writer, deadline)) => {
+                let _thread = writer::WriterThread::of(&writer_shared);
+                if let Some(open) = open_on_writer {
+                    match open() {
+                        Ok((db, deadline)) => {
+                            writer_shared.connected(db);
                             let _ = opened.send(Ok(deadline));
-                            writer
                         }
                         Err(message) => {
                             let _ = opened.send(Err(message));
                             return;
                         }
-                    },
-                };
+                    }
+                }
                 // While the caller goes on to start its run, before its first write.
-                writer.prepare_ahead(writer::RUN_STATEMENTS);
-                writer::run(writer, receiver, &writer_owner);
+                writer::prepare_ahead(&writer_shared);
+                writer::run(&writer_shared, &writer_owner);
             })
             .map_err(|err| open_error(format!("cannot start the writer thread: {err}")))?;
         let deadline_at_open = match known_deadline {
@@ -515,8 +528,9 @@ impl Store {
         };
         Ok(Store {
             inner: Arc::new(Inner {
-                sender: Some(sender),
+                shared,
                 writer: Some(thread),
+                commits_here: dialect == Dialect::Sqlite,
                 reader: Mutex::new(None),
                 open_reader,
                 dialect,
@@ -697,9 +711,20 @@ impl Store {
         }
     }
 
-    /// [`Store::flush`] for async callers: the task waits, no thread does (a short run's end
-    /// then needs no thread of the blocking pool, which costs more to start than the run).
+    /// [`Store::flush`] for async callers. On SQLite the task commits what is queued itself
+    /// when the writer thread is not committing and little is queued (a run's end, a pause);
+    /// else the task waits for the writer, and no thread does (a short run's end then needs no
+    /// thread of the blocking pool, which costs more to start than the run).
     pub async fn flushed(&self) -> Result<(), StoreError> {
+        if self.inner.commits_here {
+            let committed =
+                self.inner
+                    .shared
+                    .try_commit_here(&self.inner.owner, true, COMMIT_HERE_AT_MOST);
+            if let Some(answer) = committed {
+                return answer?.map_or(Ok(()), Err);
+            }
+        }
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.send_sync(Reply::Async(reply), true)?;
         match answer.await.map_err(|_| StoreError::WriterStopped)? {
@@ -883,35 +908,37 @@ impl Store {
     }
 
     fn send(&self, write: Write) {
-        let sent = match &self.inner.sender {
-            Some(sender) => sender.send(Message::Write(write)).is_ok(),
-            None => false,
-        };
-        if !sent {
+        match self.inner.shared.push(Message::Write(write), false) {
+            Ok(wake) => self.wake_writer(wake),
             // The next flush reports this too (the writer is gone).
-            tracing::error!("the run store's writer thread has stopped; a write was lost");
+            Err(writer::WriterGone) => {
+                tracing::error!("the run store's writer thread has stopped; a write was lost")
+            }
+        }
+    }
+
+    fn wake_writer(&self, wake: bool) {
+        if wake && let Some(writer) = &self.inner.writer {
+            writer.thread().unpark();
         }
     }
 
     fn sync(&self, take_error: bool) -> Result<Option<StoreError>, StoreError> {
+        if self.inner.commits_here {
+            return self.inner.shared.commit_here(&self.inner.owner, take_error);
+        }
         let (reply, answer) = mpsc::channel();
         self.send_sync(Reply::Blocking(reply), take_error)?;
         answer.recv().map_err(|_| StoreError::WriterStopped)
     }
 
     fn send_sync(&self, reply: Reply, take_error: bool) -> Result<(), StoreError> {
-        let sender = self
+        let wake = self
             .inner
-            .sender
-            .as_ref()
-            .ok_or(StoreError::WriterStopped)?;
-        sender
-            .send(Message::Sync { reply, take_error })
-            .map_err(|_| StoreError::WriterStopped)?;
-        // A writer gathering writes sleeps until woken (see `writer::gather`).
-        if let Some(writer) = &self.inner.writer {
-            writer.thread().unpark();
-        }
+            .shared
+            .push(Message::Sync { reply, take_error }, true)
+            .map_err(|writer::WriterGone| StoreError::WriterStopped)?;
+        self.wake_writer(wake);
         Ok(())
     }
 

@@ -154,6 +154,8 @@ on_both_backends!(
     store_pause_survives_reopening_in_another_store,
     store_drop_applies_queued_writes,
     store_reads_concurrently_while_writing,
+    a_write_nobody_waits_for_is_stored_and_shown_within_moments,
+    every_flush_finds_what_was_queued_before_it_stored_while_others_write,
     store_flush_reports_a_failed_write,
     store_appends_twenty_thousand_events,
     refused_events_amid_many_leave_the_others_stored_and_shown_in_order,
@@ -433,6 +435,125 @@ fn store_reads_concurrently_while_writing(at: &Location) {
     let events = store.events("run-c").expect("events");
     assert_eq!(events.len(), 5_000);
     assert!(events.windows(2).all(|pair| pair[0].seq + 1 == pair[1].seq));
+}
+
+/// A run waiting on something slow (an LLM call) flushes nothing for a long time: what it wrote
+/// before is stored and shown anyway, by the writer thread.
+fn a_write_nobody_waits_for_is_stored_and_shown_within_moments(at: &Location) {
+    let store = at.open();
+    let shown: Arc<Mutex<Vec<u64>>> = Arc::default();
+    let sink = shown.clone();
+    let listener: EventListener = Arc::new(move |event: &RunEvent| {
+        sink.lock().expect("shown").push(event.seq);
+    });
+    let stored = at.event_lookup();
+    store.create_run(&new_run("run-w", &ts(0)));
+    for seq in 1..=3 {
+        store.append_event(
+            event("run-w", seq, EventType::StepStart, Some("a")),
+            Some(listener.clone()),
+        );
+    }
+    let waited = std::time::Instant::now();
+    while shown.lock().expect("shown").len() < 3 {
+        assert!(
+            waited.elapsed() < std::time::Duration::from_secs(20),
+            "no event was shown without a flush: {:?}",
+            shown.lock().expect("shown")
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(*shown.lock().expect("shown"), vec![1, 2, 3]);
+    assert!(stored("run-w", 3), "the shown events are stored");
+}
+
+/// Several threads write runs of their own and flush, some from async tasks: each flush
+/// returns only once everything its thread queued before is stored, whoever commits it (the
+/// flushing thread, another one flushing at the same moment, or the writer thread).
+fn every_flush_finds_what_was_queued_before_it_stored_while_others_write(at: &Location) {
+    let store = at.open();
+    let stored = Arc::new(at.event_lookup());
+    let writers: Vec<_> = (0..4)
+        .map(|writer| {
+            let store = store.clone();
+            let stored = stored.clone();
+            std::thread::spawn(move || {
+                let run_id = format!("run-{writer}");
+                store.create_run(&new_run(&run_id, &ts(0)));
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .build()
+                    .expect("runtime");
+                let mut seq = 0;
+                for round in 0..40 {
+                    for _ in 0..round % 7 + 1 {
+                        seq += 1;
+                        store.append_event(
+                            event(&run_id, seq, EventType::LlmDelta, Some("a")),
+                            None,
+                        );
+                    }
+                    if (writer + round) % 2 == 0 {
+                        store.flush().expect("flush");
+                    } else {
+                        runtime.block_on(store.flushed()).expect("flushed");
+                    }
+                    assert!(
+                        stored(&run_id, seq),
+                        "event {seq} of {run_id} was queued before the flush and is not stored"
+                    );
+                }
+                seq
+            })
+        })
+        .collect();
+    for (writer, thread) in writers.into_iter().enumerate() {
+        let last = thread.join().expect("writer thread");
+        let run_id = format!("run-{writer}");
+        let seqs: Vec<u64> = store
+            .events(&run_id)
+            .expect("events")
+            .iter()
+            .map(|event| event.seq)
+            .collect();
+        assert_eq!(seqs, (1..=last).collect::<Vec<_>>(), "{run_id}");
+    }
+}
+
+/// A short run's end waits for its writes: on SQLite they are committed (and their events
+/// shown) on the thread that waits, with no hand-over to the writer thread and back.
+#[test]
+fn a_flush_on_sqlite_commits_on_the_flushing_thread() {
+    let at = Location::sqlite();
+    let store = at.open();
+    let threads: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+    let sink = threads.clone();
+    let listener: EventListener = Arc::new(move |_: &RunEvent| {
+        let name = std::thread::current().name().map(str::to_string);
+        sink.lock().expect("threads").push(name);
+    });
+    store.create_run(&new_run("run-h", &ts(0)));
+    store.flush().expect("flush");
+    let here = std::thread::current().name().map(str::to_string);
+    // The writer thread commits what waits longer than a moment; a test thread taken off
+    // its core between the write and the flush may see it do so: one of twenty is enough.
+    let mut committed_here = 0;
+    for seq in 1..=20 {
+        threads.lock().expect("threads").clear();
+        store.append_event(
+            event("run-h", seq, EventType::StepEnd, Some("a")),
+            Some(listener.clone()),
+        );
+        store.flush().expect("flush");
+        let seen = threads.lock().expect("threads").clone();
+        assert_eq!(seen.len(), 1, "the event was shown once by the flush's end");
+        if seen[0] == here {
+            committed_here += 1;
+        }
+    }
+    assert!(
+        committed_here > 0,
+        "every commit was handed to the writer thread"
+    );
 }
 
 #[test]

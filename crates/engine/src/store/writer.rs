@@ -1,7 +1,8 @@
-//! The writer thread: applies queued writes in order, many at a time in one transaction.
+//! The store's writes: queued, then applied in order, many at a time in one transaction, by the
+//! writer thread or by a caller that waits for them.
 
-use std::sync::Arc;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::Instant;
 
 use super::sql::{Db, Dialect};
@@ -11,7 +12,7 @@ use super::{
 use crate::event::{EventListener, RunEvent, RunStatus};
 use crate::providers::Usage;
 
-/// The most queued messages the writer applies in one transaction.
+/// The most writes applied in one transaction.
 const MAX_BATCH: usize = 1_000;
 
 /// The statements a run's writes use, compiled by a new writer thread before its first commit
@@ -31,7 +32,8 @@ pub(super) const RUN_STATEMENTS: &[&str] = &[
     events::SELECT_LAST_SEQ,
 ];
 
-/// How long the writer waits for more writes before it commits those it has.
+/// How long a queued write waits for more before the writer thread commits it (a caller that
+/// waits for it commits at once).
 const GATHER: std::time::Duration = std::time::Duration::from_micros(300);
 
 /// A new run's row, with its values already serialized.
@@ -283,75 +285,290 @@ impl Reply {
     }
 }
 
-/// The writer thread: blocks for a message, drains what else is queued (up to [`MAX_BATCH`])
-/// and applies the writes in one transaction; a sync commits first. Every few seconds it also
-/// renews the leases of this process's running runs (`owner`), even while nothing is written.
-pub(super) fn run(mut db: Box<dyn Db>, receiver: Receiver<Message>, owner: &str) {
-    let db = &mut *db;
-    let mut first_error: Option<StoreError> = None;
-    let mut pending: Vec<Write> = Vec::new();
-    let mut renewed = Instant::now();
-    loop {
-        let wait = lease::RENEW_EVERY.saturating_sub(renewed.elapsed());
-        let first = match receiver.recv_timeout(wait) {
-            Ok(message) => Some(message),
-            Err(RecvTimeoutError::Timeout) => None,
-            Err(RecvTimeoutError::Disconnected) => break,
+/// What a store's callers and its writer thread share: the queue of messages not yet applied,
+/// and the connection that applies them.
+///
+/// Whoever holds the connection takes the whole queue while holding it, and applies it: a
+/// message is never in one thread's hands while another commits past it, so a caller that
+/// holds the connection and finds the queue empty knows everything queued before is committed.
+/// The writer thread commits in the background, gathering what comes in a moment; a caller
+/// that waits for the writes (a flush, a read) commits them itself when it can, rather than
+/// waking the writer and sleeping until it answers: on a small machine each of those hand-offs
+/// costs as much as committing a short run.
+pub(super) struct Shared {
+    queue: Mutex<Queue>,
+    connection: Mutex<Connection>,
+}
+
+#[derive(Default)]
+struct Queue {
+    messages: Vec<Message>,
+    /// When the oldest queued message was queued: the writer commits it [`GATHER`] later.
+    since: Option<Instant>,
+    /// Someone waits on the writer (a sync it must answer, or the store's end): it commits
+    /// without gathering.
+    urgent: bool,
+    /// The writer sleeps until a message comes; the next sender wakes it.
+    writer_asleep: bool,
+    /// The store is closing: the writer applies what is left and ends.
+    closing: bool,
+    /// The writer thread has ended: nothing queued would be applied.
+    writer_gone: bool,
+}
+
+/// The writer connection and what goes with it.
+pub(super) struct Connection {
+    /// `None` until a connection opened by the writer thread is there (PostgreSQL), and once
+    /// the store is closed.
+    db: Option<Box<dyn Db>>,
+    /// The first write error since the last sync that took it (see [`Message::Sync`]).
+    first_error: Option<StoreError>,
+    /// An emptied queue, kept to be swapped in next time (its allocation reused).
+    spare: Vec<Message>,
+}
+
+/// A message the writer thread no longer takes (it has ended).
+pub(super) struct WriterGone;
+
+impl Shared {
+    /// `db`: the writer connection, or `None` when the writer thread opens it (see
+    /// [`Shared::connected`]).
+    pub(super) fn new(db: Option<Box<dyn Db>>) -> Shared {
+        Shared {
+            queue: Mutex::new(Queue::default()),
+            connection: Mutex::new(Connection {
+                db,
+                first_error: None,
+                spare: Vec::new(),
+            }),
+        }
+    }
+
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn connection(&self) -> MutexGuard<'_, Connection> {
+        self.connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Hands over the connection the writer thread opened.
+    pub(super) fn connected(&self, db: Box<dyn Db>) {
+        self.connection().db = Some(db);
+    }
+
+    /// Queues `message`; `urgent` when its sender waits for the writer to answer it. Returns
+    /// whether the writer thread must be woken (it sleeps, or someone waits).
+    pub(super) fn push(&self, message: Message, urgent: bool) -> Result<bool, WriterGone> {
+        let mut queue = self.queue();
+        if queue.writer_gone {
+            return Err(WriterGone);
+        }
+        queue.messages.push(message);
+        queue.since.get_or_insert_with(Instant::now);
+        queue.urgent |= urgent;
+        let wake = urgent || queue.writer_asleep;
+        queue.writer_asleep = false;
+        Ok(wake)
+    }
+
+    /// Commits everything queued on the calling thread, waiting for the writer if it is
+    /// committing. Answers as a [`Message::Sync`] is answered: with `take_error`, the first
+    /// write error since the last sync that took it.
+    ///
+    /// Errors: [`StoreError::WriterStopped`] once the writer thread has ended (the writes
+    /// sent since were refused).
+    pub(super) fn commit_here(
+        &self,
+        owner: &str,
+        take_error: bool,
+    ) -> Result<Option<StoreError>, StoreError> {
+        let mut connection = self.connection();
+        self.answer_here(&mut connection, owner, take_error)
+    }
+
+    /// [`Shared::commit_here`] when it needs no wait: the writer is not committing and at most
+    /// `most` messages are queued (a long queue is left to the writer, so that the caller, an
+    /// async task, does not hold its thread for long). `None` when it could not.
+    pub(super) fn try_commit_here(
+        &self,
+        owner: &str,
+        take_error: bool,
+        most: usize,
+    ) -> Option<Result<Option<StoreError>, StoreError>> {
+        let mut connection = match self.connection.try_lock() {
+            Ok(connection) => connection,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
         };
-        if renewed.elapsed() >= lease::RENEW_EVERY {
-            renewed = Instant::now();
-            if let Err(error) = runs::renew_leases(db, owner, &lease::until(chrono::Utc::now())) {
+        if self.queue().messages.len() > most {
+            return None;
+        }
+        Some(self.answer_here(&mut connection, owner, take_error))
+    }
+
+    fn answer_here(
+        &self,
+        connection: &mut Connection,
+        owner: &str,
+        take_error: bool,
+    ) -> Result<Option<StoreError>, StoreError> {
+        if self.queue().writer_gone {
+            return Err(StoreError::WriterStopped);
+        }
+        self.apply_queued(connection, owner);
+        Ok(if take_error {
+            connection.first_error.take()
+        } else {
+            None
+        })
+    }
+
+    /// Commits what is queued and closes the connection (done by the store's last owner, or
+    /// by the writer thread at the store's end).
+    pub(super) fn close(&self, owner: &str) {
+        let mut connection = self.connection();
+        self.apply_queued(&mut connection, owner);
+        if let Some(mut db) = connection.db.take() {
+            db.close();
+        }
+    }
+
+    /// Tells the writer thread the store is closing.
+    pub(super) fn closing(&self) {
+        let mut queue = self.queue();
+        queue.closing = true;
+        queue.urgent = true;
+    }
+
+    /// Takes the queue and applies it, [`MAX_BATCH`] writes at most to a transaction, until
+    /// nothing is queued; a sync commits what came before it, then answers.
+    fn apply_queued(&self, connection: &mut Connection, owner: &str) {
+        let Connection {
+            db,
+            first_error,
+            spare,
+        } = connection;
+        let mut pending: Vec<Write> = Vec::new();
+        loop {
+            {
+                let mut queue = self.queue();
+                if queue.messages.is_empty() {
+                    break;
+                }
+                std::mem::swap(&mut queue.messages, spare);
+                queue.since = None;
+                queue.urgent = false;
+            }
+            let Some(db) = db.as_deref_mut() else {
+                // Closed, or never opened: nothing can be applied, and whoever waits is told
+                // so (a dropped reply reads as the writer having stopped).
+                spare.clear();
+                tracing::error!("the run store is closed; queued writes were lost");
+                continue;
+            };
+            for message in spare.drain(..) {
+                match message {
+                    Message::Write(write) => {
+                        pending.push(write);
+                        if pending.len() >= MAX_BATCH {
+                            commit(db, &mut pending, first_error, owner);
+                        }
+                    }
+                    Message::Sync { reply, take_error } => {
+                        commit(db, &mut pending, first_error, owner);
+                        reply.send(if take_error { first_error.take() } else { None });
+                    }
+                }
+            }
+            commit(db, &mut pending, first_error, owner);
+        }
+    }
+
+    /// What the writer thread does next, waiting (parked) until there is something: apply
+    /// the queue once its oldest message is [`GATHER`] old (at once when someone waits), end
+    /// when the store closes, or nothing once `renew_at` has come.
+    fn next_task(&self, renew_at: Instant) -> Task {
+        let mut queue = self.queue();
+        loop {
+            if queue.closing {
+                return Task::Close;
+            }
+            let now = Instant::now();
+            let wake_at = match queue.since {
+                Some(since) if queue.urgent || now >= since + GATHER => return Task::Apply,
+                Some(since) => since + GATHER,
+                None if now >= renew_at => return Task::Renew,
+                None => {
+                    queue.writer_asleep = true;
+                    renew_at
+                }
+            };
+            drop(queue);
+            std::thread::park_timeout(wake_at.saturating_duration_since(now));
+            queue = self.queue();
+            queue.writer_asleep = false;
+        }
+    }
+}
+
+enum Task {
+    Apply,
+    Renew,
+    Close,
+}
+
+/// Held by the writer thread from its first moment: however the thread ends (a panic too),
+/// senders are told from then on, and whoever waits for an answer of it is answered (its
+/// reply dropped).
+pub(super) struct WriterThread<'a>(&'a Shared);
+
+impl<'a> WriterThread<'a> {
+    pub(super) fn of(shared: &'a Shared) -> WriterThread<'a> {
+        WriterThread(shared)
+    }
+}
+
+impl Drop for WriterThread<'_> {
+    fn drop(&mut self) {
+        let mut queue = self.0.queue();
+        queue.writer_gone = true;
+        queue.messages.clear();
+    }
+}
+
+/// The writer thread: commits queued writes in the background (see [`Shared`]), and every few
+/// seconds renews the leases of this process's running runs (`owner`), even while nothing is
+/// written. At the store's end it applies what is left and closes the connection (when the
+/// store's last owner has not done so already).
+pub(super) fn run(shared: &Shared, owner: &str) {
+    let mut renew_at = Instant::now() + lease::RENEW_EVERY;
+    loop {
+        let task = shared.next_task(renew_at);
+        if Instant::now() >= renew_at {
+            renew_at = Instant::now() + lease::RENEW_EVERY;
+            if let Some(db) = shared.connection().db.as_deref_mut()
+                && let Err(error) = runs::renew_leases(db, owner, &lease::until(chrono::Utc::now()))
+            {
                 tracing::warn!("the run store could not renew this process's leases: {error}");
             }
         }
-        let mut next = first;
-        let mut taken = 1;
-        let gathering_until = Instant::now() + GATHER;
-        while let Some(message) = next.take() {
-            match message {
-                Message::Write(write) => pending.push(write),
-                Message::Sync { reply, take_error } => {
-                    commit(db, &mut pending, &mut first_error, owner);
-                    let answer = if take_error { first_error.take() } else { None };
-                    reply.send(answer);
-                }
-            }
-            if taken < MAX_BATCH {
-                let more = match receiver.try_recv() {
-                    Ok(message) => Some(message),
-                    // Writes keep coming while a run goes on: a moment's wait gathers the next
-                    // ones into the same commit (each commit rewrites the pages it touches).
-                    Err(_) if !pending.is_empty() => gather(&receiver, gathering_until),
-                    Err(_) => None,
-                };
-                if let Some(message) = more {
-                    taken += 1;
-                    next = Some(message);
-                }
-            }
+        match task {
+            Task::Apply => shared.apply_queued(&mut shared.connection(), owner),
+            Task::Renew => {}
+            Task::Close => return shared.close(owner),
         }
-        commit(db, &mut pending, &mut first_error, owner);
     }
-    commit(db, &mut pending, &mut first_error, owner);
-    db.close();
 }
 
-/// The next message queued before `until`, if one is: the writer sleeps (parked) and looks at
-/// the queue each time it wakes — when [`Store`](super::Store) wakes it because someone waits
-/// for it (a sync, or the store's end), or at `until`.
-///
-/// Parked rather than waiting on the channel: a thread waiting on the channel is woken by
-/// every send (a system call for the sender and a switch to this thread, for each of a run's
-/// many writes); the writes sent while it sleeps are taken at once when it wakes.
-fn gather(receiver: &Receiver<Message>, until: Instant) -> Option<Message> {
-    loop {
-        let left = until.checked_duration_since(Instant::now())?;
-        std::thread::park_timeout(left);
-        match receiver.try_recv() {
-            Ok(message) => return Some(message),
-            Err(TryRecvError::Empty) => continue,
-            Err(TryRecvError::Disconnected) => return None,
-        }
+/// Compiles the statements a run's writes use, unless a caller is committing already.
+pub(super) fn prepare_ahead(shared: &Shared) {
+    if let Ok(mut connection) = shared.connection.try_lock()
+        && let Some(db) = connection.db.as_deref_mut()
+    {
+        db.prepare_ahead(RUN_STATEMENTS);
     }
 }
 
