@@ -9,6 +9,7 @@
 //! - [`template`]: MiniJinja templates with the names of SPEC §3.
 //! - [`providers`]: LLM providers over their real HTTP wire formats.
 //! - [`event`]: the ordered events every run emits.
+//! - [`stop`]: a process's request that its runs stop, as a signal handler makes it.
 //! - [`store`]: the SQLite run store (runs, events, node outputs, paused queues).
 //! - [`compare`], [`cost`], [`visits`]: what runs did and cost, per node, per visit, side by side.
 //! - [`testing`]: flow tests: cases beside a flow, their assertions, judges and recordings.
@@ -28,6 +29,7 @@ pub mod pins;
 pub mod providers;
 pub mod run;
 pub mod step;
+pub mod stop;
 pub mod store;
 pub mod template;
 pub mod testing;

@@ -259,53 +259,53 @@ const CANCELLING: &str = "cancelling the run (press Ctrl-C again to quit at once
 /// it does not stop within the grace period, the process quits and the run is left to be found
 /// `interrupted`; a second one quits at once.
 ///
-/// The signals are read on a thread of their own, not by the async runtime: a step that works
-/// without yielding (a long template render) holds a runtime thread, the only one when the
-/// flow runs one step at a time, and must still be stopped. The thread waits in a read and
-/// ends when the watch is closed.
+/// A task of the runtime waits for the signals: no thread is started for them (a thread cost a
+/// short run a twentieth of its time). A step that holds the runtime's only thread without
+/// yielding, a long template render, keeps that task from running: the signal also sets the
+/// engine's stop flag, which the render looks at and cancels the run by; and a second signal
+/// quits the process from the signal handler itself, whatever the runtime is doing.
 #[cfg(unix)]
 fn watch_signals(cancel: CancellationToken, progress: Option<Arc<Progress>>) -> SignalWatch {
     use signal_hook::consts::{SIGINT, SIGTERM};
-    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
-        return SignalWatch { handle: None };
-    };
-    let handle = signals.handle();
-    let watcher = std::thread::Builder::new()
-        .name("weft-signals".to_string())
-        // It only waits and prints: the default 2 MiB would be address space for nothing.
-        .stack_size(64 * 1024)
-        .spawn(move || {
-            if signals.forever().next().is_none() {
-                return; // closed: the command is done with the run
-            }
-            match &progress {
-                Some(progress) => progress.message(CANCELLING),
-                None => output::err(CANCELLING),
-            }
-            cancel.cancel();
-            let deadline = std::time::Instant::now() + SHUTDOWN_GRACE;
-            while std::time::Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(20));
-                if signals.is_closed() {
-                    return;
-                }
-                if signals.pending().next().is_some() {
-                    output::err("quit before the run ended\n");
-                    std::process::exit(130);
-                }
-            }
-            // A step that cannot be interrupted holds the run: leave it to the lease, so the
-            // next `weft` finds this process gone and marks the run interrupted.
-            output::err(&format!(
-                "the run did not stop within {} s; quitting (it will read `interrupted`, and \
-                 `weft resume RUN --retry` continues it)\n",
-                SHUTDOWN_GRACE.as_secs()
-            ));
-            std::process::exit(130);
-        });
-    SignalWatch {
-        handle: watcher.is_ok().then_some(handle),
+    use tokio::signal::unix::{SignalKind, signal};
+    let stop = weft_engine::stop::flag();
+    for number in [SIGINT, SIGTERM] {
+        // In this order: a first signal finds the flag unset (and sets it), a second one
+        // quits with the exit code of an interrupted command.
+        let quits = signal_hook::flag::register_conditional_shutdown(number, 130, stop.clone());
+        let flags = signal_hook::flag::register(number, stop.clone());
+        if let Err(error) = quits.and(flags) {
+            tracing::warn!("Ctrl-C and SIGTERM cannot be caught: {error}");
+        }
     }
+    let (Ok(mut interrupt), Ok(mut terminate)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        tracing::warn!("Ctrl-C and SIGTERM cannot be waited for");
+        return SignalWatch { task: None };
+    };
+    let task = tokio::spawn(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+        match &progress {
+            Some(progress) => progress.message(CANCELLING),
+            None => output::err(CANCELLING),
+        }
+        cancel.cancel();
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+        // A step that cannot be interrupted holds the run: leave it to the lease, so the
+        // next `weft` finds this process gone and marks the run interrupted.
+        output::err(&format!(
+            "the run did not stop within {} s; quitting (it will read `interrupted`, and \
+             `weft resume RUN --retry` continues it)\n",
+            SHUTDOWN_GRACE.as_secs()
+        ));
+        std::process::exit(130);
+    });
+    SignalWatch { task: Some(task) }
 }
 
 /// Off Unix, Ctrl-C through the runtime (there is no SIGTERM to read).
@@ -325,25 +325,19 @@ fn watch_signals(cancel: CancellationToken, progress: Option<Arc<Progress>>) -> 
             std::process::exit(130);
         }
     });
-    SignalWatch { task }
+    SignalWatch { task: Some(task) }
 }
 
-/// The signal watcher of a run; closing it ends its thread (or task).
+/// The signal watcher of a run; closing it ends its task.
 struct SignalWatch {
-    #[cfg(unix)]
-    handle: Option<signal_hook::iterator::Handle>,
-    #[cfg(not(unix))]
-    task: JoinHandle<()>,
+    task: Option<JoinHandle<()>>,
 }
 
 impl SignalWatch {
     fn close(self) {
-        #[cfg(unix)]
-        if let Some(handle) = self.handle {
-            handle.close();
+        if let Some(task) = self.task {
+            task.abort();
         }
-        #[cfg(not(unix))]
-        self.task.abort();
     }
 }
 

@@ -102,6 +102,11 @@ fn keep_going() -> bool {
         if watched.stopped.is_none() {
             if watched.limits.cancel.is_cancelled() {
                 watched.stopped = Some(Stopped::Cancelled);
+            } else if crate::stop::requested() {
+                // The process was asked to stop while this render holds its thread, where the
+                // host's task that would cancel the run cannot run: the render does it.
+                watched.limits.cancel.cancel();
+                watched.stopped = Some(Stopped::Cancelled);
             } else if Instant::now() >= watched.limits.deadline {
                 watched.stopped = Some(Stopped::TimedOut);
             }
