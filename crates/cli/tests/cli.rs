@@ -543,6 +543,61 @@ async fn sigint_cancels_the_run_and_the_store_says_cancelled() {
     assert!(ran.stdout.contains("cancelled"), "{ran:?}");
 }
 
+/// A run that waits on its model shows what it did so far meanwhile: the step's start is on
+/// stdout (stored first) while the request is still in flight, not once the answer comes.
+#[tokio::test(flavor = "multi_thread")]
+async fn while_an_agent_waits_for_its_model_its_start_is_shown() {
+    let llm = ScriptedLlm::start(Script::always(Reply::Slow {
+        delay_ms: 60_000,
+        content: "too late".into(),
+    }))
+    .await
+    .expect("server");
+    let sandbox = Sandbox::new();
+    let flow = sandbox.flow("ask.json", &agent_flow());
+    let db = sandbox.db_arg();
+    let mut command = sandbox.command(&["run", &flow, "--db", &db, "--events"], Some(&llm));
+    command.stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut child = command.spawn().expect("spawn weft");
+    let stdout = child.stdout.take().expect("stdout");
+    let (lines, seen) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+            let Ok(line) = line else { break };
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut shown = Vec::new();
+    let started = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match seen.recv_timeout(left) {
+            Ok(line) => {
+                let started = line.contains("\"step_start\"") && line.contains("\"ask\"");
+                shown.push(line);
+                if started {
+                    break true;
+                }
+            }
+            Err(_) => break false,
+        }
+    };
+    let answered = llm.request_count() > 0 && child.try_wait().expect("wait").is_some();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        started,
+        "the agent's start was not shown while it waited: {shown:?}"
+    );
+    assert!(!answered, "the run ended before its start was seen");
+    assert!(
+        shown.iter().all(|line| !line.contains("too late")),
+        "{shown:?}"
+    );
+}
+
 #[test]
 fn the_store_path_comes_from_weft_db_when_db_is_not_given() {
     let sandbox = Sandbox::new();

@@ -45,7 +45,7 @@ pub use run::{
     RESTATE_HOST, RESTATE_WORKFLOW, RecordedAnswers, ResumeOptions, RunError, RunHandle,
     RunOptions, RunOutcome, Waiting, check_decisions, waiting_of,
 };
-pub use store::{Store, StoreError, is_postgres_url, shown_location};
+pub use store::{Store, StoreError, WriterStart, is_postgres_url, shown_location};
 pub use validate::{
     CheckedFlow, FlowToRun, Problem, ProblemCode, Severity, check_flow, check_for_run,
     provider_problems, validate,

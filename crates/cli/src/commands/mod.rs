@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use weft_engine::cost::{PRICES_ENV, Prices};
-use weft_engine::{Flow, Store, StoreError, shown_location};
+use weft_engine::{Flow, Store, StoreError, WriterStart, shown_location};
 
 use crate::{StoreArgs, usage_error};
 
@@ -39,7 +39,8 @@ pub(crate) fn default_db_path() -> Option<PathBuf> {
 /// Opens the run store `--db` names: a PostgreSQL URL, else a SQLite file (created when
 /// missing); an error names where it is (a URL without its password).
 pub(crate) fn open_store(path: &Path) -> anyhow::Result<Store> {
-    Store::open_location(&path.to_string_lossy()).with_context(|| {
+    // A command may end in a moment: a thread of the store's is started only when needed.
+    Store::open_location_with(&path.to_string_lossy(), WriterStart::OnDemand).with_context(|| {
         format!(
             "cannot open the run store {}",
             shown_location(&path.to_string_lossy())

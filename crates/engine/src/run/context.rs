@@ -250,12 +250,15 @@ impl StepEnv for RunContext {
         let timeout = graph_node
             .settings
             .timeout(graph_node.kind.default_timeout_seconds());
+        // A long render holds the runtime's thread: the run's events are shown meanwhile by
+        // the store's writer thread.
         self.shared
             .templates
-            .render(
+            .render_telling(
                 source,
                 &scope,
                 RenderLimits::within(timeout, &self.render_cancel),
+                || self.store().expect_wait(),
             )
             .map_err(|error| StepError::from_template(field, error))
     }

@@ -706,6 +706,9 @@ impl Scheduler {
             // lists the step as running (a continued run counts visits by these events).
             step_started(&self.ctx, &keyed.1);
         }
+        // The run may wait on this step (a model, the network): what it wrote is committed and
+        // shown meanwhile.
+        self.ctx.store().expect_wait();
         let ctx = self.ctx.clone();
         let task_item = keyed.1.clone();
         let handle = self

@@ -9,7 +9,9 @@
 //!   are queued and return at once. They are applied on a connection of their own, in the
 //!   order they were queued, many at a time in one transaction: by a background writer thread
 //!   a moment after they come, or (SQLite) by a caller that waits for them, a flush or a read,
-//!   itself (see `writer::Shared`).
+//!   itself (see `writer::Shared`). The writer thread starts when the store opens, or, for a
+//!   command that may end in a moment, only once a run waits or its writes pile up
+//!   ([`WriterStart`]).
 //!   An event is passed on to its listener only after the transaction that stored it commits:
 //!   whatever a host shows is already kept. The events a commit stores for a run go into one
 //!   row of `event_batches` (see `events`), after the commit's other writes.
@@ -40,7 +42,7 @@ pub use postgresql::{is_postgres_url, redacted as shown_location};
 
 use std::path::Path;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread::JoinHandle;
 
 use serde::{Deserialize, Serialize};
@@ -339,7 +341,8 @@ impl std::fmt::Debug for Store {
 struct Inner {
     /// The queue of writes and the writer connection, shared with the writer thread.
     shared: Arc<writer::Shared>,
-    writer: Option<JoinHandle<()>>,
+    /// The writer thread once started (`None` in it: it could not be).
+    writer: OnceLock<Option<JoinHandle<()>>>,
     /// Whether a caller that waits for the writes commits them itself (SQLite). PostgreSQL's
     /// client blocks on a runtime of its own, which an async caller's thread cannot enter:
     /// there the writer thread commits everything.
@@ -361,7 +364,7 @@ impl Drop for Inner {
             self.shared.close(&self.owner);
         }
         self.shared.closing();
-        if let Some(handle) = self.writer.take() {
+        if let Some(handle) = self.writer.take().flatten() {
             handle.thread().unpark();
             if handle.join().is_err() {
                 tracing::error!(
@@ -372,14 +375,35 @@ impl Drop for Inner {
     }
 }
 
+/// When a SQLite store starts its writer thread, which commits in the background the writes
+/// nobody waits for (a PostgreSQL store's starts at once: it opens the connection).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriterStart {
+    /// When the store opens: for a process that stays (the app, a server).
+    AtOpen,
+    /// When it is needed: when a run is about to wait on a step that may take a while (see
+    /// [`Store::expect_wait`]), or when writes pile up. A command that ends before (a short
+    /// run: its end commits its writes itself) never starts a thread, which costs a short
+    /// process more than anything it does with the store.
+    OnDemand,
+}
+
+/// Queued writes that start an on-demand writer thread: a run that goes on without waiting.
+const PILED_UP: usize = 64;
+
 impl Store {
     /// Opens (creating it if needed, with its parent directories) the run store at `path`
-    /// and brings its schema up to date.
+    /// and brings its schema up to date. Its writer thread starts at once.
     ///
     /// Errors: [`StoreError::Open`] when the directory or file cannot be created or opened,
     /// when the file is not a SQLite database, when it was made by a newer Weft (a schema
     /// version this one does not know), or when a migration fails.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Store::open_with(path, WriterStart::AtOpen)
+    }
+
+    /// [`Store::open`], with the writer thread started as `start` says.
+    pub fn open_with(path: &Path, start: WriterStart) -> Result<Store, StoreError> {
         let shown = path.display().to_string();
         let open_error = |message: String| StoreError::Open {
             path: shown.clone(),
@@ -409,7 +433,7 @@ impl Store {
             shown,
             Dialect::Sqlite,
             owner,
-            Opening::Opened(Box::new(writer), deadline),
+            Opening::Opened(Box::new(writer), deadline, start),
             open_reader,
         )
     }
@@ -417,10 +441,15 @@ impl Store {
     /// Opens the run store `location` names: a PostgreSQL connection URL (`postgres://` or
     /// `postgresql://`, see [`is_postgres_url`]), else the path of a SQLite file.
     pub fn open_location(location: &str) -> Result<Store, StoreError> {
+        Store::open_location_with(location, WriterStart::AtOpen)
+    }
+
+    /// [`Store::open_location`], with a SQLite store's writer thread started as `start` says.
+    pub fn open_location_with(location: &str, start: WriterStart) -> Result<Store, StoreError> {
         if is_postgres_url(location) {
             Store::open_postgres(location)
         } else {
-            Store::open(Path::new(location))
+            Store::open_with(Path::new(location), start)
         }
     }
 
@@ -488,35 +517,26 @@ impl Store {
                 message,
             })
         });
-        let (opened, answer) = mpsc::sync_channel::<Result<Option<String>, String>>(1);
-        let (shared, known_deadline, open_on_writer) = match writer {
-            Opening::Opened(db, deadline) => (writer::Shared::new(Some(db)), Some(deadline), None),
-            Opening::OnWriterThread(open) => (writer::Shared::new(None), None, Some(open)),
+        let (opened, answer) = mpsc::sync_channel::<OpenAnswer>(1);
+        let (shared, known_deadline, open_on_writer, start) = match writer {
+            Opening::Opened(db, deadline, start) => {
+                (writer::Shared::new(Some(db)), Some(deadline), None, start)
+            }
+            Opening::OnWriterThread(open) => (
+                writer::Shared::new(None),
+                None,
+                Some(open),
+                WriterStart::AtOpen,
+            ),
         };
         let shared = Arc::new(shared);
-        let writer_shared = Arc::clone(&shared);
-        let writer_owner = owner.clone();
-        let thread = std::thread::Builder::new()
-            .name("weft-store-writer".to_string())
-            .spawn(move || {
-                let _thread = writer::WriterThread::of(&writer_shared);
-                if let Some(open) = open_on_writer {
-                    match open() {
-                        Ok((db, deadline)) => {
-                            writer_shared.connected(db);
-                            let _ = opened.send(Ok(deadline));
-                        }
-                        Err(message) => {
-                            let _ = opened.send(Err(message));
-                            return;
-                        }
-                    }
-                }
-                // While the caller goes on to start its run, before its first write.
-                writer::prepare_ahead(&writer_shared);
-                writer::run(&writer_shared, &writer_owner);
-            })
-            .map_err(|err| open_error(format!("cannot start the writer thread: {err}")))?;
+        let writer = OnceLock::new();
+        if start == WriterStart::AtOpen {
+            let open = open_on_writer.map(|open| (open, opened));
+            let thread = start_writer(&shared, &owner, open)
+                .map_err(|err| open_error(format!("cannot start the writer thread: {err}")))?;
+            let _ = writer.set(Some(thread));
+        }
         let deadline_at_open = match known_deadline {
             Some(deadline) => deadline,
             None => answer
@@ -529,7 +549,7 @@ impl Store {
         Ok(Store {
             inner: Arc::new(Inner {
                 shared,
-                writer: Some(thread),
+                writer,
                 commits_here: dialect == Dialect::Sqlite,
                 reader: Mutex::new(None),
                 open_reader,
@@ -907,9 +927,35 @@ impl Store {
         })
     }
 
+    /// Says that the caller is about to wait on something that may take a while (a model,
+    /// the network, a long render): what it wrote is committed, and its events shown, in the
+    /// background meanwhile, by the writer thread, started now if it has not been (see
+    /// [`WriterStart::OnDemand`]).
+    pub fn expect_wait(&self) {
+        if self.inner.writer.get().is_none() {
+            self.writer();
+            self.wake_writer();
+        }
+    }
+
+    /// The writer thread, started if it has not been (`None`: it cannot be; the writes then
+    /// wait for a flush, and the error is logged).
+    fn writer(&self) -> Option<&JoinHandle<()>> {
+        let writer = self.inner.writer.get_or_init(|| {
+            start_writer(&self.inner.shared, &self.inner.owner, None)
+                .inspect_err(|error| {
+                    tracing::error!("the run store cannot start its writer thread: {error}");
+                })
+                .ok()
+        });
+        writer.as_ref()
+    }
+
     fn send(&self, write: Write) {
         match self.inner.shared.push(Message::Write(write), false) {
-            Ok(wake) => self.wake_writer(wake),
+            Ok(queued) if queued.wake => self.wake_writer(),
+            Ok(queued) if queued.count >= PILED_UP => self.expect_wait(),
+            Ok(_) => {}
             // The next flush reports this too (the writer is gone).
             Err(writer::WriterGone) => {
                 tracing::error!("the run store's writer thread has stopped; a write was lost")
@@ -917,8 +963,9 @@ impl Store {
         }
     }
 
-    fn wake_writer(&self, wake: bool) {
-        if wake && let Some(writer) = &self.inner.writer {
+    /// Wakes the writer thread, if it is started.
+    fn wake_writer(&self) {
+        if let Some(Some(writer)) = self.inner.writer.get() {
             writer.thread().unpark();
         }
     }
@@ -933,12 +980,15 @@ impl Store {
     }
 
     fn send_sync(&self, reply: Reply, take_error: bool) -> Result<(), StoreError> {
-        let wake = self
-            .inner
+        self.inner
             .shared
             .push(Message::Sync { reply, take_error }, true)
             .map_err(|writer::WriterGone| StoreError::WriterStopped)?;
-        self.wake_writer(wake);
+        // Someone waits for the writer's answer: it must be there.
+        self.writer()
+            .ok_or(StoreError::WriterStopped)?
+            .thread()
+            .unpark();
         Ok(())
     }
 
@@ -978,13 +1028,50 @@ impl Store {
     }
 }
 
+/// What a writer thread that opens its connection answers: the earliest deadline of a paused
+/// run, or why the store cannot be opened.
+type OpenAnswer = Result<Option<String>, String>;
+
 /// Opens and settles a writer connection (see [`Opening::OnWriterThread`]).
 type OpenOnWriter = Box<dyn FnOnce() -> Result<(Box<dyn Db>, Option<String>), String> + Send>;
 
+/// Starts the writer thread of `shared` (with `open`, it first opens the connection and
+/// answers on the channel with the earliest deadline of a paused run). It compiles the
+/// statements a run's writes use, then commits in the background (see `writer::run`).
+fn start_writer(
+    shared: &Arc<writer::Shared>,
+    owner: &str,
+    open: Option<(OpenOnWriter, mpsc::SyncSender<OpenAnswer>)>,
+) -> std::io::Result<JoinHandle<()>> {
+    let shared = Arc::clone(shared);
+    let owner = owner.to_string();
+    std::thread::Builder::new()
+        .name("weft-store-writer".to_string())
+        .spawn(move || {
+            let _thread = writer::WriterThread::of(&shared);
+            if let Some((open, opened)) = open {
+                match open() {
+                    Ok((db, deadline)) => {
+                        shared.connected(db);
+                        let _ = opened.send(Ok(deadline));
+                    }
+                    Err(message) => {
+                        let _ = opened.send(Err(message));
+                        return;
+                    }
+                }
+            }
+            // While the caller goes on to start its run, before its first write.
+            writer::prepare_ahead(&shared);
+            writer::run(&shared, &owner);
+        })
+}
+
 /// The writer's connection as [`Store::spawn`] gets it.
 enum Opening {
-    /// Opened on the caller's thread, with the earliest deadline of a paused run.
-    Opened(Box<dyn Db>, Option<String>),
+    /// Opened on the caller's thread, with the earliest deadline of a paused run, and when its
+    /// writer thread starts.
+    Opened(Box<dyn Db>, Option<String>, WriterStart),
     /// To be opened and settled on the writer's thread: the connection and that deadline.
     OnWriterThread(OpenOnWriter),
 }

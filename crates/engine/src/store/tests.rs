@@ -556,6 +556,127 @@ fn a_flush_on_sqlite_commits_on_the_flushing_thread() {
     );
 }
 
+/// A store opened for a command that may end in a moment (`WriterStart::OnDemand`).
+fn on_demand(at: &Location) -> Store {
+    let Location::Sqlite(dir) = at else {
+        unreachable!("the writer thread starts on demand on SQLite only")
+    };
+    Store::open_with(&dir.path().join("runs.db"), WriterStart::OnDemand).expect("the store opens")
+}
+
+/// The names of the threads a listener was called on, in order.
+fn thread_names() -> (EventListener, Arc<Mutex<Vec<Option<String>>>>) {
+    let names: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+    let sink = names.clone();
+    let listener: EventListener = Arc::new(move |_: &RunEvent| {
+        let name = std::thread::current().name().map(str::to_string);
+        sink.lock().expect("names").push(name);
+    });
+    (listener, names)
+}
+
+/// Waits (a while at most) until `names` holds `count` entries.
+fn wait_for_count(names: &Mutex<Vec<Option<String>>>, count: usize) {
+    let waited = std::time::Instant::now();
+    while names.lock().expect("names").len() < count {
+        assert!(
+            waited.elapsed() < std::time::Duration::from_secs(20),
+            "{} of {count} events were shown without a flush",
+            names.lock().expect("names").len()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// A short run on a store whose writer starts on demand: it writes, flushes and ends without
+/// a thread of the store's, and everything it wrote is there.
+#[test]
+fn a_short_run_on_an_on_demand_store_starts_no_thread_and_keeps_everything() {
+    let at = Location::sqlite();
+    let (listener, names) = thread_names();
+    {
+        let store = on_demand(&at);
+        store.create_run(&new_run("run-s", &ts(0)));
+        for seq in 1..=5 {
+            store.append_event(
+                event("run-s", seq, EventType::StepEnd, Some("a")),
+                Some(listener.clone()),
+            );
+        }
+        store.finish_run("run-s", RunStatus::Completed, None, None, &ts(6));
+        store.flush().expect("flush");
+        let here = std::thread::current().name().map(str::to_string);
+        assert_eq!(*names.lock().expect("names"), vec![here; 5]);
+        store.append_event(event("run-s", 6, EventType::RunEnd, None), None);
+        assert!(
+            store.inner.writer.get().is_none(),
+            "a writer thread started"
+        );
+        // Dropped with a write queued: the store's end commits it.
+    }
+    let store = on_demand(&at);
+    assert_eq!(store.events("run-s").expect("events").len(), 6);
+    assert_eq!(
+        store.run("run-s").expect("run").summary.status,
+        RunStatus::Completed
+    );
+}
+
+/// Told that its caller is about to wait, an on-demand store commits and shows what was
+/// written in the background, with nobody flushing.
+#[test]
+fn an_on_demand_store_told_a_wait_is_coming_shows_its_writes_meanwhile() {
+    let at = Location::sqlite();
+    let store = on_demand(&at);
+    let (listener, names) = thread_names();
+    store.create_run(&new_run("run-e", &ts(0)));
+    store.append_event(
+        event("run-e", 1, EventType::StepStart, Some("ask")),
+        Some(listener.clone()),
+    );
+    store.expect_wait();
+    wait_for_count(&names, 1);
+    store.append_event(
+        event("run-e", 2, EventType::LlmDelta, Some("ask")),
+        Some(listener.clone()),
+    );
+    wait_for_count(&names, 2);
+    assert!(
+        names
+            .lock()
+            .expect("names")
+            .iter()
+            .all(|name| name.as_deref() == Some("weft-store-writer")),
+        "{:?}",
+        names.lock().expect("names")
+    );
+}
+
+/// A run that goes on without waiting piles writes up: an on-demand store then starts its
+/// writer, which commits them as they come; an async flush after many finds them all stored.
+#[test]
+fn writes_piling_up_start_an_on_demand_writer() {
+    let at = Location::sqlite();
+    let store = on_demand(&at);
+    let (listener, names) = thread_names();
+    store.create_run(&new_run("run-p", &ts(0)));
+    for seq in 1..=PILED_UP as u64 {
+        store.append_event(
+            event("run-p", seq, EventType::LlmDelta, Some("a")),
+            Some(listener.clone()),
+        );
+    }
+    wait_for_count(&names, PILED_UP);
+    for seq in PILED_UP as u64 + 1..=2_000 {
+        store.append_event(event("run-p", seq, EventType::LlmDelta, Some("a")), None);
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    runtime.block_on(store.flushed()).expect("flushed");
+    assert_eq!(store.last_seq("run-p").expect("last"), 2_000);
+}
+
 #[test]
 fn a_postgres_store_made_by_a_newer_weft_is_refused_and_its_url_shown_without_password() {
     let url = weft_test_postgres::PostgresServer::shared().new_database();

@@ -330,6 +330,14 @@ pub(super) struct Connection {
 /// A message the writer thread no longer takes (it has ended).
 pub(super) struct WriterGone;
 
+/// What [`Shared::push`] found.
+pub(super) struct Queued {
+    /// The messages queued now.
+    pub count: usize,
+    /// The writer thread sleeps until a message comes: it must be woken.
+    pub wake: bool,
+}
+
 impl Shared {
     /// `db`: the writer connection, or `None` when the writer thread opens it (see
     /// [`Shared::connected`]).
@@ -359,9 +367,8 @@ impl Shared {
         self.connection().db = Some(db);
     }
 
-    /// Queues `message`; `urgent` when its sender waits for the writer to answer it. Returns
-    /// whether the writer thread must be woken (it sleeps, or someone waits).
-    pub(super) fn push(&self, message: Message, urgent: bool) -> Result<bool, WriterGone> {
+    /// Queues `message`; `urgent` when its sender waits for the writer to answer it.
+    pub(super) fn push(&self, message: Message, urgent: bool) -> Result<Queued, WriterGone> {
         let mut queue = self.queue();
         if queue.writer_gone {
             return Err(WriterGone);
@@ -369,9 +376,11 @@ impl Shared {
         queue.messages.push(message);
         queue.since.get_or_insert_with(Instant::now);
         queue.urgent |= urgent;
-        let wake = urgent || queue.writer_asleep;
-        queue.writer_asleep = false;
-        Ok(wake)
+        Ok(Queued {
+            count: queue.messages.len(),
+            // The first sender finds it asleep and wakes it; it is awake from then on.
+            wake: std::mem::take(&mut queue.writer_asleep),
+        })
     }
 
     /// Commits everything queued on the calling thread, waiting for the writer if it is

@@ -299,11 +299,24 @@ impl Templates {
         scope: &Scope<'_>,
         limits: RenderLimits,
     ) -> Result<String, TemplateError> {
+        self.render_telling(source, scope, limits, || {})
+    }
+
+    /// [`Templates::render`], calling `may_take_a_while` before a render that is not a plain
+    /// substitution: MiniJinja holds the thread for as long as the render's limits allow.
+    pub(crate) fn render_telling(
+        &self,
+        source: &str,
+        scope: &Scope<'_>,
+        limits: RenderLimits,
+        may_take_a_while: impl FnOnce(),
+    ) -> Result<String, TemplateError> {
         // A render stopped before it starts is left to MiniJinja, which says why.
         let stopped = limits.cancel.is_cancelled() || std::time::Instant::now() >= limits.deadline;
         if !stopped && let Some(text) = substitute::render(source, scope) {
             return Ok(text);
         }
+        may_take_a_while();
         self.render_with_minijinja(source, scope, limits)
     }
 
