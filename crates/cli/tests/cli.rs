@@ -1024,6 +1024,11 @@ fn a_refused_flow_creates_no_store_and_a_file_that_is_not_one_is_named() {
         ran.stderr.contains("cannot open the run store") && ran.stderr.contains(&db_arg),
         "{ran:?}"
     );
+    assert_eq!(
+        ran.stderr.matches(&db_arg).count(),
+        1,
+        "named once: {ran:?}"
+    );
     assert!(ran.stderr.contains("not a SQLite database"), "{ran:?}");
     assert_eq!(
         std::fs::read_to_string(&db).expect("read"),

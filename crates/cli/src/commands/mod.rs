@@ -39,12 +39,17 @@ pub(crate) fn default_db_path() -> Option<PathBuf> {
 /// Opens the run store `--db` names: a PostgreSQL URL, else a SQLite file (created when
 /// missing); an error names where it is (a URL without its password).
 pub(crate) fn open_store(path: &Path) -> anyhow::Result<Store> {
+    let location = path.to_string_lossy();
     // A command may end in a moment: a thread of the store's is started only when needed.
-    Store::open_location_with(&path.to_string_lossy(), WriterStart::OnDemand).with_context(|| {
-        format!(
+    Store::open_location_with(&location, WriterStart::OnDemand).map_err(|error| match error {
+        // It names the store already: once is enough.
+        StoreError::Open { path, message } => {
+            anyhow::anyhow!("cannot open the run store {path}: {message}")
+        }
+        error => anyhow::Error::new(error).context(format!(
             "cannot open the run store {}",
-            shown_location(&path.to_string_lossy())
-        )
+            shown_location(&location)
+        )),
     })
 }
 
