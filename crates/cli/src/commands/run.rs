@@ -268,16 +268,21 @@ const CANCELLING: &str = "cancelling the run (press Ctrl-C again to quit at once
 fn watch_signals(cancel: CancellationToken, progress: Option<Arc<Progress>>) -> SignalWatch {
     use signal_hook::consts::{SIGINT, SIGTERM};
     use tokio::signal::unix::{SignalKind, signal};
-    let stop = weft_engine::stop::flag();
-    for number in [SIGINT, SIGTERM] {
-        // In this order: a first signal finds the flag unset (and sets it), a second one
-        // quits with the exit code of an interrupted command.
-        let quits = signal_hook::flag::register_conditional_shutdown(number, 130, stop.clone());
-        let flags = signal_hook::flag::register(number, stop.clone());
-        if let Err(error) = quits.and(flags) {
-            tracing::warn!("Ctrl-C and SIGTERM cannot be caught: {error}");
+    // Once per process: registered twice, a first signal would meet a second `quits` after
+    // the first `flags` had set the flag, and quit at once.
+    static HANDLERS: std::sync::Once = std::sync::Once::new();
+    HANDLERS.call_once(|| {
+        let stop = weft_engine::stop::flag();
+        for number in [SIGINT, SIGTERM] {
+            // In this order: a first signal finds the flag unset (and sets it), a second one
+            // quits with the exit code of an interrupted command.
+            let quits = signal_hook::flag::register_conditional_shutdown(number, 130, stop.clone());
+            let flags = signal_hook::flag::register(number, stop.clone());
+            if let Err(error) = quits.and(flags) {
+                tracing::warn!("Ctrl-C and SIGTERM cannot be caught: {error}");
+            }
         }
-    }
+    });
     let (Ok(mut interrupt), Ok(mut terminate)) = (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),

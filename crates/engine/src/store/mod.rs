@@ -343,10 +343,6 @@ struct Inner {
     shared: Arc<writer::Shared>,
     /// The writer thread once started (`None` in it: it could not be).
     writer: OnceLock<Option<JoinHandle<()>>>,
-    /// Whether a caller that waits for the writes commits them itself (SQLite). PostgreSQL's
-    /// client blocks on a runtime of its own, which an async caller's thread cannot enter:
-    /// there the writer thread commits everything.
-    commits_here: bool,
     /// The read connection, opened by the first read: a short command that reads nothing
     /// (`weft run` of a flow, when no approval waits with a deadline) never opens it.
     reader: Mutex<Option<Box<dyn Db>>>,
@@ -358,9 +354,18 @@ struct Inner {
     deadline_at_open: Option<String>,
 }
 
+impl Inner {
+    /// Whether a caller that waits for the writes commits them itself (SQLite). PostgreSQL's
+    /// client blocks on a runtime of its own, which an async caller's thread cannot enter:
+    /// there the writer thread commits everything.
+    fn commits_here(&self) -> bool {
+        self.dialect == Dialect::Sqlite
+    }
+}
+
 impl Drop for Inner {
     fn drop(&mut self) {
-        if self.commits_here {
+        if self.commits_here() {
             self.shared.close(&self.owner);
         }
         self.shared.closing();
@@ -550,7 +555,6 @@ impl Store {
             inner: Arc::new(Inner {
                 shared,
                 writer,
-                commits_here: dialect == Dialect::Sqlite,
                 reader: Mutex::new(None),
                 open_reader,
                 dialect,
@@ -736,7 +740,7 @@ impl Store {
     /// else the task waits for the writer, and no thread does (a short run's end then needs no
     /// thread of the blocking pool, which costs more to start than the run).
     pub async fn flushed(&self) -> Result<(), StoreError> {
-        if self.inner.commits_here {
+        if self.inner.commits_here() {
             let committed =
                 self.inner
                     .shared
@@ -971,7 +975,7 @@ impl Store {
     }
 
     fn sync(&self, take_error: bool) -> Result<Option<StoreError>, StoreError> {
-        if self.inner.commits_here {
+        if self.inner.commits_here() {
             return self.inner.shared.commit_here(&self.inner.owner, take_error);
         }
         let (reply, answer) = mpsc::channel();

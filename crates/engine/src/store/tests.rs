@@ -454,15 +454,7 @@ fn a_write_nobody_waits_for_is_stored_and_shown_within_moments(at: &Location) {
             Some(listener.clone()),
         );
     }
-    let waited = std::time::Instant::now();
-    while shown.lock().expect("shown").len() < 3 {
-        assert!(
-            waited.elapsed() < std::time::Duration::from_secs(20),
-            "no event was shown without a flush: {:?}",
-            shown.lock().expect("shown")
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    wait_for_count(&shown, 3);
     assert_eq!(*shown.lock().expect("shown"), vec![1, 2, 3]);
     assert!(stored("run-w", 3), "the shown events are stored");
 }
@@ -525,12 +517,7 @@ fn every_flush_finds_what_was_queued_before_it_stored_while_others_write(at: &Lo
 fn a_flush_on_sqlite_commits_on_the_flushing_thread() {
     let at = Location::sqlite();
     let store = at.open();
-    let threads: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
-    let sink = threads.clone();
-    let listener: EventListener = Arc::new(move |_: &RunEvent| {
-        let name = std::thread::current().name().map(str::to_string);
-        sink.lock().expect("threads").push(name);
-    });
+    let (listener, threads) = thread_names();
     store.create_run(&new_run("run-h", &ts(0)));
     store.flush().expect("flush");
     let here = std::thread::current().name().map(str::to_string);
@@ -575,14 +562,14 @@ fn thread_names() -> (EventListener, Arc<Mutex<Vec<Option<String>>>>) {
     (listener, names)
 }
 
-/// Waits (a while at most) until `names` holds `count` entries.
-fn wait_for_count(names: &Mutex<Vec<Option<String>>>, count: usize) {
+/// Waits (a while at most) until a listener has recorded `count` events in `seen`.
+fn wait_for_count<T>(seen: &Mutex<Vec<T>>, count: usize) {
     let waited = std::time::Instant::now();
-    while names.lock().expect("names").len() < count {
+    while seen.lock().expect("seen").len() < count {
         assert!(
             waited.elapsed() < std::time::Duration::from_secs(20),
             "{} of {count} events were shown without a flush",
-            names.lock().expect("names").len()
+            seen.lock().expect("seen").len()
         );
         std::thread::sleep(std::time::Duration::from_millis(5));
     }

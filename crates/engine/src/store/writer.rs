@@ -15,9 +15,9 @@ use crate::providers::Usage;
 /// The most writes applied in one transaction.
 const MAX_BATCH: usize = 1_000;
 
-/// The statements a run's writes use, compiled by a new writer thread before its first commit
-/// (see [`Store::open`](super::Store::open)), while its command goes on: a short run's only
-/// commit otherwise compiles them while its command waits.
+/// The statements a run's writes use, compiled by a writer thread as it starts (unless a
+/// caller is committing already), while the process goes on: the first commit otherwise
+/// compiles them while whoever waits for it waits.
 pub(super) const RUN_STATEMENTS: &[&str] = &[
     runs::INSERT_RUN,
     runs::INSERT_RUN_FLOW,
