@@ -14,5 +14,5 @@ export WEFT_FUZZ_SEED="${WEFT_FUZZ_SEED:-random}"
 export PROPTEST_FORK="${PROPTEST_FORK:-true}"
 export PROPTEST_TIMEOUT="${PROPTEST_TIMEOUT:-30000}"
 echo "== fuzz: $WEFT_FUZZ_CASES cases per property, seed $WEFT_FUZZ_SEED"
-cargo test --release --locked -p weft-engine --test fuzz
-cargo test --release --locked -p weft-engine --lib template::fuzz
+cargo test --release --locked -p weft-engine --test it fuzz::
+cargo test --release --locked -p weft-template --lib fuzz

@@ -8,19 +8,20 @@ fn main() {
     let linux_gnu = env("CARGO_CFG_TARGET_OS") == "linux" && env("CARGO_CFG_TARGET_ENV") == "gnu";
     if linux_gnu {
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
-        // Linked at a fixed address (not position-independent): the ~950 KB of pointers in
+        // Linked at a fixed address (not position-independent): the pointers in
         // `.data.rel.ro` (vtables, tables of strings) are then right as they are in the file,
-        // where a position-independent binary has the loader rewrite every one at each start,
-        // copying ~240 pages. A trivial `weft run`: 4.3 → 3.7 ms (release, median of 150).
-        // The libraries, stack, heap and mappings are still placed at random; only the
+        // where a position-independent binary has the loader rewrite every one at each start
+        // (docs/benchmarks.md says what that cost a short run). The libraries, stack, heap and
+        // mappings are still placed at random; only the
         // program's own image is not (the price: an attacker who has found a memory error
         // knows where its code is).
         println!("cargo:rustc-link-arg-bin=weft=-no-pie");
     }
 
     // The functions short commands run, placed together at the start of the code
-    // (symbol-order.txt, written by scripts/symbol-order.sh): a trivial run then keeps ~7 MiB of
-    // the binary resident instead of ~13. Only where the linker is LLD, Rust's default on
+    // (symbol-order.txt, written by scripts/symbol-order.sh): a short run then faults in a few
+    // MiB of the binary instead of pages scattered over all of it. Only where the linker is LLD,
+    // Rust's default on
     // x86-64 Linux (GNU ld has no such option), and only in optimized builds, whose function
     // names the file lists; names it lists that a build lacks are skipped without a warning.
     println!("cargo:rerun-if-changed=symbol-order.txt");

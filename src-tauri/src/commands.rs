@@ -1,31 +1,27 @@
-//! The commands the canvas calls. Each one translates between IPC and the engine: parse the
-//! arguments, call the engine or the store, shape the answer. Nothing here decides how a flow
-//! runs; the `weft` command and the app run flows through the same [`weft_engine::Engine`].
+//! The commands the canvas calls. Each one translates between IPC and Weft's application layer
+//! (`weft-api`): take the arguments, call it, hand back its answer. Nothing here decides how a
+//! flow runs or what a person may do to a run: the `weft` command, `weft serve` and the app
+//! call the same actions and get the same refusals.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use tauri::ipc::Channel;
 use tauri::{Manager, State};
+use weft_api::views::{PendingApproval, RunComparison, RunDetail, RunListing, RunVisits};
+use weft_api::{Cancelled, ResumeOptions, RunFrom, StartRequest};
+use weft_engine::Continue;
 use weft_engine::breakpoints::Breakpoint;
-use weft_engine::compare::{RunComparison, compare_runs as compare_runs_in};
-use weft_engine::cost::{Cost, RunCost, run_cost, run_total};
-use weft_engine::nodes::{
-    DecisionChoice, FieldDescription, KindDescription, all_kinds, common_fields,
-};
 use weft_engine::pins::{Pins, load_pins, pins_path, write_pins};
-use weft_engine::providers::{ConnectionReport, ProviderKind};
-use weft_engine::store::{NodeOutputRecord, RunSummary};
-use weft_engine::template::SCOPE_NAMES;
-use weft_engine::testing::{self, CaseReport, CaseSpec, RecordMode, SuiteReport, TestOptions};
-use weft_engine::visits::{NodeVisit, node_visits};
-use weft_engine::{
-    Continue, Decision, Entry, EventListener, EventType, Flow, PendingApproval, Problem,
-    ResumeOptions, RunEvent, RunOptions, Waiting, check_for_run, waiting_of,
+use weft_event::{EventListener, EventType, RunEvent};
+use weft_flow::Flow;
+use weft_nodes::{
+    Decision, FieldDescription, KindDescription, Problem, all_kinds, check_for_run, common_fields,
 };
+use weft_providers::{ConnectionReport, ProviderKind};
+use weft_template::SCOPE_NAMES;
+use weft_testing::{self as testing, CaseReport, CaseSpec, RecordMode, SuiteReport, TestOptions};
 
 use crate::AppState;
 use crate::error::{AppError, ErrorCode};
@@ -144,10 +140,10 @@ pub async fn validate_flow(
     flow: Flow,
     path: Option<String>,
 ) -> Result<Vec<Problem>, AppError> {
-    let engine = state.engine();
+    let weft = state.weft();
     blocking(move || {
         let path = path.map(PathBuf::from);
-        Ok(engine.check(&flow, path.as_deref()))
+        Ok(weft.engine().check(&flow, path.as_deref()))
     })
     .await
 }
@@ -177,17 +173,6 @@ pub struct RunRequest {
     pub pins: Pins,
 }
 
-/// Where a partial run starts and which earlier run's outputs it uses.
-#[derive(Debug, Clone, Deserialize, specta::Type)]
-#[serde(rename_all = "camelCase")]
-pub struct RunFrom {
-    /// The earlier run (of this flow) whose latest outputs feed the node and the templates.
-    pub run_id: String,
-    pub node_id: String,
-    /// Only this node runs ("run this node"), not what follows it.
-    pub only: bool,
-}
-
 /// Starts a flow and returns its run id at once. Its events arrive on `events` as they happen:
 /// the first is `run_start`; the run ends with `run_end`, or pauses at a `wait_input`.
 #[tauri::command]
@@ -198,68 +183,36 @@ pub async fn start_run(
     request: RunRequest,
     events: Channel<RunEvent>,
 ) -> Result<String, AppError> {
-    let engine = state.engine();
-    let entry = match &request.from {
-        Some(from) => {
-            engine
-                .entry_after(&from.run_id, &request.flow, &from.node_id, from.only)
-                .await?
-        }
-        None => Entry::Start,
-    };
-    let options = RunOptions {
+    let request_flow = request.flow;
+    let start = StartRequest {
         input: request.input.filter(|input| !input.trim().is_empty()),
         flow_path: request.path.map(PathBuf::from),
         on_event: Some(forward(events, app)),
-        entry,
+        from: request.from,
         replay: request.replay,
         breakpoints: request.breakpoints,
         pins: request.pins,
-        ..RunOptions::default()
+        ..StartRequest::default()
     };
-    Ok(engine.spawn(request.flow, options).await?.run_id)
+    Ok(state.weft().start(request_flow, start).await?.run_id)
 }
 
-/// A person's answer at a paused approval.
-#[derive(Debug, Clone, Deserialize, specta::Type)]
-#[serde(rename_all = "camelCase")]
-pub struct ApprovalAnswer {
-    pub run_id: String,
-    pub approve: bool,
-    #[serde(default)]
-    pub note: String,
-    /// The approval form's answers, by field name.
-    #[serde(default)]
-    pub fields: BTreeMap<String, Value>,
-}
-
-/// Resumes a paused run (paused in this session or an earlier one, or by `weft`) with a
-/// person's decision and returns once it is claimed; its events continue on `events`. A run
-/// that is not paused is refused and left as it is.
+/// Decides the approval a paused run waits at (paused in this session or an earlier one, by
+/// `weft` or a server) as the person named in Settings, and returns once the run is claimed;
+/// its events continue on `events`. Refused, the run left as it was, as everywhere else: a run
+/// not waiting for a decision, an answer that does not fit the form.
 #[tauri::command]
 #[specta::specta]
 pub async fn resume_run(
     app: tauri::AppHandle,
     state: State<'_, AppState>,
-    answer: ApprovalAnswer,
+    run_id: String,
+    decision: Decision,
     events: Channel<RunEvent>,
 ) -> Result<String, AppError> {
-    let decision = Decision {
-        decision: if answer.approve {
-            DecisionChoice::Approve
-        } else {
-            DecisionChoice::Reject
-        },
-        note: answer.note,
-        fields: answer.fields,
-        by: crate::lock(&state.settings).user_name(crate::env),
-    };
-    let options = resume_options(events, app);
-    let engine = state.engine();
-    Ok(engine
-        .spawn_resume(&answer.run_id, decision, options)
-        .await?
-        .run_id)
+    state
+        .decide(&run_id, decision, Some(forward(events, app)))
+        .await
 }
 
 /// Goes on from the breakpoint a paused run stopped at (stepping, or with a replaced value) and
@@ -276,11 +229,7 @@ pub async fn continue_run(
     events: Channel<RunEvent>,
 ) -> Result<String, AppError> {
     let options = resume_options(events, app);
-    Ok(state
-        .engine()
-        .spawn_continue(&run_id, how, options)
-        .await?
-        .run_id)
+    Ok(state.weft().go_on(&run_id, how, options).await?.run_id)
 }
 
 /// The pinned outputs of the flow at `flow_path` (its `NAME.pins.json`; none when missing).
@@ -330,8 +279,8 @@ pub async fn retry_run(
 ) -> Result<String, AppError> {
     let options = resume_options(events, app);
     Ok(state
-        .engine()
-        .spawn_retry(&run_id, None, options)
+        .weft()
+        .retry(&run_id, None, None, options)
         .await?
         .run_id)
 }
@@ -341,43 +290,26 @@ pub async fn retry_run(
 #[tauri::command]
 #[specta::specta]
 pub fn pause_run(state: State<'_, AppState>, run_id: String) -> bool {
-    state.engine().pause(&run_id)
+    state.weft().pause(&run_id).is_ok()
 }
 
-/// Cancels a run going in this app. Returns whether such a run was going.
+/// Cancels a run: one going in this app at once, one paused for a person (by any process) is
+/// ended as cancelled; refused for a run going in another process or finished.
 #[tauri::command]
 #[specta::specta]
-pub fn cancel_run(state: State<'_, AppState>, run_id: String) -> bool {
-    state.engine().cancel(&run_id)
+pub async fn cancel_run(state: State<'_, AppState>, run_id: String) -> Result<Cancelled, AppError> {
+    Ok(state.weft().cancel(&run_id, None).await?)
 }
 
-/// A past run as History lists it.
-#[derive(Debug, Clone, Serialize, specta::Type)]
-#[serde(rename_all = "camelCase")]
-pub struct HistoryRun {
-    pub run: RunSummary,
-    /// What its LLM calls cost (prices: shipped, and `WEFT_PRICES`).
-    pub cost: Cost,
-}
-
-/// The most recent runs, newest first (runs of `weft` in the same store too), with their cost.
+/// The most recent runs, newest first (runs of `weft` and servers in the same store too),
+/// with their cost.
 #[tauri::command]
 #[specta::specta]
 pub async fn list_runs(
     state: State<'_, AppState>,
     limit: u32,
-) -> Result<Vec<HistoryRun>, AppError> {
-    let store = state.store.clone();
-    let prices = state.prices()?;
-    blocking(move || {
-        let mut listed = Vec::new();
-        for run in store.list_runs(limit as usize)? {
-            let cost = run_total(&store, &run.id, &prices)?;
-            listed.push(HistoryRun { run, cost });
-        }
-        Ok(listed)
-    })
-    .await
+) -> Result<Vec<RunListing>, AppError> {
+    Ok(state.weft().runs(limit as usize).await?)
 }
 
 /// Two past runs compared node by node: status, output, time, tokens and cost.
@@ -388,83 +320,23 @@ pub async fn compare_runs(
     a: String,
     b: String,
 ) -> Result<RunComparison, AppError> {
-    let store = state.store.clone();
-    let prices = state.prices()?;
-    blocking(move || Ok(compare_runs_in(&store, &a, &b, &prices)?)).await
-}
-
-/// What every visit of every node of a run did and cost (a run going now too: its events are
-/// stored before the canvas sees them), and the run's cost per node.
-#[derive(Debug, Clone, Serialize, specta::Type)]
-#[serde(rename_all = "camelCase")]
-pub struct RunVisits {
-    pub visits: Vec<NodeVisit>,
-    pub cost: RunCost,
+    Ok(state.weft().compare(&a, &b).await?)
 }
 
 /// Every visit of every node of the run `run_id` (loops, forEach items, steps inside subflows),
-/// with input, output, time, tokens and cost.
+/// with input, output, time, tokens and cost (a run going now too: its events are stored
+/// before the canvas sees them).
 #[tauri::command]
 #[specta::specta]
 pub async fn run_visits(state: State<'_, AppState>, run_id: String) -> Result<RunVisits, AppError> {
-    let store = state.store.clone();
-    let prices = state.prices()?;
-    blocking(move || {
-        let run_id = store.resolve_run_id(&run_id)?;
-        let record = store.run(&run_id)?;
-        let events = store.events(&run_id)?;
-        let outputs = store.node_outputs(&run_id)?;
-        let cost = run_cost(&store, &record, &prices)?;
-        let visits = node_visits(&record, &events, &outputs, &cost);
-        Ok(RunVisits { visits, cost })
-    })
-    .await
-}
-
-/// Everything stored about one run: the flow as it ran, its events and its nodes' outputs.
-#[derive(Debug, Clone, Serialize, specta::Type)]
-#[serde(rename_all = "camelCase")]
-pub struct RunDetail {
-    pub summary: RunSummary,
-    pub flow: Flow,
-    pub input: Value,
-    pub result: Option<Value>,
-    pub error: Option<String>,
-    /// For a paused run: what it waits for.
-    pub waiting: Option<Waiting>,
-    pub events: Vec<RunEvent>,
-    pub outputs: Vec<NodeOutputRecord>,
-    /// What it cost: in total, per node, per LLM call.
-    pub cost: RunCost,
+    Ok(state.weft().visits(&run_id).await?)
 }
 
 /// Opens a past run (a full id or a unique prefix) to show its trace on the canvas.
 #[tauri::command]
 #[specta::specta]
 pub async fn open_run(state: State<'_, AppState>, run_id: String) -> Result<RunDetail, AppError> {
-    let store = state.store.clone();
-    let prices = state.prices()?;
-    blocking(move || {
-        let run_id = store.resolve_run_id(&run_id)?;
-        let record = store.run(&run_id)?;
-        let events = store.events(&run_id)?;
-        let outputs = store.node_outputs(&run_id)?;
-        let flow = Flow::parse(&record.flow_json, "the stored flow")?;
-        let waiting = waiting_of(&record);
-        let cost = run_cost(&store, &record, &prices)?;
-        Ok(RunDetail {
-            summary: record.summary,
-            flow,
-            input: record.input,
-            result: record.result,
-            error: record.error,
-            waiting,
-            events,
-            outputs,
-            cost,
-        })
-    })
-    .await
+    Ok(state.weft().run(&run_id).await?)
 }
 
 /// One provider's settings as the canvas sees them: whether a key is set, never the key.
@@ -551,7 +423,7 @@ pub fn save_settings(
         updated.save(&state.paths.settings_file())?;
         *settings = updated;
     }
-    state.rebuild_engine();
+    state.rebuild()?;
     Ok(state.settings_view())
 }
 
@@ -562,7 +434,7 @@ pub async fn test_connection(
     state: State<'_, AppState>,
     provider: ProviderKind,
 ) -> Result<ConnectionReport, AppError> {
-    let clients = weft_engine::providers::LlmClients::new(state.provider_settings());
+    let clients = weft_providers::LlmClients::new(state.provider_settings());
     clients
         .check_connection(provider)
         .await
@@ -666,7 +538,7 @@ impl AppState {
                 .map(|table| serde_json::to_string_pretty(table).unwrap_or_default())
                 .unwrap_or_default(),
             settings_file: self.paths.settings_file().display().to_string(),
-            run_store: weft_engine::shown_location(&self.paths.db_path.to_string_lossy()),
+            run_store: self.paths.store.shown(),
         }
     }
 }
@@ -753,8 +625,9 @@ pub async fn run_tests(
     request: TestsRequest,
     cases: Channel<CaseReport>,
 ) -> Result<SuiteReport, AppError> {
-    let engine = state.engine();
-    let prices = state.prices()?;
+    let weft = state.weft();
+    let engine = weft.engine();
+    let prices = weft.prices().clone();
     let path = PathBuf::from(&request.path);
     let checked =
         check_for_run(request.flow, Some(&path), engine.llm().settings()).map_err(|problems| {
@@ -784,7 +657,7 @@ pub async fn run_tests(
         // A closed window has dropped its end; the runs are stored anyway.
         let _ = cases.send(case.clone());
     });
-    Ok(testing::run_suite(&engine, &checked, &suite, &options, on_case).await?)
+    Ok(testing::run_suite(engine, &checked, &suite, &options, on_case).await?)
 }
 
 /// A past run as a new test case (its input, decisions, status, result and node outputs as
@@ -795,7 +668,7 @@ pub async fn case_from_run(
     state: State<'_, AppState>,
     run_id: String,
 ) -> Result<CaseSpec, AppError> {
-    let store = state.store.clone();
+    let store = state.weft().store().clone();
     blocking(move || Ok(testing::case_from_run(&store, &run_id)?)).await
 }
 
@@ -811,7 +684,7 @@ pub async fn save_test_case(
     test_case: CaseSpec,
     from_run: Option<String>,
 ) -> Result<TestsView, AppError> {
-    let store = state.store.clone();
+    let store = state.weft().store().clone();
     blocking(move || {
         let path = PathBuf::from(path);
         let name = test_case.name.clone();
@@ -838,7 +711,7 @@ pub async fn save_test_case(
 pub async fn pending_approvals(
     state: State<'_, AppState>,
 ) -> Result<Vec<PendingApproval>, AppError> {
-    Ok(state.engine().pending_approvals().await?)
+    Ok(state.weft().pending_approvals().await?)
 }
 
 #[cfg(test)]

@@ -17,8 +17,13 @@ pub enum ErrorCode {
     Settings,
     /// A provider could not be reached or refused (test connection).
     Provider,
-    /// The request itself was wrong (an unknown node, a bad argument).
+    /// The request itself was wrong (an unknown node, a bad argument, an answer that does not
+    /// fit the approval's form).
     BadRequest,
+    /// No run of that id.
+    NotFound,
+    /// The run is not in a state that allows it (decided already, finished, going elsewhere).
+    Conflict,
     /// Weft itself went wrong (a bug); the message says where.
     Internal,
 }
@@ -40,9 +45,21 @@ impl AppError {
     }
 }
 
-impl From<weft_engine::testing::TestFileError> for AppError {
-    fn from(error: weft_engine::testing::TestFileError) -> AppError {
+impl From<weft_testing::TestFileError> for AppError {
+    fn from(error: weft_testing::TestFileError) -> AppError {
         AppError::new(ErrorCode::BadRequest, error.to_string())
+    }
+}
+
+impl From<weft_api::Error> for AppError {
+    fn from(error: weft_api::Error) -> AppError {
+        let code = match error.kind {
+            weft_api::ErrorKind::Invalid => ErrorCode::BadRequest,
+            weft_api::ErrorKind::NotFound => ErrorCode::NotFound,
+            weft_api::ErrorKind::Conflict => ErrorCode::Conflict,
+            weft_api::ErrorKind::Failed => ErrorCode::Store,
+        };
+        AppError::new(code, error.message)
     }
 }
 
@@ -50,25 +67,20 @@ impl From<weft_engine::RunError> for AppError {
     fn from(error: weft_engine::RunError) -> AppError {
         let code = match &error {
             weft_engine::RunError::Invalid { .. } => ErrorCode::InvalidFlow,
-            weft_engine::RunError::Store(_) => ErrorCode::Store,
-            weft_engine::RunError::NoSuchEntry(_)
-            | weft_engine::RunError::NoEarlierOutput { .. }
-            | weft_engine::RunError::Decide(_)
-            | weft_engine::RunError::Debugging { .. } => ErrorCode::BadRequest,
-            weft_engine::RunError::Lost(_) => ErrorCode::Internal,
+            _ => return weft_api::Error::from(error).into(),
         };
         AppError::new(code, error.to_string())
     }
 }
 
-impl From<weft_engine::StoreError> for AppError {
-    fn from(error: weft_engine::StoreError) -> AppError {
-        AppError::new(ErrorCode::Store, error.to_string())
+impl From<weft_store::StoreError> for AppError {
+    fn from(error: weft_store::StoreError) -> AppError {
+        weft_api::Error::from(error).into()
     }
 }
 
-impl From<weft_engine::LoadError> for AppError {
-    fn from(error: weft_engine::LoadError) -> AppError {
+impl From<weft_flow::LoadError> for AppError {
+    fn from(error: weft_flow::LoadError) -> AppError {
         AppError::new(ErrorCode::FlowFile, error.to_string())
     }
 }

@@ -1,6 +1,7 @@
 //! Weft's desktop app: a Tauri 2 window hosting the canvas (`ui/`), and the commands the canvas
-//! calls. The shell only translates: every command calls the engine (`weft-engine`) the way the
-//! `weft` command does, and a run's events stream back over a [`tauri::ipc::Channel`] tied to
+//! calls. The shell only translates: every command calls Weft's application layer (`weft-api`)
+//! the way the `weft` command and `weft serve` do, and a run's events stream back over a
+//! [`tauri::ipc::Channel`] tied to
 //! that run. The TypeScript side of every command and type is generated from here
 //! ([`bindings_builder`], checked in as `ui/src/bindings.ts`).
 
@@ -11,8 +12,9 @@ mod settings;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use tauri::Manager;
-use weft_engine::providers::{LlmClients, ProviderSettings};
-use weft_engine::{Engine, Store, is_postgres_url};
+use weft_api::{Keeper, Lifetime, Weft};
+use weft_history::cost::Prices;
+use weft_providers::ProviderSettings;
 
 pub use error::{AppError, ErrorCode};
 pub use settings::{AppPaths, SettingsFile};
@@ -23,9 +25,12 @@ pub const BINDINGS_PATH: &str = "../ui/src/bindings.ts";
 /// What the commands share.
 pub struct AppState {
     paths: AppPaths,
-    store: Store,
     settings: Mutex<SettingsFile>,
-    engine: Mutex<Engine>,
+    /// Rebuilt when the settings change; runs going keep theirs and stay known to the new one.
+    weft: Mutex<Weft>,
+    /// Settles approval deadlines as they pass and marks runs of dead processes interrupted,
+    /// while the app runs (started with the window).
+    keeper: Mutex<Option<Keeper>>,
     /// The flow file given on the command line, opened first.
     startup_file: Option<String>,
 }
@@ -33,38 +38,60 @@ pub struct AppState {
 impl AppState {
     /// Opens the run store and reads the settings. `startup_file` is a flow to open first.
     pub fn open(paths: AppPaths, startup_file: Option<String>) -> Result<AppState, AppError> {
-        let location = paths.db_path.to_string_lossy().into_owned();
-        if !is_postgres_url(&location)
-            && let Some(dir) = paths.db_path.parent()
-        {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                AppError::new(
-                    ErrorCode::Store,
-                    format!("cannot create {}: {e}", dir.display()),
-                )
-            })?;
-        }
-        let store = Store::open_location(&location)?;
         let settings = SettingsFile::load(&paths.settings_file())?;
-        let engine = Engine::new(
-            LlmClients::new(settings.provider_settings(env)),
-            store.clone(),
-        );
+        let weft = Weft::open(
+            paths.store.clone(),
+            Lifetime::Service,
+            settings.provider_settings(env),
+        )?
+        .with_host(std::sync::Arc::new(weft_restate::RestateIngress::default()))
+        .with_prices(settings.prices()?);
         Ok(AppState {
             paths,
-            store,
             settings: Mutex::new(settings),
-            engine: Mutex::new(engine),
+            weft: Mutex::new(weft),
+            keeper: Mutex::new(None),
             startup_file,
         })
     }
 
-    fn engine(&self) -> Engine {
-        lock(&self.engine).clone()
+    /// The app's Weft as the settings are now.
+    pub fn weft(&self) -> Weft {
+        lock(&self.weft).clone()
+    }
+
+    /// Starts the keeper (on the app's async runtime); the runs it continues past their
+    /// deadline are seen by the canvas through the store, like runs of other processes.
+    pub fn start_keeper(&self) {
+        let weft = self.weft();
+        let keeper = tauri::async_runtime::block_on(async move { weft.keep(None) });
+        *lock(&self.keeper) = Some(keeper);
+    }
+
+    /// Decides the approval the paused run `run_id` waits at, as the person named in Settings
+    /// (else who decides on this machine); returns the run's id once it goes on, its events to
+    /// `on_event`. What the Approve and Reject buttons (on a node, in the side panel, in the
+    /// inbox) do, refused as `weft resume` and `weft serve` refuse it.
+    pub async fn decide(
+        &self,
+        run_id: &str,
+        decision: weft_nodes::Decision,
+        on_event: Option<weft_event::EventListener>,
+    ) -> Result<String, AppError> {
+        let by = lock(&self.settings).user_name(env);
+        let options = weft_api::ResumeOptions {
+            on_event,
+            ..weft_api::ResumeOptions::default()
+        };
+        Ok(self
+            .weft()
+            .decide(run_id, decision, by, options)
+            .await?
+            .run_id)
     }
 
     /// The price table runs are costed at: shipped, `WEFT_PRICES`, then the app's settings.
-    fn prices(&self) -> Result<weft_engine::cost::Prices, AppError> {
+    fn prices(&self) -> Result<Prices, AppError> {
         lock(&self.settings).prices()
     }
 
@@ -76,19 +103,27 @@ impl AppState {
     /// been stored as cancelled, so none is left `running` in the store. Paused runs are not
     /// going: they stay paused and can be answered after the next start.
     fn stop_runs(&self, grace: std::time::Duration) {
-        let engine = self.engine();
-        if !tauri::async_runtime::block_on(engine.shutdown(grace)) {
-            tracing::warn!("some runs were still going when the app closed");
-        }
+        let weft = self.weft();
+        let keeper = lock(&self.keeper).take();
+        tauri::async_runtime::block_on(async move {
+            if let Some(keeper) = keeper {
+                keeper.stop().await;
+            }
+            if !weft.engine().shutdown(grace).await {
+                tracing::warn!("some runs were still going when the app closed");
+            }
+        });
     }
 
     /// New settings apply to runs started after this; runs going keep theirs (and can still
-    /// be cancelled: engines made this way share the runs going).
-    fn rebuild_engine(&self) {
-        let engine = self
-            .engine()
-            .with_llm(LlmClients::new(self.provider_settings()));
-        *lock(&self.engine) = engine;
+    /// be cancelled: a Weft made this way shares the runs going).
+    fn rebuild(&self) -> Result<(), AppError> {
+        let weft = self
+            .weft()
+            .with_providers(self.provider_settings())
+            .with_prices(self.prices()?);
+        *lock(&self.weft) = weft;
+        Ok(())
     }
 }
 
@@ -176,6 +211,7 @@ pub fn run() -> Result<(), String> {
         .manage(state)
         .invoke_handler(builder.invoke_handler())
         .setup(|app| {
+            app.state::<AppState>().start_keeper();
             exit_on_terminate(app.handle().clone());
             Ok(())
         })

@@ -12,8 +12,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use weft_engine::cost::Prices;
-use weft_engine::providers::{ProviderKind, ProviderSettings};
+use weft_api::StoreLocation;
+use weft_history::cost::Prices;
+use weft_providers::{ProviderKind, ProviderSettings};
 
 use crate::error::{AppError, ErrorCode};
 
@@ -21,32 +22,23 @@ use crate::error::{AppError, ErrorCode};
 #[derive(Debug, Clone)]
 pub struct AppPaths {
     pub config_dir: PathBuf,
-    /// The run store, shared with the `weft` command's default.
-    pub db_path: PathBuf,
+    /// The run store: where every host looks (`WEFT_DB`, else the user's data directory).
+    pub store: StoreLocation,
 }
 
 impl AppPaths {
-    /// `WEFT_CONFIG_DIR` and `WEFT_DB` when set (tests, several profiles), else the user's
-    /// config directory and `runs.db` in the user's data directory, where `weft` looks too.
+    /// `WEFT_CONFIG_DIR` when set (tests, several profiles), else the user's config directory;
+    /// the run store where `weft` finds it too.
     pub fn from_env() -> Result<AppPaths, AppError> {
-        let dirs = directories::ProjectDirs::from("", "", "weft");
         let config_dir = match std::env::var_os("WEFT_CONFIG_DIR") {
             Some(dir) => PathBuf::from(dir),
-            None => dirs
-                .as_ref()
+            None => directories::ProjectDirs::from("", "", "weft")
                 .map(|d| d.config_dir().to_path_buf())
                 .ok_or_else(|| no_home("WEFT_CONFIG_DIR"))?,
         };
-        let db_path = match std::env::var_os("WEFT_DB") {
-            Some(path) => PathBuf::from(path),
-            None => dirs
-                .as_ref()
-                .map(|d| d.data_dir().join("runs.db"))
-                .ok_or_else(|| no_home("WEFT_DB"))?,
-        };
         Ok(AppPaths {
             config_dir,
-            db_path,
+            store: StoreLocation::find(None)?,
         })
     }
 
@@ -184,13 +176,10 @@ impl SettingsFile {
         }
     }
 
-    /// Who decides in this app: the name set in Settings, else `WEFT_USER`, else the login name.
+    /// Who decides in this app: the name set in Settings, else who decides on this machine
+    /// ([`weft_api::decider`]).
     pub fn user_name(&self, env: impl Fn(&str) -> Option<String>) -> Option<String> {
-        self.get(Setting::UserName)
-            .map(str::to_string)
-            .or_else(|| env("WEFT_USER"))
-            .or_else(|| env("USER"))
-            .filter(|name| !name.trim().is_empty())
+        weft_api::decider_from(self.get(Setting::UserName), env)
     }
 
     /// The engine's provider settings: this file first, then the environment.

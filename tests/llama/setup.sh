@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepares the real llama.cpp server that crates/engine/tests/llama_peer.rs runs the OpenAI
+# Prepares the real llama.cpp server that crates/engine/tests/it/llama_peer.rs runs the OpenAI
 # client against: a venv with xllamacpp (prebuilt llama.cpp) and gguf from requirements.txt,
 # and a tiny random-weight model written by make_model.py (no download).
 #

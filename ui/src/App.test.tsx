@@ -9,16 +9,22 @@ import type {
   CaseReport,
   CaseSpec,
   Cost,
+  Decision,
+  NodeOutputRecord,
   NodeVisit,
   PendingApproval,
   Problem,
   RunComparison,
   RunCost,
+  RunDetail,
   RunEvent,
   RunSummary,
   SettingsView,
   TestsView,
+  Value,
+  Waiting,
 } from './bindings';
+import type { CanvasFlow } from './flowMapping';
 import { CanvasStore } from './canvasStore';
 import { RunStore } from './runStore';
 import { DEFAULT_LAYOUT, LayoutStore, LIMITS } from './layout';
@@ -61,7 +67,7 @@ function fakeApi(overrides: Partial<Api> = {}): Api {
     resumeRun: fail,
     retryRun: fail,
     continueRun: fail,
-    cancelRun: () => Promise.resolve(true),
+    cancelRun: (runId) => Promise.resolve({ runId, status: 'cancelled' }),
     pauseRun: () => Promise.resolve(true),
     listRuns: () => Promise.resolve([]),
     compareRuns: fail,
@@ -92,6 +98,40 @@ async function mount(api: Api) {
 }
 
 afterEach(cleanup);
+
+/** A stored run as `openRun` answers it, from the parts a test cares about. */
+function stored(parts: {
+  summary: RunSummary;
+  flow: CanvasFlow;
+  input: Value;
+  result: Value | null;
+  error: string | null;
+  waiting: Waiting | null;
+  events: RunEvent[];
+  outputs: NodeOutputRecord[];
+  cost: RunCost;
+}): RunDetail {
+  return {
+    run: {
+      summary: parts.summary,
+      flowJson: JSON.stringify(parts.flow),
+      input: parts.input,
+      result: parts.result,
+      error: parts.error,
+      waiting: null,
+      queue: [],
+      state: {},
+      usage: { inputTokens: 0, outputTokens: 0 },
+      host: null,
+    },
+    flow: parts.flow,
+    waiting: parts.waiting,
+    cost: parts.cost,
+    nodeOutputs: parts.outputs,
+    visits: [],
+    events: parts.events,
+  };
+}
 
 describe('App', () => {
   it('adds a node of a kind from the palette, marking the flow dirty', async () => {
@@ -138,7 +178,7 @@ describe('App', () => {
       offlineEventsToPause().forEach(onEvent);
       return Promise.resolve('6c4ba313-67fb-4e7c-bbc7-63ab45649f30');
     });
-    const resumeRun = vi.fn((_answer, onEvent: (event: RunEvent) => void) => {
+    const resumeRun = vi.fn((_runId: string, _decision: Decision, onEvent: (event: RunEvent) => void) => {
       offlineEventsAfterApprove().forEach(onEvent);
       return Promise.resolve('6c4ba313-67fb-4e7c-bbc7-63ab45649f30');
     });
@@ -154,7 +194,7 @@ describe('App', () => {
 
     fireEvent.change(within(prompt).getByTestId('approval-note'), { target: { value: 'fine' } });
     await act(async () => fireEvent.click(within(prompt).getByTestId('approve')));
-    expect(resumeRun.mock.calls[0][0]).toEqual({ runId: '6c4ba313-67fb-4e7c-bbc7-63ab45649f30', approve: true, note: 'fine', fields: {} });
+    expect(resumeRun.mock.calls[0].slice(0, 2)).toEqual(['6c4ba313-67fb-4e7c-bbc7-63ab45649f30', { decision: 'approve', note: 'fine', fields: {} }]);
     expect(screen.getByTestId('run-status').textContent).toBe('completed');
     expect(screen.getByTestId('node-auto').dataset.status).toBe('skipped');
     expect(screen.getByTestId('node-refunded').dataset.status).toBe('done');
@@ -209,7 +249,7 @@ describe('App', () => {
         savePins,
         startRun,
         openRun: () =>
-          Promise.resolve({
+          Promise.resolve(stored({
             summary: pastRun('past-run-1'),
             flow: offlineFlow(),
             input: 'x',
@@ -229,7 +269,7 @@ describe('App', () => {
               },
             ],
             cost: NO_COST,
-          }),
+          })),
       }),
     );
     act(() => session.canvas.select(['auto'], []));
@@ -327,7 +367,7 @@ describe('App', () => {
         startRun,
         cancelRun: (runId) => {
           cancelled = runId;
-          return Promise.resolve(true);
+          return Promise.resolve({ runId, status: 'cancelled' });
         },
       }),
     );
@@ -351,7 +391,7 @@ describe('App', () => {
       fakeApi({
         validateFlow: () => Promise.resolve([problem]),
         openRun: () =>
-          Promise.resolve({
+          Promise.resolve(stored({
             summary,
             flow: offlineFlow(),
             input: 'x',
@@ -361,7 +401,7 @@ describe('App', () => {
             events: [event(1, 'run_start', null, 'x', { runId: 'past-run-1' })],
             outputs: [],
             cost: NO_COST,
-          }),
+          })),
       }),
     );
     expect(screen.getByTestId('run-blocked-reason').textContent).toContain('the if has no branch');
@@ -398,9 +438,9 @@ describe('App', () => {
     const session = await mount(
       fakeApi({
         retryRun,
-        listRuns: () => Promise.resolve([{ run: summary, cost: NO_CALLS }]),
+        listRuns: () => Promise.resolve([{ ...summary, cost: NO_CALLS }]),
         openRun: () =>
-          Promise.resolve({
+          Promise.resolve(stored({
             summary,
             flow: offlineFlow(),
             input: 'x',
@@ -410,7 +450,7 @@ describe('App', () => {
             events: cut,
             outputs: [],
             cost: NO_COST,
-          }),
+          })),
       }),
     );
     await act(() => session.openRun('cut-run-1'));
@@ -428,7 +468,7 @@ describe('App', () => {
     vi.useFakeTimers();
     try {
       let status: RunSummary['status'] = 'running';
-      const listRuns = vi.fn(() => Promise.resolve([{ run: { ...pastRun('going'), status }, cost: NO_CALLS }]));
+      const listRuns = vi.fn(() => Promise.resolve([{ ...pastRun('going'), status, cost: NO_CALLS }]));
       await mount(fakeApi({ listRuns }));
       await act(async () => fireEvent.click(screen.getByTestId('tab-history')));
       expect(screen.getByTestId('history-row').dataset.status).toBe('running');
@@ -465,11 +505,11 @@ describe('App', () => {
     const startRun = vi.fn(() => Promise.resolve('run-c'));
     const session = await mount(
       fakeApi({
-        listRuns: () => Promise.resolve([{ run: run('run-a'), cost: priced }, { run: run('run-b'), cost: NO_CALLS }]),
+        listRuns: () => Promise.resolve([{ ...run('run-a'), cost: priced }, { ...run('run-b'), cost: NO_CALLS }]),
         compareRuns,
         startRun,
         openRun: () =>
-          Promise.resolve({
+          Promise.resolve(stored({
             summary: run('run-a'),
             flow: offlineFlow(),
             input: 'the ticket',
@@ -479,7 +519,7 @@ describe('App', () => {
             events: [],
             outputs: [],
             cost: { total: priced, nodes: { summary: priced }, calls: [] },
-          }),
+          })),
       }),
     );
     await act(async () => fireEvent.click(screen.getByTestId('tab-history')));
@@ -546,7 +586,7 @@ describe('App', () => {
         runVisits,
         savePins,
         openRun: () =>
-          Promise.resolve({
+          Promise.resolve(stored({
             summary: pastRun('loop-run'),
             flow: offlineFlow(),
             input: 'x',
@@ -556,7 +596,7 @@ describe('App', () => {
             events: [],
             outputs: [],
             cost: NO_COST,
-          }),
+          })),
       }),
     );
     await act(() => session.openRun('loop-run'));
@@ -662,17 +702,19 @@ describe('App', () => {
       return Promise.resolve({ flow: '/flows/offline.json', testsFile: tests.testsFile, cases: [], durationMs: 20 });
     });
     const openRun = vi.fn((runId: string) =>
-      Promise.resolve({
-        summary: { ...pastRun(runId), flowPath: '/flows/offline.json' },
-        flow: offlineFlow(),
-        input: 'x',
-        result: 'done',
-        error: null,
-        waiting: null,
-        events: [],
-        outputs: [],
-        cost: NO_COST,
-      }),
+      Promise.resolve(
+        stored({
+          summary: { ...pastRun(runId), flowPath: '/flows/offline.json' },
+          flow: offlineFlow(),
+          input: 'x',
+          result: 'done',
+          error: null,
+          waiting: null,
+          events: [],
+          outputs: [],
+          cost: NO_COST,
+        }),
+      ),
     );
     const spec: CaseSpec = { name: 'Refund desk run-reje', input: 'x', expect: [{ status: 'completed' }] };
     const caseFromRun = vi.fn((_runId: string) => Promise.resolve(spec));
@@ -697,7 +739,7 @@ describe('App', () => {
     const failed = screen.getAllByTestId('test-case')[1];
     await act(async () => fireEvent.click(within(failed).getByTestId('test-open-run')));
     expect(openRun).toHaveBeenCalledWith('run-rejected');
-    expect(session.getSnapshot().viewing?.summary.id).toBe('run-rejected');
+    expect(session.getSnapshot().viewing?.run.summary.id).toBe('run-rejected');
 
     // That run becomes a new case: edited as JSON, refused when it is not, saved with its answers.
     await act(async () => fireEvent.click(screen.getByTestId('tab-history')));
@@ -720,29 +762,32 @@ describe('App', () => {
     const RUN = '6c4ba313-67fb-4e7c-bbc7-63ab45649f30';
     const other: PendingApproval = {
       runId: 'other-run',
+      flow: 'review',
       flowName: 'Refund review',
       flowPath: '/flows/review.json',
       since: '2026-11-21T20:56:18.000Z',
-      waiting: {
-        nodeId: 'review',
-        message: 'Send the note?',
-        input: 'the note',
-        deadline: '2026-11-22T20:56:18.000Z',
-        fields: [
-          { name: 'tone', type: 'choice', options: ['warm', 'formal'] },
-          { name: 'amount', type: 'number', required: true },
-        ],
-      },
+      nodeId: 'review',
+      message: 'Send the note?',
+      input: 'the note',
+      deadline: '2026-11-22T20:56:18.000Z',
+      fields: [
+        { name: 'tone', type: 'choice', options: ['warm', 'formal'] },
+        { name: 'amount', type: 'number', required: true },
+      ],
     };
     const shown: PendingApproval = {
       runId: RUN,
+      flow: 'offline',
       flowName: 'Refund desk (offline)',
       flowPath: '/flows/offline.json',
       since: '2026-11-21T20:56:18.000Z',
-      waiting: { nodeId: 'review', message: 'Approve the refund?', input: 'Dear Ada', fields: [{ name: 'reply', type: 'draft' }] },
+      nodeId: 'review',
+      message: 'Approve the refund?',
+      input: 'Dear Ada',
+      fields: [{ name: 'reply', type: 'draft' }],
     };
     let pending = [other];
-    const resumeRun = vi.fn((_answer: unknown, _onEvent: (event: RunEvent) => void) => Promise.resolve('other-run'));
+    const resumeRun = vi.fn((_runId: string, _decision: Decision, _onEvent: (event: RunEvent) => void) => Promise.resolve('other-run'));
     const startRun = vi.fn((_request: unknown, onEvent: (event: RunEvent) => void) => {
       pending = [other, shown];
       offlineEventsToPause().forEach(onEvent);
@@ -763,7 +808,7 @@ describe('App', () => {
     fireEvent.change(within(item).getByTestId('inbox-approval-field-amount'), { target: { value: '40' } });
     pending = [];
     await act(async () => fireEvent.click(within(item).getByTestId('inbox-approve')));
-    expect(resumeRun.mock.calls[0][0]).toEqual({ runId: 'other-run', approve: true, note: '', fields: { tone: 'warm', amount: 40 } });
+    expect(resumeRun.mock.calls[0].slice(0, 2)).toEqual(['other-run', { decision: 'approve', note: '', fields: { tone: 'warm', amount: 40 } }]);
     expect(screen.queryByTestId('inbox-item')).toBeNull();
 
     // The run shown pauses: its prompt is in the side panel too, its draft ready to edit.
@@ -774,12 +819,12 @@ describe('App', () => {
     const draft = within(card).getByTestId('panel-approval-field-reply') as HTMLTextAreaElement;
     expect(draft.value).toBe('Dear Ada');
     fireEvent.change(draft, { target: { value: 'Dear Ada, it is on its way.' } });
-    resumeRun.mockImplementation((_answer, onEvent) => {
+    resumeRun.mockImplementation((_runId, _decision, onEvent) => {
       offlineEventsAfterApprove().forEach(onEvent);
       return Promise.resolve(RUN);
     });
     await act(async () => fireEvent.click(within(card).getByTestId('panel-approve')));
-    expect(resumeRun.mock.calls[1][0]).toEqual({ runId: RUN, approve: true, note: '', fields: { reply: 'Dear Ada, it is on its way.' } });
+    expect(resumeRun.mock.calls[1].slice(0, 2)).toEqual([RUN, { decision: 'approve', note: '', fields: { reply: 'Dear Ada, it is on its way.' } }]);
     expect(screen.queryByTestId('paused-card')).toBeNull();
   });
 

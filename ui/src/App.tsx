@@ -104,7 +104,7 @@ function ViewingBanner() {
   return (
     <div className="banner viewing" data-testid="viewing-banner">
       <span className="banner-text">
-        Viewing past run <code>{viewing.summary.id.slice(0, 8)}</code> of “{viewing.summary.flowName || 'Untitled'}” ({status}
+        Viewing past run <code>{viewing.run.summary.id.slice(0, 8)}</code> of “{viewing.run.summary.flowName || 'Untitled'}” ({status}
         ) — read only. Your flow is kept as it was.
         {status === 'interrupted' && ' Its process stopped before it ended: continue it to run what was cut off.'}
       </span>

@@ -7,7 +7,8 @@ import { getCurrentWebview } from '@tauri-apps/api/webview';
 import { open as openDialog, save as saveDialog } from '@tauri-apps/plugin-dialog';
 import { commands } from './bindings';
 import type {
-  ApprovalAnswer,
+  Cancelled,
+  Decision,
   ConnectionReport,
   Flow,
   KindCatalog,
@@ -18,7 +19,7 @@ import type {
   RunEvent,
   RunRequest,
   Continue,
-  HistoryRun,
+  RunListing,
   RunComparison,
   RunVisits,
   PendingApproval,
@@ -50,17 +51,18 @@ export interface Api {
   validateFlow(flow: Flow, path: string | null): Promise<Problem[]>;
   /** Starts a run and answers its id at once; its events follow on `onEvent`. */
   startRun(request: RunRequest, onEvent: EventListener): Promise<string>;
-  /** Claims a paused run and answers its id; its events follow on `onEvent`. */
-  resumeRun(answer: ApprovalAnswer, onEvent: EventListener): Promise<string>;
+  /** Decides the approval a paused run waits at and answers its id; its events follow on `onEvent`. */
+  resumeRun(runId: string, decision: Decision, onEvent: EventListener): Promise<string>;
   /** Goes on from the breakpoint a paused run stopped at; its events follow on `onEvent`. */
   continueRun(runId: string, how: Continue, onEvent: EventListener): Promise<string>;
   /** Continues an interrupted run; its events follow on `onEvent`. */
   retryRun(runId: string, onEvent: EventListener): Promise<string>;
-  cancelRun(runId: string): Promise<boolean>;
+  /** Cancels a run going here, or one paused for a person (by any process). */
+  cancelRun(runId: string): Promise<Cancelled>;
   /** Asks a run going to pause before its next step. */
   pauseRun(runId: string): Promise<boolean>;
   /** The newest runs with what each cost. */
-  listRuns(limit: number): Promise<HistoryRun[]>;
+  listRuns(limit: number): Promise<RunListing[]>;
   /** The pinned outputs kept beside the flow file `flowPath`, by node. */
   readPins(flowPath: string): Promise<Record<string, Value>>;
   /** Keeps pinned outputs beside the flow file `flowPath` (none: no file). */
@@ -112,7 +114,7 @@ export const tauriApi: Api = {
   startupFile: () => commands.startupFile(),
   validateFlow: (flow, path) => commands.validateFlow(flow, path),
   startRun: (request, onEvent) => commands.startRun(request, channelTo(onEvent)),
-  resumeRun: (answer, onEvent) => commands.resumeRun(answer, channelTo(onEvent)),
+  resumeRun: (runId, decision, onEvent) => commands.resumeRun(runId, decision, channelTo(onEvent)),
   continueRun: (runId, how, onEvent) => commands.continueRun(runId, how, channelTo(onEvent)),
   retryRun: (runId, onEvent) => commands.retryRun(runId, channelTo(onEvent)),
   cancelRun: (runId) => commands.cancelRun(runId),

@@ -35,11 +35,12 @@ export const commands = {
 	 */
 	startRun: (request: RunRequest, events: Channel<RunEvent>) => __TAURI_INVOKE<string>("start_run", { request, events }),
 	/**
-	 *  Resumes a paused run (paused in this session or an earlier one, or by `weft`) with a
-	 *  person's decision and returns once it is claimed; its events continue on `events`. A run
-	 *  that is not paused is refused and left as it is.
+	 *  Decides the approval a paused run waits at (paused in this session or an earlier one, by
+	 *  `weft` or a server) as the person named in Settings, and returns once the run is claimed;
+	 *  its events continue on `events`. Refused, the run left as it was, as everywhere else: a run
+	 *  not waiting for a decision, an answer that does not fit the form.
 	 */
-	resumeRun: (answer: ApprovalAnswer, events: Channel<RunEvent>) => __TAURI_INVOKE<string>("resume_run", { answer, events }),
+	resumeRun: (runId: string, decision: Decision, events: Channel<RunEvent>) => __TAURI_INVOKE<string>("resume_run", { runId, decision, events }),
 	/**
 	 *  Goes on from the breakpoint a paused run stopped at (stepping, or with a replaced value) and
 	 *  returns once it is claimed; its events continue on `events`. A run waiting at an approval,
@@ -52,18 +53,25 @@ export const commands = {
 	 *  last finished steps, and returns once it is claimed; its events continue on `events`.
 	 */
 	retryRun: (runId: string, events: Channel<RunEvent>) => __TAURI_INVOKE<string>("retry_run", { runId, events }),
-	/**  Cancels a run going in this app. Returns whether such a run was going. */
-	cancelRun: (runId: string) => __TAURI_INVOKE<boolean>("cancel_run", { runId }),
+	/**
+	 *  Cancels a run: one going in this app at once, one paused for a person (by any process) is
+	 *  ended as cancelled; refused for a run going in another process or finished.
+	 */
+	cancelRun: (runId: string) => __TAURI_INVOKE<Cancelled>("cancel_run", { runId }),
 	/**
 	 *  Asks a run going in this app to pause: it starts no new step and stops before the next one,
 	 *  as at a breakpoint (continued with `continue_run`). Returns whether such a run was going.
 	 */
 	pauseRun: (runId: string) => __TAURI_INVOKE<boolean>("pause_run", { runId }),
-	/**  The most recent runs, newest first (runs of `weft` in the same store too), with their cost. */
-	listRuns: (limit: number) => __TAURI_INVOKE<HistoryRun[]>("list_runs", { limit }),
+	/**
+	 *  The most recent runs, newest first (runs of `weft` and servers in the same store too),
+	 *  with their cost.
+	 */
+	listRuns: (limit: number) => __TAURI_INVOKE<RunListing[]>("list_runs", { limit }),
 	/**
 	 *  Every visit of every node of the run `run_id` (loops, forEach items, steps inside subflows),
-	 *  with input, output, time, tokens and cost.
+	 *  with input, output, time, tokens and cost (a run going now too: its events are stored
+	 *  before the canvas sees them).
 	 */
 	runVisits: (runId: string) => __TAURI_INVOKE<RunVisits>("run_visits", { runId }),
 	/**
@@ -115,15 +123,6 @@ export const commands = {
 export type AppError = {
 	code: ErrorCode,
 	message: string,
-};
-
-/**  A person's answer at a paused approval. */
-export type ApprovalAnswer = {
-	runId: string,
-	approve: boolean,
-	note?: string,
-	/**  The approval form's answers, by field name. */
-	fields?: { [key in string]: Value },
 };
 
 /**  One assertion's verdict on one run. */
@@ -190,6 +189,13 @@ export type CallCost = {
 	usd: number | null,
 };
 
+/**  What a cancel did. */
+export type Cancelled = {
+	runId: string,
+	/**  `cancelled` (a run going in this process is stored so as soon as its steps stop). */
+	status: RunStatus,
+};
+
 /**  One case: its runs, and whether enough of them passed. */
 export type CaseReport = {
 	name: string,
@@ -224,7 +230,7 @@ export type CaseSpec = {
 	/**  The run's input (a text, or JSON); else the start node's `initialInput`. */
 	input?: Value | null,
 	/**  Answers for approvals, by node (`sub/review` inside a subflow). */
-	decide?: { [key in string]: DecisionSpec },
+	decide?: { [key in string]: Decision },
 	expect?: AssertionSpec[],
 	/**  What a judge compares the output with. */
 	expected?: Value | null,
@@ -267,8 +273,26 @@ export type Cost = {
 	unpricedModels: string[],
 };
 
-/**  An approval's answer: `"approve"`, `"reject"`, `"reject: a note"`, or `{decision, note}`. */
-export type DecisionSpec = string | { decision: string; note?: string };
+/**
+ *  An answer at an approval node: `{{ approval }}` is `{decision, note, by, at}` and the form's
+ *  answers by field name.
+ * 
+ *  Read from `{"decision": "approve", "note": "…", "fields": {…}}` (the decision also as
+ *  `approved`, `yes`, `true` / `rejected`, `no`, `false`, any case), or from the short text
+ *  `"approve"`, `"reject"` or `"reject: a note"`, as tests files and API callers write it.
+ */
+export type Decision = {
+	decision: DecisionChoice,
+	note?: string,
+	/**  The form's answers, by field name. */
+	fields?: { [key in string]: Value },
+	/**  Who decided (a name from the app's settings, an API token's name, `--by`). */
+	by?: string | null,
+};
+
+export type DecisionChoice = "approve" | "reject" | 
+/**  Nobody decided within the approval's `timeoutSeconds` (taken by Weft, never a person). */
+"timeout";
 
 /**  One line of a text diff. */
 export type DiffLine = { kind: "same"; text: string } | { kind: "removed"; text: string } | { kind: "added"; text: string };
@@ -297,8 +321,15 @@ export type ErrorCode =
 "settings" | 
 /**  A provider could not be reached or refused (test connection). */
 "provider" | 
-/**  The request itself was wrong (an unknown node, a bad argument). */
+/**
+ *  The request itself was wrong (an unknown node, a bad argument, an answer that does not
+ *  fit the approval's form).
+ */
 "badRequest" | 
+/**  No run of that id. */
+"notFound" | 
+/**  The run is not in a state that allows it (decided already, finished, going elsewhere). */
+"conflict" | 
 /**  Weft itself went wrong (a bug); the message says where. */
 "internal";
 
@@ -327,7 +358,10 @@ export type FieldDescription = {
 export type FieldType = 
 /**  Plain text. */
 { type: "text" } | 
-/**  A MiniJinja template (SPEC §3): the canvas offers the names a template can use. */
+/**
+ *  A MiniJinja template (docs/flows.md#templates): the canvas offers the names a template can
+ *  use.
+ */
 { type: "template" } | 
 /**
  *  A number within `min` and `max` when they are given; with `minExclusive`, `min` itself
@@ -404,13 +438,6 @@ export type HandleKind =
 "subagent" | 
 /**  The run continues along it when the node fails. */
 "error";
-
-/**  A past run as History lists it. */
-export type HistoryRun = {
-	run: RunSummary,
-	/**  What its LLM calls cost (prices: shipped, and `WEFT_PRICES`). */
-	cost: Cost,
-};
 
 /**  Everything the canvas draws nodes and inspectors from. */
 export type KindCatalog = {
@@ -559,14 +586,25 @@ export type PathChange = {
 	b: Value | null,
 };
 
-/**  A run waiting for a person's decision, as an inbox lists it. */
+/**  An approval waiting for a person, as an inbox lists it. */
 export type PendingApproval = {
 	runId: string,
+	/**  The approval (`sub/review` for one inside the subflow `sub`). */
+	nodeId: string,
+	/**  The flow's file name without `.json` (what `weft serve` starts it by), else its name. */
+	flow: string,
 	flowName: string,
 	flowPath: string | null,
+	/**  What the person is asked. */
+	message: string,
+	/**  The approval's form, answered with the decision. */
+	fields?: FormField[],
+	/**  When it times out (RFC 3339, UTC), if it does. */
+	deadline?: string | null,
 	/**  When it paused. */
 	since: string,
-	waiting: Waiting,
+	/**  The draft the person decides on: what the approval was given. */
+	input: Value,
 };
 
 /**  A canvas position. Stored as integers; fractional positions from the canvas are rounded on save. */
@@ -608,7 +646,7 @@ export type ProblemCode =
 "dangling-edge" | 
 /**  An edge leaving or entering by a handle its node does not have. */
 "unknown-handle" | 
-/**  A broken subagent rule (SPEC §2). */
+/**  A broken subagent rule (docs/kinds.md). */
 "subagent-rule" | 
 /**  `start` has no outgoing edge. */
 "start-unconnected" | 
@@ -643,6 +681,16 @@ export type ProviderSettingsView = {
 	effectiveAddress: string,
 };
 
+/**
+ *  One step waiting to run: a node, the input it will get and the node it came from.
+ *  What a paused run needs to continue, written when it pauses.
+ */
+export type QueuedStep = {
+	nodeId: string,
+	input: Value,
+	sourceNodeId: string | null,
+};
+
 /**  Two runs compared node by node. */
 export type RunComparison = {
 	a: RunSide,
@@ -665,19 +713,19 @@ export type RunCost = {
 	calls: CallCost[],
 };
 
-/**  Everything stored about one run: the flow as it ran, its events and its nodes' outputs. */
+/**  Everything about one run. */
 export type RunDetail = {
-	summary: RunSummary,
+	run: RunRecord,
+	/**  The flow as the run ran it (`run.flowJson`, read). */
 	flow: Flow,
-	input: Value,
-	result: Value | null,
-	error: string | null,
-	/**  For a paused run: what it waits for. */
+	/**  What a paused run waits for: the approval's message and form, or the breakpoint. */
 	waiting: Waiting | null,
-	events: RunEvent[],
-	outputs: NodeOutputRecord[],
 	/**  What it cost: in total, per node, per LLM call. */
 	cost: RunCost,
+	nodeOutputs: NodeOutputRecord[],
+	/**  Every visit of every node (loops, forEach items, steps inside subflows). */
+	visits: NodeVisit[],
+	events: RunEvent[],
 };
 
 /**  One event of a run. `seq` starts at 1 and has no gaps within a run, across pauses and resumes. */
@@ -691,7 +739,8 @@ export type RunEvent = {
 	content: string,
 	/**
 	 *  For events of a nested run (a `subflow`, or one item of a `forEach`): the path of the
-	 *  node that runs it, e.g. `research` or `outer/inner`. `node_id` is then a node of the child flow.
+	 *  node that runs it, e.g. `research` or `outer/inner`. `node_id` is then a node of the child
+	 *  flow.
 	 */
 	scope?: string | null,
 	/**  For events of one `forEach` item: the item's index in the list. */
@@ -705,13 +754,46 @@ export type RunEvent = {
 	usage?: Usage | null,
 };
 
-/**  Where a partial run starts and which earlier run's outputs it uses. */
+/**
+ *  "Run from here" or "run this node": where a partial run starts and which earlier run's
+ *  outputs it uses.
+ */
 export type RunFrom = {
-	/**  The earlier run (of this flow) whose latest outputs feed the node and the templates. */
+	/**  The earlier run whose latest outputs feed the node and the templates. */
 	runId: string,
 	nodeId: string,
-	/**  Only this node runs ("run this node"), not what follows it. */
-	only: boolean,
+	/**  Only this node runs, not what follows it. */
+	only?: boolean,
+};
+
+/**  A run as History lists it: its summary and what its LLM calls cost. */
+export type RunListing = {
+	cost: Cost,
+} & RunSummary;
+
+/**  Everything stored about a run except its events and node outputs. */
+export type RunRecord = {
+	summary: RunSummary,
+	/**  The flow as it was when the run started. */
+	flowJson: string,
+	input: Value,
+	/**  The final result of a completed run. */
+	result: Value | null,
+	/**  Why a failed run failed. */
+	error: string | null,
+	/**  The step a paused run waits on. */
+	waiting: QueuedStep | null,
+	/**
+	 *  The steps queued behind `waiting` (or, for a run that stopped while running, the steps
+	 *  that were running or queued at its last checkpoint), by key.
+	 */
+	queue: StoredStep[],
+	/**  Engine-owned extra state (`{}` until the engine sets it). */
+	state: Value,
+	/**  Tokens used by all the run's LLM calls so far. */
+	usage: Usage,
+	/**  Who drives the run (see [`NewRun::host`]); `None` for a run of this store's processes. */
+	host: string | null,
 };
 
 /**  What to run. */
@@ -746,7 +828,7 @@ export type RunSide = {
 	cost: Cost,
 };
 
-/**  A run's status (SPEC §4, and `interrupted`). */
+/**  A run's status (docs/flows.md#running). */
 export type RunStatus = "running" | "paused" | "completed" | "failed" | "cancelled" | 
 /**
  *  The process running it stopped before it ended (killed, crashed, powered off); it can
@@ -768,10 +850,7 @@ export type RunSummary = {
 	waitingNodeId: string | null,
 };
 
-/**
- *  What every visit of every node of a run did and cost (a run going now too: its events are
- *  stored before the canvas sees them), and the run's cost per node.
- */
+/**  Every visit of every node of a run, with the run's cost per node and call. */
 export type RunVisits = {
 	visits: NodeVisit[],
 	cost: RunCost,
@@ -809,6 +888,15 @@ export type Severity =
 "error" | 
 /**  Shown, but does not stop a run. */
 "warning";
+
+/**
+ *  A step of a run's stored queue: its key (unique in the run's queue), the step, and the visit
+ *  it started as when it was already running when the queue was stored.
+ */
+export type StoredStep = {
+	key: number,
+	visit?: number | null,
+} & QueuedStep;
 
 /**  One flow's cases. */
 export type SuiteReport = {

@@ -31,7 +31,7 @@ export type CanvasEdge = XyEdge;
 export const DEFAULT_SOURCE_HANDLE = 'output';
 /** The handle an edge enters by when the file leaves it out (the only one there is). */
 export const DEFAULT_TARGET_HANDLE = 'input';
-/** The handle whose edges make the target agent a tool of the source (SPEC §2). */
+/** The handle whose edges make the target agent a tool of the source (docs/kinds.md). */
 export const SUBAGENT_HANDLE = 'subagent';
 /** The xyflow node type used for a kind the catalog does not know. */
 export const FALLBACK_NODE_TYPE = 'unknown';

@@ -68,7 +68,7 @@ export function isRunEnded(status: RunStatus | null): boolean {
 }
 
 /**
- * Whether a `wait_input` is a breakpoint's (its content says so, SPEC §10: "breakpoint before
+ * Whether a `wait_input` is a breakpoint's (its content says so, docs/debugging.md: "breakpoint before
  * `node` …" / "breakpoint after `node` …") rather than an approval's.
  */
 export function breakpointOf(content: string): BreakWhen | null {
@@ -234,14 +234,14 @@ export function runViewFromDetail(detail: RunDetail, runnableNodeIds: readonly s
   const view = reduceRunEvents(emptyRunView(context), detail.events);
   const stored: RunView = {
     ...view,
-    runId: detail.summary.id,
-    outputs: { ...view.outputs, ...outputsOf(detail.outputs) },
-    error: detail.error ?? view.error,
-    result: detail.result ?? view.result,
+    runId: detail.run.summary.id,
+    outputs: { ...view.outputs, ...outputsOf(detail.nodeOutputs) },
+    error: detail.run.error ?? view.error,
+    result: detail.run.result ?? view.result,
   };
   // The store has the last word on where the run stands (a run cut off by a crash has no
   // `run_end`).
-  if (detail.summary.status === 'paused') {
+  if (detail.run.summary.status === 'paused') {
     const promptNode = promptNodeOf(detail.waiting);
     return {
       ...stored,
@@ -250,8 +250,8 @@ export function runViewFromDetail(detail: RunDetail, runnableNodeIds: readonly s
       nodeStatus: promptNode ? { ...stored.nodeStatus, [promptNode]: 'paused' } : stored.nodeStatus,
     };
   }
-  if (detail.summary.status === 'interrupted') return interruptRun(stored);
-  return finishRun(stored, detail.summary.status);
+  if (detail.run.summary.status === 'interrupted') return interruptRun(stored);
+  return finishRun(stored, detail.run.summary.status);
 }
 
 /**

@@ -19,6 +19,7 @@ import type {
   PendingApproval,
   CaseReport,
   CaseSpec,
+  Decision,
   TestsView,
   Value,
 } from './bindings';
@@ -47,6 +48,11 @@ export interface TestDraft {
 }
 
 /** A stored run as shown: its flow with its lists filled in. */
+/** A person's answer at an approval, as every host of Weft takes it. */
+export function decisionOf(approve: boolean, note: string, fields: Record<string, Value>): Decision {
+  return { decision: approve ? 'approve' : 'reject', note, fields };
+}
+
 export type ViewedRun = RunDetail & { flow: CanvasFlow };
 
 export interface SessionState {
@@ -480,7 +486,7 @@ export class Session {
    * in the same view.
    */
   async answerApproval(approve: boolean, note: string, fields: Record<string, Value> = {}): Promise<void> {
-    await this.goOnFromPause((runId, onEvent) => this.api.resumeRun({ runId, approve, note, fields }, onEvent));
+    await this.goOnFromPause((runId, onEvent) => this.api.resumeRun(runId, decisionOf(approve, note, fields), onEvent));
     void this.refreshInbox();
   }
 
@@ -532,7 +538,7 @@ export class Session {
       return;
     }
     try {
-      await this.api.resumeRun({ runId, approve, note, fields }, () => {});
+      await this.api.resumeRun(runId, decisionOf(approve, note, fields), () => {});
     } catch (error) {
       this.reportError(error);
     } finally {
@@ -599,12 +605,12 @@ export class Session {
 
   /** Reads every visit of the run shown, and its cost per node, from the store. */
   async refreshVisits(): Promise<void> {
-    const runId = this.state.viewing?.summary.id ?? this.run.getSnapshot().runId;
+    const runId = this.state.viewing?.run.summary.id ?? this.run.getSnapshot().runId;
     if (!runId) return;
     try {
       const visits = await this.api.runVisits(runId);
       // The answer is dropped when another run is shown meanwhile.
-      const shown = this.state.viewing?.summary.id ?? this.run.getSnapshot().runId;
+      const shown = this.state.viewing?.run.summary.id ?? this.run.getSnapshot().runId;
       if (shown === runId) this.set({ visits });
     } catch (error) {
       this.reportError(error);
@@ -660,21 +666,21 @@ export class Session {
   caseFromViewedBlockedReason(): string | null {
     const viewed = this.state.viewing;
     if (!viewed) return 'Open a past run first.';
-    if (!viewed.summary.flowPath) return "This run's flow was not saved to a file: a case lives beside its flow's file.";
+    if (!viewed.run.summary.flowPath) return "This run's flow was not saved to a file: a case lives beside its flow's file.";
     return null;
   }
 
   /** Starts a test case from the past run shown: its input, decisions and outputs as expectations. */
   async draftCaseFromViewed(): Promise<void> {
     const viewed = this.state.viewing;
-    if (this.caseFromViewedBlockedReason() !== null || !viewed?.summary.flowPath) return;
+    if (this.caseFromViewedBlockedReason() !== null || !viewed?.run.summary.flowPath) return;
     try {
-      const spec = await this.api.caseFromRun(viewed.summary.id);
+      const spec = await this.api.caseFromRun(viewed.run.summary.id);
       this.set({
         testDraft: {
           text: JSON.stringify(spec, null, 2),
-          fromRun: viewed.summary.id,
-          flowPath: viewed.summary.flowPath,
+          fromRun: viewed.run.summary.id,
+          flowPath: viewed.run.summary.flowPath,
           problem: null,
           savedTo: null,
         },
@@ -708,7 +714,7 @@ export class Session {
       return;
     }
     // The case is checked against the flow as it ran (the file may have changed since).
-    const flow = viewed && viewed.summary.id === draft.fromRun ? viewed.flow : this.canvas.getSnapshot().flow;
+    const flow = viewed && viewed.run.summary.id === draft.fromRun ? viewed.flow : this.canvas.getSnapshot().flow;
     try {
       const tests = await this.api.saveTestCase(flow, draft.flowPath, spec, draft.fromRun);
       this.set({ testDraft: { ...draft, problem: null, savedTo: tests.testsFile } });
@@ -775,7 +781,7 @@ export class Session {
       await this.setPin(nodeId, visitOutput);
       return;
     }
-    const stored = this.state.viewing.outputs.find((output) => output.nodeId === nodeId);
+    const stored = this.state.viewing.nodeOutputs.find((output) => output.nodeId === nodeId);
     if (!stored || stored.output === null) return;
     await this.setPin(nodeId, stored.output);
   }
@@ -819,8 +825,8 @@ export class Session {
     try {
       const listed = await this.api.listRuns(HISTORY_LIMIT);
       this.set({
-        history: listed.map((entry) => entry.run),
-        historyCosts: Object.fromEntries(listed.map((entry) => [entry.run.id, entry.cost])),
+        history: listed.map(({ cost: _cost, ...summary }) => summary),
+        historyCosts: Object.fromEntries(listed.map((entry) => [entry.id, entry.cost])),
       });
     } catch (error) {
       this.reportError(error);
@@ -848,9 +854,9 @@ export class Session {
   async replayViewed(): Promise<void> {
     const viewed = this.state.viewing;
     if (!viewed || this.state.busy) return;
-    const input = typeof viewed.input === 'string' ? viewed.input : JSON.stringify(viewed.input);
+    const input = typeof viewed.run.input === 'string' ? viewed.run.input : JSON.stringify(viewed.run.input);
     this.leaveViewing();
-    await this.startRun(input, null, viewed.summary.id);
+    await this.startRun(input, null, viewed.run.summary.id);
   }
 
   /**

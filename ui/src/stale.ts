@@ -1,4 +1,4 @@
-// Stale marks (SPEC §10): after an edit, the edited node and every node downstream of it no
+// Stale marks (docs/debugging.md): after an edit, the edited node and every node downstream of it no
 // longer show what the flow as it is now would give; "Run from here" is offered at the earliest.
 
 import type { CanvasFlow } from './flowMapping';

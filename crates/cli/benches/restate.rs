@@ -8,7 +8,7 @@
 //!
 //! `cargo test --benches` runs it small.
 
-#[path = "../tests/common/restate.rs"]
+#[path = "../tests/it/common/restate.rs"]
 #[allow(dead_code)]
 mod restate_server;
 
@@ -19,8 +19,14 @@ use std::time::Instant;
 use restate_server::{Balancer, RestateServer, Worker};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
-use weft_engine::providers::{LlmClients, ProviderSettings};
-use weft_engine::{Engine, Flow, RunOptions, RunStatus, Store};
+use weft_engine::{Engine, RunOptions};
+use weft_providers::{LlmClients, ProviderSettings};
+
+use weft_flow::Flow;
+
+use weft_event::RunStatus;
+
+use weft_store::Store;
 use weft_test_postgres::PostgresServer;
 
 const IN_FLIGHT: usize = 32;

@@ -1,4 +1,4 @@
-//! `weft`: validate, run, resume and inspect Weft flows from the command line (SPEC §8).
+//! `weft`: validate, run, resume and inspect Weft flows from the command line (docs/cli.md).
 //!
 //! This file holds the command-line definitions, builds the tokio runtime for the commands
 //! that run flows, and is the one place that reports errors and picks the exit code:
@@ -12,18 +12,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use weft_engine::Decision;
 use weft_engine::breakpoints::Breakpoint;
+use weft_nodes::Decision;
 
 // mimalloc rather than glibc's allocator: a run allocates events and outputs on the engine's
 // threads and frees them on the store's writer thread, which glibc serializes on its arena
-// locks, and a large flow's parse fragments glibc's heap (its consolidation grew faster than
-// the flow). Measured on a 10,000-step chain: engine time per step 10 → 6 µs. It costs about
-// 1.5 MiB more resident memory in a trivial run; transparent huge pages stay off (no_thp),
-// which would cost far more. Its version 2 (`v2`) rather than 3: v3 starts slower (~0.1 ms of
-// a trivial run, reserving its page map and probing the processor) and ran a 10,000-step chain
-// at 2.5 µs a step against 1.9, with more memory (50 MiB against 45; 10,000 concurrent agents
-// took 168 MiB against 174).
+// locks, and a large flow's parse fragments glibc's heap. Transparent huge pages stay off
+// (no_thp): they would cost a short run far more memory than they save. Version 2 (`v2`)
+// rather than 3, which starts slower (it reserves its page map and probes the processor) and
+// ran long chains slower. The measurements: docs/benchmarks.md, "Choices and what they cost".
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -59,6 +56,7 @@ Examples:
   weft run flows/triage.json --replay 3f2a   # recorded answers; only what changed goes live
   weft resume 3f2a --decision reject --note 'too long'
   weft resume 3f2a --retry          # a run whose process was killed
+  weft cancel 3f2a                  # a run waiting for a person
   weft run flows/triage.json --break 'classify:after'
   weft resume 3f2a --continue --set '{\"label\": \"bug\"}'
   weft runs
@@ -80,6 +78,9 @@ enum Command {
     Run(RunArgs),
     /// Resume a paused run with a decision, or continue an interrupted one (--retry).
     Resume(ResumeArgs),
+    /// Cancel a run paused for a person (by this or any process); a run going in another
+    /// process is cancelled there (Ctrl-C).
+    Cancel(CancelArgs),
     /// List recent runs.
     Runs(RunsArgs),
     /// Show one run: its status, result, cost, node outputs, LLM calls and event trace.
@@ -105,7 +106,9 @@ enum Command {
 // take it for their own description once their arguments are deferred.)
 #[derive(Debug, Clone, Args)]
 pub(crate) struct StoreArgs {
-    /// The run store: an SQLite file (created when missing) or a PostgreSQL URL (postgres://USER@HOST/DATABASE; the password may come from PGPASSWORD) [default: runs.db in the user's data directory]
+    /// The run store: an SQLite file (created when missing) or a PostgreSQL URL
+    /// (postgres://USER@HOST/DATABASE; the password may come from PGPASSWORD) [default: runs.db in
+    /// the user's data directory]
     #[arg(long, value_name = "PATH|URL", env = "WEFT_DB", hide_env_values = true)]
     pub db: Option<PathBuf>,
 }
@@ -125,7 +128,8 @@ pub(crate) struct RunArgs {
     /// The flow file (JSON).
     #[arg(value_name = "FLOW")]
     pub flow: PathBuf,
-    /// The run's input (a JSON object or array is read as JSON) [default: the start node's initialInput]
+    /// The run's input (a JSON object or array is read as JSON) [default: the start node's
+    /// initialInput]
     #[arg(long, value_name = "TEXT")]
     pub input: Option<String>,
     /// Answer an approval in advance: NODE=approve, NODE=reject or NODE=reject:NOTE (repeatable).
@@ -216,12 +220,13 @@ fn parse_field(text: &str) -> Result<(String, String), String> {
     }
 }
 
-/// Who decides from this command line: `--by`, else `WEFT_USER`, else the login name.
-pub(crate) fn decider(by: Option<&str>) -> Option<String> {
-    by.map(str::to_string)
-        .or_else(|| std::env::var("WEFT_USER").ok())
-        .or_else(|| std::env::var("USER").ok())
-        .filter(|name| !name.trim().is_empty())
+#[derive(Debug, Args)]
+pub(crate) struct CancelArgs {
+    /// The run's id (or a unique prefix of it).
+    #[arg(value_name = "RUN_ID")]
+    pub run_id: String,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 #[derive(Debug, Args)]
@@ -355,8 +360,11 @@ pub(crate) struct DiffArgs {
 #[derive(Debug, Args)]
 pub(crate) struct KindsArgs {
     /// Print `{"kinds": [...], "commonFields": [...]}` as JSON: what a canvas draws nodes from.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
+    /// Print the node-kind reference as Markdown (docs/kinds.md is this output).
+    #[arg(long)]
+    pub markdown: bool,
 }
 
 fn parse_decide(text: &str) -> Result<(String, Decision), String> {
@@ -416,6 +424,7 @@ fn main() -> ExitCode {
         Command::Validate(args) => commands::validate::validate(&args),
         Command::Run(args) => commands::run::run(args),
         Command::Resume(args) => block_on(Threads::Pool, commands::resume::resume(args)),
+        Command::Cancel(args) => commands::cancel::cancel(&args),
         Command::Runs(args) => commands::runs::runs(&args),
         Command::Show(args) => commands::show::show(&args),
         Command::Diff(args) => commands::diff::diff(&args),

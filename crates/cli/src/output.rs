@@ -69,8 +69,8 @@ impl Style {
     }
 
     /// A run status, colored by its meaning.
-    pub fn status(self, status: weft_engine::RunStatus) -> String {
-        use weft_engine::RunStatus;
+    pub fn status(self, status: weft_event::RunStatus) -> String {
+        use weft_event::RunStatus;
         let text = status.as_str();
         match status {
             RunStatus::Completed => self.green(text),
@@ -108,7 +108,7 @@ pub(crate) fn err(text: &str) {
 /// A value as text: strings as they are, other JSON compact.
 /// The node an event is about, with the path of the subflow / forEach item it ran in
 /// (`release/ok`, `each[2]/grade`); empty for run-level events.
-pub(crate) fn event_node(event: &weft_engine::RunEvent) -> String {
+pub(crate) fn event_node(event: &weft_event::RunEvent) -> String {
     let node = event.node_id.as_deref().unwrap_or("");
     match &event.scope {
         Some(scope) if !node.is_empty() => format!("{scope}/{node}"),
@@ -117,7 +117,7 @@ pub(crate) fn event_node(event: &weft_engine::RunEvent) -> String {
 }
 
 /// Tokens in and out, e.g. `1,204 in / 312 out`.
-pub(crate) fn tokens(usage: &weft_engine::providers::Usage) -> String {
+pub(crate) fn tokens(usage: &weft_providers::Usage) -> String {
     format!("{} in / {} out", usage.input_tokens, usage.output_tokens)
 }
 

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use weft_engine::{EventType, RunEvent};
+use weft_event::{EventType, RunEvent};
 
 use crate::output::{self, Style};
 

@@ -10,9 +10,9 @@
 //! 6. replay of a recorded 100-node run with 50 LLM nodes: engine time with every answer from
 //!    the recording (target ≤ 50 ms);
 //! 7. what a breakpoint costs: a run stopped and continued, against the same run unstopped
-//!    (target ≤ 1 ms more);
-//! 8. flow tests: 100 cases of flows/triage.json run offline from their recordings, judges
-//!    included (target ≤ 2 s).
+//!    (target ≤ 1 ms more).
+//!
+//! Flow tests run offline have a bench of their own (`cargo bench -p weft-testing`).
 //!
 //! Whole-process figures of the `weft` command (start-up, set-up, printing events) are
 //! `bash scripts/bench.sh`.
@@ -21,9 +21,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use weft_engine::providers::{LlmClients, ProviderSettings, Secret};
-use weft_engine::{Engine, EventType, Flow, RunEvent, RunOptions, RunStatus, Store};
+use weft_engine::{Engine, RunOptions};
+use weft_providers::{LlmClients, ProviderSettings, Secret};
+
+use weft_event::{EventType, RunEvent, RunStatus};
+
+use weft_flow::Flow;
+
 use weft_scripted_llm::{Reply, Script, ScriptedLlm};
+use weft_store::Store;
 
 fn chain_flow(length: usize, kind: &str) -> Flow {
     let mut nodes = vec![json!({"id": "start", "type": "start", "data": {"initialInput": "go"}})];
@@ -91,7 +97,7 @@ async fn chain_step_overhead(kind: &str, length: usize) {
     let engine = engine(dir.path(), "http://127.0.0.1:9/v1".into());
     let flow = chain_flow(length, kind);
     let started = Instant::now();
-    let problems = weft_engine::validate(&flow, None);
+    let problems = weft_nodes::validate(&flow, None);
     let validated = started.elapsed();
     let errors: Vec<String> = problems
         .iter()
@@ -110,7 +116,7 @@ async fn chain_step_overhead(kind: &str, length: usize) {
         // event only once the store has committed it, so what it sees is the store's pace.
         let marks: Arc<Mutex<Marks>> = Arc::default();
         let sink = marks.clone();
-        let listener: weft_engine::EventListener = Arc::new(move |event: &RunEvent| {
+        let listener: weft_event::EventListener = Arc::new(move |event: &RunEvent| {
             let mut marks = sink.lock().expect("marks");
             match event.kind {
                 EventType::StepStart if marks.first_made.is_none() => {
@@ -307,7 +313,7 @@ fn varied_flow(size: usize, edited: usize) -> Flow {
 
 fn validation_per_edit(size: usize) {
     let started = Instant::now();
-    let problems = weft_engine::validate(&varied_flow(size, 0), None);
+    let problems = weft_nodes::validate(&varied_flow(size, 0), None);
     let first = started.elapsed();
     assert!(
         problems.iter().all(|problem| !problem.is_error()),
@@ -317,7 +323,7 @@ fn validation_per_edit(size: usize) {
         .map(|edit| {
             let flow = varied_flow(size, edit);
             let started = Instant::now();
-            weft_engine::validate(&flow, None);
+            weft_nodes::validate(&flow, None);
             started.elapsed()
         })
         .collect();
@@ -333,7 +339,7 @@ fn validation_per_edit(size: usize) {
 fn store_events_per_second(count: u64) {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = Store::open(&dir.path().join("events.db")).expect("store");
-    store.create_run(&weft_engine::store::NewRun {
+    store.create_run(&weft_store::NewRun {
         id: "bench".into(),
         flow_name: "bench".into(),
         flow_path: None,
@@ -512,65 +518,6 @@ async fn breakpoint_stop_and_continue(rounds: usize) {
     );
 }
 
-/// The example triage flow's three cases, each copied `copies` times with its recording, run
-/// offline as `weft test` runs them.
-async fn flow_tests_offline(copies: usize) {
-    use weft_engine::testing::{self, RecordMode, TestOptions};
-    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../flows");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let flow_path = dir.path().join("triage.json");
-    std::fs::copy(examples.join("triage.json"), &flow_path).expect("copy the flow");
-    let written: Value = serde_json::from_str(
-        &std::fs::read_to_string(examples.join("triage.tests.json")).expect("tests file"),
-    )
-    .expect("JSON");
-    let recordings = testing::recordings_dir(&flow_path);
-    std::fs::create_dir_all(&recordings).expect("recordings dir");
-    let mut cases = Vec::new();
-    for copy in 0..copies {
-        let case = &written["cases"][copy % 3];
-        let name = format!("{} #{copy}", case["name"].as_str().expect("name"));
-        let mut case = case.clone();
-        case["name"] = json!(name);
-        cases.push(case);
-        let original = testing::recording_path(
-            &testing::recordings_dir(&examples.join("triage.json")),
-            written["cases"][copy % 3]["name"].as_str().expect("name"),
-        );
-        std::fs::copy(original, testing::recording_path(&recordings, &name)).expect("recording");
-    }
-    let mut file = written.clone();
-    file["cases"] = json!(cases);
-    std::fs::write(testing::tests_path(&flow_path), file.to_string()).expect("tests file");
-    let engine = engine(dir.path(), "http://127.0.0.1:9/v1".into());
-    let flow = Flow::load(&flow_path).expect("flow");
-    let checked =
-        weft_engine::check_for_run(flow, Some(&flow_path), engine.llm().settings()).expect("valid");
-    let suite = testing::load_suite(&flow_path, checked.flow()).expect("suite");
-    let options = TestOptions {
-        mode: RecordMode::Offline,
-        ..TestOptions::default()
-    };
-    let mut best = Duration::MAX;
-    for _ in 0..3 {
-        let started = Instant::now();
-        let report = testing::run_suite(&engine, &checked, &suite, &options, Arc::new(|_: &_| {}))
-            .await
-            .expect("runs");
-        best = best.min(started.elapsed());
-        assert_eq!(
-            report.failed(),
-            0,
-            "{:?}",
-            report.cases.iter().find(|case| !case.passed)
-        );
-    }
-    println!(
-        "{copies} cases of flows/triage.json offline from their recordings (rubric judges included): {:.0} ms  [target ≤ 2 s]",
-        best.as_secs_f64() * 1e3
-    );
-}
-
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing: run small then.
     let quick = !std::env::args().any(|arg| arg == "--bench");
@@ -603,9 +550,6 @@ fn main() {
         }
         if wanted("breakpoint") {
             breakpoint_stop_and_continue(if quick { 3 } else { 50 }).await;
-        }
-        if wanted("tests") {
-            flow_tests_offline(if quick { 6 } else { 100 }).await;
         }
         if wanted("forEach") {
             let items = if quick { 20 } else { 1_000 };

@@ -1,4 +1,5 @@
-//! Breakpoints (SPEC §10): stop a run before a node runs or after it ran, optionally only when
+//! Breakpoints (docs/debugging.md): stop a run before a node runs or after it ran, optionally only
+//! when
 //! a condition holds. A breakpoint is debugging state, not flow semantics: it is given with the
 //! run (`weft run --break`, the canvas's gutter), never written in the flow file. A hit pauses
 //! the run exactly like an approval — stored, resumable by another process — and the person
@@ -6,13 +7,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::flow::Flow;
-use crate::nodes::{NodeKind, Scheduling};
-use crate::template::check_syntax;
+use weft_flow::Flow;
+use weft_nodes::{NodeKind, Scheduling};
+use weft_template::check_syntax;
 
 /// Before the node runs (the value is its input) or after it ran (its output).
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub enum BreakWhen {
     #[default]
@@ -31,7 +34,7 @@ impl BreakWhen {
 
 /// One breakpoint on a node of the top-level flow.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Breakpoint {
     pub node_id: String,

@@ -1,4 +1,5 @@
-//! Pinned outputs (SPEC §10): a node's output fixed by the person, taken from a past run or
+//! Pinned outputs (docs/debugging.md): a node's output fixed by the person, taken from a past run
+//! or
 //! typed. A pinned node does not run: its pin is its output, so an expensive or flaky step is
 //! not asked again while the nodes after it are worked on. Pins are debugging state, kept beside
 //! the flow in `NAME.pins.json`, never in the flow file:
@@ -14,9 +15,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::flow::Flow;
-use crate::nodes::NodeKind;
-use crate::output_schema::OutputSchema;
+use weft_flow::Flow;
+use weft_flow::output_schema::OutputSchema;
+use weft_nodes::NodeKind;
 
 /// Pinned outputs by node id (nodes of the flow itself, not of its subflows).
 pub type Pins = BTreeMap<String, Value>;

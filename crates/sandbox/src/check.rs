@@ -1,6 +1,7 @@
 //! The static check and the rewrite that runs before compiling.
 //!
-//! [`prepare`] parses the body, walks the syntax tree for anything refused by SPEC §5,
+//! [`prepare`] parses the body, walks the syntax tree for anything refused by
+//! docs/flows.md#python-in-code-nodes,
 //! rewrites the operations that can allocate without bound into calls to native guards
 //! (see `guards.rs`), wraps the statements in `def _block(...)` and compiles the result to
 //! bytecode. The wrapper is built as a tree rather than as text, so line numbers in errors
@@ -19,7 +20,8 @@ use rustpython_compiler::{CodeObject, CompileOpts, codegen, parser};
 
 use crate::SandboxError;
 
-/// The builtins the code can use (SPEC §5), besides `print` (captured) and the constants
+/// The builtins the code can use (docs/flows.md#python-in-code-nodes), besides `print` (captured)
+/// and the constants
 /// `True`, `False` and `None`.
 pub const ALLOWED_BUILTINS: &[&str] = &[
     "abs",

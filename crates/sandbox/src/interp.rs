@@ -15,8 +15,7 @@ use rustpython_vm::{
 use serde_json::Value;
 
 use crate::check::{self, ALLOWED_BUILTINS, BLOCK_NAME, SOURCE_PATH};
-use crate::pool::Job;
-use crate::{CodeRun, SandboxError, convert, guards};
+use crate::{CodeRun, Job, SandboxError, convert, guards};
 
 /// Frames below the body's own calls: the module code and `_block` itself.
 const BASE_DEPTH: usize = 2;

@@ -1,4 +1,5 @@
-//! The Python sandbox for Weft's `code` nodes (SPEC §5), on rustpython-vm.
+//! The Python sandbox for Weft's `code` nodes (docs/flows.md#python-in-code-nodes), on
+//! rustpython-vm.
 //!
 //! A node's `data.code` is a function body. [`Sandbox::run`] wraps it as
 //! `def _block(initial, <field>, ...):` (or `def _block(initial, input):` when the node
@@ -82,6 +83,17 @@ impl Default for Limits {
             max_memory_bytes: 64 * 1024 * 1024,
         }
     }
+}
+
+/// One run's inputs.
+pub(crate) struct Job {
+    pub body: String,
+    pub fields: Vec<String>,
+    pub initial: serde_json::Value,
+    pub input: serde_json::Value,
+    pub limits: Limits,
+    /// Set by the caller to stop the run early (its step was cancelled or abandoned).
+    pub cancel: Arc<AtomicBool>,
 }
 
 /// The result of a successful run.
@@ -194,7 +206,7 @@ impl Sandbox {
         limits: &Limits,
         cancel: &Arc<AtomicBool>,
     ) -> Result<CodeRun, SandboxError> {
-        pool::Pool::global().run(pool::Job {
+        pool::Pool::global().run(Job {
             body: body.to_owned(),
             fields: fields.to_vec(),
             initial: initial.clone(),

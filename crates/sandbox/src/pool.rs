@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use rustpython_vm::signal::{UserSignal, UserSignalSender};
 
 use crate::interp::Engine;
-use crate::{CodeRun, Limits, SandboxError};
+use crate::{CodeRun, Job, Limits, SandboxError};
 
 /// How often the waiting caller checks the clock and memory.
 const POLL: Duration = Duration::from_millis(5);
@@ -38,17 +38,6 @@ const RUNNING: u8 = 0;
 const STOP_TIMEOUT: u8 = 1;
 const STOP_MEMORY: u8 = 2;
 const STOP_CANCELLED: u8 = 3;
-
-/// One run's inputs.
-pub(crate) struct Job {
-    pub body: String,
-    pub fields: Vec<String>,
-    pub initial: serde_json::Value,
-    pub input: serde_json::Value,
-    pub limits: Limits,
-    /// Set by the caller to stop the run early (its step was cancelled or abandoned).
-    pub cancel: Arc<AtomicBool>,
-}
 
 /// Shared between the caller and the worker during one run.
 #[derive(Default)]

@@ -9,9 +9,8 @@ use serde_json::{Value, json};
 use tokio::io::AsyncWrite;
 
 use crate::http::{self, ChunkedBody};
-use crate::openai::cut_body;
-use crate::respond::{
-    ARGUMENT_FRAGMENT, Ctx, ResolvedCall, Search, call_tokens, json_headers, split_chars,
+use crate::wire::{
+    ARGUMENT_FRAGMENT, Ctx, ResolvedCall, Search, call_tokens, cut_body, json_headers, split_chars,
     split_words, sse_headers, word_count,
 };
 

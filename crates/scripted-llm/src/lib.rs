@@ -37,6 +37,7 @@ mod anthropic;
 mod http;
 mod openai;
 mod respond;
+mod wire;
 
 use std::io;
 use std::net::SocketAddr;
@@ -515,20 +516,20 @@ impl Shared {
     }
 
     /// The id of the next response: `chatcmpl-scripted-<n>` or `msg_scripted_<n>`.
-    fn response_id(&self, wire: respond::Wire) -> String {
+    fn response_id(&self, wire: wire::Wire) -> String {
         let n = self.next_completion.fetch_add(1, Ordering::Relaxed) + 1;
         match wire {
-            respond::Wire::OpenAi => format!("chatcmpl-scripted-{n}"),
-            respond::Wire::Anthropic => format!("msg_scripted_{n}"),
+            wire::Wire::OpenAi => format!("chatcmpl-scripted-{n}"),
+            wire::Wire::Anthropic => format!("msg_scripted_{n}"),
         }
     }
 
     /// The id of the next generated tool call: `call_<n>` or `toolu_<n>`.
-    fn call_id(&self, wire: respond::Wire) -> String {
+    fn call_id(&self, wire: wire::Wire) -> String {
         let n = self.next_call.fetch_add(1, Ordering::Relaxed) + 1;
         match wire {
-            respond::Wire::OpenAi => format!("call_{n}"),
-            respond::Wire::Anthropic => format!("toolu_{n}"),
+            wire::Wire::OpenAi => format!("call_{n}"),
+            wire::Wire::Anthropic => format!("toolu_{n}"),
         }
     }
 
@@ -667,14 +668,9 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
                     &format!("scripted-llm: bad request: {err}"),
                     "invalid_request_error",
                 );
-                let _ = http::write_response(
-                    conn.get_mut(),
-                    400,
-                    &respond::json_headers(),
-                    &body,
-                    true,
-                )
-                .await;
+                let _ =
+                    http::write_response(conn.get_mut(), 400, &wire::json_headers(), &body, true)
+                        .await;
                 let _ = conn.get_mut().shutdown().await;
                 return;
             }

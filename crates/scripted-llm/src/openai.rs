@@ -4,12 +4,12 @@
 use std::io;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::io::AsyncWrite;
 
 use crate::http::{self, ChunkedBody};
-use crate::respond::{
-    ARGUMENT_FRAGMENT, Ctx, ResolvedCall, call_tokens, json_headers, split_chars, split_words,
-    sse_headers, word_count,
+use crate::wire::{
+    ARGUMENT_FRAGMENT, Ctx, ResolvedCall, call_tokens, cut_body, json_headers, split_chars,
+    split_words, sse_headers, word_count,
 };
 use crate::{CREATED, SearchResult};
 
@@ -262,11 +262,4 @@ pub(crate) async fn cut_stream<W: AsyncWrite + Unpin>(
     }
     // The caller shuts the socket down without completing the response.
     Ok(())
-}
-
-/// Announces the full length of `body` but sends only its first half.
-pub(crate) async fn cut_body<W: AsyncWrite + Unpin>(io: &mut W, body: &[u8]) -> io::Result<()> {
-    http::write_head_with_length(io, 200, &json_headers(), body.len()).await?;
-    io.write_all(&body[..body.len() / 2]).await?;
-    io.flush().await
 }

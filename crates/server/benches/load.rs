@@ -9,9 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
-use weft_engine::cost::Prices;
-use weft_engine::providers::{LlmClients, ProviderSettings};
-use weft_engine::{Engine, Store};
+use weft_api::{Lifetime, StoreLocation, Weft};
+use weft_providers::ProviderSettings;
 use weft_server::{ServeConfig, Tokens};
 
 const TOKEN: &str = "bench-token-0123456789abcdef";
@@ -93,14 +92,17 @@ fn main() {
         let flows = dir.path().join("flows");
         std::fs::create_dir_all(&flows).expect("flows");
         std::fs::write(flows.join("approve.json"), flow().to_string()).expect("flow");
-        let store = Store::open(&dir.path().join("runs.db")).expect("store");
-        let engine = Engine::new(LlmClients::new(ProviderSettings::default()), store.clone());
+        let weft = Weft::open(
+            StoreLocation::from(dir.path().join("runs.db")),
+            Lifetime::Service,
+            ProviderSettings::default(),
+        )
+        .expect("store");
+        let store = weft.store().clone();
         let config = ServeConfig {
             flows_dir: flows,
             tokens: Tokens::parse(&format!("bench:{TOKEN}"), "bench").expect("tokens"),
             max_body: weft_server::DEFAULT_MAX_BODY,
-            prices: Prices::shipped(),
-            provider_settings: ProviderSettings::default(),
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -109,7 +111,7 @@ fn main() {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let server = tokio::spawn(weft_server::serve(
             listener,
-            engine,
+            weft,
             config,
             async move {
                 let _ = stopped.await;
@@ -182,7 +184,7 @@ fn main() {
                 .iter()
                 .filter(|id| {
                     store.run(id).is_ok_and(|record| {
-                        record.summary.status == weft_engine::RunStatus::Completed
+                        record.summary.status == weft_event::RunStatus::Completed
                             && record.result == Some(json!("approve by bench"))
                     })
                 })

@@ -4,7 +4,8 @@ use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
-use weft_engine::{RunError, StoreError};
+use weft_api::ErrorKind;
+use weft_store::StoreError;
 
 /// A refused request.
 #[derive(Debug)]
@@ -47,35 +48,22 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<StoreError> for ApiError {
-    fn from(error: StoreError) -> ApiError {
-        match &error {
-            StoreError::NoSuchRun(_) => ApiError::not_found(error.to_string()),
-            StoreError::Ambiguous(_) | StoreError::Refused { .. } => {
-                ApiError::bad_request(error.to_string())
-            }
-            StoreError::Finished { .. }
-            | StoreError::NotPaused { .. }
-            | StoreError::NotInterrupted { .. }
-            | StoreError::NotWaiting { .. } => ApiError::conflict(error.to_string()),
-            _ => {
-                tracing::error!("the run store failed: {error}");
-                ApiError::internal(error.to_string())
+impl From<weft_api::Error> for ApiError {
+    fn from(error: weft_api::Error) -> ApiError {
+        match error.kind {
+            ErrorKind::Invalid => ApiError::bad_request(error.message),
+            ErrorKind::NotFound => ApiError::not_found(error.message),
+            ErrorKind::Conflict => ApiError::conflict(error.message),
+            ErrorKind::Failed => {
+                tracing::error!("{}", error.message);
+                ApiError::internal(error.message)
             }
         }
     }
 }
 
-impl From<RunError> for ApiError {
-    fn from(error: RunError) -> ApiError {
-        match error {
-            RunError::Store(error) => error.into(),
-            RunError::Invalid { .. }
-            | RunError::NoSuchEntry(_)
-            | RunError::NoEarlierOutput { .. }
-            | RunError::Decide(_)
-            | RunError::Debugging { .. } => ApiError::bad_request(error.to_string()),
-            RunError::Lost(_) => ApiError::internal(error.to_string()),
-        }
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> ApiError {
+        weft_api::Error::from(error).into()
     }
 }

@@ -1,5 +1,6 @@
-//! `weft serve` (SPEC §12): an HTTP API over the same engine and run store as `weft` and the
-//! desktop app. Start a run of a flow in the flows folder, follow its events (SSE), list and read
+//! `weft serve` (docs/serving.md): an HTTP API over the same engine and run store as `weft` and
+//! the desktop app, through the same application layer (`weft-api`). Start a run of a flow in the
+//! flows folder, follow its events (SSE), list and read
 //! runs, list the approvals waiting for a person and decide them (with form answers), cancel,
 //! and start a flow from a webhook. Every route but `/openapi.json` needs a bearer token; the
 //! token's name is recorded as the decider of what it decides.
@@ -9,12 +10,13 @@
 //! body over the limit.
 
 mod error;
+pub mod openapi;
 pub mod tokens;
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,25 +27,20 @@ use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{MethodRouter, get, post};
 use axum::{Extension, Json, Router};
 use futures_util::stream::{self, Stream, StreamExt};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-use weft_engine::cost::Prices;
-use weft_engine::providers::ProviderSettings;
-use weft_engine::{
-    Decision, Engine, EventListener, EventSink, EventType, Flow, FlowNameError, ResumeOptions,
-    RunEvent, RunOptions, RunStatus, check_decisions, check_for_run, flow_in_dir,
-};
+use weft_api::{ResumeOptions, StartRequest, Weft, check_start, views};
+use weft_event::{EventListener, EventSink, EventType, RunEvent, RunStatus};
+use weft_flow::{Flow, FlowNameError, flow_in_dir};
+use weft_nodes::{Decision, check_for_run};
 
 pub use error::ApiError;
 pub use tokens::{Tokens, TokensError};
-
-/// The OpenAPI 3 document of this API, served at `/openapi.json`.
-pub const OPENAPI: &str = include_str!("openapi.json");
 
 /// Request bodies larger than this are refused with 413 unless configured otherwise.
 pub const DEFAULT_MAX_BODY: usize = 1024 * 1024;
@@ -56,17 +53,13 @@ pub struct ServeConfig {
     pub tokens: Tokens,
     /// Request bodies larger than this many bytes get 413.
     pub max_body: usize,
-    pub prices: Prices,
-    pub provider_settings: ProviderSettings,
 }
 
 /// What every request handler shares.
 struct Api {
-    engine: Engine,
+    weft: Weft,
     flows_dir: PathBuf,
     tokens: Tokens,
-    prices: Prices,
-    provider_settings: ProviderSettings,
     /// Woken whenever a run going in this process commits events (event streams wait on it).
     changed: Arc<Notify>,
     /// Set when the server shuts down: event streams end.
@@ -92,28 +85,15 @@ impl EventSink for Wake {
 /// process are cancelled (stored as `cancelled`; paused runs keep their pause) within `grace`.
 pub async fn serve(
     listener: tokio::net::TcpListener,
-    engine: Engine,
+    weft: Weft,
     config: ServeConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
     grace: Duration,
 ) -> std::io::Result<()> {
-    let (router, api) = router_and_state(engine.clone(), config)?;
-    // Approvals nobody decided in time, also those that ran out while no process ran.
-    let keeper = {
-        let api = api.clone();
-        tokio::spawn(async move {
-            while !api.stopping.is_cancelled() {
-                let wake: EventListener = Arc::new(Wake(api.changed.clone()));
-                if let Err(error) = api.engine.settle_timeouts(Some(wake)).await {
-                    tracing::warn!("timed-out approvals could not be settled: {error}");
-                }
-                tokio::select! {
-                    () = tokio::time::sleep(Duration::from_secs(1)) => {}
-                    () = api.stopping.cancelled() => {}
-                }
-            }
-        })
-    };
+    let (router, api) = router_and_state(weft.clone(), config)?;
+    // Approvals nobody decided in time (also those that ran out while no process ran), runs
+    // of processes that died.
+    let keeper = weft.keep(Some(api.wake()));
     let stopping = api.stopping.clone();
     let result = axum::serve(listener, router)
         .with_graceful_shutdown(async move {
@@ -123,19 +103,19 @@ pub async fn serve(
         })
         .await;
     api.stopping.cancel();
-    keeper.abort();
-    if !engine.shutdown(grace).await {
+    keeper.stop().await;
+    if !weft.engine().shutdown(grace).await {
         tracing::warn!("some runs were still going when the server stopped");
     }
     result
 }
 
 /// The API's routes, for a server or a test.
-pub fn router(engine: Engine, config: ServeConfig) -> std::io::Result<Router> {
-    router_and_state(engine, config).map(|(router, _)| router)
+pub fn router(weft: Weft, config: ServeConfig) -> std::io::Result<Router> {
+    router_and_state(weft, config).map(|(router, _)| router)
 }
 
-fn router_and_state(engine: Engine, config: ServeConfig) -> std::io::Result<(Router, Arc<Api>)> {
+fn router_and_state(weft: Weft, config: ServeConfig) -> std::io::Result<(Router, Arc<Api>)> {
     let flows_dir = config.flows_dir.canonicalize().map_err(|error| {
         std::io::Error::new(
             error.kind(),
@@ -143,25 +123,25 @@ fn router_and_state(engine: Engine, config: ServeConfig) -> std::io::Result<(Rou
         )
     })?;
     let api = Arc::new(Api {
-        engine,
+        weft,
         flows_dir,
         tokens: config.tokens,
-        prices: config.prices,
-        provider_settings: config.provider_settings,
         changed: Arc::new(Notify::new()),
         stopping: CancellationToken::new(),
     });
-    let protected = Router::new()
-        .route("/v1/runs", post(start_run).get(list_runs))
-        .route("/v1/runs/{id}", get(show_run))
-        .route("/v1/runs/{id}/events", get(run_events))
-        .route("/v1/runs/{id}/decision", post(decide))
-        .route("/v1/runs/{id}/cancel", post(cancel))
-        .route("/v1/approvals", get(approvals))
-        .route("/v1/hooks/{flow}", post(webhook))
-        .route_layer(middleware::from_fn_with_state(api.clone(), authorize));
-    let router = Router::new()
-        .route("/openapi.json", get(openapi))
+    let mut protected = Router::new();
+    let mut public = Router::new();
+    for route in routes() {
+        for (_, handler, operation) in route.methods {
+            if operation.authorized {
+                protected = protected.route(route.path, handler);
+            } else {
+                public = public.route(route.path, handler);
+            }
+        }
+    }
+    let protected = protected.route_layer(middleware::from_fn_with_state(api.clone(), authorize));
+    let router = public
         .merge(protected)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -170,8 +150,238 @@ fn router_and_state(engine: Engine, config: ServeConfig) -> std::io::Result<(Rou
     Ok((router, api))
 }
 
-async fn openapi() -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
+/// One path of the API: each method's handler and its description.
+struct Route {
+    path: &'static str,
+    methods: Vec<(&'static str, MethodRouter<Arc<Api>>, openapi::Operation)>,
+}
+
+/// Every route, served and described from this one list.
+fn routes() -> Vec<Route> {
+    use openapi::{Answer, Body, Content, Operation, schema};
+    let unauthorized = || Answer::error(401, "No token, or an unknown one.");
+    let too_large = || Answer::error(413, "The body is over the limit.");
+    vec![
+        Route {
+            path: "/openapi.json",
+            methods: vec![(
+                "get",
+                get(openapi_document_handler),
+                Operation {
+                    summary: "This document.",
+                    authorized: false,
+                    body: None,
+                    query: &[],
+                    responses: vec![Answer {
+                        status: 200,
+                        description: "The OpenAPI document.",
+                        content: Content::Document,
+                    }],
+                },
+            )],
+        },
+        Route {
+            path: "/v1/runs",
+            methods: vec![
+                (
+                    "post",
+                    post(start_run),
+                    Operation {
+                        summary: "Start a run of a flow in the flows folder.",
+                        authorized: true,
+                        body: Some(Body::Json(schema::<StartBody>)),
+                        query: &[],
+                        responses: vec![
+                            Answer::json::<Going>(201, "Started."),
+                            Answer::error(
+                                400,
+                                "Not JSON, an invalid flow, a flow name that would leave the folder, or a decision for no approval.",
+                            ),
+                            unauthorized(),
+                            Answer::error(404, "No such flow in the folder."),
+                            too_large(),
+                        ],
+                    },
+                ),
+                (
+                    "get",
+                    get(list_runs),
+                    Operation {
+                        summary: "The newest runs, as `weft runs --json`.",
+                        authorized: true,
+                        body: None,
+                        query: &[(
+                            "limit",
+                            "How many runs, newest first (20 by default, at most 1,000).",
+                            "integer",
+                        )],
+                        responses: vec![
+                            Answer::json::<Vec<views::RunListing>>(
+                                200,
+                                "Runs, newest first, each with its cost.",
+                            ),
+                            Answer::error(400, "A limit that is not a number."),
+                            unauthorized(),
+                        ],
+                    },
+                ),
+            ],
+        },
+        Route {
+            path: "/v1/runs/{id}",
+            methods: vec![(
+                "get",
+                get(show_run),
+                Operation {
+                    summary: "One run, as `weft show --json`: the run, its flow, what it waits for, cost, node outputs, visits, events.",
+                    authorized: true,
+                    body: None,
+                    query: &[],
+                    responses: vec![
+                        Answer::json::<views::RunDetail>(200, "The run."),
+                        Answer::error(400, "A prefix that names several runs."),
+                        unauthorized(),
+                        Answer::error(404, "No such run."),
+                    ],
+                },
+            )],
+        },
+        Route {
+            path: "/v1/runs/{id}/events",
+            methods: vec![(
+                "get",
+                get(run_events),
+                Operation {
+                    summary: "The run's events so far, then live ones, as server-sent events (each `data:` one event as `weft run --events` prints it); ends after `run_end` or when the run pauses.",
+                    authorized: true,
+                    body: None,
+                    query: &[],
+                    responses: vec![
+                        Answer {
+                            status: 200,
+                            description: "An event stream.",
+                            content: Content::Events(schema::<RunEvent>),
+                        },
+                        Answer::error(400, "A prefix that names several runs."),
+                        unauthorized(),
+                        Answer::error(404, "No such run."),
+                    ],
+                },
+            )],
+        },
+        Route {
+            path: "/v1/runs/{id}/decision",
+            methods: vec![(
+                "post",
+                post(decide),
+                Operation {
+                    summary: "Decide the approval a run waits at (with its form's answers), as the token's name.",
+                    authorized: true,
+                    body: Some(Body::Json(schema::<Decision>)),
+                    query: &[],
+                    responses: vec![
+                        Answer::json::<Going>(200, "Decided; the run goes on."),
+                        Answer::error(
+                            400,
+                            "Not a decision, answers that do not fit the form (the run stays paused), or a prefix that names several runs.",
+                        ),
+                        unauthorized(),
+                        Answer::error(404, "No such run."),
+                        Answer::error(
+                            409,
+                            "The run is not waiting for a decision (decided already, ended, or at a breakpoint).",
+                        ),
+                        too_large(),
+                    ],
+                },
+            )],
+        },
+        Route {
+            path: "/v1/runs/{id}/cancel",
+            methods: vec![(
+                "post",
+                post(cancel),
+                Operation {
+                    summary: "Cancel a run going in this server, or one paused for a person (by any process).",
+                    authorized: true,
+                    body: None,
+                    query: &[],
+                    responses: vec![
+                        Answer::json::<weft_api::Cancelled>(200, "Cancelled."),
+                        Answer::error(
+                            400,
+                            "A prefix that names several runs, or a run another host drives (a Restate workflow: cancel it there).",
+                        ),
+                        unauthorized(),
+                        Answer::error(404, "No such run."),
+                        Answer::error(409, "The run has ended, or goes in another process."),
+                    ],
+                },
+            )],
+        },
+        Route {
+            path: "/v1/approvals",
+            methods: vec![(
+                "get",
+                get(approvals),
+                Operation {
+                    summary: "Every approval waiting for a person, across flows and runs.",
+                    authorized: true,
+                    body: None,
+                    query: &[],
+                    responses: vec![
+                        Answer::json::<Vec<views::PendingApproval>>(
+                            200,
+                            "Pending approvals, oldest first.",
+                        ),
+                        unauthorized(),
+                    ],
+                },
+            )],
+        },
+        Route {
+            path: "/v1/hooks/{flow}",
+            methods: vec![(
+                "post",
+                post(webhook),
+                Operation {
+                    summary: "Start a flow with the request body as its input (JSON, else text).",
+                    authorized: true,
+                    body: Some(Body::Anything),
+                    query: &[],
+                    responses: vec![
+                        Answer::json::<Started>(202, "Started."),
+                        Answer::error(
+                            400,
+                            "An invalid flow, or a name that would leave the folder.",
+                        ),
+                        unauthorized(),
+                        Answer::error(404, "No such flow."),
+                        too_large(),
+                    ],
+                },
+            )],
+        },
+    ]
+}
+
+/// The API's OpenAPI document, described from [`routes`].
+pub fn openapi_document() -> Value {
+    let routes = routes();
+    let operations: Vec<(&str, &str, &openapi::Operation)> = routes
+        .iter()
+        .flat_map(|route| {
+            route
+                .methods
+                .iter()
+                .map(move |(method, _, operation)| (route.path, *method, operation))
+        })
+        .collect();
+    openapi::document(&operations)
+}
+
+async fn openapi_document_handler() -> Json<Value> {
+    Json(openapi_document())
 }
 
 async fn not_found() -> ApiError {
@@ -235,49 +445,34 @@ fn body_bytes(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     })
 }
 
-/// An approval's answer in a request: `"approve"`, `"reject: a note"`, or
-/// `{"decision", "note", "fields"}`.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum Answer {
-    Text(String),
-    Full {
-        decision: String,
-        #[serde(default)]
-        note: String,
-        #[serde(default)]
-        fields: BTreeMap<String, Value>,
-    },
-}
-
-impl Answer {
-    fn decision(self, by: &str) -> Result<Decision, String> {
-        let decision = match self {
-            Answer::Text(text) => {
-                let (answer, note) = text.split_once(':').unwrap_or((&text, ""));
-                Decision::parse(answer, note.trim())?
-            }
-            Answer::Full {
-                decision,
-                note,
-                fields,
-            } => Decision {
-                fields,
-                ..Decision::parse(&decision, note)?
-            },
-        };
-        Ok(decision.by(Some(by.to_string())))
-    }
-}
-
-#[derive(Debug, Deserialize)]
+/// What starts a run.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct StartRequest {
+struct StartBody {
+    /// A flow of the folder by name: `triage` (or `triage.json`) is `FLOWS/triage.json`.
     flow: String,
+    /// The run's input: a text, or any JSON value; else the start node's `initialInput`.
     #[serde(default)]
     input: Option<Value>,
+    /// Approvals answered in advance, by node (`sub/review` inside the subflow `sub`).
     #[serde(default)]
-    decide: BTreeMap<String, Answer>,
+    decide: BTreeMap<String, Decision>,
+}
+
+/// A run started by a webhook.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct Started {
+    run_id: String,
+}
+
+/// A run that goes on: started, or decided.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct Going {
+    run_id: String,
+    /// `running`.
+    status: RunStatus,
 }
 
 impl Api {
@@ -290,6 +485,11 @@ impl Api {
         })
     }
 
+    /// Where a run's events go: they wake the event streams.
+    fn wake(&self) -> EventListener {
+        Arc::new(Wake(self.changed.clone()))
+    }
+
     /// Validates and starts flow `name` with `input`; its events wake the event streams.
     async fn start(
         &self,
@@ -299,8 +499,8 @@ impl Api {
     ) -> Result<String, ApiError> {
         let path = self.flow_path(name)?;
         let flow = Flow::load(&path).map_err(|error| ApiError::bad_request(error.to_string()))?;
-        let checked =
-            check_for_run(flow, Some(&path), &self.provider_settings).map_err(|problems| {
+        let checked = check_for_run(flow, Some(&path), self.weft.engine().llm().settings())
+            .map_err(|problems| {
                 let lines: Vec<String> = problems
                     .iter()
                     .filter(|problem| problem.is_error())
@@ -312,16 +512,15 @@ impl Api {
                     format!("the flow `{name}` is not valid: {}", lines.join("; ")),
                 )
             })?;
-        check_decisions(checked.flow(), &decisions)
-            .map_err(|error| ApiError::bad_request(error.to_string()))?;
-        let options = RunOptions {
+        let request = StartRequest {
             input,
             decisions,
             flow_path: Some(path),
-            on_event: Some(Arc::new(Wake(self.changed.clone()))),
-            ..RunOptions::default()
+            on_event: Some(self.wake()),
+            ..StartRequest::default()
         };
-        let handle = self.engine.spawn(checked, options).await?;
+        check_start(checked.flow(), &request)?;
+        let handle = self.weft.start(checked, request).await?;
         Ok(handle.run_id)
     }
 }
@@ -330,15 +529,13 @@ async fn start_run(
     State(api): State<Arc<Api>>,
     Extension(caller): Extension<Caller>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let request: StartRequest = json_body(body)?;
-    let mut decisions = std::collections::HashMap::new();
-    for (node, answer) in request.decide {
-        let decision = answer
-            .decision(&caller.0)
-            .map_err(|problem| ApiError::bad_request(format!("decide `{node}`: {problem}")))?;
-        decisions.insert(node, decision);
-    }
+) -> Result<(StatusCode, Json<Going>), ApiError> {
+    let request: StartBody = json_body(body)?;
+    let decisions = request
+        .decide
+        .into_iter()
+        .map(|(node, decision)| (node, decision.by(Some(caller.0.clone()))))
+        .collect();
     let input = request.input.map(|input| match input {
         Value::String(text) => text,
         other => other.to_string(),
@@ -346,7 +543,10 @@ async fn start_run(
     let run_id = api.start(&request.flow, input, decisions).await?;
     Ok((
         StatusCode::CREATED,
-        Json(json!({ "runId": run_id, "status": RunStatus::Running })),
+        Json(Going {
+            run_id,
+            status: RunStatus::Running,
+        }),
     ))
 }
 
@@ -355,7 +555,7 @@ async fn webhook(
     State(api): State<Arc<Api>>,
     UrlPath(flow): UrlPath<String>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<Started>), ApiError> {
     let bytes = body_bytes(body)?;
     let text = String::from_utf8_lossy(&bytes).into_owned();
     let input = match serde_json::from_slice::<Value>(&bytes) {
@@ -367,7 +567,7 @@ async fn webhook(
     let run_id = api
         .start(&flow, input, std::collections::HashMap::new())
         .await?;
-    Ok((StatusCode::ACCEPTED, Json(json!({ "runId": run_id }))))
+    Ok((StatusCode::ACCEPTED, Json(Started { run_id })))
 }
 
 #[derive(Debug, Deserialize)]
@@ -378,56 +578,24 @@ struct ListQuery {
 async fn list_runs(
     State(api): State<Arc<Api>>,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Vec<views::RunListing>>, ApiError> {
     let Query(query) =
         query.map_err(|error| ApiError::bad_request(format!("the query: {error}")))?;
     let limit = query.limit.unwrap_or(20).min(1000);
-    let store = api.engine.store().clone();
-    let prices = api.prices.clone();
-    let listed =
-        blocking(move || weft_engine::history::listed_runs(&store, limit, &prices)).await?;
-    Ok(Json(Value::Array(listed)))
+    Ok(Json(api.weft.runs(limit).await?))
 }
 
 async fn show_run(
     State(api): State<Arc<Api>>,
     UrlPath(id): UrlPath<String>,
-) -> Result<Json<Value>, ApiError> {
-    let store = api.engine.store().clone();
-    let prices = api.prices.clone();
-    let report = blocking(move || weft_engine::history::run_report(&store, &id, &prices)).await?;
-    Ok(Json(report))
+) -> Result<Json<views::RunDetail>, ApiError> {
+    Ok(Json(api.weft.run(&id).await?))
 }
 
-async fn approvals(State(api): State<Arc<Api>>) -> Result<Json<Value>, ApiError> {
-    let pending = api.engine.pending_approvals().await?;
-    let listed: Vec<Value> = pending
-        .into_iter()
-        .map(|approval| {
-            let flow = approval
-                .flow_path
-                .as_deref()
-                .and_then(|path| Path::new(path).file_stem())
-                .map(|stem| stem.to_string_lossy().into_owned())
-                .unwrap_or(approval.flow_name.clone());
-            let mut entry = json!({
-                "runId": approval.run_id,
-                "nodeId": approval.waiting.node_id,
-                "flow": flow,
-                "message": approval.waiting.message,
-                "since": approval.since,
-                "input": approval.waiting.input,
-            });
-            if !approval.waiting.fields.is_empty() {
-                entry["fields"] = json!(approval.waiting.fields);
-            }
-            if let Some(deadline) = approval.waiting.deadline {
-                entry["deadline"] = json!(deadline);
-            }
-            entry
-        })
-        .collect();
-    Ok(Json(Value::Array(listed)))
+async fn approvals(
+    State(api): State<Arc<Api>>,
+) -> Result<Json<Vec<views::PendingApproval>>, ApiError> {
+    Ok(Json(api.weft.pending_approvals().await?))
 }
 
 async fn decide(
@@ -435,67 +603,27 @@ async fn decide(
     Extension(caller): Extension<Caller>,
     UrlPath(id): UrlPath<String>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
-    let answer: Answer = json_body(body)?;
-    let decision = answer.decision(&caller.0).map_err(ApiError::bad_request)?;
-    let record = {
-        let store = api.engine.store().clone();
-        let wanted = id.clone();
-        blocking(move || store.run(&store.resolve_run_id(&wanted)?)).await?
-    };
-    let run_id = record.summary.id.clone();
-    match weft_engine::waiting_of(&record) {
-        None => {
-            return Err(ApiError::conflict(format!(
-                "run {run_id} is {}, not waiting for a decision",
-                record.summary.status
-            )));
-        }
-        Some(waiting) if waiting.breakpoint.is_some() => {
-            return Err(ApiError::conflict(format!(
-                "run {run_id} is stopped at a breakpoint at `{}`, not at an approval",
-                waiting.node_id
-            )));
-        }
-        Some(_) => {}
-    }
+) -> Result<Json<Going>, ApiError> {
+    let decision: Decision = json_body(body)?;
     let options = ResumeOptions {
-        on_event: Some(Arc::new(Wake(api.changed.clone()))),
+        on_event: Some(api.wake()),
         ..ResumeOptions::default()
     };
-    let handle = api.engine.spawn_resume(&run_id, decision, options).await?;
-    Ok(Json(
-        json!({ "runId": handle.run_id, "status": RunStatus::Running }),
-    ))
+    let handle = api
+        .weft
+        .decide(&id, decision, Some(caller.0), options)
+        .await?;
+    Ok(Json(Going {
+        run_id: handle.run_id,
+        status: RunStatus::Running,
+    }))
 }
 
 async fn cancel(
     State(api): State<Arc<Api>>,
     UrlPath(id): UrlPath<String>,
-) -> Result<Json<Value>, ApiError> {
-    let record = {
-        let store = api.engine.store().clone();
-        blocking(move || store.run(&store.resolve_run_id(&id)?)).await?
-    };
-    let run_id = record.summary.id.clone();
-    if api.engine.cancel(&run_id) {
-        return Ok(Json(
-            json!({ "runId": run_id, "status": RunStatus::Cancelled }),
-        ));
-    }
-    match record.summary.status {
-        RunStatus::Paused => {
-            let wake: EventListener = Arc::new(Wake(api.changed.clone()));
-            let outcome = api.engine.cancel_paused(&run_id, Some(wake)).await?;
-            Ok(Json(json!({ "runId": run_id, "status": outcome.status })))
-        }
-        RunStatus::Running => Err(ApiError::conflict(format!(
-            "run {run_id} is going in another process; cancel it there"
-        ))),
-        status => Err(ApiError::conflict(format!(
-            "run {run_id} is {status}: there is nothing to cancel"
-        ))),
-    }
+) -> Result<Json<weft_api::Cancelled>, ApiError> {
+    Ok(Json(api.weft.cancel(&id, Some(api.wake())).await?))
 }
 
 /// `GET /v1/runs/{id}/events`: the run's events so far, then live ones as they are committed,
@@ -505,8 +633,8 @@ async fn run_events(
     UrlPath(id): UrlPath<String>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     let run_id = {
-        let store = api.engine.store().clone();
-        blocking(move || store.resolve_run_id(&id)).await?
+        let store = api.weft.store().clone();
+        blocking(move || store.resolve_run_id(id.trim())).await?
     };
     struct Cursor {
         api: Arc<Api>,
@@ -528,7 +656,7 @@ async fn run_events(
             // Subscribed before reading, so an event committed meanwhile wakes this stream.
             let changed = cursor.api.changed.clone();
             let woken = changed.notified();
-            let store = cursor.api.engine.store().clone();
+            let store = cursor.api.weft.store().clone();
             let (run_id, after) = (cursor.run_id.clone(), cursor.last);
             let read = blocking(move || {
                 let events = store.events_after(&run_id, after)?;
@@ -568,7 +696,7 @@ async fn run_events(
 
 /// Runs store work off the async runtime's threads.
 async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, weft_engine::StoreError> + Send + 'static,
+    work: impl FnOnce() -> Result<T, weft_store::StoreError> + Send + 'static,
 ) -> Result<T, ApiError> {
     tokio::task::spawn_blocking(work)
         .await

@@ -132,7 +132,7 @@ export function HistoryPanel() {
   // Subscribed so that the blocked reason below is recomputed when these change.
   useSessionState((state) => state.busy);
   useRun((view) => view.status);
-  const viewingId = useSessionState((state) => state.viewing?.summary.id ?? null);
+  const viewingId = useSessionState((state) => state.viewing?.run.summary.id ?? null);
   const shownRunId = useRun((view) => view.runId);
   const blocked = session.openRunBlockedReason();
   const caseBlocked = session.caseFromViewedBlockedReason();

@@ -15,23 +15,23 @@ function InboxItem({ approval }: { approval: PendingApproval }) {
   const session = useSession();
   const busy = useSessionState((state) => state.busy);
   const blocked = session.openRunBlockedReason();
-  const flow = approval.flowName || approval.flowPath || 'Untitled';
+  const flow = approval.flowName || approval.flow || 'Untitled';
   return (
-    <li className="inbox-item" data-testid="inbox-item" data-run-id={approval.runId} data-node-id={approval.waiting.nodeId}>
+    <li className="inbox-item" data-testid="inbox-item" data-run-id={approval.runId} data-node-id={approval.nodeId}>
       <div className="inbox-head">
         <strong>{flow}</strong>
         <span className="muted mono">
-          {approval.waiting.nodeId} · {approval.runId.slice(0, 8)}
+          {approval.nodeId} · {approval.runId.slice(0, 8)}
         </span>
       </div>
       <div className="muted">waiting since {sinceText(approval.since)}</div>
       <ApprovalForm
-        key={`${approval.runId}:${approval.waiting.nodeId}`}
+        key={`${approval.runId}:${approval.nodeId}`}
         testIdPrefix="inbox-"
-        message={approval.waiting.message}
-        fields={approval.waiting.fields ?? []}
-        input={approval.waiting.input}
-        deadline={approval.waiting.deadline}
+        message={approval.message}
+        fields={approval.fields ?? []}
+        input={approval.input}
+        deadline={approval.deadline}
         disabled={busy}
         onDecide={(approve, note, fields) => session.decideFromInbox(approval.runId, approve, note, fields)}
       />
@@ -64,7 +64,7 @@ export function InboxPanel() {
       </div>
       <ul className="inbox-list">
         {inbox.map((approval) => (
-          <InboxItem key={`${approval.runId}:${approval.waiting.nodeId}`} approval={approval} />
+          <InboxItem key={`${approval.runId}:${approval.nodeId}`} approval={approval} />
         ))}
       </ul>
     </div>
@@ -80,7 +80,7 @@ export function PausedApprovalCard() {
   const busy = useSessionState((state) => state.busy);
   const pending = useSessionState((state) => state.inbox.find((approval) => approval.runId === runId) ?? null);
   if (!waiting || waiting.breakpoint || viewing) return null;
-  const fields = pending?.waiting.fields ?? [];
+  const fields = pending?.fields ?? [];
   return (
     <section className="paused-card" data-testid="paused-card">
       <h3 className="section-title">Waiting for your decision</h3>
@@ -89,8 +89,8 @@ export function PausedApprovalCard() {
         testIdPrefix="panel-"
         message={waiting.message}
         fields={fields}
-        input={pending?.waiting.input}
-        deadline={pending?.waiting.deadline}
+        input={pending?.input}
+        deadline={pending?.deadline}
         where={waiting.nodeId}
         disabled={busy}
         onDecide={(approve, note, answers) => session.answerApproval(approve, note, answers)}

@@ -248,7 +248,7 @@ function PinField({ nodeId, readOnly }: { nodeId: string; readOnly: boolean }) {
   const session = useSession();
   const flowPath = useCanvas((state) => state.path);
   const pin = useSessionState((state) => state.pins[flowPath ?? '']?.[nodeId]);
-  const stored = useSessionState((state) => state.viewing?.outputs.find((output) => output.nodeId === nodeId));
+  const stored = useSessionState((state) => state.viewing?.nodeOutputs.find((output) => output.nodeId === nodeId));
   const [typed, setTyped] = useState('');
   const [problem, setProblem] = useState<string | null>(null);
   if (readOnly) {

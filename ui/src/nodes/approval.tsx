@@ -74,15 +74,15 @@ export function ApprovalPrompt({ nodeId }: { nodeId: string }) {
   if (!waiting) return null;
   if (waiting.breakpoint) return <BreakpointPrompt message={waiting.message} />;
   const nested = waiting.nodeId !== nodeId;
-  const fields = pending?.waiting.fields ?? [];
+  const fields = pending?.fields ?? [];
   return (
     <div className="approval-prompt nodrag nowheel" data-testid="approval-prompt">
       <ApprovalForm
         key={`${runId}:${fields.length}`}
         message={waiting.message}
         fields={fields}
-        input={pending?.waiting.input}
-        deadline={pending?.waiting.deadline}
+        input={pending?.input}
+        deadline={pending?.deadline}
         where={nested ? waiting.nodeId : null}
         disabled={busy}
         onDecide={(approve, note, answers) => session.answerApproval(approve, note, answers)}

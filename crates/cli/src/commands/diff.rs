@@ -1,10 +1,11 @@
-//! `weft diff RUN_A RUN_B`: two runs node by node (SPEC §10). Exit 0 when every node's output
+//! `weft diff RUN_A RUN_B`: two runs node by node (docs/debugging.md). Exit 0 when every node's
+//! output
 //! is the same in both, 1 when any differs.
 
-use weft_engine::compare::{
-    DiffLine, NodeComparison, NodeRun, NodeStatus, OutputDiff, RunComparison, RunSide, compare_runs,
+use weft_history::compare::{
+    DiffLine, NodeComparison, NodeRun, NodeStatus, OutputDiff, RunComparison, RunSide,
 };
-use weft_engine::cost::Cost;
+use weft_history::cost::Cost;
 
 use crate::output::{self, Style};
 use crate::{DiffArgs, Exit};
@@ -16,10 +17,10 @@ const CELL: usize = 160;
 
 pub(crate) fn diff(args: &DiffArgs) -> anyhow::Result<Exit> {
     let prices = super::prices()?;
-    let db = super::db_path(&args.store)?;
-    let store = super::open_store(&db)?;
-    let comparison =
-        compare_runs(&store, args.a.trim(), args.b.trim(), &prices).map_err(super::store_error)?;
+    let location = super::location(&args.store)?;
+    let weft = super::open(location)?;
+    let comparison = weft_api::views::comparison(weft.store(), &args.a, &args.b, &prices)
+        .map_err(|error| super::api_error(error.into()))?;
     if args.json {
         output::out(&format!("{}\n", serde_json::to_string_pretty(&comparison)?))?;
     } else {

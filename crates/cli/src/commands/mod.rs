@@ -1,6 +1,7 @@
-//! One file per subcommand, plus what several of them share: opening the run store, loading
-//! a flow, and turning store refusals into usage errors.
+//! One file per subcommand, plus what several of them share: finding and opening the run
+//! store through `weft-api`, loading a flow, and turning refusals into usage errors.
 
+pub(crate) mod cancel;
 pub(crate) mod diff;
 pub(crate) mod kinds;
 pub(crate) mod restate;
@@ -12,45 +13,38 @@ pub(crate) mod show;
 pub(crate) mod test;
 pub(crate) mod validate;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
 
-use anyhow::Context as _;
-use weft_engine::cost::{PRICES_ENV, Prices};
-use weft_engine::{Flow, Store, StoreError, WriterStart, shown_location};
+use weft_api::{ErrorKind, Lifetime, StoreLocation, Weft};
+use weft_flow::Flow;
+use weft_history::cost::{PRICES_ENV, Prices};
+use weft_providers::ProviderSettings;
+use weft_restate::RestateIngress;
 
 use crate::{StoreArgs, usage_error};
 
-/// The run store's path: `--db`, else `WEFT_DB` (both through clap), else `runs.db` in the
-/// user's data directory.
-pub(crate) fn db_path(args: &StoreArgs) -> anyhow::Result<PathBuf> {
-    if let Some(path) = args.db.as_ref().filter(|path| !path.as_os_str().is_empty()) {
-        return Ok(path.clone());
-    }
-    default_db_path().context(
-        "cannot find the user's data directory for the run store; pass --db PATH or set WEFT_DB",
-    )
+/// The run store `--db` names, else `WEFT_DB`, else `runs.db` in the user's data directory.
+pub(crate) fn location(args: &StoreArgs) -> anyhow::Result<StoreLocation> {
+    let given = args
+        .db
+        .as_ref()
+        .map(|path| path.to_string_lossy().into_owned());
+    StoreLocation::find(given.as_deref()).map_err(api_error)
 }
 
-/// `runs.db` in the user's data directory, if there is one.
-pub(crate) fn default_db_path() -> Option<PathBuf> {
-    directories::ProjectDirs::from("", "", "weft").map(|dirs| dirs.data_dir().join("runs.db"))
+/// Weft over the store `--db` names, for a command that may end in a moment: providers from
+/// the environment (keys are never printed), answers for Restate workflows sent through their
+/// ingress.
+pub(crate) fn open(location: StoreLocation) -> anyhow::Result<Weft> {
+    open_as(location, Lifetime::Command)
 }
 
-/// Opens the run store `--db` names: a PostgreSQL URL, else a SQLite file (created when
-/// missing); an error names where it is (a URL without its password).
-pub(crate) fn open_store(path: &Path) -> anyhow::Result<Store> {
-    let location = path.to_string_lossy();
-    // A command may end in a moment: a thread of the store's is started only when needed.
-    Store::open_location_with(&location, WriterStart::OnDemand).map_err(|error| match error {
-        // It names the store already: once is enough.
-        StoreError::Open { path, message } => {
-            anyhow::anyhow!("cannot open the run store {path}: {message}")
-        }
-        error => anyhow::Error::new(error).context(format!(
-            "cannot open the run store {}",
-            shown_location(&location)
-        )),
-    })
+/// [`open`], for a process that lives on (`weft serve`, `weft restate`).
+pub(crate) fn open_as(location: StoreLocation, lifetime: Lifetime) -> anyhow::Result<Weft> {
+    Ok(Weft::open(location, lifetime, ProviderSettings::from_env())
+        .map_err(api_error)?
+        .with_host(Arc::new(RestateIngress::default())))
 }
 
 /// The price table: the shipped prices and the file `WEFT_PRICES` names; a file that cannot be
@@ -65,25 +59,11 @@ pub(crate) fn load_flow(path: &Path) -> anyhow::Result<Flow> {
     Flow::load(path).map_err(|error| usage_error(error.to_string()))
 }
 
-/// A store error as the CLI reports it: refusals that are the caller's to fix (no such run,
-/// an ambiguous prefix, a finished or running run) exit 2, the rest 1.
-pub(crate) fn store_error(error: StoreError) -> anyhow::Error {
-    match error {
-        StoreError::NoSuchRun(id) if id.is_empty() => usage_error("no run id given"),
-        StoreError::NoSuchRun(_)
-        | StoreError::Ambiguous(_)
-        | StoreError::Finished { .. }
-        | StoreError::NotPaused { .. }
-        | StoreError::NotInterrupted { .. }
-        | StoreError::NotWaiting { .. }
-        | StoreError::Refused { .. } => usage_error(error.to_string()),
-        other => anyhow::Error::new(other),
+/// A refusal or failure as the CLI reports it: what the caller can fix (a refusal) exits 2,
+/// a failure of Weft or its store 1.
+pub(crate) fn api_error(error: weft_api::Error) -> anyhow::Error {
+    match error.kind {
+        ErrorKind::Failed => anyhow::anyhow!(error.message),
+        _ => usage_error(error.message),
     }
-}
-
-/// The full id of the run `id_or_prefix` names.
-pub(crate) fn resolve_run(store: &Store, id_or_prefix: &str) -> anyhow::Result<String> {
-    store
-        .resolve_run_id(id_or_prefix.trim())
-        .map_err(store_error)
 }

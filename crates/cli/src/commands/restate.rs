@@ -1,4 +1,4 @@
-//! `weft restate`: a Restate service endpoint (SPEC §13) on which each run of a flow of
+//! `weft restate`: a Restate service endpoint (docs/team-servers.md) on which each run of a flow of
 //! `--flows` is a durable workflow, until SIGTERM or Ctrl-C. Workers share the run store
 //! (`--db postgres://…`), so any of them takes over a run whose worker died.
 
@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use weft_restate::{WeftRun, endpoint, endpoint_url, register, serve};
 
-use super::run::engine;
 use crate::output::{self, Style};
 use crate::{Exit, RestateArgs, usage_error};
+use weft_api::Lifetime;
 
 pub(crate) async fn restate(args: RestateArgs) -> anyhow::Result<Exit> {
     if !args.flows.is_dir() {
@@ -17,10 +17,9 @@ pub(crate) async fn restate(args: RestateArgs) -> anyhow::Result<Exit> {
             args.flows.display()
         )));
     }
-    let db = super::db_path(&args.store)?;
-    let location = db.to_string_lossy().into_owned();
+    let location = super::location(&args.store)?;
     let style = Style::stderr();
-    if !weft_engine::is_postgres_url(&location) {
+    if !weft_store::is_postgres_url(location.as_str()) {
         output::err(&format!(
             "{}\n",
             style.dim(
@@ -28,11 +27,12 @@ pub(crate) async fn restate(args: RestateArgs) -> anyhow::Result<Exit> {
             )
         ));
     }
-    let store = super::open_store(&db)?;
     // No settling of approval timeouts here: this worker's engine would continue such a run
     // itself, behind its workflow's back. A workflow waits on a durable timer for its
     // approval's timeout (and the other hosts of the store send the timeout to it).
-    let engine = engine(store);
+    let engine = super::open_as(location.clone(), Lifetime::Service)?
+        .engine()
+        .clone();
     let workflow = WeftRun::new(engine, &args.flows, &args.ingress)
         .map_err(|error| usage_error(format!("--flows {}: {error}", args.flows.display())))?;
     let listener = tokio::net::TcpListener::bind(&args.addr)
@@ -58,7 +58,7 @@ pub(crate) async fn restate(args: RestateArgs) -> anyhow::Result<Exit> {
             "serving the flows of {} as Restate workflow {} (store {}); SIGTERM or Ctrl-C stops",
             args.flows.display(),
             weft_restate::SERVICE,
-            weft_engine::shown_location(&location)
+            location
         ))
     ));
     // The address first on stdout, so a script (or a test on port 0) can read it.

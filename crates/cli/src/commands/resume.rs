@@ -3,9 +3,11 @@
 //! run (its process stopped before it ended) from its last checkpoint. `weft resume RUN_ID
 //! --continue [--step] [--set JSON]`: goes on from the breakpoint a run is paused at.
 
-use weft_engine::{Continue, Decision, ResumeOptions};
+use weft_api::ResumeOptions;
+use weft_engine::Continue;
+use weft_nodes::Decision;
 
-use super::run::{Live, engine, report, run_error};
+use super::run::{Live, report};
 use crate::output::{self, Style};
 use crate::{Exit, ResumeArgs, usage_error};
 
@@ -23,7 +25,7 @@ pub(crate) async fn resume(args: ResumeArgs) -> anyhow::Result<Exit> {
                 .iter()
                 .map(|(name, value)| (name.clone(), serde_json::Value::String(value.clone())))
                 .collect(),
-            ..decision.by(crate::decider(args.by.as_deref()))
+            ..decision
         });
     if !args.fields.is_empty() && args.decision.is_none() {
         return Err(usage_error(
@@ -40,9 +42,9 @@ pub(crate) async fn resume(args: ResumeArgs) -> anyhow::Result<Exit> {
                 "--set: not JSON ({error}); write the value as JSON, a text in quotes: '\"like this\"'; the run was not changed"
             ))
         })?;
-    let db = super::db_path(&args.store)?;
-    let store = super::open_store(&db)?;
-    let run_id = super::resolve_run(&store, &args.run_id)?;
+    let location = super::location(&args.store)?;
+    let weft = super::open(location.clone())?.ending_with_process();
+    let run_id = args.run_id.trim();
     if !args.events {
         let style = Style::stderr();
         output::err(&format!(
@@ -57,28 +59,32 @@ pub(crate) async fn resume(args: ResumeArgs) -> anyhow::Result<Exit> {
             ))
         ));
     }
-    let engine = engine(store).ending_with_process();
-    super::run::settle_timeouts(&engine).await;
+    super::run::settle_deadlines(&weft).await;
     let live = Live::start(args.events);
     let options = ResumeOptions {
         on_event: Some(live.listener.clone()),
         cancel: live.cancel.clone(),
         ..ResumeOptions::default()
     };
-    let outcome = match (args.retry, decision) {
+    let by = weft_api::decider(args.by.as_deref());
+    let going = match (args.retry, decision) {
         _ if args.go_on => {
             let how = Continue {
                 step: args.step,
                 set,
             };
-            engine.continue_run(&run_id, how, options).await
+            weft.go_on(run_id, how, options).await
         }
-        (true, answer) => engine.retry(&run_id, answer, options).await,
-        (false, Some(decision)) => engine.resume(&run_id, decision, options).await,
+        (true, answer) => weft.retry(run_id, answer, by, options).await,
+        (false, Some(decision)) => weft.decide(run_id, decision, by, options).await,
         (false, None) => {
             return Err(usage_error("give --decision, --continue or --retry"));
         }
     };
+    let outcome = match going {
+        Ok(handle) => handle.outcome().await.map_err(weft_api::Error::from),
+        Err(error) => Err(error),
+    };
     live.end();
-    report(&outcome.map_err(run_error)?, args.events, &db)
+    report(&outcome.map_err(super::api_error)?, args.events, &location)
 }

@@ -2,19 +2,17 @@
 //! session (event listener, Ctrl-C and SIGTERM handling) and the report of a run's outcome.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use weft_engine::breakpoints::check_breakpoints;
-use weft_engine::pins::{Pins, check_pins, load_pins, pins_path};
-use weft_engine::providers::{LlmClients, ProviderSettings};
-use weft_engine::{
-    CheckedFlow, Engine, Entry, EventListener, EventSink, RunError, RunEvent, RunOptions,
-    RunOutcome, RunStatus, Store, check_decisions, check_for_run,
-};
+use weft_api::{RunFrom, StartRequest, StoreLocation, Weft, check_start};
+use weft_engine::RunOutcome;
+use weft_engine::pins::{Pins, load_pins, pins_path};
+use weft_event::{EventListener, EventSink, RunEvent, RunStatus};
+use weft_nodes::{CheckedFlow, check_for_run};
+use weft_providers::ProviderSettings;
 
 use super::validate::print_problems_to_stderr;
 use crate::output::{self, Style};
@@ -34,10 +32,9 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<Exit> {
         print_problems_to_stderr(checked.warnings());
     }
     // Known before the runtime is made: a flow that runs one step at a time has no use for a
-    // pool of threads, and starting and stopping them took a sixth of a short run (a 2-node
-    // flow: 3.35 → 2.87 ms; a 10,000-step chain: 0.9× the wall time). Flows that branch keep
-    // the pool: a thousand agents' answers are parsed on every core (one thread: 1.2× the
-    // wall time).
+    // pool of threads, whose start and stop are a large share of a short run. Flows that
+    // branch keep the pool: a thousand agents' answers are parsed on every core
+    // (docs/benchmarks.md has both measurements).
     let threads = if checked.runs_one_step_at_a_time() {
         Threads::One
     } else {
@@ -49,7 +46,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<Exit> {
 async fn run_checked(args: RunArgs, checked: CheckedFlow) -> anyhow::Result<Exit> {
     let flow = checked.flow();
     let mut decisions = HashMap::new();
-    let by = crate::decider(None);
+    let by = weft_api::decider(None);
     for (node_id, decision) in args.decisions {
         if decisions
             .insert(node_id.clone(), decision.by(by.clone()))
@@ -60,68 +57,62 @@ async fn run_checked(args: RunArgs, checked: CheckedFlow) -> anyhow::Result<Exit
             )));
         }
     }
-    // Checked before the store is opened, so a wrong target leaves no trace.
-    check_decisions(flow, &decisions).map_err(|error| usage_error(error.to_string()))?;
     let pins = if args.pins {
         load_pins(&pins_path(&args.flow))
             .map_err(|error| usage_error(format!("{error} (read because of --pins)")))?
     } else {
         Pins::new()
     };
-    let mut problems = check_pins(flow, &pins);
-    problems.extend(check_breakpoints(flow, &args.breakpoints));
-    if !problems.is_empty() {
-        return Err(usage_error(problems.join("\n")));
-    }
-    // Found and opened once the flow is known to run: a refused flow leaves no store behind.
-    let db = super::db_path(&args.store)?;
-    let store = super::open_store(&db)?;
-    let engine = engine(store).ending_with_process();
-    settle_timeouts(&engine).await;
-    let flow_path = std::path::absolute(&args.flow).unwrap_or_else(|_| args.flow.clone());
-    let entry = match (&args.after, &args.from, &args.only) {
-        (Some(after), Some(node), None) => engine.entry_after(after, flow, node, false).await,
-        (Some(after), None, Some(node)) => engine.entry_after(after, flow, node, true).await,
+    let from = match (&args.after, &args.from, &args.only) {
+        (Some(after), Some(node), None) => Some((after, node, false)),
+        (Some(after), None, Some(node)) => Some((after, node, true)),
         (Some(_), _, _) => return Err(usage_error("--after needs --from NODE or --only NODE")),
-        (None, _, _) => Ok(Entry::Start),
+        (None, _, _) => None,
     };
-    let entry = entry.map_err(run_error)?;
-
-    let live = Live::start(args.events);
-    let options = RunOptions {
+    let mut request = StartRequest {
         input: args.input,
         decisions,
-        flow_path: Some(flow_path),
-        on_event: Some(live.listener.clone()),
-        entry,
+        flow_path: Some(std::path::absolute(&args.flow).unwrap_or_else(|_| args.flow.clone())),
+        from: from.map(|(run_id, node_id, only)| RunFrom {
+            run_id: run_id.clone(),
+            node_id: node_id.clone(),
+            only,
+        }),
         pins,
-        replay: args.replay.map(|run_id| run_id.trim().to_string()),
+        replay: args.replay,
         breakpoints: args.breakpoints,
-        cancel: live.cancel.clone(),
-        ..RunOptions::default()
+        ..StartRequest::default()
     };
-    let outcome = engine.start(checked, options).await;
+    // Checked before the store is opened, so a wrong target leaves no trace.
+    check_start(flow, &request).map_err(super::api_error)?;
+    // Found and opened once the flow is known to run: a refused flow leaves no store behind.
+    let location = super::location(&args.store)?;
+    let weft = super::open(location.clone())?.ending_with_process();
+    settle_deadlines(&weft).await;
+    let live = Live::start(args.events);
+    request.on_event = Some(live.listener.clone());
+    request.cancel = live.cancel.clone();
+    let handle = weft.start(checked, request).await;
+    let outcome = match handle {
+        Ok(handle) => handle.outcome().await.map_err(weft_api::Error::from),
+        Err(error) => Err(error),
+    };
     live.end();
-    report(&outcome.map_err(run_error)?, args.events, &db)
-}
-
-/// An engine with providers from the environment (keys are never printed).
-pub(crate) fn engine(store: Store) -> Engine {
-    Engine::new(LlmClients::new(ProviderSettings::from_env()), store)
+    report(&outcome.map_err(super::api_error)?, args.events, &location)
 }
 
 /// Before a command's own work: every approval whose `timeoutSeconds` ran out while no Weft
 /// process was running takes its `timeout` branch (or fails naming the timeout) here, each run
 /// going on until it ends or pauses, with a line on stderr saying so.
-pub(crate) async fn settle_timeouts(engine: &Engine) {
+pub(crate) async fn settle_deadlines(weft: &Weft) {
     // Read when the store was opened: with no paused run waiting with a deadline, there is
     // nothing to settle, and nothing to read (a short command never opens the read
     // connection). A run another process pauses from now on is settled by the next command,
     // as one paused just after the query would be.
-    if engine.store().deadline_at_open().is_none() {
+    if !weft.has_deadlines() {
         return;
     }
-    let handles = match engine.settle_timeouts(None).await {
+    let handles = match weft.settle_deadlines(None).await {
         Ok(handles) => handles,
         Err(error) => {
             output::err(&format!(
@@ -152,20 +143,16 @@ pub(crate) async fn settle_timeouts(engine: &Engine) {
     }
 }
 
-/// Why a run could not start or resume, as the CLI reports it: what the caller can fix exits 2.
-pub(crate) fn run_error(error: RunError) -> anyhow::Error {
-    match error {
-        RunError::Invalid { problems } => {
-            print_problems_to_stderr(&problems);
-            usage_error("the flow is not valid")
-        }
-        RunError::Store(error) => super::store_error(error),
-        RunError::NoSuchEntry(_)
-        | RunError::NoEarlierOutput { .. }
-        | RunError::Decide(_)
-        | RunError::Debugging { .. } => usage_error(error.to_string()),
-        RunError::Lost(_) => anyhow::Error::new(error),
+/// [`settle_deadlines`] for a command that runs no flow (`weft runs`, `weft show`): a runtime
+/// is made only when a deadline may have passed.
+pub(crate) fn settle_deadlines_now(weft: &Weft) -> anyhow::Result<()> {
+    if weft.has_deadlines() {
+        crate::block_on(Threads::One, async {
+            settle_deadlines(weft).await;
+            Ok(())
+        })?;
     }
+    Ok(())
 }
 
 /// What runs alongside a run in this process: the event listener (NDJSON on stdout, or the
@@ -272,7 +259,7 @@ fn watch_signals(cancel: CancellationToken, progress: Option<Arc<Progress>>) -> 
     // the first `flags` had set the flag, and quit at once.
     static HANDLERS: std::sync::Once = std::sync::Once::new();
     HANDLERS.call_once(|| {
-        let stop = weft_engine::stop::flag();
+        let stop = weft_template::stop::flag();
         for number in [SIGINT, SIGTERM] {
             // In this order: a first signal finds the flag unset (and sets it), a second one
             // quits with the exit code of an interrupted command.
@@ -348,7 +335,11 @@ impl SignalWatch {
 
 /// Prints how the run ended and picks the exit code. On stdout only the result (completed) or
 /// the run id (paused), and nothing at all with `events`.
-pub(crate) fn report(outcome: &RunOutcome, events: bool, db: &Path) -> anyhow::Result<Exit> {
+pub(crate) fn report(
+    outcome: &RunOutcome,
+    events: bool,
+    store: &StoreLocation,
+) -> anyhow::Result<Exit> {
     let style = Style::stderr();
     let id = &outcome.run_id;
     match outcome.status {
@@ -390,7 +381,7 @@ pub(crate) fn report(outcome: &RunOutcome, events: bool, db: &Path) -> anyhow::R
             };
             text.push_str(&format!(
                 "resume with: {}\n",
-                style.bold(&format!("{} {how}", resume_command(id, db)))
+                style.bold(&format!("{} {how}", resume_command(id, store)))
             ));
             output::err(&text);
             if !events {
@@ -402,7 +393,7 @@ pub(crate) fn report(outcome: &RunOutcome, events: bool, db: &Path) -> anyhow::R
             output::err(&format!(
                 "{} run {id} stopped while still running; continue it with: {} --retry\n",
                 style.red_bold("✗"),
-                resume_command(id, db)
+                resume_command(id, store)
             ));
             Ok(Exit::Failure)
         }
@@ -410,14 +401,12 @@ pub(crate) fn report(outcome: &RunOutcome, events: bool, db: &Path) -> anyhow::R
 }
 
 /// `weft resume <id>`, with `--db` when the store is not the default one.
-pub(crate) fn resume_command(id: &str, db: &Path) -> String {
+pub(crate) fn resume_command(id: &str, store: &StoreLocation) -> String {
     let mut command = format!("weft resume {id}");
-    if super::default_db_path().as_deref() != Some(db) {
+    let default = StoreLocation::default_file().map(StoreLocation::from);
+    if default.as_ref() != Some(store) {
         // A PostgreSQL URL is shown without its password (PGPASSWORD can carry it instead).
-        command.push_str(&format!(
-            " --db {}",
-            output::shell_word(&weft_engine::shown_location(&db.to_string_lossy()))
-        ));
+        command.push_str(&format!(" --db {}", output::shell_word(&store.shown())));
     }
     command
 }

@@ -1,37 +1,24 @@
 //! `weft runs`: the most recent runs, newest first.
 
-use weft_engine::RunStatus;
-use weft_engine::cost::{Cost, run_total};
-use weft_engine::store::RunSummary;
+use weft_api::views::{RunListing, run_listings};
+use weft_event::RunStatus;
+use weft_store::RunSummary;
 
 use crate::output::{self, Style};
 use crate::{Exit, RunsArgs};
 
-/// A run as `weft runs` lists it: its summary and what it cost.
-struct Listed {
-    summary: RunSummary,
-    cost: Cost,
-}
-
 pub(crate) fn runs(args: &RunsArgs) -> anyhow::Result<Exit> {
     let prices = super::prices()?;
-    let db = super::db_path(&args.store)?;
-    let store = super::open_store(&db)?;
-    let summaries = store.list_runs(args.limit).map_err(super::store_error)?;
-    let mut runs = Vec::with_capacity(summaries.len());
-    for summary in summaries {
-        let cost = run_total(&store, &summary.id, &prices).map_err(super::store_error)?;
-        runs.push(Listed { summary, cost });
-    }
+    let location = super::location(&args.store)?;
+    let weft = super::open(location.clone())?;
+    // A paused run past its deadline is not listed as waiting: it goes on first.
+    super::run::settle_deadlines_now(&weft)?;
+    let runs = run_listings(weft.store(), args.limit, &prices)
+        .map_err(|error| super::api_error(error.into()))?;
     if args.json {
-        let listed = weft_engine::history::listed_runs(&store, args.limit, &prices)
-            .map_err(super::store_error)?;
-        output::out(&format!("{}\n", serde_json::to_string_pretty(&listed)?))?;
+        output::out(&format!("{}\n", serde_json::to_string_pretty(&runs)?))?;
     } else if runs.is_empty() {
-        output::err(&format!(
-            "no runs in {}\n",
-            weft_engine::shown_location(&db.to_string_lossy())
-        ));
+        output::err(&format!("no runs in {location}\n"));
     } else {
         output::out(&table(&runs, Style::stdout()))?;
     }
@@ -39,10 +26,10 @@ pub(crate) fn runs(args: &RunsArgs) -> anyhow::Result<Exit> {
 }
 
 /// The runs as an aligned table with a header.
-fn table(runs: &[Listed], style: Style) -> String {
+fn table(runs: &[RunListing], style: Style) -> String {
     let rows: Vec<[String; 6]> = runs
         .iter()
-        .map(|Listed { summary: run, cost }| {
+        .map(|RunListing { summary: run, cost }| {
             [
                 run.id.clone(),
                 run.status.as_str().to_string(),
@@ -115,9 +102,15 @@ fn took(run: &RunSummary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use weft_history::cost::Cost;
 
-    fn summary(id: &str, status: RunStatus, ended: Option<&str>, waiting: Option<&str>) -> Listed {
-        Listed {
+    fn summary(
+        id: &str,
+        status: RunStatus,
+        ended: Option<&str>,
+        waiting: Option<&str>,
+    ) -> RunListing {
+        RunListing {
             summary: RunSummary {
                 id: id.into(),
                 flow_name: "Triage".into(),

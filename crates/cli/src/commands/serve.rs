@@ -1,12 +1,12 @@
-//! `weft serve`: the HTTP API (SPEC §12) over this machine's run store, until SIGTERM or Ctrl-C,
+//! `weft serve`: the HTTP API (docs/serving.md) over this machine's run store, until SIGTERM or
+//! Ctrl-C,
 //! when runs going here are stored as cancelled and paused runs keep their pause.
 
 use std::time::Duration;
 
-use weft_engine::providers::ProviderSettings;
+use weft_api::Lifetime;
 use weft_server::{DEFAULT_MAX_BODY, ServeConfig, Tokens};
 
-use super::run::{engine, settle_timeouts};
 use crate::output::{self, Style};
 use crate::{Exit, ServeArgs, usage_error};
 
@@ -27,10 +27,8 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<Exit> {
             args.flows.display()
         )));
     }
-    let db = super::db_path(&args.store)?;
-    let store = super::open_store(&db)?;
-    let engine = engine(store);
-    settle_timeouts(&engine).await;
+    let location = super::location(&args.store)?;
+    let weft = super::open_as(location.clone(), Lifetime::Service)?.with_prices(prices);
     let listener = tokio::net::TcpListener::bind(&args.addr)
         .await
         .map_err(|error| usage_error(format!("cannot listen on {}: {error}", args.addr)))?;
@@ -42,7 +40,7 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<Exit> {
             "serving the flows of {} for {} (store {}); SIGTERM or Ctrl-C stops",
             args.flows.display(),
             tokens.names().join(", "),
-            weft_engine::shown_location(&db.to_string_lossy())
+            location
         ))
     ));
     // The address first on stdout, so a script (or a test on port 0) can read it.
@@ -51,10 +49,8 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<Exit> {
         flows_dir: args.flows.clone(),
         tokens,
         max_body: args.max_body.unwrap_or(DEFAULT_MAX_BODY),
-        prices,
-        provider_settings: ProviderSettings::from_env(),
     };
-    weft_server::serve(listener, engine, config, stop_signal(), SHUTDOWN_GRACE)
+    weft_server::serve(listener, weft, config, stop_signal(), SHUTDOWN_GRACE)
         .await
         .map_err(|error| anyhow::anyhow!("the server stopped: {error}"))?;
     output::err(&format!("{}\n", style.dim("stopped")));

@@ -1,12 +1,12 @@
 //! `weft show RUN_ID`: one run's summary, node outputs and event trace.
 
-use std::path::Path;
-
-use weft_engine::compare::NodeStatus;
-use weft_engine::cost::{PRICES_ENV, RunCost, run_cost, usd_text};
-use weft_engine::store::{NodeOutputRecord, RunRecord};
-use weft_engine::visits::{NodeVisit, node_visits};
-use weft_engine::{EventType, RunEvent};
+use weft_api::StoreLocation;
+use weft_api::views::{RunDetail, run_detail};
+use weft_event::{EventType, RunEvent};
+use weft_history::compare::NodeStatus;
+use weft_history::cost::{PRICES_ENV, RunCost, usd_text};
+use weft_history::visits::NodeVisit;
+use weft_store::{NodeOutputRecord, RunRecord};
 
 use crate::output::{self, Style};
 use crate::{Exit, ShowArgs};
@@ -16,28 +16,31 @@ const CELL: usize = 200;
 
 pub(crate) fn show(args: &ShowArgs) -> anyhow::Result<Exit> {
     let prices = super::prices()?;
-    let db = super::db_path(&args.store)?;
-    let store = super::open_store(&db)?;
-    let run_id = super::resolve_run(&store, &args.run_id)?;
-    let record = store.run(&run_id).map_err(super::store_error)?;
-    let outputs = store.node_outputs(&run_id).map_err(super::store_error)?;
-    let events = store.events(&run_id).map_err(super::store_error)?;
-    let cost = run_cost(&store, &record, &prices).map_err(super::store_error)?;
-    let visits = node_visits(&record, &events, &outputs, &cost);
+    let location = super::location(&args.store)?;
+    let weft = super::open(location.clone())?;
+    // A paused run past its deadline is not shown as waiting: it goes on first.
+    super::run::settle_deadlines_now(&weft)?;
+    let detail = run_detail(weft.store(), &args.run_id, &prices)
+        .map_err(|error| super::api_error(error.into()))?;
     if let Some(node) = &args.node {
-        return show_visits(&record, &visits, node, args.json);
+        return show_visits(&detail, node, args.json);
     }
     if args.json {
-        let report = weft_engine::history::run_report(&store, &run_id, &prices)
-            .map_err(super::store_error)?;
-        output::out(&format!("{}\n", serde_json::to_string_pretty(&report)?))?;
+        output::out(&format!("{}\n", serde_json::to_string_pretty(&detail)?))?;
         return Ok(Exit::Success);
     }
     let style = Style::stdout();
-    let mut text = summary(&record, &cost, &db, style);
-    text.push_str(&node_outputs(&outputs, &cost, style));
-    text.push_str(&llm_calls(&cost, style));
-    text.push_str(&trace(&events, args.deltas, style));
+    let RunDetail {
+        run,
+        cost,
+        node_outputs,
+        events,
+        ..
+    } = &detail;
+    let mut text = summary(run, detail.waiting.as_ref(), cost, &location, style);
+    text.push_str(&self::node_outputs(node_outputs, cost, style));
+    text.push_str(&llm_calls(cost, style));
+    text.push_str(&trace(events, args.deltas, style));
     output::out(&text)?;
     Ok(Exit::Success)
 }
@@ -45,12 +48,8 @@ pub(crate) fn show(args: &ShowArgs) -> anyhow::Result<Exit> {
 /// Every visit of `node` (a node of the run's flow, or a nested step's key such as
 /// `research/draft`): the steps it made and those made inside it, each with its input, output,
 /// time, tokens and cost.
-fn show_visits(
-    record: &RunRecord,
-    visits: &[NodeVisit],
-    node: &str,
-    json: bool,
-) -> anyhow::Result<Exit> {
+fn show_visits(detail: &RunDetail, node: &str, json: bool) -> anyhow::Result<Exit> {
+    let (record, visits) = (&detail.run, &detail.visits);
     let chosen: Vec<&NodeVisit> = visits
         .iter()
         .filter(|visit| visit.node_id == node || visit.key == node)
@@ -58,8 +57,7 @@ fn show_visits(
     let known = visits
         .iter()
         .any(|visit| visit.node_id == node || visit.key == node)
-        || weft_engine::Flow::parse(&record.flow_json, "the stored flow")
-            .is_ok_and(|flow| flow.node(node).is_some());
+        || detail.flow.node(node).is_some();
     if !known {
         output::err(&format!(
             "error: run {} has no node `{node}` (weft show {} lists its nodes)\n",
@@ -131,7 +129,13 @@ fn show_visits(
 }
 
 /// The run's identity, status, times, cost, input, result or error, and what it waits for.
-fn summary(record: &RunRecord, cost: &RunCost, db: &Path, style: Style) -> String {
+fn summary(
+    record: &RunRecord,
+    waiting: Option<&weft_engine::Waiting>,
+    cost: &RunCost,
+    store: &StoreLocation,
+    style: Style,
+) -> String {
     let run = &record.summary;
     let mut rows: Vec<(&str, String)> = vec![
         ("run", run.id.clone()),
@@ -188,7 +192,7 @@ fn summary(record: &RunRecord, cost: &RunCost, db: &Path, style: Style) -> Strin
     if let Some(error) = &record.error {
         rows.push(("error", style.red(&output::one_line(error, 400))));
     }
-    if let Some(waiting) = weft_engine::waiting_of(record) {
+    if let Some(waiting) = waiting {
         let form: Vec<String> = waiting
             .fields
             .iter()
@@ -240,7 +244,7 @@ fn summary(record: &RunRecord, cost: &RunCost, db: &Path, style: Style) -> Strin
         };
         rows.push((
             "resume",
-            format!("{}{answer}", super::run::resume_command(&run.id, db)),
+            format!("{}{answer}", super::run::resume_command(&run.id, store)),
         ));
     }
     let mut text = String::new();

@@ -1,4 +1,5 @@
-//! `weft test FLOW|DIR`: runs the cases beside flows (`NAME.tests.json`, SPEC §11), offline from
+//! `weft test FLOW|DIR`: runs the cases beside flows (`NAME.tests.json`, docs/testing.md), offline
+//! from
 //! their recordings when they have them, and reports every failing assertion with what was
 //! expected and what came. Exit 0 when every case passed, 1 when any failed, 2 for a tests file,
 //! dataset or flow that cannot be used.
@@ -7,14 +8,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::json;
-use weft_engine::providers::ProviderSettings;
-use weft_engine::testing::{
+use weft_nodes::{CheckedFlow, check_for_run};
+use weft_providers::ProviderSettings;
+use weft_testing::{
     CaseReport, RecordMode, SuiteReport, TestOptions, TestSuite, flow_of_tests, junit_xml,
     load_suite, run_suite,
 };
-use weft_engine::{CheckedFlow, check_for_run};
 
-use super::run::engine;
 use crate::output::{self, Style};
 use crate::{Exit, TestArgs, usage_error};
 
@@ -65,10 +65,9 @@ pub(crate) async fn test(args: TestArgs) -> anyhow::Result<Exit> {
             return Err(usage_error(format!("no case is named \"{name}\"")));
         }
     }
-    let db = super::db_path(&args.store)?;
-    let store = super::open_store(&db)?;
-    let engine = engine(store);
-    super::run::settle_timeouts(&engine).await;
+    let weft = super::open(super::location(&args.store)?)?;
+    super::run::settle_deadlines(&weft).await;
+    let engine = weft.engine();
     let mode = match (args.record, args.offline) {
         (true, _) => RecordMode::Record,
         (_, true) => RecordMode::Offline,
@@ -97,7 +96,7 @@ pub(crate) async fn test(args: TestArgs) -> anyhow::Result<Exit> {
                     output::err(&format!("{}\n", case_line(&flow_name, case, progress)));
                 }
             });
-            let report = run_suite(&engine, checked, suite, &options, on_case)
+            let report = run_suite(engine, checked, suite, &options, on_case)
                 .await
                 .map_err(|error| usage_error(error.to_string()))?;
             reports.push(report);

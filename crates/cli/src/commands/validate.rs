@@ -1,8 +1,8 @@
 //! `weft validate FLOW [--json]`: every problem of a flow, one line each.
 
 use serde_json::json;
-use weft_engine::providers::ProviderSettings;
-use weft_engine::{Problem, check_flow};
+use weft_nodes::{Problem, check_flow};
+use weft_providers::ProviderSettings;
 
 use crate::output::{self, Style};
 use crate::{Exit, ValidateArgs};

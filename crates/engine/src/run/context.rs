@@ -1,32 +1,24 @@
 //! What every step of one run shares: the flow, parsed configs, compiled templates, the latest
 //! outputs, the LLM clients, the event emitter and the cancellation token. It is the real
-//! [`StepEnv`]: node kinds reach the outside world only through it.
+//! step interface (`step_env`): node kinds reach the outside world only through it.
 
-use std::any::Any;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 
-use futures_util::FutureExt;
-use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::emitter::{Emitter, now};
+use super::emitter::Emitter;
 use super::graph::Graph;
-use super::llm_log::{LlmLog, Recorded, request_hash};
-use crate::event::EventType;
-use crate::flow::{Flow, Node};
-use crate::nodes::{Decision, NodeConfig};
+use super::llm_log::LlmLog;
 use crate::pins::Pins;
-use crate::providers::{
-    ChatMessage, ChatRequest, ChatResponse, LazyClient, LlmClients, ModelRoute, ProviderError,
-    Usage,
-};
-use crate::step::{ChildEnd, ChildRun, StepEnv, StepError, StepErrorKind};
-use crate::store::RecordedCall;
-use crate::store::Store;
-use crate::template::{NodeOutputs, RenderLimits, Scope, Templates};
+use weft_event::EventType;
+use weft_flow::{Flow, Node};
+use weft_nodes::{Decision, NodeConfig};
+use weft_providers::{ChatMessage, LazyClient, LlmClients};
+use weft_store::Store;
+use weft_template::{NodeOutputs, RenderLimits, Scope, Templates};
 
 /// What a run uses from outside that its nested runs share: providers, HTTP, the sandbox, the
 /// store.
@@ -59,7 +51,7 @@ pub(crate) struct RunContext {
     pub(crate) outputs: Arc<NodeOutputs>,
     /// The run's input as a value (`initial` in templates; the `start` node's output).
     pub(crate) initial: Arc<Value>,
-    vars: Arc<Value>,
+    pub(super) vars: Arc<Value>,
     pub(crate) approval: RwLock<Option<Arc<Value>>>,
     pub(crate) histories: Mutex<HashMap<String, Vec<ChatMessage>>>,
     pub(crate) services: Services,
@@ -67,7 +59,7 @@ pub(crate) struct RunContext {
     pub(crate) events: Emitter,
     pub(crate) cancel: CancellationToken,
     /// `cancel`, as each template render watches it ([`RenderLimits`]).
-    render_cancel: Arc<CancellationToken>,
+    pub(super) render_cancel: Arc<CancellationToken>,
     /// Approvals answered in advance, by node id (`sub/review` for one inside subflow `sub`).
     pub(crate) decisions: HashMap<String, Decision>,
     /// Pinned outputs by node id: these nodes do not run ([`crate::pins`]).
@@ -85,7 +77,8 @@ pub(crate) struct ContextSeed {
 }
 
 impl RunContext {
-    /// Lets go of this finished run for a process about to end ([`crate::Engine::ending_with_process`]):
+    /// Lets go of this finished run for a process about to end
+    /// ([`crate::Engine::ending_with_process`]):
     /// its flow, graph and outputs, the bulk of its memory, are not freed; everything else
     /// (the store, whose writer ends when the last handle goes) is dropped as usual.
     pub(crate) fn end_with_process(self) {
@@ -145,7 +138,7 @@ impl RunContext {
         &self,
         source: &str,
         input: &Value,
-    ) -> Result<String, crate::template::TemplateError> {
+    ) -> Result<String, weft_template::TemplateError> {
         let approval = self.approval();
         let scope = Scope {
             input,
@@ -210,208 +203,5 @@ impl RunContext {
                     .map(|rest| (rest.to_string(), decision.clone()))
             })
             .collect()
-    }
-}
-
-impl StepEnv for RunContext {
-    fn emit(&self, node_id: &str, kind: EventType, content: String, usage: Option<Usage>) {
-        self.events
-            .emit_event(kind, Some(node_id), content, None, usage);
-    }
-
-    fn render(&self, node_id: &str, field: &str, input: &Value) -> Result<String, StepError> {
-        let internal = |message: String| StepError::new(StepErrorKind::Internal, message);
-        let graph_node = self
-            .graph
-            .nodes
-            .get(node_id)
-            .ok_or_else(|| internal(format!("node `{node_id}` is not in the flow")))?;
-        let source = graph_node
-            .config
-            .template(field)
-            .or_else(|| {
-                let node = self.flow.nodes.get(graph_node.index)?;
-                graph_node.kind.template_source(&node.data, field)
-            })
-            .ok_or_else(|| {
-                internal(format!(
-                    "`{field}` of node `{node_id}` is not a template (a bug in Weft)"
-                ))
-            })?;
-        let approval = self.approval();
-        let scope = Scope {
-            input,
-            initial: &self.initial,
-            approval: approval.as_ref(),
-            vars: &self.vars,
-            nodes: &self.outputs,
-        };
-        // A render is part of its step, so it may take as long as the step's attempt.
-        let timeout = graph_node
-            .settings
-            .timeout(graph_node.kind.default_timeout_seconds());
-        // A long render holds the runtime's thread: the run's events are shown meanwhile by
-        // the store's writer thread.
-        self.shared
-            .templates
-            .render_telling(
-                source,
-                &scope,
-                RenderLimits::within(timeout, &self.render_cancel),
-                || self.store().expect_wait(),
-            )
-            .map_err(|error| StepError::from_template(field, error))
-    }
-
-    fn cancel(&self) -> &CancellationToken {
-        &self.cancel
-    }
-
-    fn initial(&self) -> &Value {
-        &self.initial
-    }
-
-    fn llm(&self) -> &LlmClients {
-        &self.services.llm
-    }
-
-    fn complete<'a>(
-        &'a self,
-        node_id: &'a str,
-        visit: u64,
-        route: &'a ModelRoute,
-        request: &'a ChatRequest,
-        on_delta: &'a (dyn Fn(&str) + Send + Sync),
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        async move {
-            let node_key = self.call_key(node_id);
-            let log = &self.shared.llm_log;
-            let call = log.next_call(&node_key, visit);
-            let hash = request_hash(route, request);
-            // Keeps an answer as this run's call `call` of the node in this visit.
-            let record = |answer: &ChatResponse| {
-                let recorded = RecordedCall {
-                    node_key: node_key.clone(),
-                    visit,
-                    call,
-                    request_hash: hash.clone(),
-                    model: format!("{}/{}", route.provider.as_str(), route.model),
-                    response: serde_json::to_value(answer).unwrap_or_default(),
-                };
-                self.store()
-                    .record_llm_call(&self.run_id, &recorded, &now());
-            };
-            if let Some(recorded) = log.recorded(&node_key, visit, call, &hash) {
-                let answer = match recorded {
-                    // Its tokens were counted (and paid) when it was first asked.
-                    Recorded::Own(answer) => ChatResponse {
-                        usage: None,
-                        ..answer
-                    },
-                    Recorded::Replayed(answer) => {
-                        let answer = ChatResponse {
-                            usage: None,
-                            ..answer
-                        };
-                        // A replay keeps the call as its own, costing nothing, so that the run
-                        // is complete in itself (to replay again, to compare).
-                        let from_run = log.replayed_run().unwrap_or_default();
-                        self.events.emit(
-                            EventType::LogicCheck,
-                            Some(node_id),
-                            format!("replayed: the answer run {from_run} recorded for this request (no provider call)"),
-                        );
-                        record(&answer);
-                        answer
-                    }
-                    // A flow test offline: the answer keeps the tokens it used when recorded,
-                    // so a test's limits on tokens and cost hold as they would live.
-                    Recorded::Given(answer) => {
-                        self.events.emit(
-                            EventType::LogicCheck,
-                            Some(node_id),
-                            "answered from the test's recording (no provider call)".to_string(),
-                        );
-                        record(&answer);
-                        answer
-                    }
-                    Recorded::Missing(why) => return Err(ProviderError::NotRecorded(why)),
-                };
-                // Shown as one piece.
-                if !answer.content.is_empty() {
-                    on_delta(&answer.content);
-                }
-                return Ok(answer);
-            }
-            log.went_live(&node_key);
-            let answer = self
-                .services
-                .llm
-                .complete(route, request, on_delta, &self.cancel)
-                .await?;
-            record(&answer);
-            Ok(answer)
-        }
-        .boxed()
-    }
-
-    fn http(&self) -> &reqwest::Client {
-        self.services.http.get()
-    }
-
-    fn sandbox(&self) -> &weft_sandbox::Sandbox {
-        &self.services.sandbox
-    }
-
-    fn history(&self, node_id: &str) -> Vec<ChatMessage> {
-        self.histories
-            .lock()
-            .map(|map| map.get(node_id).cloned().unwrap_or_default())
-            .unwrap_or_default()
-    }
-
-    fn set_history(&self, node_id: &str, messages: Vec<ChatMessage>) {
-        if let Ok(mut map) = self.histories.lock() {
-            map.insert(node_id.to_string(), messages);
-        }
-    }
-
-    fn record_usage(&self, node_id: &str, usage: Usage) {
-        self.events.add_usage(usage);
-        self.store()
-            .add_usage(&self.run_id, &self.store_key(node_id), usage, &now());
-    }
-
-    fn record_metadata(&self, node_id: &str, metadata: &Value) {
-        self.store()
-            .put_node_metadata(&self.run_id, &self.store_key(node_id), metadata, &now());
-    }
-
-    fn resolve_path(&self, path: &str) -> PathBuf {
-        let base = self.flow_path.as_deref().and_then(std::path::Path::parent);
-        match base {
-            Some(base) => base.join(path),
-            None => PathBuf::from(path),
-        }
-    }
-
-    fn label(&self, node_id: &str) -> Option<&str> {
-        self.node(node_id).map(Node::label)
-    }
-
-    fn config(&self, node_id: &str) -> Option<&dyn Any> {
-        RunContext::config(self, node_id).map(NodeConfig::as_any)
-    }
-
-    fn subagents(&self, node_id: &str) -> &[String] {
-        self.graph.subagents.get(node_id).map_or(&[], Vec::as_slice)
-    }
-
-    fn run_child<'a>(
-        &'a self,
-        node_id: &'a str,
-        child: ChildRun<'a>,
-    ) -> BoxFuture<'a, Result<ChildEnd, StepError>> {
-        super::nested::run_child(self, node_id, child).boxed()
     }
 }

@@ -1,16 +1,18 @@
-//! The ordered event stream of one run (SPEC §6): numbers events and hands each to the store,
+//! The ordered event stream of one run (docs/flows.md#events): numbers events and hands each to
+//! the store,
 //! which passes it on to the host's listener once it is committed, so every consumer sees the
 //! same order and nothing shown can be lost.
 
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex, MutexGuard};
+use weft_event::call_segment;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-pub use crate::event::EventListener;
-use crate::event::{EventType, RunEvent};
-use crate::providers::Usage;
-use crate::store::Store;
+pub use weft_event::EventListener;
+use weft_event::{EventType, RunEvent};
+use weft_providers::Usage;
+use weft_store::Store;
 
 /// The current time as stored in events and the store (RFC 3339, milliseconds, UTC).
 pub(crate) fn now() -> String {
@@ -40,16 +42,6 @@ pub(crate) fn now_shared() -> Arc<str> {
         }
         text.clone()
     })
-}
-
-/// A scope segment (`research`, `each[2]`) as LLM call keys name it in visit `visit` of its
-/// step: unchanged on the first visit, `research@2` on the second.
-pub(crate) fn call_segment(segment: &str, visit: u64) -> String {
-    if visit > 1 {
-        format!("{segment}@{visit}")
-    } else {
-        segment.to_string()
-    }
 }
 
 /// Shared by a run and all its nested runs.

@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 
-use crate::flow::Flow;
-use crate::nodes::{CommonSettings, NodeConfig, NodeKind, ParsedNode};
+use weft_flow::Flow;
+use weft_nodes::{CommonSettings, NodeConfig, NodeKind, ParsedNode};
 
 /// A node as a run sees it: its place in the flow, kind, parsed config and run settings.
 pub(crate) struct GraphNode {
@@ -12,7 +12,7 @@ pub(crate) struct GraphNode {
     pub kind: NodeKind,
     pub config: NodeConfig,
     pub settings: CommonSettings,
-    /// The label a person sees ([`crate::flow::Node::label`]) when it is not the id: kept
+    /// The label a person sees ([`weft_flow::Node::label`]) when it is not the id: kept
     /// here so that a step's events do not read the flow's node again.
     label: Option<Box<str>>,
 }

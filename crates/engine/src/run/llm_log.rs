@@ -2,7 +2,8 @@
 //! `v`, with a hash of the request), and a run continued after an interruption gets the answers
 //! it already had for the same requests instead of asking the provider again.
 //!
-//! A replay (`weft run --replay RUN_ID`, SPEC §10) is a new run given another run's answers the
+//! A replay (`weft run --replay RUN_ID`, docs/debugging.md) is a new run given another run's
+//! answers the
 //! same way, with one rule more: once a node's request differs from the recording and goes
 //! live, every node after it on that branch goes live too, even where a request happens to be
 //! the recorded one, so what follows an edit is always asked afresh.
@@ -14,8 +15,8 @@ use std::sync::{Mutex, MutexGuard};
 
 use sha2::{Digest, Sha256};
 
-use crate::providers::{ChatRequest, ChatResponse, ModelRoute};
-use crate::store::RecordedCall;
+use weft_providers::{ChatRequest, ChatResponse, ModelRoute};
+use weft_store::RecordedCall;
 
 /// Answers recorded earlier, by (node key, visit, call number).
 type Recordings = HashMap<(String, u64, u64), RecordedCall>;

@@ -1,11 +1,15 @@
-//! Running flows (SPEC §4): the [`Engine`] both hosts (the `weft` command and the desktop app)
-//! call to start a run, resume a paused one, cancel one, ask what a paused run waits for, and
-//! shut down.
+//! Running flows (docs/flows.md#running): the [`Engine`] that `weft-api` drives for every host
+//! starts a run, resumes a paused one, goes on from a breakpoint, continues an interrupted one,
+//! cancels one, and shuts down.
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
-//! use weft_engine::{Engine, Flow, RunOptions, Store, providers::{LlmClients, ProviderSettings}};
-//! let engine = Engine::new(LlmClients::new(ProviderSettings::from_env()), Store::open("runs.db".as_ref())?);
+//! use weft_engine::{Engine, RunOptions};
+//! use weft_flow::Flow;
+//! use weft_providers::{LlmClients, ProviderSettings};
+//! use weft_store::Store;
+//! let engine = Engine::new(LlmClients::new(ProviderSettings::from_env()),
+//! Store::open("runs.db".as_ref())?);
 //! let flow = Flow::load("flows/hello.json".as_ref())?;
 //! let outcome = engine.start(flow, RunOptions::default()).await?;
 //! println!("{} {:?}", outcome.status, outcome.result);
@@ -19,6 +23,7 @@ mod hosted;
 mod llm_log;
 mod nested;
 mod scheduler;
+mod step_env;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -33,28 +38,23 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use emitter::EventListener;
-pub(crate) use emitter::call_segment;
-pub(crate) use graph::ByNode;
 pub use llm_log::RecordedAnswers;
 
 use crate::breakpoints::{BreakWhen, Breakpoint, check_breakpoints};
-use crate::event::{EventType, RunStatus};
-use crate::flow::Flow;
-use crate::nodes::{Decision, DecisionChoice, FormField, NodeConfig, NodeKind, StartConfig};
-use crate::output_schema::OutputSchema;
 use crate::pins::{Pins, check_pins};
-use crate::providers::{LazyClient, LlmClients, Usage};
-use crate::store::{
-    NewRun, NodeOutputRecord, PauseRecord, QueuedStep, RunRecord, Store, StoreError,
-};
-use crate::template::output_text;
-use crate::validate::{FlowToRun, Problem, check_flow};
 use context::{ContextSeed, RunContext, RunShared, Services};
 use emitter::{Emitter, now};
 use graph::Graph;
 use llm_log::{LlmLog, ReplayState};
+use weft_event::{EventType, RunStatus};
+use weft_flow::Flow;
+use weft_flow::output_schema::OutputSchema;
+use weft_nodes::validate::{FlowToRun, Problem, check_flow};
+use weft_nodes::{Decision, DecisionChoice, FormField, NodeConfig, NodeKind, StartConfig};
+use weft_providers::{LazyClient, LlmClients, Usage};
+use weft_store::{NewRun, NodeOutputRecord, PauseRecord, QueuedStep, RunRecord, Store, StoreError};
+use weft_template::output_text;
 
-pub use hosted::{RESTATE_HOST, RESTATE_WORKFLOW};
 use scheduler::{BreakStop, SavedState, Scheduler};
 
 /// Where a run begins.
@@ -78,7 +78,8 @@ pub enum Entry {
 /// How to start a run.
 #[derive(Clone, Default)]
 pub struct RunOptions {
-    /// The run's input text (a JSON object or array is read as JSON); else the start node's `initialInput`.
+    /// The run's input text (a JSON object or array is read as JSON); else the start node's
+    /// `initialInput`.
     pub input: Option<String>,
     /// Approvals answered in advance, by node id (`sub/review` for one inside the subflow
     /// `sub`); used every time that node is reached in this process. Checked by
@@ -125,7 +126,8 @@ pub struct ResumeOptions {
 pub struct RunOutcome {
     pub run_id: String,
     pub status: RunStatus,
-    /// The run's result when it completed: the last `output` node's value, else the last finished node's.
+    /// The run's result when it completed: the last `output` node's value, else the last finished
+    /// node's.
     pub result: Option<Value>,
     pub error: Option<String>,
     /// What a paused run waits for.
@@ -135,7 +137,7 @@ pub struct RunOutcome {
 /// What a paused run waits for: the node (a path such as `sub/review` for one inside a
 /// subflow) and the message shown to the person.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Waiting {
     pub node_id: String,
@@ -153,19 +155,6 @@ pub struct Waiting {
     /// What the node waited at was given: the draft a person decides on.
     #[serde(default)]
     pub input: Value,
-}
-
-/// A run waiting for a person's decision, as an inbox lists it.
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PendingApproval {
-    pub run_id: String,
-    pub flow_name: String,
-    pub flow_path: Option<String>,
-    /// When it paused.
-    pub since: String,
-    pub waiting: Waiting,
 }
 
 /// Why a run could not start or resume. Failures *during* a run are not errors here: the run
@@ -246,6 +235,12 @@ pub struct RunHandle {
 }
 
 impl RunHandle {
+    /// A handle on a run `task` drives to its end or next pause (a host following a run
+    /// another host drives makes one).
+    pub fn new(run_id: String, task: JoinHandle<Result<RunOutcome, RunError>>) -> RunHandle {
+        RunHandle { run_id, task }
+    }
+
     /// Waits until the run ends or pauses. An error here means the store could not keep
     /// how it ended.
     pub async fn outcome(self) -> Result<RunOutcome, RunError> {
@@ -308,8 +303,8 @@ impl Engine {
 
     /// The same engine, for a process that ends once its runs end (`weft run`): the memory a
     /// finished run held for its flow, graph and outputs is left for the system to reclaim
-    /// with the process, instead of being freed piece by piece first (for a flow of 10,000
-    /// nodes, ~7 ms). The rest is let go as ever (the store among it, whose writer must end).
+    /// with the process, instead of being freed piece by piece first (milliseconds for a large
+    /// flow). The rest is let go as ever (the store among it, whose writer must end).
     pub fn ending_with_process(mut self) -> Engine {
         self.ends_with_process = true;
         self
@@ -340,6 +335,11 @@ impl Engine {
         &self.services.store
     }
 
+    /// The host this engine drives runs as ([`Engine::hosted_by`]), if any.
+    pub fn host(&self) -> Option<&str> {
+        self.host.as_deref()
+    }
+
     pub fn llm(&self) -> &LlmClients {
         &self.services.llm
     }
@@ -359,7 +359,8 @@ impl Engine {
         self.spawn(flow, options).await?.outcome().await
     }
 
-    /// Validates `flow` (unless it is a [`crate::CheckedFlow`]), stores the new run and starts it in
+    /// Validates `flow` (unless it is a [`crate::CheckedFlow`]), stores the new run and starts it
+    /// in
     /// the background; the handle has the run's id at once. Must be called within a tokio
     /// runtime.
     pub async fn spawn(
@@ -371,7 +372,7 @@ impl Engine {
             FlowToRun::Checked(checked) => checked.into_parts(),
             FlowToRun::Unchecked(flow) => {
                 let (problems, parsed) =
-                    crate::validate::validate_parsing(&flow, options.flow_path.as_deref());
+                    weft_nodes::validate::validate_parsing(&flow, options.flow_path.as_deref());
                 if problems.iter().any(Problem::is_error) {
                     return Err(RunError::Invalid {
                         problems: problems.into_iter().filter(Problem::is_error).collect(),
@@ -648,9 +649,11 @@ impl Engine {
         answer: PauseAnswer,
         options: ResumeOptions,
     ) -> Result<RunHandle, RunError> {
-        if let Some(handle) = hosted::forward_if_hosted(self, run_id, &answer).await? {
-            return Ok(handle);
-        }
+        let doing = match &answer {
+            PauseAnswer::Decision(_) => "be decided",
+            PauseAnswer::Continue(_) => "be continued",
+        };
+        hosted::refuse_if_hosted(self, run_id, doing).await?;
         let wanted = run_id.to_string();
         let decided = match &answer {
             PauseAnswer::Decision(decision) => {
@@ -762,12 +765,7 @@ impl Engine {
         answer: Option<Decision>,
         options: ResumeOptions,
     ) -> Result<RunHandle, RunError> {
-        hosted::refuse_if_hosted(
-            self,
-            run_id,
-            "Restate continues it on another worker when its worker stops, not this process",
-        )
-        .await?;
+        hosted::refuse_if_hosted(self, run_id, "be retried").await?;
         let wanted = run_id.to_string();
         let decided = answer
             .as_ref()
@@ -897,8 +895,8 @@ impl Engine {
     /// Decides for nobody: every paused run whose approval's `timeoutSeconds` ran out goes on
     /// along its `timeout` edge, or fails naming the timeout when it has none. Each goes on in
     /// the background in this process (its events to `on_event`); a run another process claimed
-    /// meanwhile (a person decided just in time) is left to it. Hosts call this when they start
-    /// (a deadline may have passed while no process ran) and, when they live on, every second.
+    /// meanwhile (a person decided just in time) is left to it. `weft-api`'s keeper calls this
+    /// as deadlines pass, and a short command once before its own work.
     pub async fn settle_timeouts(
         &self,
         on_event: Option<EventListener>,
@@ -922,25 +920,6 @@ impl Engine {
             }
         }
         Ok(handles)
-    }
-
-    /// Every approval a person may decide now, across flows and runs (this process's, other
-    /// processes', a server's): paused runs not stopped at a breakpoint, oldest first.
-    pub async fn pending_approvals(&self) -> Result<Vec<PendingApproval>, RunError> {
-        let records = self.blocking(|store| store.paused_runs()).await?;
-        Ok(records
-            .iter()
-            .filter_map(|record| {
-                let waiting = waiting_of(record).filter(|waiting| waiting.breakpoint.is_none())?;
-                Some(PendingApproval {
-                    run_id: record.summary.id.clone(),
-                    flow_name: record.summary.flow_name.clone(),
-                    flow_path: record.summary.flow_path.clone(),
-                    since: record.summary.updated_at.clone(),
-                    waiting,
-                })
-            })
-            .collect())
     }
 
     /// What the paused run `run_id` (an id or a unique prefix) waits for; `None` when it is not
@@ -974,13 +953,7 @@ impl Engine {
         run_id: &str,
         on_event: Option<EventListener>,
     ) -> Result<RunOutcome, RunError> {
-        hosted::refuse_if_hosted(
-            self,
-            run_id,
-            "its workflow waits for the answer; cancel the workflow through Restate (its admin \
-             API or `restate invocations cancel`)",
-        )
-        .await?;
+        hosted::refuse_if_hosted(self, run_id, "be cancelled").await?;
         let wanted = run_id.to_string();
         let (run_id, record) = self
             .blocking(move |store| {
@@ -1218,7 +1191,7 @@ fn own_outputs(flow: &Flow, stored: Vec<NodeOutputRecord>) -> HashMap<String, Va
 /// What the stored run `record` waits for, when it is paused.
 /// Going on from a breakpoint ([`Engine::continue_run`]).
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Continue {
     /// Stop again before the steps that become ready next.
@@ -1311,7 +1284,7 @@ fn at_breakpoint(run_id: &str, record: &RunRecord) -> String {
         .as_ref()
         .map_or("?", |waiting| waiting.node_id.as_str());
     format!(
-        "run {run_id} is paused at a breakpoint at `{node}`, not at an approval; continue it instead (weft resume {run_id} --continue)"
+        "run {run_id} is paused at a breakpoint at `{node}`, not at an approval: continue it instead of deciding"
     )
 }
 

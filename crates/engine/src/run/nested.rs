@@ -13,11 +13,11 @@ use serde_json::Value;
 use super::context::{ContextSeed, RunContext};
 use super::graph::Graph;
 use super::scheduler::{SavedState, Scheduler};
-use crate::event::RunStatus;
-use crate::nodes::{Decision, NodeKind};
 use crate::pins::Pins;
-use crate::step::{ChildEnd, ChildPause, ChildRun, MAX_CHILD_DEPTH, StepError, StepErrorKind};
-use crate::store::QueuedStep;
+use weft_event::RunStatus;
+use weft_nodes::step::{ChildEnd, ChildPause, ChildRun, MAX_CHILD_DEPTH, StepError, StepErrorKind};
+use weft_nodes::{Decision, NodeKind};
+use weft_store::QueuedStep;
 
 /// The state of a paused child run: [`ChildPause::state`] as the scheduler reads it back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

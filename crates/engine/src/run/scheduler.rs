@@ -1,4 +1,5 @@
-//! The scheduler (SPEC §4): runs steps concurrently, routes outputs along edges, pauses where a
+//! The scheduler (docs/flows.md#running): runs steps concurrently, routes outputs along edges,
+//! pauses where a
 //! step waits for a person (with the queue semantics of seed 003), waits at joins, bounds loops,
 //! and ends the run.
 //!
@@ -22,13 +23,13 @@ use super::emitter::{now, now_shared};
 use super::graph::{ByNode, GraphNode};
 use super::llm_log::ReplayState;
 use crate::breakpoints::{BreakWhen, Breakpoint};
-use crate::event::{EventType, RunStatus};
-use crate::nodes::{Decision, DecisionChoice, FormField, NodeConfig, Scheduling, seconds_text};
 use crate::pins::Pins;
-use crate::providers::ChatMessage;
-use crate::step::{ChildPause, ChildResume, Step, StepError, StepErrorKind, StepOutput, Wait};
-use crate::store::{Checkpoint, QueuedStep, StoredStep};
-use crate::template::output_text;
+use weft_event::{EventType, RunStatus};
+use weft_nodes::step::{ChildPause, ChildResume, Step, StepError, StepErrorKind, StepOutput, Wait};
+use weft_nodes::{Decision, DecisionChoice, FormField, NodeConfig, Scheduling, seconds_text};
+use weft_providers::ChatMessage;
+use weft_store::{Checkpoint, QueuedStep, StoredStep};
+use weft_template::output_text;
 
 /// State a paused run keeps beyond node outputs and the queue.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -72,7 +73,7 @@ pub(crate) struct SavedState {
     /// "Run this node": the one node the run is about; nothing after it runs.
     #[serde(default)]
     pub only_node: Option<String>,
-    /// A decision stored with the claim of a paused run ([`crate::store::Store::claim_paused`],
+    /// A decision stored with the claim of a paused run ([`weft_store::Store::claim_paused`],
     /// field `store::DECIDED`) that no checkpoint has applied yet: the run was interrupted
     /// right after it was decided, and continues with it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

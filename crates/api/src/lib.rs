@@ -1,0 +1,131 @@
+//! What every host of Weft calls: the `weft` command, the desktop app, `weft serve` and `weft
+//! restate` are adapters that translate their arguments into these calls and print, serialize
+//! or send what comes back. Everything a host would otherwise decide for itself lives here once:
+//!
+//! - where the run store is and how it is opened ([`StoreLocation`]);
+//! - who decides ([`decider`]);
+//! - the duties of a process that lives on: approvals whose deadline passed, runs whose process
+//!   died ([`Keeper`]);
+//! - starting, deciding, continuing, retrying, cancelling and pausing runs, each with one policy
+//!   and one refusal, whatever the host ([`Weft`]'s actions, [`Error`]);
+//! - runs driven by another host (a Restate workflow), reached through a [`RunHost`];
+//! - what runs did, as typed views that every host serializes the same way ([`views`]).
+
+mod actions;
+mod decider;
+mod error;
+mod hosts;
+mod keeper;
+mod location;
+pub mod views;
+
+use std::sync::Arc;
+
+use weft_engine::Engine;
+use weft_history::cost::Prices;
+use weft_providers::{LlmClients, ProviderSettings};
+use weft_store::{Store, WriterStart};
+
+pub use actions::{Cancelled, RunFrom, StartRequest, check_start};
+pub use decider::{USER_ENV, decider, decider_from};
+pub use error::{Error, ErrorKind};
+pub use hosts::{HostedAction, RunHost};
+pub use keeper::Keeper;
+pub use location::{STORE_ENV, StoreLocation};
+pub use weft_engine::ResumeOptions;
+
+/// One process's Weft: its run store, its engine (providers, the runs going here), the price
+/// table views are costed at, and the hosts it can hand answers to. Cheap to clone; clones
+/// share the runs going.
+#[derive(Clone)]
+pub struct Weft {
+    engine: Engine,
+    location: StoreLocation,
+    prices: Prices,
+    hosts: hosts::Hosts,
+}
+
+/// How long a process expects to live, which decides what it starts at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lifetime {
+    /// A command that may end in a moment (`weft run`, `weft show`): the store's writer thread
+    /// starts only when a run waits on something.
+    Command,
+    /// The app or a server: everything starts at once.
+    Service,
+}
+
+impl Weft {
+    /// Opens the run store at `location` and makes an engine over it with `providers`; prices
+    /// are the shipped ones until [`Weft::with_prices`].
+    pub fn open(
+        location: StoreLocation,
+        lifetime: Lifetime,
+        providers: ProviderSettings,
+    ) -> Result<Weft, Error> {
+        let start = match lifetime {
+            Lifetime::Command => WriterStart::OnDemand,
+            Lifetime::Service => WriterStart::AtOpen,
+        };
+        let store = location.open(start)?;
+        Ok(Weft::over(
+            Engine::new(LlmClients::new(providers), store),
+            location,
+        ))
+    }
+
+    /// A Weft over an engine made elsewhere (a test's, a Restate worker's) whose store is at
+    /// `location`.
+    pub fn over(engine: Engine, location: StoreLocation) -> Weft {
+        Weft {
+            engine,
+            location,
+            prices: Prices::shipped(),
+            hosts: hosts::Hosts::default(),
+        }
+    }
+
+    /// The same Weft, costing runs at `prices`.
+    pub fn with_prices(mut self, prices: Prices) -> Weft {
+        self.prices = prices;
+        self
+    }
+
+    /// The same Weft, handing answers for the runs `host` drives to it.
+    pub fn with_host(mut self, host: Arc<dyn RunHost>) -> Weft {
+        self.hosts.add(host);
+        self
+    }
+
+    /// The same Weft with other providers (new settings); runs going keep theirs and stay
+    /// known to both.
+    pub fn with_providers(&self, providers: ProviderSettings) -> Weft {
+        Weft {
+            engine: self.engine.with_llm(LlmClients::new(providers)),
+            ..self.clone()
+        }
+    }
+
+    /// The same Weft, whose process ends once its runs end (`weft run`): see
+    /// [`Engine::ending_with_process`].
+    pub fn ending_with_process(mut self) -> Weft {
+        self.engine = self.engine.ending_with_process();
+        self
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub fn store(&self) -> &Store {
+        self.engine.store()
+    }
+
+    pub fn location(&self) -> &StoreLocation {
+        &self.location
+    }
+
+    pub fn prices(&self) -> &Prices {
+        &self.prices
+    }
+}

@@ -1,0 +1,231 @@
+//! What runs did, as every host shows it: `weft runs --json` and `GET /v1/runs` serialize
+//! [`RunListing`]s, `weft show --json` and `GET /v1/runs/{id}` a [`RunDetail`], `GET
+//! /v1/approvals` and the app's inbox [`PendingApproval`]s, `weft diff --json` and the app's
+//! Compare a [`RunComparison`]. One type each, made here; the app's TypeScript types are
+//! generated from them.
+//!
+//! Each view has a blocking function over a [`Store`] (for a command that needs no runtime)
+//! and an async method of [`Weft`] that reads the store off the async workers.
+
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::Value;
+use weft_engine::{Waiting, waiting_of};
+use weft_event::RunEvent;
+use weft_flow::Flow;
+use weft_history::cost::{Cost, Prices, RunCost, run_cost, run_total};
+use weft_history::visits::{NodeVisit, node_visits};
+use weft_nodes::FormField;
+use weft_store::{NodeOutputRecord, RunRecord, RunSummary, Store, StoreError};
+
+pub use weft_history::compare::RunComparison;
+
+use crate::hosts::blocking;
+use crate::{Error, Weft};
+
+/// A run as History lists it: its summary and what its LLM calls cost.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunListing {
+    #[serde(flatten)]
+    pub summary: RunSummary,
+    pub cost: Cost,
+}
+
+/// Everything about one run.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunDetail {
+    pub run: RunRecord,
+    /// The flow as the run ran it (`run.flowJson`, read).
+    pub flow: Flow,
+    /// What a paused run waits for: the approval's message and form, or the breakpoint.
+    pub waiting: Option<Waiting>,
+    /// What it cost: in total, per node, per LLM call.
+    pub cost: RunCost,
+    pub node_outputs: Vec<NodeOutputRecord>,
+    /// Every visit of every node (loops, forEach items, steps inside subflows).
+    pub visits: Vec<NodeVisit>,
+    pub events: Vec<RunEvent>,
+}
+
+/// Every visit of every node of a run, with the run's cost per node and call.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunVisits {
+    pub visits: Vec<NodeVisit>,
+    pub cost: RunCost,
+}
+
+/// An approval waiting for a person, as an inbox lists it.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingApproval {
+    pub run_id: String,
+    /// The approval (`sub/review` for one inside the subflow `sub`).
+    pub node_id: String,
+    /// The flow's file name without `.json` (what `weft serve` starts it by), else its name.
+    pub flow: String,
+    pub flow_name: String,
+    pub flow_path: Option<String>,
+    /// What the person is asked.
+    pub message: String,
+    /// The approval's form, answered with the decision.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<FormField>,
+    /// When it times out (RFC 3339, UTC), if it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<String>,
+    /// When it paused.
+    pub since: String,
+    /// The draft the person decides on: what the approval was given.
+    pub input: Value,
+}
+
+/// The newest `limit` runs, newest first.
+pub fn run_listings(
+    store: &Store,
+    limit: usize,
+    prices: &Prices,
+) -> Result<Vec<RunListing>, StoreError> {
+    let summaries = store.list_runs(limit)?;
+    let mut listed = Vec::with_capacity(summaries.len());
+    for summary in summaries {
+        let cost = run_total(store, &summary.id, prices)?;
+        listed.push(RunListing { summary, cost });
+    }
+    Ok(listed)
+}
+
+/// Everything about run `run_id` (an id or a unique prefix).
+pub fn run_detail(store: &Store, run_id: &str, prices: &Prices) -> Result<RunDetail, StoreError> {
+    let run_id = store.resolve_run_id(run_id.trim())?;
+    let run = store.run(&run_id)?;
+    let node_outputs = store.node_outputs(&run_id)?;
+    let events = store.events(&run_id)?;
+    let cost = run_cost(store, &run, prices)?;
+    let visits = node_visits(&run, &events, &node_outputs, &cost);
+    let flow =
+        Flow::parse(&run.flow_json, "the stored flow").map_err(|error| StoreError::Corrupt {
+            run_id: run_id.clone(),
+            message: error.to_string(),
+        })?;
+    Ok(RunDetail {
+        waiting: waiting_of(&run),
+        flow,
+        run,
+        cost,
+        node_outputs,
+        visits,
+        events,
+    })
+}
+
+/// Every visit of every node of run `run_id`.
+pub fn run_visits(store: &Store, run_id: &str, prices: &Prices) -> Result<RunVisits, StoreError> {
+    let run_id = store.resolve_run_id(run_id.trim())?;
+    let record = store.run(&run_id)?;
+    let events = store.events(&run_id)?;
+    let outputs = store.node_outputs(&run_id)?;
+    let cost = run_cost(store, &record, prices)?;
+    let visits = node_visits(&record, &events, &outputs, &cost);
+    Ok(RunVisits { visits, cost })
+}
+
+/// Every approval a person may decide now, across flows and runs (this process's, other
+/// processes', a server's): paused runs not stopped at a breakpoint, oldest first.
+pub fn pending_approvals(store: &Store) -> Result<Vec<PendingApproval>, StoreError> {
+    let records = store.paused_runs()?;
+    Ok(records
+        .iter()
+        .filter_map(|record| {
+            let waiting = waiting_of(record).filter(|waiting| waiting.breakpoint.is_none())?;
+            let summary = &record.summary;
+            let flow = summary
+                .flow_path
+                .as_deref()
+                .and_then(|path| Path::new(path).file_stem())
+                .map(|stem| stem.to_string_lossy().into_owned())
+                .unwrap_or_else(|| summary.flow_name.clone());
+            Some(PendingApproval {
+                run_id: summary.id.clone(),
+                node_id: waiting.node_id,
+                flow,
+                flow_name: summary.flow_name.clone(),
+                flow_path: summary.flow_path.clone(),
+                message: waiting.message,
+                fields: waiting.fields,
+                deadline: waiting.deadline,
+                since: summary.updated_at.clone(),
+                input: waiting.input,
+            })
+        })
+        .collect())
+}
+
+/// Two runs (ids or unique prefixes) node by node.
+pub fn comparison(
+    store: &Store,
+    a: &str,
+    b: &str,
+    prices: &Prices,
+) -> Result<RunComparison, StoreError> {
+    weft_history::compare::compare_runs(store, a.trim(), b.trim(), prices)
+}
+
+impl Weft {
+    /// [`run_listings`].
+    pub async fn runs(&self, limit: usize) -> Result<Vec<RunListing>, Error> {
+        let prices = self.prices.clone();
+        blocking(self.store(), move |store| {
+            run_listings(store, limit, &prices)
+        })
+        .await
+    }
+
+    /// [`run_detail`].
+    pub async fn run(&self, run_id: &str) -> Result<RunDetail, Error> {
+        let (prices, run_id) = (self.prices.clone(), run_id.to_string());
+        blocking(self.store(), move |store| {
+            run_detail(store, &run_id, &prices)
+        })
+        .await
+    }
+
+    /// [`run_visits`].
+    pub async fn visits(&self, run_id: &str) -> Result<RunVisits, Error> {
+        let (prices, run_id) = (self.prices.clone(), run_id.to_string());
+        blocking(self.store(), move |store| {
+            run_visits(store, &run_id, &prices)
+        })
+        .await
+    }
+
+    /// [`pending_approvals`].
+    pub async fn pending_approvals(&self) -> Result<Vec<PendingApproval>, Error> {
+        blocking(self.store(), pending_approvals).await
+    }
+
+    /// [`comparison`].
+    pub async fn compare(&self, a: &str, b: &str) -> Result<RunComparison, Error> {
+        let (prices, a, b) = (self.prices.clone(), a.to_string(), b.to_string());
+        blocking(self.store(), move |store| {
+            comparison(store, &a, &b, &prices)
+        })
+        .await
+    }
+
+    /// The total cost of run `run_id`.
+    pub async fn cost(&self, run_id: &str) -> Result<Cost, Error> {
+        let (prices, run_id) = (self.prices.clone(), run_id.to_string());
+        blocking(self.store(), move |store| {
+            run_total(store, &run_id, &prices)
+        })
+        .await
+    }
+}

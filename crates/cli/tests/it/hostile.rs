@@ -1,0 +1,245 @@
+//! Hostile input against the real `weft`: each reproduction in `tests/fixtures/hostile/` (the
+//! flows that once crashed or hung it) must end with a clear error and exit 1 or 2, never a
+//! signal, a panic (101) or a hang, and leave no run `running`.
+
+use crate::common;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{Ran, Sandbox, crashed, parse_events, paused_run_id, wait_within};
+use serde_json::{Value, json};
+
+/// Far above what any of these takes (well under a second each, in a debug build): reaching it
+/// means a hang.
+const HANG: Duration = Duration::from_secs(60);
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hostile")
+        .join(name)
+}
+
+fn fixture_flow(name: &str) -> Value {
+    let text = std::fs::read_to_string(fixture(name)).expect("fixture");
+    serde_json::from_str(&text).expect("fixture JSON")
+}
+
+/// `weft` with these arguments, failed if it hangs.
+fn weft(sandbox: &Sandbox, args: &[&str]) -> Ran {
+    sandbox.run_within(args, None, HANG)
+}
+
+/// Every run in the store with its status.
+fn runs(sandbox: &Sandbox) -> Vec<Value> {
+    sandbox.runs_within(HANG)
+}
+
+fn assert_clean_failure(ran: &Ran, code: i32, message: &str) {
+    assert!(!crashed(ran), "crashed: {ran:?}");
+    assert_eq!(ran.code, Some(code), "{ran:?}");
+    assert!(
+        ran.stderr.contains(message),
+        "expected `{message}` in: {}",
+        ran.stderr
+    );
+}
+
+#[test]
+fn filters_that_once_aborted_or_panicked_fail_the_run_with_the_limit() {
+    for (name, message) in [
+        (
+            "template_indent_abort.json",
+            "indent: a width of 1000000000000 is more than 10000",
+        ),
+        (
+            "template_indent_panic.json",
+            "indent: a width of 18446744073709551615 is more than 10000",
+        ),
+        (
+            "template_list_1e8.json",
+            "a list of 100000000 items is too long to print",
+        ),
+        (
+            "template_ignores_timeout.json",
+            "template did too much work",
+        ),
+    ] {
+        let sandbox = Sandbox::new();
+        let path = fixture(name).display().to_string();
+        let ran = weft(&sandbox, &["run", &path, "--db", &sandbox.db_arg()]);
+        assert_clean_failure(&ran, 1, message);
+        assert!(
+            ran.stderr.contains("node `t` failed"),
+            "names the node: {ran:?}"
+        );
+        let runs = runs(&sandbox);
+        assert_eq!(runs.len(), 1, "{runs:?}");
+        assert_eq!(runs[0]["status"], json!("failed"), "{name}: {runs:?}");
+    }
+}
+
+#[test]
+fn validate_refuses_what_once_overflowed_the_stack_naming_the_field() {
+    for (name, message) in [
+        (
+            "template_deep_unary_validate_overflow.json",
+            "more than 200 operators in one tag",
+        ),
+        (
+            "code_inputfields_stack_overflow.json",
+            "field `inputFields`: field `((((",
+        ),
+    ] {
+        let sandbox = Sandbox::new();
+        let path = fixture(name).display().to_string();
+        let ran = weft(&sandbox, &["validate", &path]);
+        assert!(!crashed(&ran), "{name}: {ran:?}");
+        assert_eq!(ran.code, Some(2), "{name}: {ran:?}");
+        let said = format!("{}{}", ran.stdout, ran.stderr);
+        assert!(said.contains("node t"), "{name}: {said}");
+        assert!(said.contains(message), "{name}: {said}");
+        assert!(
+            said.len() < 2_000,
+            "{name}: the message is short, not the input echoed"
+        );
+        // `weft run` refuses it the same way, before starting a run.
+        let ran = weft(&sandbox, &["run", &path, "--db", &sandbox.db_arg()]);
+        assert!(!crashed(&ran) && ran.code == Some(2), "{name}: {ran:?}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn an_endless_flow_file_is_refused_by_its_size() {
+    let sandbox = Sandbox::new();
+    let ran = weft(&sandbox, &["validate", "/dev/zero"]);
+    assert_clean_failure(&ran, 2, "/dev/zero is larger than 32 MiB");
+}
+
+#[test]
+fn a_failing_branch_stops_a_running_code_sibling_at_once() {
+    let sandbox = Sandbox::new();
+    let mut flow = fixture_flow("code_sibling_not_stopped.json");
+    // The spinning sibling would run for two minutes on its own.
+    flow["nodes"][1]["data"]["timeoutSeconds"] = json!(120);
+    let path = sandbox.flow("sibling.json", &flow);
+    let started = Instant::now();
+    let ran = weft(&sandbox, &["run", &path, "--db", &sandbox.db_arg()]);
+    assert_clean_failure(&ran, 1, "ZeroDivisionError");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the process waited for the spinning code: {:?}",
+        started.elapsed()
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_stops_a_long_template_and_the_run_reads_cancelled() {
+    let sandbox = Sandbox::new();
+    let mut flow = fixture_flow("template_ignores_timeout.json");
+    // Little fuel per item but a 5 MB copy each: hours of work without a checkpoint.
+    flow["nodes"][1]["data"] = json!({
+        "template": "{% set s = 'a' * 5000000 %}{% for i in range(100000) %}{% set t = s ~ 'b' %}{% endfor %}done",
+        "timeoutSeconds": 600
+    });
+    let path = sandbox.flow("slow.json", &flow);
+    let mut command = sandbox.command(&["run", &path, "--db", &sandbox.db_arg(), "--events"], None);
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = command.spawn().expect("spawn weft");
+    let stdout = child.stdout.take().expect("stdout");
+    // Wait until the template step has started, then ask the process to stop.
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stdout));
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.expect("a line");
+        let started = line.contains("\"step_start\"") && line.contains("\"t\"");
+        seen.push(line);
+        if started {
+            break;
+        }
+    }
+    assert!(
+        seen.iter().any(|line| line.contains("step_start")),
+        "{seen:?}"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let signalled = Instant::now();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let ran = wait_within(child, HANG, "weft run after SIGTERM");
+    assert!(!crashed(&ran), "{ran:?}");
+    assert_eq!(ran.code, Some(1), "{ran:?}");
+    assert!(
+        signalled.elapsed() < Duration::from_secs(30),
+        "stopped long after SIGTERM: {:?}",
+        signalled.elapsed()
+    );
+    let events = parse_events(&rest.join("\n"));
+    let end = events.last().expect("a run_end event");
+    assert_eq!(end["type"], json!("run_end"), "{events:?}");
+    assert_eq!(runs(&sandbox)[0]["status"], json!("cancelled"));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_resume_killed_mid_way_leaves_a_run_that_can_be_continued() {
+    let sandbox = Sandbox::new();
+    let mut flow = fixture_flow("resume_killed.json");
+    // The step after the approval spins until its timeout: kill -9 lands while it runs.
+    flow["nodes"][2]["data"]["timeoutSeconds"] = json!(2);
+    let path = sandbox.flow("resume_killed.json", &flow);
+    let db = sandbox.db_arg();
+    let run_id = paused_run_id(&weft(&sandbox, &["run", &path, "--db", &db]));
+
+    let mut command = sandbox.command(
+        &[
+            "resume",
+            &run_id,
+            "--decision",
+            "approve",
+            "--db",
+            &db,
+            "--events",
+        ],
+        None,
+    );
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = command.spawn().expect("spawn weft resume");
+    let stdout = child.stdout.take().expect("stdout");
+    for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+        let line = line.expect("a line");
+        if line.contains("\"step_start\"") && line.contains("\"work\"") {
+            break;
+        }
+    }
+    child.kill().expect("kill -9");
+    let killed = wait_within(child, HANG, "killed resume");
+    assert_eq!(killed.code, None, "ended by the signal");
+
+    // The next `weft` finds the resumer gone: the run reads interrupted, not running.
+    let status = &runs(&sandbox)[0];
+    assert_eq!(status["status"], json!("interrupted"), "{status}");
+    // Answering the approval again is refused with the way forward...
+    let ran = weft(
+        &sandbox,
+        &["resume", &run_id, "--decision", "approve", "--db", &db],
+    );
+    assert!(!crashed(&ran), "{ran:?}");
+    assert_eq!(ran.code, Some(2), "{ran:?}");
+    assert!(ran.stderr.contains("--retry"), "{ran:?}");
+    // ...and `--retry` continues it: `work` runs again (and times out, as its code spins).
+    let ran = weft(&sandbox, &["resume", &run_id, "--retry", "--db", &db]);
+    assert_clean_failure(&ran, 1, "work");
+    assert!(
+        ran.stderr.contains("2 s"),
+        "the step's own timeout: {ran:?}"
+    );
+    assert_eq!(runs(&sandbox)[0]["status"], json!("failed"));
+}

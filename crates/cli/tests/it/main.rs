@@ -1,0 +1,16 @@
+//! The `weft` command's end-to-end tests, one module per subject, in one test binary: each runs
+//! the real executable (and `weft serve`, `weft restate`, the app's commands) against real
+//! servers on loopback.
+
+mod cli;
+mod common;
+#[cfg(unix)]
+mod crash;
+mod debugging;
+mod flow_tests;
+mod hostile;
+mod hosts;
+mod postgres;
+#[cfg(unix)]
+mod restate;
+mod serve;

@@ -1,0 +1,129 @@
+//! The `weft` command with its run store on PostgreSQL (`--db postgres://…`,
+//! docs/team-servers.md): a run
+//! paused by one process is listed, shown and resumed by others; `weft diff` compares two runs
+//! of the history; the password of the URL never shows; a server that does not answer
+//! is a clear error.
+
+use crate::common;
+
+use common::{Sandbox, approval_flow};
+use serde_json::Value;
+
+/// The run id in `weft run --events` output's first event.
+fn run_id_of(stdout: &str) -> String {
+    let first: Value =
+        serde_json::from_str(stdout.lines().next().expect("an event")).expect("json");
+    first["runId"].as_str().expect("run id").to_string()
+}
+
+#[test]
+fn a_run_paused_on_postgres_is_listed_shown_and_resumed_by_other_processes() {
+    let sandbox = Sandbox::on_postgres();
+    let flow = sandbox.flow("review.json", &approval_flow());
+    // The URL with a password (the test server trusts loopback, so any password is accepted):
+    // it must never be printed.
+    let db = sandbox.db_arg().replacen("weft@", "weft:pg-secret-7@", 1);
+
+    // An empty store is named without the password, and so is WEFT_DB in the help.
+    let ran = sandbox.run(&["runs", "--db", &db]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert!(
+        ran.stderr.contains("no runs in postgres://weft:***@"),
+        "{ran:?}"
+    );
+    let help = sandbox
+        .command(&["runs", "--help"], None)
+        .env("WEFT_DB", &db)
+        .output()
+        .expect("weft runs --help");
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("WEFT_DB"), "{help}");
+    assert!(!help.contains("pg-secret"), "{help}");
+
+    let ran = sandbox.run(&["run", &flow, "--db", &db, "--events"]);
+    assert_eq!(ran.code, Some(3), "paused: {ran:?}");
+    let id = run_id_of(&ran.stdout);
+    assert!(ran.stderr.contains(&format!("weft resume {id}")), "{ran:?}");
+    assert!(ran.stderr.contains("weft:***@"), "{ran:?}");
+
+    let ran = sandbox.run(&["runs", "--db", &db, "--json"]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    let runs: Value = serde_json::from_str(&ran.stdout).expect("runs JSON");
+    assert_eq!(runs[0]["id"], id.as_str());
+    assert_eq!(runs[0]["status"], "paused");
+    assert_eq!(runs[0]["waitingNodeId"], "review");
+
+    // Another process decides, by a prefix of the id.
+    let ran = sandbox.run(&["resume", &id[..8], "--decision", "approve", "--db", &db]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout, "APPROVED Draft: the plan\n");
+    let ran = sandbox.run(&["resume", &id, "--decision", "approve", "--db", &db]);
+    assert_eq!(ran.code, Some(2), "{ran:?}");
+    assert!(ran.stderr.contains("already finished"), "{ran:?}");
+
+    // The history: every event in order across the pause, and each node's output.
+    let ran = sandbox.run(&["show", &id, "--db", &db, "--json"]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    let shown: Value = serde_json::from_str(&ran.stdout).expect("show JSON");
+    assert_eq!(shown["run"]["summary"]["status"], "completed");
+    assert_eq!(shown["run"]["result"], "APPROVED Draft: the plan");
+    let events = shown["events"].as_array().expect("events");
+    let seqs: Vec<u64> = events
+        .iter()
+        .filter_map(|event| event["seq"].as_u64())
+        .collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    assert!(events.iter().any(|event| event["type"] == "wait_input"));
+    assert_eq!(events.last().expect("last")["type"], "run_end");
+
+    // A second run of the same flow, rejected, and the two compared.
+    let ran = sandbox.run(&["run", &flow, "--db", &db, "--decide", "review=reject"]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout, "REJECTED Draft: the plan\n");
+    let ran = sandbox.run(&["runs", "--db", &db, "--json"]);
+    let runs: Value = serde_json::from_str(&ran.stdout).expect("runs JSON");
+    let second = runs[0]["id"].as_str().expect("id").to_string();
+    let ran = sandbox.run(&["diff", &id, &second, "--db", &db]);
+    assert_eq!(ran.code, Some(1), "the runs differ: {ran:?}");
+    assert!(
+        ran.stdout.contains("+ REJECTED Draft: the plan"),
+        "the differing output is shown: {ran:?}"
+    );
+    assert!(
+        ran.stdout.contains("outputs differ at 3 nodes of 6"),
+        "{ran:?}"
+    );
+
+    // Nothing went to a SQLite file, and the password is nowhere in what was stored.
+    assert!(!sandbox.db().exists(), "no runs.db beside the flow");
+    let mut client =
+        postgres::Client::connect(&sandbox.db_arg(), postgres::NoTls).expect("postgres");
+    for (table, column) in [
+        ("event_batches", "events_json"),
+        ("runs", "state_json"),
+        ("runs", "input_json"),
+        ("run_flows", "flow_json"),
+        ("node_outputs", "output_json"),
+    ] {
+        let sql = format!("SELECT count(*) FROM {table} WHERE {column} LIKE '%pg-secret%'");
+        let found: i64 = client.query_one(sql.as_str(), &[]).expect("query").get(0);
+        assert_eq!(found, 0, "{table}.{column}");
+    }
+}
+
+#[test]
+fn a_postgres_server_that_does_not_answer_is_named_without_its_password() {
+    let sandbox = Sandbox::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let db = format!("postgres://weft:pg-secret-7@127.0.0.1:{port}/runs");
+    let ran = sandbox.run(&["runs", "--db", &db]);
+    assert_eq!(ran.code, Some(1), "{ran:?}");
+    assert!(ran.stderr.contains("cannot open the run store"), "{ran:?}");
+    assert!(ran.stderr.contains(&format!("127.0.0.1:{port}")), "{ran:?}");
+    assert!(ran.stderr.contains("cannot connect"), "{ran:?}");
+    assert!(!ran.stderr.contains("pg-secret"), "{ran:?}");
+    assert!(!ran.stdout.contains("pg-secret"), "{ran:?}");
+}

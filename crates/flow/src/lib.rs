@@ -1,0 +1,22 @@
+//! The flow file: what a flow is on disk, and the values its nodes address.
+//!
+//! - [`Flow`] (`file`): loading (older and foreign forms normalized), saving in canonical form.
+//! - [`path`]: dotted paths into JSON values (`scores.0`), as conditions and templates name them.
+//! - [`output_schema`]: a node's `outputSchema`, compiled and checked.
+//! - [`flow_in_dir`] (`folder`): a flow named in a folder of flows, never outside it.
+//!
+//! Nothing here runs a flow; every other Weft crate stands on this one.
+
+mod file;
+mod folder;
+pub mod output_schema;
+pub mod path;
+
+use std::collections::HashMap;
+
+pub use file::*;
+pub use folder::{FlowNameError, flow_in_dir};
+
+/// A map by node id. Looked up several times per step, so with a faster hash than std's
+/// SipHash (the ids come from the flow being run, not from a stranger).
+pub type ByNode<V> = HashMap<String, V, foldhash::fast::RandomState>;

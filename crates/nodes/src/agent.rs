@@ -1,0 +1,633 @@
+//! `agent`: one LLM call, with a tool loop when the agent has subagents.
+
+use std::collections::HashSet;
+
+use futures_util::future::{BoxFuture, FutureExt, join_all};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::{FieldError, Handle, Kind, ModelUse, Scheduling};
+use weft_event::EventType;
+use weft_flow::output_schema::OutputSchema;
+use weft_providers::{
+    ChatMessage, ChatRequest, ChatResponse, ModelRoute, ProviderError, ToolCall, ToolSpec,
+    route_model, supports_web_search,
+};
+use crate::step::{Step, StepEnv, StepError, StepErrorKind, StepOutput};
+use weft_template::output_text;
+
+/// Calls a language model. `{{PREVIOUS_OUTPUT}}` in either prompt is the previous output; an
+/// empty user prompt sends the previous output as the user message. With `tools.subagents`,
+/// agents connected by subagent edges become tools the model may call.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentConfig {
+    /// Instructions for the model (a template).
+    #[serde(default)]
+    #[schemars(extend("x-weft" = "template"))]
+    pub system_prompt: String,
+    /// The user message (a template); empty means the previous output.
+    #[serde(default)]
+    #[schemars(extend("x-weft" = "template"))]
+    pub user_prompt: String,
+    /// `provider/name` or a bare name; empty uses the default model.
+    #[serde(default)]
+    pub model: String,
+    /// How hard a reasoning model thinks.
+    #[serde(default)]
+    pub reasoning_effort: Option<ReasoningEffort>,
+    /// Sampling temperature.
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 2))]
+    pub temperature: Option<f64>,
+    #[serde(default)]
+    pub tools: AgentTools,
+    /// A JSON Schema: the answer must be JSON matching it, and the output is the parsed value.
+    #[serde(default)]
+    #[schemars(extend("x-weft" = "json"))]
+    pub output_schema: Option<Value>,
+    /// On a revisit inside a loop, send the conversation so far again.
+    #[serde(default)]
+    pub keep_history: bool,
+    /// The tool name this agent has when it is another agent's subagent (else its label).
+    #[serde(default)]
+    #[schemars(title = "Tool name")]
+    pub agent_name: Option<String>,
+    /// What this agent does, told to a parent agent that may call it.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, strum::IntoStaticStr,
+)]
+#[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
+pub enum ReasoningEffort {
+    Low,
+    Medium,
+    High,
+}
+
+impl ReasoningEffort {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
+/// The tools an agent may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub struct AgentTools {
+    /// The provider's own web search.
+    #[serde(default)]
+    pub web_search: bool,
+    /// Agents connected by subagent edges become tools of this one.
+    #[serde(default)]
+    pub subagents: bool,
+}
+
+/// Rounds of tool calls one agent step may make before it must answer.
+const MAX_TOOL_ROUNDS: usize = 10;
+
+impl Kind for AgentConfig {
+    const ID: &'static str = "agent";
+    const TITLE: &'static str = "Agent";
+    const SCHEDULING: Scheduling = Scheduling::Task;
+    const HANDLES: &'static [Handle] = &[Handle::OUTPUT, Handle::SUBAGENT, Handle::ERROR];
+
+    fn template(&self, field: &str) -> Option<&str> {
+        match field {
+            "systemPrompt" => Some(&self.system_prompt),
+            "userPrompt" => Some(&self.user_prompt),
+            _ => None,
+        }
+    }
+
+    fn check(&self) -> Result<(), FieldError> {
+        if let Some(schema) = &self.output_schema {
+            OutputSchema::compile(schema)
+                .map_err(|problem| FieldError::new("outputSchema", problem))?;
+        }
+        Ok(())
+    }
+
+    fn model(&self) -> Option<ModelUse<'_>> {
+        Some(ModelUse {
+            model: &self.model,
+            web_search: self.tools.web_search,
+        })
+    }
+
+    async fn run(&self, step: &Step<'_>, env: &dyn StepEnv) -> Result<StepOutput, StepError> {
+        let system = env.render(step.node_id, "systemPrompt", step.input)?;
+        let mut user = env.render(step.node_id, "userPrompt", step.input)?;
+        if user.trim().is_empty() {
+            user = output_text(step.input);
+        }
+        let value = run_agent(env, step.node_id, step.visit, self, system, user).await?;
+        Ok(StepOutput::new(value, Handle::OUTPUT.id))
+    }
+}
+
+/// Runs agent `node_id` once: the model call, the subagent tool loop, and the answer.
+/// Used for agent steps and, nested, for subagent calls.
+pub(crate) fn run_agent<'a>(
+    env: &'a dyn StepEnv,
+    node_id: &'a str,
+    visit: u64,
+    config: &'a AgentConfig,
+    system: String,
+    user: String,
+) -> BoxFuture<'a, Result<Value, StepError>> {
+    async move {
+        let route = route_for(env, node_id, &config.model, config.tools.web_search)?;
+        let tools = if config.tools.subagents {
+            subagent_tools(env, node_id)
+        } else {
+            Vec::new()
+        };
+
+        let mut messages = Vec::new();
+        if !system.trim().is_empty() {
+            messages.push(ChatMessage::System { content: system });
+        }
+        let history_start = messages.len();
+        if config.keep_history {
+            messages.extend(env.history(node_id));
+        }
+        messages.push(ChatMessage::User { content: user });
+        let base = ChatRequest {
+            tools: tools.iter().map(|(spec, _)| spec.clone()).collect(),
+            reasoning_effort: config
+                .reasoning_effort
+                .map(|effort| effort.as_str().to_string()),
+            temperature: config.temperature,
+            web_search: config.tools.web_search,
+            response_schema: config.output_schema.clone(),
+            ..ChatRequest::new(route.model.clone(), Vec::new())
+        };
+
+        for _round in 0..MAX_TOOL_ROUNDS {
+            let request = ChatRequest {
+                messages: messages.clone(),
+                ..base.clone()
+            };
+            let response = call_model(env, node_id, visit, &route, &request).await?;
+            if response.tool_calls.is_empty() || tools.is_empty() {
+                messages.push(ChatMessage::Assistant {
+                    content: response.content.clone(),
+                    tool_calls: Vec::new(),
+                });
+                let value = match &config.output_schema {
+                    None => Value::String(response.content),
+                    Some(schema) => {
+                        let repair = ChatRequest {
+                            tools: Vec::new(),
+                            ..base.clone()
+                        };
+                        structured_answer(
+                            env,
+                            node_id,
+                            visit,
+                            &route,
+                            repair,
+                            &mut messages,
+                            schema,
+                            response.content,
+                        )
+                        .await?
+                    }
+                };
+                if config.keep_history {
+                    env.set_history(node_id, messages[history_start..].to_vec());
+                }
+                return Ok(value);
+            }
+
+            messages.push(ChatMessage::Assistant {
+                content: response.content.clone(),
+                tool_calls: response.tool_calls.clone(),
+            });
+            let results = join_all(
+                response
+                    .tool_calls
+                    .iter()
+                    .map(|call| call_subagent(env, node_id, visit, &tools, call)),
+            )
+            .await;
+            for (call, content) in response.tool_calls.iter().zip(results) {
+                messages.push(ChatMessage::Tool {
+                    tool_call_id: call.id.clone(),
+                    content,
+                });
+            }
+        }
+        let error = StepError::new(
+            StepErrorKind::Provider,
+            format!("the model was still calling tools after {MAX_TOOL_ROUNDS} rounds"),
+        );
+        env.emit(node_id, EventType::LlmError, error.message.clone(), None);
+        Err(error)
+    }
+    .boxed()
+}
+
+/// The provider and model an LLM node of `node_id` uses, checked for web search support.
+pub(crate) fn route_for(
+    env: &dyn StepEnv,
+    node_id: &str,
+    model: &str,
+    web_search: bool,
+) -> Result<ModelRoute, StepError> {
+    let route =
+        route_model(model, env.llm().settings()).map_err(|error| llm_failure(env, node_id, error))?;
+    if web_search && !supports_web_search(route.provider) {
+        let error = StepError::new(
+            StepErrorKind::Provider,
+            format!(
+                "tools.web_search: provider {} has no web search; use an openai/ or anthropic/ model",
+                route.provider.as_str()
+            ),
+        );
+        env.emit(node_id, EventType::LlmError, error.message.clone(), None);
+        return Err(error);
+    }
+    Ok(route)
+}
+
+/// One model call: streams `llm_delta` events, then `llm_response` with the tokens used
+/// (a call that only asks for tools logs no `llm_response`), and records the usage.
+async fn call_model(
+    env: &dyn StepEnv,
+    node_id: &str,
+    visit: u64,
+    route: &ModelRoute,
+    request: &ChatRequest,
+) -> Result<ChatResponse, StepError> {
+    let on_delta = |piece: &str| env.emit(node_id, EventType::LlmDelta, piece.to_string(), None);
+    let response = env
+        .complete(node_id, visit, route, request, &on_delta)
+        .await
+        .map_err(|error| llm_failure(env, node_id, error))?;
+    if let Some(usage) = response.usage {
+        env.record_usage(node_id, usage);
+    }
+    if response.tool_calls.is_empty() || request.tools.is_empty() {
+        env.emit(
+            node_id,
+            EventType::LlmResponse,
+            response.content.clone(),
+            response.usage,
+        );
+        if !response.sources.is_empty() {
+            let sources: Vec<&str> = response
+                .sources
+                .iter()
+                .map(|source| source.url.as_str())
+                .collect();
+            env.emit(node_id, EventType::LogicCheck, format!("web sources: {}", sources.join(" ")), None);
+            env.record_metadata(node_id, &json!({ "sources": response.sources }));
+        }
+    }
+    Ok(response)
+}
+
+/// A structured answer: `first` parsed as JSON and checked against `schema`; when it does not
+/// match, the model is told what is wrong and asked once more (one repair try).
+#[allow(clippy::too_many_arguments)] // the repair needs the whole conversation so far
+async fn structured_answer(
+    env: &dyn StepEnv,
+    node_id: &str,
+    visit: u64,
+    route: &ModelRoute,
+    request: ChatRequest,
+    messages: &mut Vec<ChatMessage>,
+    schema: &Value,
+    first: String,
+) -> Result<Value, StepError> {
+    let problems = match parse_against(schema, &first) {
+        Ok(value) => return Ok(value),
+        Err(problems) => problems,
+    };
+    env.emit(node_id, EventType::LogicCheck, format!("the answer does not match the output schema ({problems}); asking once more"),
+        None,
+    );
+    messages.push(ChatMessage::User {
+        content: format!(
+            "Your answer does not match the required JSON schema: {problems}. Answer again with only JSON that matches this schema:\n{schema}"
+        ),
+    });
+    let retry = ChatRequest {
+        messages: messages.clone(),
+        ..request
+    };
+    let response = call_model(env, node_id, visit, route, &retry).await?;
+    messages.push(ChatMessage::Assistant {
+        content: response.content.clone(),
+        tool_calls: Vec::new(),
+    });
+    parse_against(schema, &response.content).map_err(|problems| {
+        StepError::new(
+            StepErrorKind::OutputSchema,
+            format!(
+                "the model's answer does not match outputSchema after one repair try: {problems}"
+            ),
+        )
+    })
+}
+
+/// Asks `node_id`'s model for JSON matching `schema` (with one repair try) and returns it.
+/// Used by nodes that need a structured verdict (`gate`).
+pub(crate) async fn complete_structured(
+    env: &dyn StepEnv,
+    node_id: &str,
+    visit: u64,
+    route: &ModelRoute,
+    mut request: ChatRequest,
+    schema: &Value,
+) -> Result<Value, StepError> {
+    request.response_schema = Some(schema.clone());
+    let response = call_model(env, node_id, visit, route, &request).await?;
+    let mut messages = request.messages.clone();
+    messages.push(ChatMessage::Assistant {
+        content: response.content.clone(),
+        tool_calls: Vec::new(),
+    });
+    structured_answer(
+        env,
+        node_id,
+        visit,
+        route,
+        request,
+        &mut messages,
+        schema,
+        response.content,
+    )
+    .await
+}
+
+fn llm_failure(env: &dyn StepEnv, node_id: &str, error: ProviderError) -> StepError {
+    if error == ProviderError::Cancelled {
+        return StepError::cancelled();
+    }
+    let message = error.to_string();
+    env.emit(node_id, EventType::LlmError, message.clone(), None);
+    StepError::new(StepErrorKind::Provider, message)
+}
+
+/// `content` as JSON matching `schema`, or what is wrong with it.
+fn parse_against(schema: &Value, content: &str) -> Result<Value, String> {
+    let trimmed = content.trim();
+    let unfenced = trimmed
+        .strip_prefix("```json")
+        .or_else(|| trimmed.strip_prefix("```"))
+        .and_then(|rest| rest.strip_suffix("```"))
+        .unwrap_or(trimmed)
+        .trim();
+    let value: Value =
+        serde_json::from_str(unfenced).map_err(|error| format!("it is not JSON ({error})"))?;
+    let problems = OutputSchema::compile(schema)?.problems(&value);
+    if problems.is_empty() {
+        Ok(value)
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+/// The subagents of `node_id` as tools: (spec, child node id).
+fn subagent_tools(env: &dyn StepEnv, node_id: &str) -> Vec<(ToolSpec, String)> {
+    let mut taken = HashSet::new();
+    env.subagents(node_id)
+        .iter()
+        .filter_map(|child_id| {
+            let label = env.label(child_id)?;
+            let child = env.config(child_id)?.downcast_ref::<AgentConfig>()?;
+            let name = unique_tool_name(child.agent_name.as_deref().unwrap_or(label), &mut taken);
+            let description = child
+                .description
+                .clone()
+                .filter(|text| !text.trim().is_empty())
+                .unwrap_or_else(|| {
+                    let start: String = child.system_prompt.chars().take(200).collect();
+                    if start.trim().is_empty() {
+                        format!("Asks the agent `{label}` to do a task.")
+                    } else {
+                        start
+                    }
+                });
+            let parameters = json!({
+                "type": "object",
+                "properties": { "task": { "type": "string", "description": "What the agent should do." } },
+                "required": ["task"],
+            });
+            Some((
+                ToolSpec {
+                    name,
+                    description,
+                    parameters,
+                },
+                child_id.clone(),
+            ))
+        })
+        .collect()
+}
+
+/// `text` as a function name providers accept (`[A-Za-z0-9_]`, at most 64), unique in `taken`.
+fn unique_tool_name(text: &str, taken: &mut HashSet<String>) -> String {
+    let mut name: String = text
+        .trim()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    while name.contains("__") {
+        name = name.replace("__", "_");
+    }
+    let mut name = name.trim_matches('_').to_string();
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        name = format!("agent_{name}");
+    }
+    name.truncate(60);
+    let mut candidate = name.clone();
+    let mut counter = 2;
+    while taken.contains(&candidate) {
+        candidate = format!("{name}_{counter}");
+        counter += 1;
+    }
+    taken.insert(candidate.clone());
+    candidate
+}
+
+/// Runs the subagent a tool call names and returns the tool result text.
+async fn call_subagent(
+    env: &dyn StepEnv,
+    parent: &str,
+    visit: u64,
+    tools: &[(ToolSpec, String)],
+    call: &ToolCall,
+) -> String {
+    let task = serde_json::from_str::<Value>(&call.arguments)
+        .ok()
+        .and_then(|args| args.get("task").map(output_text))
+        .unwrap_or_else(|| call.arguments.clone());
+    let Some((_, child_id)) = tools.iter().find(|(spec, _)| spec.name == call.name) else {
+        let error = format!("there is no tool named `{}`", call.name);
+        let payload = json!({ "parent": parent, "child": call.name, "task": task, "error": error });
+        env.emit(parent, EventType::SubagentCallError, payload.to_string(), None);
+        return format!("error: {error}");
+    };
+    let start = json!({ "parent": parent, "child": child_id, "task": task });
+    env.emit(parent, EventType::SubagentCallStart, start.to_string(), None);
+    let child = env
+        .config(child_id)
+        .and_then(|config| config.downcast_ref::<AgentConfig>());
+    let result = match child {
+        Some(child) => {
+            let system = env.render(child_id, "systemPrompt", &Value::String(task.clone()));
+            match system {
+                Ok(system) => run_agent(env, child_id, visit, child, system, task.clone()).await,
+                Err(error) => Err(error),
+            }
+        }
+        None => Err(StepError::new(
+            StepErrorKind::Internal,
+            format!("`{child_id}` is not an agent"),
+        )),
+    };
+    match result {
+        Ok(output) => {
+            let output = output_text(&output);
+            let end =
+                json!({ "parent": parent, "child": child_id, "task": task, "output": output });
+            env.emit(parent, EventType::SubagentCallEnd, end.to_string(), None);
+            output
+        }
+        Err(error) => {
+            let failed = json!({ "parent": parent, "child": child_id, "task": task, "error": error.message });
+            env.emit(parent, EventType::SubagentCallError, failed.to_string(), None);
+            format!("error: {}", error.message)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::step::fake::{FakeEnv, step};
+    use weft_scripted_llm::{Match, Reply, Rule, Script, ScriptedLlm, ToolCall as ScriptedCall};
+
+    fn agent(model: &str) -> AgentConfig {
+        AgentConfig {
+            model: model.into(),
+            ..AgentConfig::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn asks_the_model_and_records_its_tokens_and_conversation() {
+        let server = ScriptedLlm::start(Script::always(Reply::echo("you said: "))).await.expect("server");
+        let env = FakeEnv::new()
+            .model_at(server.base_url())
+            .template("writer", "systemPrompt", "Be brief.")
+            .template("writer", "userPrompt", "");
+        let config = AgentConfig {
+            keep_history: true,
+            ..agent("gpt-test")
+        };
+        let output = config.run(&step("writer", &json!("hello")), &env).await.expect("answers");
+        assert_eq!(output.value, json!("you said: hello"), "an empty user prompt sends the input");
+        let request = &server.requests()[0];
+        assert_eq!(request.model(), Some("gpt-test"));
+        assert_eq!(request.conversation()[0], ("system".to_string(), "Be brief.".to_string()));
+        assert_eq!(env.contents(EventType::LlmResponse), ["you said: hello"]);
+        assert!(!env.contents(EventType::LlmDelta).is_empty(), "tokens stream as deltas");
+        assert_eq!(env.usage.lock().expect("usage").iter().filter(|(node, _)| node == "writer").count(), 1);
+        assert_eq!(env.history("writer").len(), 2, "the user message and the answer are kept");
+    }
+
+    #[tokio::test]
+    async fn offers_subagents_as_tools_and_feeds_their_answers_back() {
+        let script = Script::default()
+            .with_rule(Rule::on(
+                Match {
+                    has_tools: Some(true),
+                    last_role: Some("user".into()),
+                    ..Match::default()
+                },
+                Reply::ToolCalls {
+                    calls: vec![ScriptedCall {
+                        id: Some("call_1".into()),
+                        name: "Fact_finder".into(),
+                        arguments: json!({"task": "rivers"}),
+                    }],
+                    delay_ms: 0,
+                },
+            ))
+            .with_rule(Rule::on(
+                Match {
+                    has_tools: Some(true),
+                    last_role: Some("tool".into()),
+                    ..Match::default()
+                },
+                Reply::text("done with help"),
+            ))
+            .with_fallback(Reply::echo("facts: "));
+        let server = ScriptedLlm::start(script).await.expect("server");
+        let lead = AgentConfig {
+            tools: AgentTools {
+                subagents: true,
+                web_search: false,
+            },
+            ..agent("m")
+        };
+        let env = FakeEnv::new()
+            .model_at(server.base_url())
+            .node("finder", "Fact finder", agent("m"))
+            .subagent("lead", "finder")
+            .template("lead", "systemPrompt", "")
+            .template("lead", "userPrompt", "Write about {{ PREVIOUS_OUTPUT }}")
+            .template("finder", "systemPrompt", "Find facts.");
+        let output = lead.run(&step("lead", &json!("rivers")), &env).await.expect("answers");
+        assert_eq!(output.value, json!("done with help"));
+        let requests = server.requests();
+        assert_eq!(requests[0].body["tools"][0]["function"]["name"], "Fact_finder");
+        assert_eq!(requests[1].conversation()[1], ("user".to_string(), "rivers".to_string()));
+        let ended = env.contents(EventType::SubagentCallEnd);
+        let ended: serde_json::Value = serde_json::from_str(&ended[0]).expect("json");
+        assert_eq!(ended["output"], "facts: rivers");
+    }
+
+    #[tokio::test]
+    async fn a_provider_that_refuses_is_an_llm_error_naming_what_it_said() {
+        let server = ScriptedLlm::start(Script::always(Reply::status(
+            400,
+            json!({"error": {"message": "model not found"}}),
+        )))
+        .await
+        .expect("server");
+        let env = FakeEnv::new()
+            .model_at(server.base_url())
+            .template("a", "systemPrompt", "")
+            .template("a", "userPrompt", "hi");
+        let error = agent("nope").run(&step("a", &json!("")), &env).await.expect_err("refused");
+        assert_eq!(error.kind, StepErrorKind::Provider);
+        assert!(error.message.contains("model not found"), "{error}");
+        assert_eq!(env.contents(EventType::LlmError), [error.message]);
+    }
+
+    #[test]
+    fn tool_names_are_identifiers_and_unique() {
+        let mut taken = HashSet::new();
+        assert_eq!(
+            unique_tool_name("Web Researcher!", &mut taken),
+            "Web_Researcher"
+        );
+        assert_eq!(
+            unique_tool_name("Web Researcher?", &mut taken),
+            "Web_Researcher_2"
+        );
+        assert_eq!(unique_tool_name("42", &mut taken), "agent_42");
+        assert_eq!(unique_tool_name("  ", &mut taken), "agent_");
+    }
+}

@@ -1,0 +1,537 @@
+//! The API against its own OpenAPI document, over real HTTP on loopback: every documented
+//! operation is served and answers with a documented status, every answer's body is valid
+//! against the schema documented for that status, and `docs/openapi.json` is the document the
+//! server serves.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde_json::{Value, json};
+use weft_api::{Lifetime, StoreLocation, Weft};
+use weft_providers::ProviderSettings;
+use weft_server::{ServeConfig, Tokens};
+
+const TOKEN: &str = "ada-token-0123456789abcdef";
+
+fn node(id: &str, kind: &str, data: Value) -> Value {
+    json!({ "id": id, "type": kind, "position": { "x": 0, "y": 0 }, "data": data })
+}
+
+/// start → review (a form) → sent / dropped; and a flow that echoes its input.
+fn write_flows(flows: &Path) {
+    std::fs::create_dir_all(flows).expect("flows");
+    let review = json!({
+        "version": 1,
+        "name": "Review",
+        "nodes": [
+            node("start", "start", json!({ "initialInput": "a draft" })),
+            node("review", "approval", json!({
+                "message": "Send {{ PREVIOUS_OUTPUT }}?",
+                "fields": [{ "name": "amount", "type": "number", "required": true }]
+            })),
+            node("sent", "template", json!({ "template": "sent ({{ approval.amount }}) by {{ approval.by }}" })),
+            node("dropped", "template", json!({ "template": "dropped" })),
+        ],
+        "edges": [
+            { "id": "e1", "source": "start", "target": "review" },
+            { "id": "e2", "source": "review", "target": "sent", "sourceHandle": "approve" },
+            { "id": "e3", "source": "review", "target": "dropped", "sourceHandle": "reject" },
+        ]
+    });
+    let echo = json!({
+        "version": 1,
+        "nodes": [
+            node("start", "start", json!({})),
+            node("said", "template", json!({ "template": "got {{ PREVIOUS_OUTPUT }}" })),
+        ],
+        "edges": [{ "id": "e1", "source": "start", "target": "said" }]
+    });
+    std::fs::write(flows.join("review.json"), review.to_string()).expect("review");
+    std::fs::write(flows.join("echo.json"), echo.to_string()).expect("echo");
+}
+
+/// The server on a free port, and its URL.
+async fn serve(dir: &Path) -> String {
+    let flows = dir.join("flows");
+    write_flows(&flows);
+    let weft = Weft::open(
+        StoreLocation::from(dir.join("runs.db")),
+        Lifetime::Service,
+        ProviderSettings::default(),
+    )
+    .expect("store");
+    let config = ServeConfig {
+        flows_dir: flows,
+        tokens: Tokens::parse(&format!("ada:{TOKEN}"), "tokens").expect("tokens"),
+        max_body: 4096,
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("listen");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    tokio::spawn(weft_server::serve(
+        listener,
+        weft,
+        config,
+        std::future::pending(),
+        std::time::Duration::from_secs(1),
+    ));
+    url
+}
+
+/// The document's answers, checked as they come: each (operation, status) met, with its body
+/// valid against the schema documented for it.
+struct Checked {
+    document: Value,
+    met: BTreeSet<(String, String, u16)>,
+}
+
+impl Checked {
+    /// The documented operation `method` `template` (an OpenAPI path) answering `status` with
+    /// `body`: refused when either is not documented or the body does not fit.
+    fn check(&mut self, method: &str, template: &str, status: u16, content_type: &str, body: &str) {
+        let operation = &self.document["paths"][template][method];
+        assert!(
+            operation.is_object(),
+            "{method} {template} is not documented"
+        );
+        let answer = &operation["responses"][status.to_string()];
+        assert!(
+            answer.is_object(),
+            "{method} {template} answered {status}, which its description does not list: {body}"
+        );
+        let content = answer["content"]
+            .as_object()
+            .and_then(|content| content.get(content_type))
+            .unwrap_or_else(|| {
+                panic!("{method} {template} {status}: no {content_type} documented")
+            });
+        let instances: Vec<(Value, &Value)> = if content_type == "text/event-stream" {
+            body.lines()
+                .filter_map(|line| line.strip_prefix("data:"))
+                .map(|data| {
+                    (
+                        serde_json::from_str(data.trim()).expect("an event's data is JSON"),
+                        &content["itemSchema"],
+                    )
+                })
+                .collect()
+        } else {
+            vec![(
+                serde_json::from_str(body).expect("a JSON body"),
+                &content["schema"],
+            )]
+        };
+        assert!(
+            !instances.is_empty(),
+            "{method} {template} {status}: nothing to check"
+        );
+        for (instance, schema) in instances {
+            let mut root = schema.clone();
+            root["components"] = self.document["components"].clone();
+            let validator = jsonschema::validator_for(&root).expect("a valid schema");
+            let errors: Vec<String> = validator
+                .iter_errors(&instance)
+                .map(|error| format!("{} at {}", error, error.instance_path()))
+                .collect();
+            assert!(
+                errors.is_empty(),
+                "{method} {template} {status}: the body does not fit its schema: {errors:?}\n{instance}"
+            );
+        }
+        self.met
+            .insert((method.to_string(), template.to_string(), status));
+    }
+}
+
+async fn call(
+    http: &reqwest::Client,
+    method: reqwest::Method,
+    url: &str,
+    token: bool,
+    body: Option<&str>,
+) -> (u16, String, String) {
+    let mut request = http.request(method, url);
+    if token {
+        request = request.bearer_auth(TOKEN);
+    }
+    if let Some(body) = body {
+        request = request
+            .header("content-type", "application/json")
+            .body(body.to_string());
+    }
+    let answer = request.send().await.expect("the server answers");
+    let status = answer.status().as_u16();
+    let content_type = answer
+        .headers()
+        .get("content-type")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    (status, content_type, answer.text().await.expect("a body"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_documented_operation_is_served_and_answers_as_documented() {
+    let dir = tempfile::tempdir().expect("dir");
+    let url = serve(dir.path()).await;
+    let http = reqwest::Client::new();
+    let document: Value = http
+        .get(format!("{url}/openapi.json"))
+        .send()
+        .await
+        .expect("document")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(document, weft_server::openapi_document());
+    let mut checked = Checked {
+        document,
+        met: BTreeSet::new(),
+    };
+    use reqwest::Method;
+    let (get, post) = (Method::GET, Method::POST);
+    // One exchange: (method, the documented path, the path called, with a token, body).
+    type Exchange<'a> = (&'a Method, &'a str, &'a str, bool, Option<&'a str>);
+    let mut exchange = async |(method, template, path, token, body): Exchange<'_>| {
+        let (status, content_type, text) =
+            call(&http, method.clone(), &format!("{url}{path}"), token, body).await;
+        let method = method.as_str().to_lowercase();
+        checked.check(&method, template, status, &content_type, &text);
+        (status, text)
+    };
+    let id_of = |text: &str| -> String {
+        let answer: Value = serde_json::from_str(text).expect("JSON");
+        answer["runId"].as_str().expect("an id").to_string()
+    };
+    let big = format!("\"{}\"", "x".repeat(5000));
+    let review = Some(r#"{"flow": "review"}"#);
+
+    assert_eq!(
+        exchange((&get, "/openapi.json", "/openapi.json", false, None))
+            .await
+            .0,
+        200
+    );
+    // A run that pauses at its approval, and one to cancel.
+    let (status, started) = exchange((&post, "/v1/runs", "/v1/runs", true, review)).await;
+    assert_eq!(status, 201, "{started}");
+    let run_id = id_of(&started);
+    let other = id_of(
+        &exchange((&post, "/v1/runs", "/v1/runs", true, review))
+            .await
+            .1,
+    );
+    for (call, status) in [
+        (
+            (
+                &post,
+                "/v1/runs",
+                "/v1/runs",
+                true,
+                Some(r#"{"flow": "nowhere"}"#),
+            ),
+            404,
+        ),
+        (
+            (
+                &post,
+                "/v1/runs",
+                "/v1/runs",
+                true,
+                Some(r#"{"flw": "review"}"#),
+            ),
+            400,
+        ),
+        (
+            (&post, "/v1/runs", "/v1/runs", true, Some(big.as_str())),
+            413,
+        ),
+        ((&post, "/v1/runs", "/v1/runs", false, review), 401),
+    ] {
+        assert_eq!(exchange(call).await.0, status, "{call:?}");
+    }
+
+    // Both wait at the approval before anything reads them.
+    for _ in 0..100 {
+        let answer = http
+            .get(format!("{url}/v1/approvals"))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .expect("approvals");
+        if answer.json::<Vec<Value>>().await.expect("a list").len() == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let (status, approvals) = exchange((&get, "/v1/approvals", "/v1/approvals", true, None)).await;
+    assert_eq!(status, 200);
+    assert!(approvals.contains(&run_id), "{approvals}");
+    let one = format!("/v1/runs/{run_id}");
+    let (status, shown) = exchange((&get, "/v1/runs/{id}", &one, true, None)).await;
+    assert_eq!(status, 200);
+    let shown: Value = serde_json::from_str(&shown).expect("JSON");
+    assert_eq!(shown["waiting"]["nodeId"], "review");
+
+    // A prefix that names several runs: started until two ids share a first digit (at most 17).
+    let mut firsts = BTreeSet::new();
+    let shared = loop {
+        let answer = http
+            .post(format!("{url}/v1/hooks/echo"))
+            .bearer_auth(TOKEN)
+            .body("x")
+            .send()
+            .await
+            .expect("hook");
+        let first = id_of(&answer.text().await.expect("a body"))[..1].to_string();
+        if !firsts.insert(first.clone()) {
+            break first;
+        }
+    };
+    let decision = format!("/v1/runs/{run_id}/decision");
+    let events = format!("/v1/runs/{run_id}/events");
+    let cancel = format!("/v1/runs/{other}/cancel");
+    let several = format!("/v1/runs/{shared}");
+    let several_events = format!("/v1/runs/{shared}/events");
+    let several_cancel = format!("/v1/runs/{shared}/cancel");
+    for (call, status) in [
+        ((&get, "/v1/approvals", "/v1/approvals", false, None), 401),
+        ((&get, "/v1/runs", "/v1/runs", true, None), 200),
+        ((&get, "/v1/runs", "/v1/runs?limit=many", true, None), 400),
+        ((&get, "/v1/runs", "/v1/runs", false, None), 401),
+        (
+            (&get, "/v1/runs/{id}", "/v1/runs/no-such-run", true, None),
+            404,
+        ),
+        ((&get, "/v1/runs/{id}", several.as_str(), true, None), 400),
+        ((&get, "/v1/runs/{id}", one.as_str(), false, None), 401),
+        // Decided: a form that does not fit first, then the answer; twice is a conflict.
+        (
+            (
+                &post,
+                "/v1/runs/{id}/decision",
+                decision.as_str(),
+                true,
+                Some(r#"{"decision": "approve"}"#),
+            ),
+            400,
+        ),
+        (
+            (
+                &post,
+                "/v1/runs/{id}/decision",
+                decision.as_str(),
+                true,
+                Some(r#"{"decision": "approve", "fields": {"amount": 40}}"#),
+            ),
+            200,
+        ),
+        (
+            (
+                &post,
+                "/v1/runs/{id}/decision",
+                decision.as_str(),
+                true,
+                Some(r#""reject""#),
+            ),
+            409,
+        ),
+        (
+            (
+                &post,
+                "/v1/runs/{id}/decision",
+                "/v1/runs/no-such-run/decision",
+                true,
+                Some(r#""approve""#),
+            ),
+            404,
+        ),
+        (
+            (
+                &post,
+                "/v1/runs/{id}/decision",
+                decision.as_str(),
+                true,
+                Some(big.as_str()),
+            ),
+            413,
+        ),
+        (
+            (
+                &post,
+                "/v1/runs/{id}/decision",
+                decision.as_str(),
+                false,
+                Some(r#""approve""#),
+            ),
+            401,
+        ),
+        // Its events, as server-sent events, to its end.
+        (
+            (&get, "/v1/runs/{id}/events", events.as_str(), true, None),
+            200,
+        ),
+        (
+            (
+                &get,
+                "/v1/runs/{id}/events",
+                "/v1/runs/no-such-run/events",
+                true,
+                None,
+            ),
+            404,
+        ),
+        (
+            (
+                &get,
+                "/v1/runs/{id}/events",
+                several_events.as_str(),
+                true,
+                None,
+            ),
+            400,
+        ),
+        (
+            (&get, "/v1/runs/{id}/events", events.as_str(), false, None),
+            401,
+        ),
+        // Cancelled while it waits; once ended, a conflict.
+        (
+            (&post, "/v1/runs/{id}/cancel", cancel.as_str(), true, None),
+            200,
+        ),
+        (
+            (&post, "/v1/runs/{id}/cancel", cancel.as_str(), true, None),
+            409,
+        ),
+        (
+            (
+                &post,
+                "/v1/runs/{id}/cancel",
+                "/v1/runs/no-such-run/cancel",
+                true,
+                None,
+            ),
+            404,
+        ),
+        (
+            (
+                &post,
+                "/v1/runs/{id}/cancel",
+                several_cancel.as_str(),
+                true,
+                None,
+            ),
+            400,
+        ),
+        (
+            (&post, "/v1/runs/{id}/cancel", cancel.as_str(), false, None),
+            401,
+        ),
+        // Webhooks.
+        (
+            (
+                &post,
+                "/v1/hooks/{flow}",
+                "/v1/hooks/echo",
+                true,
+                Some(r#"{"customer": "Bo"}"#),
+            ),
+            202,
+        ),
+        (
+            (
+                &post,
+                "/v1/hooks/{flow}",
+                "/v1/hooks/..%2Fsecret",
+                true,
+                Some("x"),
+            ),
+            400,
+        ),
+        (
+            (
+                &post,
+                "/v1/hooks/{flow}",
+                "/v1/hooks/nowhere",
+                true,
+                Some("x"),
+            ),
+            404,
+        ),
+        (
+            (
+                &post,
+                "/v1/hooks/{flow}",
+                "/v1/hooks/echo",
+                true,
+                Some(big.as_str()),
+            ),
+            413,
+        ),
+        (
+            (
+                &post,
+                "/v1/hooks/{flow}",
+                "/v1/hooks/echo",
+                false,
+                Some("x"),
+            ),
+            401,
+        ),
+    ] {
+        let (answered, body) = exchange(call).await;
+        assert_eq!(answered, status, "{call:?}: {body}");
+        if call.2 == events && answered == 200 {
+            assert!(body.contains("event: run_end"), "{body}");
+        }
+    }
+
+    // Every documented operation was served, with every status it documents.
+    let documented: BTreeMap<(String, String), BTreeSet<u16>> = checked.document["paths"]
+        .as_object()
+        .expect("paths")
+        .iter()
+        .flat_map(|(path, methods)| {
+            methods
+                .as_object()
+                .expect("methods")
+                .iter()
+                .map(move |(method, operation)| {
+                    let statuses = operation["responses"]
+                        .as_object()
+                        .expect("responses")
+                        .keys()
+                        .map(|status| status.parse::<u16>().expect("a status"))
+                        .collect();
+                    ((method.clone(), path.clone()), statuses)
+                })
+        })
+        .collect();
+    for ((method, path), statuses) in &documented {
+        for status in statuses {
+            assert!(
+                checked
+                    .met
+                    .contains(&(method.clone(), path.clone(), *status)),
+                "{method} {path} was never seen answering {status}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_document_in_docs_is_the_one_served() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/openapi.json");
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).expect("docs/openapi.json"))
+            .expect("JSON");
+    assert!(
+        written == weft_server::openapi_document(),
+        "docs/openapi.json is stale: cargo run -p weft-server --bin openapi > docs/openapi.json"
+    );
+}

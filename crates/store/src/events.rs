@@ -1,0 +1,178 @@
+//! The `event_batches` table: every event of every run, stored a run's committed batch to a
+//! row — the events one commit of the writer stored for that run, numbered `first_seq` to
+//! `last_seq`, as a JSON array.
+//!
+//! A row per event cost more than the rest of a fast step: a B-tree insert keyed by the run id,
+//! its foreign-key lookup, ten bound values, and log pages rewritten at every commit (a
+//! 10,000-step `if` chain spent a quarter of its wall time there, and a 1,000-step one wrote
+//! more than a megabyte of log). A batch is one insert, written to the log once.
+
+use serde::{Deserialize, Serialize};
+
+use super::sql::{Db, params};
+use super::{StoreError, corrupt, to_i64};
+use weft_event::{EventType, RunEvent};
+use weft_providers::Usage;
+
+/// Stores one committed batch of a run's events.
+pub(super) const INSERT_BATCH: &str = "INSERT INTO event_batches (run_id, first_seq, last_seq, events_json) \
+     VALUES (?1, ?2, ?3, ?4)";
+
+/// The number of a run's last stored event.
+pub(super) const SELECT_LAST_SEQ: &str = "SELECT last_seq FROM event_batches WHERE run_id = ?1 \
+     ORDER BY first_seq DESC LIMIT 1";
+
+/// An event as a batch holds it: [`RunEvent`]'s fields in its JSON form, without the run id
+/// (the row's).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredEventRef<'a> {
+    seq: u64,
+    ts: &'a str,
+    #[serde(rename = "type")]
+    kind: EventType,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    node_id: Option<&'a str>,
+    content: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scope: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    item: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    from: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<Usage>,
+}
+
+impl<'a> From<&'a RunEvent> for StoredEventRef<'a> {
+    fn from(event: &'a RunEvent) -> Self {
+        StoredEventRef {
+            seq: event.seq,
+            ts: &event.ts,
+            kind: event.kind,
+            node_id: event.node_id.as_deref(),
+            content: &event.content,
+            scope: event.scope.as_deref(),
+            item: event.item,
+            from: event.from.as_deref(),
+            usage: event.usage,
+        }
+    }
+}
+
+/// An event read back from a batch (absent and `null` fields alike are `None`: the events
+/// migrated from the table of one row per event have their empty columns as `null`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredEvent {
+    seq: u64,
+    ts: String,
+    #[serde(rename = "type")]
+    kind: EventType,
+    #[serde(default)]
+    node_id: Option<String>,
+    content: String,
+    #[serde(default)]
+    scope: Option<String>,
+    #[serde(default)]
+    item: Option<u64>,
+    #[serde(default)]
+    from: Option<String>,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+impl StoredEvent {
+    fn into_event(self, run_id: &str) -> RunEvent {
+        RunEvent {
+            seq: self.seq,
+            run_id: run_id.into(),
+            ts: self.ts.into(),
+            kind: self.kind,
+            node_id: self.node_id,
+            content: self.content,
+            scope: self.scope,
+            item: self.item,
+            from: self.from,
+            usage: self.usage,
+        }
+    }
+}
+
+/// Stores `events` (of run `run_id`, numbered in increasing order) as one batch.
+pub(super) fn insert_batch(
+    db: &mut dyn Db,
+    run_id: &str,
+    events: &[&RunEvent],
+) -> Result<(), StoreError> {
+    let (Some(first), Some(last)) = (events.first(), events.last()) else {
+        return Ok(());
+    };
+    // ~150 bytes an event; one allocation for most batches.
+    let mut json = Vec::with_capacity(events.len() * 192 + 2);
+    json.push(b'[');
+    for (index, event) in events.iter().enumerate() {
+        if index > 0 {
+            json.push(b',');
+        }
+        serde_json::to_writer(&mut json, &StoredEventRef::from(*event))
+            .map_err(|error| corrupt(run_id, format!("event {}: {error}", event.seq)))?;
+    }
+    json.push(b']');
+    let json = String::from_utf8(json)
+        .map_err(|_| corrupt(run_id, "an event's JSON is not UTF-8".to_string()))?;
+    db.execute(
+        INSERT_BATCH,
+        &params![
+            run_id,
+            to_i64("event seq", first.seq)?,
+            to_i64("event seq", last.seq)?,
+            &json,
+        ],
+    )?;
+    Ok(())
+}
+
+/// Run `run_id`'s events, ordered by `seq` (empty for an unknown run).
+pub(super) fn list(db: &mut dyn Db, run_id: &str) -> Result<Vec<RunEvent>, StoreError> {
+    list_after(db, run_id, 0)
+}
+
+/// Run `run_id`'s events after `seq` `after`, ordered by `seq`.
+pub(super) fn list_after(
+    db: &mut dyn Db,
+    run_id: &str,
+    after: u64,
+) -> Result<Vec<RunEvent>, StoreError> {
+    let after_key = i64::try_from(after).unwrap_or(i64::MAX);
+    // Batches never overlap: the first one to read is the last to start at or before
+    // `after + 1` (found in the key's index), and every later one.
+    let rows = db.query(
+        "SELECT events_json FROM event_batches WHERE run_id = ?1 AND last_seq > ?2 \
+         AND first_seq >= (SELECT COALESCE(MAX(first_seq), 0) FROM event_batches \
+                           WHERE run_id = ?1 AND first_seq <= ?3) \
+         ORDER BY first_seq",
+        &params![run_id, after_key, after_key.saturating_add(1)],
+    )?;
+    let mut events = Vec::new();
+    for row in rows {
+        let batch: Vec<StoredEvent> = serde_json::from_str(&row.text("events_json")?)
+            .map_err(|error| corrupt(run_id, format!("stored events: {error}")))?;
+        events.extend(
+            batch
+                .into_iter()
+                .filter(|event| event.seq > after)
+                .map(|event| event.into_event(run_id)),
+        );
+    }
+    Ok(events)
+}
+
+/// The largest `seq` of run `run_id`'s events (0 for none).
+pub(super) fn last_seq(db: &mut dyn Db, run_id: &str) -> Result<u64, StoreError> {
+    let last = db
+        .query_opt(SELECT_LAST_SEQ, &params![run_id])?
+        .map(|row| row.int("last_seq"))
+        .transpose()?;
+    super::to_u64(run_id, "event seq", last.unwrap_or(0))
+}

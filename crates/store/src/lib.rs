@@ -1,0 +1,1199 @@
+//! The run store (docs/flows.md#running): every run, its events, node outputs and pending queue,
+//! kept in
+//! SQLite as they happen, so a paused run can be resumed by another process and a run's
+//! history can be opened later.
+//!
+//! Design:
+//! - One database file in WAL mode (`synchronous=NORMAL`, a 5 s busy timeout, foreign keys
+//!   on); the schema and its migrations are in `schema`.
+//! - Writes made while a run goes on ([`Store::create_run`], [`Store::append_event`], ...)
+//!   are queued and return at once. They are applied on a connection of their own, in the
+//!   order they were queued, many at a time in one transaction: by a background writer thread
+//!   a moment after they come, or (SQLite) by a caller that waits for them, a flush or a read,
+//!   itself (see `writer::Shared`). The writer thread starts when the store opens, or, for a
+//!   command that may end in a moment, only once a run waits or its writes pile up
+//!   ([`WriterStart`]).
+//!   An event is passed on to its listener only after the transaction that stored it commits:
+//!   whatever a host shows is already kept. The events a commit stores for a run go into one
+//!   row of `event_batches` (see `events`), after the commit's other writes.
+//! - A write that fails is logged with `tracing::error!` and kept; the first such error since
+//!   the previous flush is returned by the next [`Store::flush`].
+//! - Reads (and [`Store::claim_paused`]) first wait until every write queued before them is
+//!   committed, then use a second connection.
+//! - One file per table (`runs`, `events` for `event_batches`, `node_outputs`, `queue`) holds
+//!   its SQL; rows are read by column name.
+//!
+//! Timestamps are passed in by the caller (the engine owns the clock) and stored as given;
+//! they are expected to be RFC 3339 UTC strings, which sort chronologically as text.
+
+mod events;
+mod lease;
+mod llm_calls;
+mod node_outputs;
+mod postgresql;
+mod queue;
+mod runs;
+mod schema;
+mod sql;
+mod sqlite;
+mod writer;
+
+pub use llm_calls::{CallUsage, RecordedCall};
+pub use postgresql::{is_postgres_url, redacted as shown_location};
+
+use std::path::Path;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::thread::JoinHandle;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use sql::{Db, Dialect};
+use weft_event::{EventListener, RunEvent, RunStatus};
+use weft_providers::Usage;
+use writer::{Message, Reply, Write};
+
+/// The most queued writes an async flush commits on its own thread; more are left to the writer
+/// thread, so that the task's thread is not held for long (see [`Store::flushed`]).
+const COMMIT_HERE_AT_MOST: usize = 256;
+
+/// The field of a run's state that holds a decision taken when the run was claimed and not yet
+/// applied by a checkpoint (which writes the state afresh, without it).
+pub(crate) const DECIDED: &str = "decided";
+
+/// Everything that can go wrong in the run store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database file could not be opened, is not a SQLite database, or its schema could
+    /// not be brought up to date.
+    #[error("run store {path}: {message}")]
+    Open { path: String, message: String },
+    /// SQLite refused an operation; `action` says which (empty for a plain read).
+    #[error("run store: {}{source}", if action.is_empty() { String::new() } else { format!("{action}: ") })]
+    Sqlite {
+        action: String,
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// PostgreSQL refused an operation or could not be reached; `action` says which.
+    #[error("run store: {}{}", if action.is_empty() { String::new() } else { format!("{action}: ") }, postgresql::describe(source))]
+    Postgres {
+        action: String,
+        #[source]
+        source: ::postgres::Error,
+    },
+    /// A column read back does not hold what the schema says it holds.
+    #[error("run store: column {column}: {message}")]
+    Column { column: String, message: String },
+    /// The writer thread has stopped, so writes queued since may be lost.
+    #[error("run store: the writer thread has stopped; recent writes may have been lost")]
+    WriterStopped,
+    /// A number too large to store (a sequence number or count past `i64::MAX`).
+    #[error("run store: {what} {value} is too large to store")]
+    OutOfRange { what: &'static str, value: u64 },
+    /// An event whose number is not after the last one stored for its run (a second event
+    /// with the same number): a run's events are stored once each, in order.
+    #[error(
+        "run store: storing event {seq} of run {run_id}: the run's events are stored up to \
+         {last} already; the event was not stored"
+    )]
+    EventNotAfter { run_id: String, seq: u64, last: u64 },
+    /// No run has this id.
+    #[error("run {0} does not exist")]
+    NoSuchRun(String),
+    /// The run is completed, failed or cancelled; it never changes again.
+    #[error("run {run_id} has already finished ({status}); it cannot be resumed")]
+    Finished { run_id: String, status: RunStatus },
+    /// The run is running or interrupted (not paused), so it cannot be claimed for resuming.
+    #[error(
+        "run {run_id} is {status}{}; it cannot be resumed with a decision now",
+        if *status == RunStatus::Interrupted { " (continue it with --retry)" } else { " (perhaps being resumed by another process)" }
+    )]
+    NotPaused { run_id: String, status: RunStatus },
+    /// A decision was given to an interrupted run that was not waiting for one, or whose
+    /// decision was already taken (`decided`) before it was interrupted.
+    #[error(
+        "run {run_id} was interrupted {}; continue it with --retry",
+        match decided {
+            Some(choice) => format!("after its decision ({choice}) was taken, which --retry goes on with"),
+            None => "while running, not while waiting for a decision".to_string(),
+        }
+    )]
+    NotWaiting {
+        run_id: String,
+        decided: Option<String>,
+    },
+    /// The caller's own check of what the run waits at refused the claim (the message says why).
+    #[error("{message}")]
+    Refused { message: String },
+    /// The run was not interrupted, so there is nothing to retry.
+    #[error("run {run_id} is {status}, not interrupted; there is nothing to retry")]
+    NotInterrupted { run_id: String, status: RunStatus },
+    /// A stored value could not be read back (invalid JSON, unknown status, ...).
+    #[error("run {run_id}: stored state is damaged: {message}")]
+    Corrupt { run_id: String, message: String },
+    /// Several run ids start with this prefix.
+    #[error("run id prefix {0} matches several runs")]
+    Ambiguous(String),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(source: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite {
+            action: String::new(),
+            source,
+        }
+    }
+}
+
+impl From<::postgres::Error> for StoreError {
+    fn from(source: ::postgres::Error) -> StoreError {
+        StoreError::Postgres {
+            action: String::new(),
+            source,
+        }
+    }
+}
+
+impl StoreError {
+    /// The same error, saying it happened while doing `action` (for a database's refusal).
+    fn with_action(self, action: String) -> StoreError {
+        match self {
+            StoreError::Sqlite { source, .. } => StoreError::Sqlite { action, source },
+            StoreError::Postgres { source, .. } => StoreError::Postgres { action, source },
+            other => other,
+        }
+    }
+}
+
+/// A run to create; it starts with status `running`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewRun {
+    /// The run id (unique; the engine uses UUIDs).
+    pub id: String,
+    pub flow_name: String,
+    /// Where the flow file was loaded from, if it came from a file.
+    pub flow_path: Option<String>,
+    /// The flow as it was when the run started (a resumed run uses this, not the file).
+    pub flow_json: String,
+    /// The run's input.
+    pub input: Value,
+    /// RFC 3339 UTC.
+    pub started_at: String,
+    /// Who drives the run when it pauses, when not whichever process claims it:
+    /// `restate INGRESS-URL` for a run that is a Restate workflow (decided through that
+    /// ingress). Set at creation, never changed.
+    pub host: Option<String>,
+}
+
+/// One step waiting to run: a node, the input it will get and the node it came from.
+/// What a paused run needs to continue, written when it pauses.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueuedStep {
+    pub node_id: String,
+    pub input: Value,
+    pub source_node_id: Option<String>,
+}
+
+/// A step of a run's stored queue: its key (unique in the run's queue), the step, and the visit
+/// it started as when it was already running when the queue was stored.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredStep {
+    pub key: u64,
+    #[serde(flatten)]
+    pub step: QueuedStep,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub visit: Option<u64>,
+}
+
+/// Where a running run stands, stored as it goes so that a run whose process dies can be
+/// continued: the steps to add to and remove from its stored queue since the last checkpoint,
+/// the step waiting for a person (if any), and the engine's own extra state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checkpoint {
+    pub added: Vec<StoredStep>,
+    pub removed: Vec<u64>,
+    pub waiting: Option<QueuedStep>,
+    pub state: Value,
+}
+
+/// What a run saves when it pauses: the step waiting for approval, the steps queued behind
+/// it (in order) and the engine's own extra state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PauseRecord {
+    /// The step the run is waiting on (the `approval` node and its input).
+    pub waiting: QueuedStep,
+    /// Steps queued while pausing, in the order they are to run.
+    pub queue: Vec<QueuedStep>,
+    /// Engine-owned extra state (next seq, visits, latest approval...); opaque to the store.
+    pub state: Value,
+    /// When the approval waited at times out (RFC 3339, UTC), if it does.
+    pub deadline: Option<String>,
+}
+
+/// A run as listed: identity, status and times. Serialized in camelCase, like events.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSummary {
+    pub id: String,
+    pub flow_name: String,
+    pub flow_path: Option<String>,
+    pub status: RunStatus,
+    pub started_at: String,
+    pub ended_at: Option<String>,
+    /// When it last changed (for a paused run: when it paused).
+    pub updated_at: String,
+    /// The node a paused run waits on.
+    pub waiting_node_id: Option<String>,
+}
+
+/// Everything stored about a run except its events and node outputs.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRecord {
+    pub summary: RunSummary,
+    /// The flow as it was when the run started.
+    pub flow_json: String,
+    pub input: Value,
+    /// The final result of a completed run.
+    pub result: Option<Value>,
+    /// Why a failed run failed.
+    pub error: Option<String>,
+    /// The step a paused run waits on.
+    pub waiting: Option<QueuedStep>,
+    /// The steps queued behind `waiting` (or, for a run that stopped while running, the steps
+    /// that were running or queued at its last checkpoint), by key.
+    pub queue: Vec<StoredStep>,
+    /// Engine-owned extra state (`{}` until the engine sets it).
+    pub state: Value,
+    /// Tokens used by all the run's LLM calls so far.
+    pub usage: Usage,
+    /// Who drives the run (see [`NewRun::host`]); `None` for a run of this store's processes.
+    pub host: Option<String>,
+}
+
+/// The latest output of one node in one run.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeOutputRecord {
+    pub node_id: String,
+    /// The node's latest output (`null` if only an approval was recorded).
+    pub output: Value,
+    /// How many times the node has run.
+    pub visits: u64,
+    /// The latest approval decision given at this node, if any.
+    pub approval: Option<Value>,
+    pub updated_at: String,
+    /// Tokens used by this node's LLM calls in this run (subagent calls count for the subagent).
+    pub usage: Usage,
+    /// About the latest output: `{"sources": [{url, title}]}` when a web search was used.
+    pub metadata: Option<Value>,
+}
+
+/// A step, already serialized for its table row.
+struct StepRow {
+    pub node_id: String,
+    pub input_json: String,
+    pub source_node_id: Option<String>,
+    pub visit: Option<u64>,
+}
+
+impl StepRow {
+    fn new(step: &QueuedStep) -> StepRow {
+        StepRow {
+            node_id: step.node_id.clone(),
+            input_json: step.input.to_string(),
+            source_node_id: step.source_node_id.clone(),
+            visit: None,
+        }
+    }
+
+    fn stored(stored: &StoredStep) -> (u64, StepRow) {
+        let row = StepRow {
+            visit: stored.visit,
+            ..StepRow::new(&stored.step)
+        };
+        (stored.key, row)
+    }
+}
+
+/// A handle on the run store. Cheap to clone; all clones share one writer thread and one
+/// read connection. The writer thread ends, after applying everything queued, when the last
+/// clone is dropped.
+///
+/// The synchronous methods block the calling thread (on a flush and on SQLite); async callers
+/// should use `spawn_blocking`.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    /// The queue of writes and the writer connection, shared with the writer thread.
+    shared: Arc<writer::Shared>,
+    /// The writer thread once started (`None` in it: it could not be).
+    writer: OnceLock<Option<JoinHandle<()>>>,
+    /// The read connection, opened by the first read: a short command that reads nothing
+    /// (`weft run` of a flow, when no approval waits with a deadline) never opens it.
+    reader: Mutex<Option<Box<dyn Db>>>,
+    open_reader: Box<dyn Fn() -> Result<Box<dyn Db>, StoreError> + Send + Sync>,
+    dialect: Dialect,
+    /// This process as the owner of the runs it runs (see `lease`).
+    owner: String,
+    /// The earliest deadline of a paused run's approval when the store was opened.
+    deadline_at_open: Option<String>,
+}
+
+impl Inner {
+    /// Whether a caller that waits for the writes commits them itself (SQLite). PostgreSQL's
+    /// client blocks on a runtime of its own, which an async caller's thread cannot enter:
+    /// there the writer thread commits everything.
+    fn commits_here(&self) -> bool {
+        self.dialect == Dialect::Sqlite
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if self.commits_here() {
+            self.shared.close(&self.owner);
+        }
+        self.shared.closing();
+        if let Some(handle) = self.writer.take().flatten() {
+            handle.thread().unpark();
+            if handle.join().is_err() {
+                tracing::error!(
+                    "the run store's writer thread panicked; recent writes may be lost"
+                );
+            }
+        }
+    }
+}
+
+/// When a SQLite store starts its writer thread, which commits in the background the writes
+/// nobody waits for (a PostgreSQL store's starts at once: it opens the connection).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriterStart {
+    /// When the store opens: for a process that stays (the app, a server).
+    AtOpen,
+    /// When it is needed: when a run is about to wait on a step that may take a while (see
+    /// [`Store::expect_wait`]), or when writes pile up. A command that ends before (a short
+    /// run: its end commits its writes itself) never starts a thread, which costs a short
+    /// process more than anything it does with the store.
+    OnDemand,
+}
+
+/// Queued writes that start an on-demand writer thread: a run that goes on without waiting.
+const PILED_UP: usize = 64;
+
+impl Store {
+    /// Opens (creating it if needed, with its parent directories) the run store at `path`
+    /// and brings its schema up to date. Its writer thread starts at once.
+    ///
+    /// Errors: [`StoreError::Open`] when the directory or file cannot be created or opened,
+    /// when the file is not a SQLite database, when it was made by a newer Weft (a schema
+    /// version this one does not know), or when a migration fails.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Store::open_with(path, WriterStart::AtOpen)
+    }
+
+    /// [`Store::open`], with the writer thread started as `start` says.
+    pub fn open_with(path: &Path, start: WriterStart) -> Result<Store, StoreError> {
+        let shown = path.display().to_string();
+        let open_error = |message: String| StoreError::Open {
+            path: shown.clone(),
+            message,
+        };
+        if let Some(parent) = path.parent()
+            && !parent.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(parent).map_err(|err| {
+                open_error(format!(
+                    "cannot create directory {}: {err}",
+                    parent.display()
+                ))
+            })?;
+        }
+        // On the caller's thread rather than the writer's: a short command waits for the open
+        // more than for anything else, and handing it to a new thread and back wakes the other
+        // core twice, a measurable share of a short run.
+        let owner = lease::current_owner();
+        let mut writer = sqlite::SqliteDb::open(path, true).map_err(open_error)?;
+        let deadline = settle_at_open(&mut writer, &owner).map_err(open_error)?;
+        let reader_path = path.to_path_buf();
+        let open_reader = move || -> Result<Box<dyn Db>, String> {
+            Ok(Box::new(sqlite::SqliteDb::open(&reader_path, false)?))
+        };
+        Store::spawn(
+            shown,
+            Dialect::Sqlite,
+            owner,
+            Opening::Opened(Box::new(writer), deadline, start),
+            open_reader,
+        )
+    }
+
+    /// Opens the run store `location` names: a PostgreSQL connection URL (`postgres://` or
+    /// `postgresql://`, see [`is_postgres_url`]), else the path of a SQLite file.
+    pub fn open_location(location: &str) -> Result<Store, StoreError> {
+        Store::open_location_with(location, WriterStart::AtOpen)
+    }
+
+    /// [`Store::open_location`], with a SQLite store's writer thread started as `start` says.
+    pub fn open_location_with(location: &str, start: WriterStart) -> Result<Store, StoreError> {
+        if is_postgres_url(location) {
+            Store::open_postgres(location)
+        } else {
+            Store::open_with(Path::new(location), start)
+        }
+    }
+
+    /// Connects to the run store in the PostgreSQL database `url` names and brings its schema
+    /// up to date. The URL is never shown with its password.
+    ///
+    /// Errors: [`StoreError::Open`] when the server cannot be reached, refuses the login, or the
+    /// schema was made by a newer Weft or cannot be brought up to date.
+    pub fn open_postgres(url: &str) -> Result<Store, StoreError> {
+        let shown = postgresql::redacted(url);
+        let writer_url = url.to_string();
+        // On the writer's thread: the PostgreSQL client blocks on a runtime of its own, which
+        // cannot be started from a caller's async task.
+        let open_writer = move || -> Result<Box<dyn Db>, String> {
+            Ok(Box::new(postgresql::PostgresDb::connect(
+                &writer_url,
+                true,
+            )?))
+        };
+        let reader_url = url.to_string();
+        let open_reader = move || -> Result<Box<dyn Db>, String> {
+            Ok(Box::new(postgresql::PostgresDb::connect(
+                &reader_url,
+                false,
+            )?))
+        };
+        let owner = lease::current_owner();
+        let writer_owner = owner.clone();
+        let open_and_settle = move || {
+            let mut writer = open_writer()?;
+            let deadline = settle_at_open(&mut *writer, &writer_owner)?;
+            Ok((writer, deadline))
+        };
+        Store::spawn(
+            shown,
+            Dialect::Postgres,
+            owner,
+            Opening::OnWriterThread(Box::new(open_and_settle)),
+            open_reader,
+        )
+    }
+
+    /// Starts the writer thread with its connection (`writer`: opened and settled already, or
+    /// by the thread, which then answers with the earliest deadline of a paused run). The thread
+    /// compiles the
+    /// statements a run's writes use and then applies writes. `open_reader` opens the read
+    /// connection (of `dialect`) at the first read. `shown` names the store in errors; `owner`
+    /// is this process as a lease owner.
+    fn spawn(
+        shown: String,
+        dialect: Dialect,
+        owner: String,
+        writer: Opening,
+        open_reader: impl Fn() -> Result<Box<dyn Db>, String> + Send + Sync + 'static,
+    ) -> Result<Store, StoreError> {
+        let open_error = |message: String| StoreError::Open {
+            path: shown.clone(),
+            message,
+        };
+        // The read connection's errors name the store as the writer's do.
+        let reader_shown = shown.clone();
+        let open_reader = Box::new(move || {
+            open_reader().map_err(|message| StoreError::Open {
+                path: reader_shown.clone(),
+                message,
+            })
+        });
+        let (opened, answer) = mpsc::sync_channel::<OpenAnswer>(1);
+        let (shared, known_deadline, open_on_writer, start) = match writer {
+            Opening::Opened(db, deadline, start) => {
+                (writer::Shared::new(Some(db)), Some(deadline), None, start)
+            }
+            Opening::OnWriterThread(open) => (
+                writer::Shared::new(None),
+                None,
+                Some(open),
+                WriterStart::AtOpen,
+            ),
+        };
+        let shared = Arc::new(shared);
+        let writer = OnceLock::new();
+        if start == WriterStart::AtOpen {
+            let open = open_on_writer.map(|open| (open, opened));
+            let thread = start_writer(&shared, &owner, open)
+                .map_err(|err| open_error(format!("cannot start the writer thread: {err}")))?;
+            let _ = writer.set(Some(thread));
+        }
+        let deadline_at_open = match known_deadline {
+            Some(deadline) => deadline,
+            None => answer
+                .recv()
+                .map_err(|_| {
+                    open_error("the writer thread stopped while opening the store".into())
+                })?
+                .map_err(open_error)?,
+        };
+        Ok(Store {
+            inner: Arc::new(Inner {
+                shared,
+                writer,
+                reader: Mutex::new(None),
+                open_reader,
+                dialect,
+                owner,
+                deadline_at_open,
+            }),
+        })
+    }
+
+    /// Queues the creation of a run with status `running`, leased to this process. A run with
+    /// the same id is an error reported by the next [`Store::flush`].
+    pub fn create_run(&self, run: &NewRun) {
+        self.send(creation(run));
+    }
+
+    /// Queues the creation of a run together with the node outputs it starts from and its
+    /// first checkpoint, committed in one transaction: a run that is in the store can always
+    /// be continued, whenever its process dies.
+    pub fn create_run_with(
+        &self,
+        run: &NewRun,
+        outputs: &[(String, Value)],
+        checkpoint: &Checkpoint,
+    ) {
+        let mut writes = vec![creation(run)];
+        writes.extend(outputs.iter().map(|(node_id, output)| {
+            node_output(
+                run.id.as_str(),
+                node_id.clone(),
+                output,
+                0,
+                run.started_at.as_str(),
+            )
+        }));
+        writes.push(checkpointing(&run.id, checkpoint, &run.started_at));
+        self.send(Write::Together(writes));
+    }
+
+    /// Queues a checkpoint of a running run: its stored queue changes, the step waiting for a
+    /// person (or none) and the engine's state, applied together.
+    pub fn save_checkpoint(&self, run_id: &str, checkpoint: &Checkpoint, at: &str) {
+        self.send(checkpointing(run_id, checkpoint, at));
+    }
+
+    /// Queues keeping the answer of one LLM call of a run (call `call` of node `node_key` in
+    /// its visit `visit`), so that the run, continued after an interruption, need not ask again.
+    pub fn record_llm_call(&self, run_id: &str, call: &RecordedCall, at: &str) {
+        self.send(Write::LlmCall {
+            run_id: run_id.to_string(),
+            call: Box::new(call.clone()),
+            at: at.to_string(),
+        });
+    }
+
+    /// The LLM calls run `run_id` made, as recorded.
+    pub fn llm_calls(&self, run_id: &str) -> Result<Vec<RecordedCall>, StoreError> {
+        self.read(|db| llm_calls::list(db, run_id))
+    }
+
+    /// What each LLM call of run `run_id` used (model and tokens), without the answers.
+    pub fn call_usage(&self, run_id: &str) -> Result<Vec<CallUsage>, StoreError> {
+        self.read(|db| llm_calls::usage(db, run_id))
+    }
+
+    /// Queues one event, and `publish` to be called with it once it is committed (in the order
+    /// events were queued; on the writer thread, so it should be quick). The run must have
+    /// been created (earlier in the queue is enough) and `(run_id, seq)` must be new; otherwise
+    /// the next [`Store::flush`] reports the error and the event is not published.
+    pub fn append_event(&self, event: RunEvent, publish: Option<EventListener>) {
+        self.send(Write::Event {
+            event: Box::new(event),
+            publish,
+        });
+    }
+
+    /// Queues `metadata` (e.g. `{"sources": [...]}`) as the metadata of node `node_id`'s latest
+    /// output.
+    pub fn put_node_metadata(&self, run_id: &str, node_id: &str, metadata: &Value, at: &str) {
+        self.send(Write::NodeMetadata {
+            run_id: run_id.to_string(),
+            node_id: node_id.to_string(),
+            metadata_json: metadata.to_string(),
+            at: at.to_string(),
+        });
+    }
+
+    /// Queues adding `usage` to node `node_id`'s and the run's token counts.
+    pub fn add_usage(&self, run_id: &str, node_id: &str, usage: Usage, at: &str) {
+        self.send(Write::Usage {
+            run_id: run_id.to_string(),
+            node_id: node_id.to_string(),
+            usage,
+            at: at.to_string(),
+        });
+    }
+
+    /// Queues storing a node's latest output and visit count (insert or replace), keeping any
+    /// approval already recorded for that node.
+    pub fn put_node_output(
+        &self,
+        run_id: impl Into<Arc<str>>,
+        node_id: impl Into<String>,
+        output: &Value,
+        visits: u64,
+        at: impl Into<Arc<str>>,
+    ) {
+        self.send(node_output(
+            run_id,
+            node_id.into(),
+            output,
+            visits,
+            at.into(),
+        ));
+    }
+
+    /// Queues storing the approval decision given at a node. If the node has no output row
+    /// yet, one is created with output `null` and 0 visits.
+    pub fn put_node_approval(&self, run_id: &str, node_id: &str, approval: &Value, at: &str) {
+        self.send(Write::NodeApproval {
+            run_id: run_id.to_string(),
+            node_id: node_id.to_string(),
+            approval_json: approval.to_string(),
+            at: at.to_string(),
+        });
+    }
+
+    /// Queues pausing a run: status `paused`, the waiting step, the engine state, and the
+    /// run's queue replaced by `pause.queue` (in order). An unknown run is reported by the
+    /// next [`Store::flush`] as [`StoreError::NoSuchRun`].
+    pub fn save_pause(&self, run_id: &str, pause: &PauseRecord, at: &str) {
+        self.send(Write::Pause {
+            run_id: run_id.to_string(),
+            waiting: Box::new(StepRow::new(&pause.waiting)),
+            queue: pause.queue.iter().map(StepRow::new).collect(),
+            state_json: pause.state.to_string(),
+            deadline: pause.deadline.as_deref().map(Box::from),
+            at: at.to_string(),
+        });
+    }
+
+    /// Queues replacing the engine-owned state of a run. Written as JSON straight from
+    /// `state`: a long run's state (its visits by node) made a JSON value first took
+    /// milliseconds of tree inserts before the process could end.
+    pub fn set_state(&self, run_id: &str, state: &impl Serialize, at: &str) {
+        self.send(Write::SetState {
+            run_id: run_id.to_string(),
+            state_json: serde_json::to_string(state).unwrap_or_else(|_| "null".to_string()),
+            at: at.to_string(),
+        });
+    }
+
+    /// Queues ending a run with `status` (normally completed, failed or cancelled), its result
+    /// or error, and `ended_at = at`; clears the waiting step and the queue.
+    pub fn finish_run(
+        &self,
+        run_id: &str,
+        status: RunStatus,
+        result: Option<&Value>,
+        error: Option<&str>,
+        at: &str,
+    ) {
+        self.send(Write::Finish {
+            run_id: run_id.to_string(),
+            status,
+            result_json: result.map(Value::to_string),
+            error: error.map(str::to_string),
+            at: at.to_string(),
+        });
+    }
+
+    /// Waits until every write queued before this call is committed.
+    ///
+    /// Errors: the first write error since the previous flush (every failed write is also
+    /// logged when it happens), or [`StoreError::WriterStopped`].
+    pub fn flush(&self) -> Result<(), StoreError> {
+        match self.sync(true)? {
+            Some(err) => Err(err),
+            None => Ok(()),
+        }
+    }
+
+    /// [`Store::flush`] for async callers. On SQLite the task commits what is queued itself
+    /// when the writer thread is not committing and little is queued (a run's end, a pause);
+    /// else the task waits for the writer, and no thread does (a short run's end then needs no
+    /// thread of the blocking pool, which costs more to start than the run).
+    pub async fn flushed(&self) -> Result<(), StoreError> {
+        if self.inner.commits_here() {
+            let committed =
+                self.inner
+                    .shared
+                    .try_commit_here(&self.inner.owner, true, COMMIT_HERE_AT_MOST);
+            if let Some(answer) = committed {
+                return answer?.map_or(Ok(()), Err);
+            }
+        }
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.send_sync(Reply::Async(reply), true)?;
+        match answer.await.map_err(|_| StoreError::WriterStopped)? {
+            Some(err) => Err(err),
+            None => Ok(()),
+        }
+    }
+
+    /// Atomically moves a paused run to `running`, leased to this process, and returns its
+    /// record with the waiting step and the queue. They stay stored until the run's next
+    /// checkpoint replaces them, so a resume that dies half-way leaves the pause to go back to.
+    /// Of several processes claiming the same run, exactly one wins.
+    ///
+    /// `decided` is the person's decision the claimant continues the run with: it is stored in
+    /// the run's state (field [`DECIDED`]) in the same transaction, so a claimant that dies
+    /// before its next checkpoint leaves a run that continues with that decision rather than one
+    /// that asks again (and could be answered differently) after the run went on with it.
+    ///
+    /// Errors: [`StoreError::NoSuchRun`], [`StoreError::Finished`] (completed, failed or
+    /// cancelled), [`StoreError::NotPaused`] (running or interrupted), [`StoreError::Corrupt`].
+    pub fn claim_paused(
+        &self,
+        run_id: &str,
+        at: &str,
+        decided: Option<&Value>,
+    ) -> Result<RunRecord, StoreError> {
+        self.claim(run_id, RunStatus::Paused, at, decided, |_| Ok(()))
+    }
+
+    /// [`Store::claim_paused`] when `accept` agrees with the run's record (what it waits at),
+    /// in the same transaction: else nothing is claimed, and the error is
+    /// [`StoreError::Refused`] with `accept`'s message.
+    pub fn claim_paused_if(
+        &self,
+        run_id: &str,
+        at: &str,
+        decided: Option<&Value>,
+        accept: impl FnOnce(&RunRecord) -> Result<(), String> + Send,
+    ) -> Result<RunRecord, StoreError> {
+        self.claim(run_id, RunStatus::Paused, at, decided, accept)
+    }
+
+    /// Atomically moves an interrupted run to `running`, leased to this process, and returns
+    /// its record: the queue and state of its last checkpoint. Of several processes claiming
+    /// the same run, exactly one wins. `decided` as for [`Store::claim_paused`].
+    ///
+    /// Errors as [`Store::claim_paused`], with [`StoreError::NotInterrupted`] for a run that is
+    /// not interrupted, and [`StoreError::NotWaiting`] (nothing claimed) for a decision given to
+    /// a run that was not waiting for one, or whose decision was already taken.
+    pub fn claim_interrupted(
+        &self,
+        run_id: &str,
+        at: &str,
+        decided: Option<&Value>,
+    ) -> Result<RunRecord, StoreError> {
+        self.claim(run_id, RunStatus::Interrupted, at, decided, |_| Ok(()))
+    }
+
+    /// [`Store::claim_interrupted`] when `accept` agrees, as [`Store::claim_paused_if`].
+    pub fn claim_interrupted_if(
+        &self,
+        run_id: &str,
+        at: &str,
+        decided: Option<&Value>,
+        accept: impl FnOnce(&RunRecord) -> Result<(), String> + Send,
+    ) -> Result<RunRecord, StoreError> {
+        self.claim(run_id, RunStatus::Interrupted, at, decided, accept)
+    }
+
+    fn claim(
+        &self,
+        run_id: &str,
+        from: RunStatus,
+        at: &str,
+        decided: Option<&Value>,
+        accept: impl FnOnce(&RunRecord) -> Result<(), String> + Send,
+    ) -> Result<RunRecord, StoreError> {
+        let owner = &self.inner.owner;
+        self.read(|db| {
+            db.begin()?;
+            // Rolled back on any error: nothing is claimed then.
+            let claimed = claim_in(db, run_id, from, owner, at, decided, accept);
+            match claimed {
+                Ok(record) => db.commit().map(|()| record),
+                Err(error) => {
+                    let _ = db.rollback();
+                    Err(error)
+                }
+            }
+        })
+    }
+
+    /// Marks as `interrupted` the runs still `running` whose process has stopped (another
+    /// process's, on this machine or whose lease ran out); returns their ids. Done when a store
+    /// is opened; a process that stays open (the app, a server) may call it again.
+    pub fn interrupt_abandoned(&self) -> Result<Vec<String>, StoreError> {
+        let owner = &self.inner.owner;
+        self.read(|db| runs::interrupt_abandoned(db, owner, &lease::now_text()))
+    }
+
+    /// The largest event `seq` of a run (0 for none): where its numbering goes on.
+    pub fn last_seq(&self, run_id: &str) -> Result<u64, StoreError> {
+        self.read(|db| events::last_seq(db, run_id))
+    }
+
+    /// The earliest deadline of a paused run's approval when this store was opened (`None`:
+    /// no paused run waited with one then), read by the writer as it opened the store.
+    pub fn deadline_at_open(&self) -> Option<&str> {
+        self.inner.deadline_at_open.as_deref()
+    }
+
+    /// Paused runs whose approval's deadline is `now` or earlier, oldest deadline first.
+    pub fn due_approvals(&self, now: &str) -> Result<Vec<String>, StoreError> {
+        self.read(|db| runs::due(db, now))
+    }
+
+    /// The earliest deadline of a paused run's approval, if any waits with one.
+    pub fn next_deadline(&self) -> Result<Option<String>, StoreError> {
+        self.read(|db| runs::next_deadline(db))
+    }
+
+    /// Every paused run, oldest pause first (approvals and breakpoints alike).
+    pub fn paused_runs(&self) -> Result<Vec<RunRecord>, StoreError> {
+        self.read(|db| runs::paused(db))
+    }
+
+    /// The newest `limit` runs (by `started_at`), newest first.
+    pub fn list_runs(&self, limit: usize) -> Result<Vec<RunSummary>, StoreError> {
+        self.read(|db| runs::list(db, limit))
+    }
+
+    /// The full id of the one run whose id starts with `id_or_prefix` (an exact id always
+    /// matches itself).
+    ///
+    /// Errors: [`StoreError::NoSuchRun`] when no run matches (or the prefix is empty),
+    /// [`StoreError::Ambiguous`] when several do.
+    pub fn resolve_run_id(&self, id_or_prefix: &str) -> Result<String, StoreError> {
+        if id_or_prefix.is_empty() {
+            return Err(StoreError::NoSuchRun(String::new()));
+        }
+        self.read(|db| runs::resolve(db, id_or_prefix))
+    }
+
+    /// The run with exactly this id.
+    ///
+    /// Errors: [`StoreError::NoSuchRun`], [`StoreError::Corrupt`].
+    pub fn run(&self, run_id: &str) -> Result<RunRecord, StoreError> {
+        self.read(|db| runs::load(db, run_id))
+    }
+
+    /// The run's events, ordered by `seq`.
+    ///
+    /// Errors: [`StoreError::NoSuchRun`] when there is no such run, [`StoreError::Corrupt`]
+    /// for an unknown event type.
+    pub fn events(&self, run_id: &str) -> Result<Vec<RunEvent>, StoreError> {
+        self.read(|db| {
+            let events = events::list(db, run_id)?;
+            if events.is_empty() && !runs::exists(db, run_id)? {
+                return Err(StoreError::NoSuchRun(run_id.to_string()));
+            }
+            Ok(events)
+        })
+    }
+
+    /// The run's events after `seq` `after` (all of them for 0), ordered by `seq`.
+    pub fn events_after(&self, run_id: &str, after: u64) -> Result<Vec<RunEvent>, StoreError> {
+        self.read(|db| events::list_after(db, run_id, after))
+    }
+
+    /// The run's node outputs, ordered by node id.
+    ///
+    /// Errors: [`StoreError::NoSuchRun`] when there is no such run, [`StoreError::Corrupt`].
+    pub fn node_outputs(&self, run_id: &str) -> Result<Vec<NodeOutputRecord>, StoreError> {
+        self.read(|db| {
+            let outputs = node_outputs::list(db, run_id)?;
+            if outputs.is_empty() && !runs::exists(db, run_id)? {
+                return Err(StoreError::NoSuchRun(run_id.to_string()));
+            }
+            Ok(outputs)
+        })
+    }
+
+    /// Says that the caller is about to wait on something that may take a while (a model,
+    /// the network, a long render): what it wrote is committed, and its events shown, in the
+    /// background meanwhile, by the writer thread, started now if it has not been (see
+    /// [`WriterStart::OnDemand`]).
+    pub fn expect_wait(&self) {
+        if self.inner.writer.get().is_none() {
+            self.writer();
+            self.wake_writer();
+        }
+    }
+
+    /// The writer thread, started if it has not been (`None`: it cannot be; the writes then
+    /// wait for a flush, and the error is logged).
+    fn writer(&self) -> Option<&JoinHandle<()>> {
+        let writer = self.inner.writer.get_or_init(|| {
+            start_writer(&self.inner.shared, &self.inner.owner, None)
+                .inspect_err(|error| {
+                    tracing::error!("the run store cannot start its writer thread: {error}");
+                })
+                .ok()
+        });
+        writer.as_ref()
+    }
+
+    fn send(&self, write: Write) {
+        match self.inner.shared.push(Message::Write(write), false) {
+            Ok(queued) if queued.wake => self.wake_writer(),
+            Ok(queued) if queued.count >= PILED_UP => self.expect_wait(),
+            Ok(_) => {}
+            // The next flush reports this too (the writer is gone).
+            Err(writer::WriterGone) => {
+                tracing::error!("the run store's writer thread has stopped; a write was lost")
+            }
+        }
+    }
+
+    /// Wakes the writer thread, if it is started.
+    fn wake_writer(&self) {
+        if let Some(Some(writer)) = self.inner.writer.get() {
+            writer.thread().unpark();
+        }
+    }
+
+    fn sync(&self, take_error: bool) -> Result<Option<StoreError>, StoreError> {
+        if self.inner.commits_here() {
+            return self.inner.shared.commit_here(&self.inner.owner, take_error);
+        }
+        let (reply, answer) = mpsc::channel();
+        self.send_sync(Reply::Blocking(reply), take_error)?;
+        answer.recv().map_err(|_| StoreError::WriterStopped)
+    }
+
+    fn send_sync(&self, reply: Reply, take_error: bool) -> Result<(), StoreError> {
+        self.inner
+            .shared
+            .push(Message::Sync { reply, take_error }, true)
+            .map_err(|writer::WriterGone| StoreError::WriterStopped)?;
+        // Someone waits for the writer's answer: it must be there.
+        self.writer()
+            .ok_or(StoreError::WriterStopped)?
+            .thread()
+            .unpark();
+        Ok(())
+    }
+
+    /// Waits until every write queued so far is committed, leaving any write error for the
+    /// next flush.
+    fn barrier(&self) -> Result<(), StoreError> {
+        self.sync(false).map(|_| ())
+    }
+
+    /// Runs `work` on the read connection once every write queued before is committed.
+    ///
+    /// PostgreSQL's client blocks on a runtime of its own, which cannot be entered from a
+    /// thread that drives async tasks: there `work` runs on a thread of its own (a read
+    /// through the store from async code without `spawn_blocking`).
+    fn read<T: Send>(
+        &self,
+        work: impl FnOnce(&mut dyn Db) -> Result<T, StoreError> + Send,
+    ) -> Result<T, StoreError> {
+        self.barrier()?;
+        let mut reader = self
+            .inner
+            .reader
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let slot: &mut Option<Box<dyn Db>> = &mut reader;
+        let read = || {
+            let db: &mut dyn Db = match slot {
+                Some(db) => &mut **db,
+                empty => &mut **empty.insert((self.inner.open_reader)()?),
+            };
+            work(db)
+        };
+        match self.inner.dialect {
+            Dialect::Postgres => postgresql::off_runtime(read),
+            Dialect::Sqlite => read(),
+        }
+    }
+}
+
+/// What a writer thread that opens its connection answers: the earliest deadline of a paused
+/// run, or why the store cannot be opened.
+type OpenAnswer = Result<Option<String>, String>;
+
+/// Opens and settles a writer connection (see [`Opening::OnWriterThread`]).
+type OpenOnWriter = Box<dyn FnOnce() -> Result<(Box<dyn Db>, Option<String>), String> + Send>;
+
+/// Starts the writer thread of `shared` (with `open`, it first opens the connection and
+/// answers on the channel with the earliest deadline of a paused run). It compiles the
+/// statements a run's writes use, then commits in the background (see `writer::run`).
+fn start_writer(
+    shared: &Arc<writer::Shared>,
+    owner: &str,
+    open: Option<(OpenOnWriter, mpsc::SyncSender<OpenAnswer>)>,
+) -> std::io::Result<JoinHandle<()>> {
+    let shared = Arc::clone(shared);
+    let owner = owner.to_string();
+    std::thread::Builder::new()
+        .name("weft-store-writer".to_string())
+        .spawn(move || {
+            let _thread = writer::WriterThread::of(&shared);
+            if let Some((open, opened)) = open {
+                match open() {
+                    Ok((db, deadline)) => {
+                        shared.connected(db);
+                        let _ = opened.send(Ok(deadline));
+                    }
+                    Err(message) => {
+                        let _ = opened.send(Err(message));
+                        return;
+                    }
+                }
+            }
+            // While the caller goes on to start its run, before its first write.
+            writer::prepare_ahead(&shared);
+            writer::run(&shared, &owner);
+        })
+}
+
+/// The writer's connection as [`Store::spawn`] gets it.
+enum Opening {
+    /// Opened on the caller's thread, with the earliest deadline of a paused run, and when its
+    /// writer thread starts.
+    Opened(Box<dyn Db>, Option<String>, WriterStart),
+    /// To be opened and settled on the writer's thread: the connection and that deadline.
+    OnWriterThread(OpenOnWriter),
+}
+
+/// What opening a store does on its writer connection before anything else: runs whose
+/// process is gone were cut off, and are marked interrupted before anyone reads them; and the
+/// earliest deadline of a paused run is read (see [`Store::deadline_at_open`]).
+fn settle_at_open(writer: &mut dyn Db, owner: &str) -> Result<Option<String>, String> {
+    runs::settle_at_open(writer, owner, &lease::now_text()).map_err(|err| err.to_string())
+}
+
+/// The claim of [`Store::claim`], inside the caller's transaction.
+fn claim_in(
+    db: &mut dyn Db,
+    run_id: &str,
+    from: RunStatus,
+    owner: &str,
+    at: &str,
+    decided: Option<&Value>,
+    accept: impl FnOnce(&RunRecord) -> Result<(), String>,
+) -> Result<RunRecord, StoreError> {
+    let mut record = runs::claim(db, run_id, from, owner, at)?;
+    accept(&record).map_err(|message| StoreError::Refused { message })?;
+    if let Some(decision) = decided {
+        let refused = |decided: Option<&Value>| StoreError::NotWaiting {
+            run_id: run_id.to_string(),
+            decided: decided.map(|earlier| match earlier.get("decision") {
+                Some(Value::String(choice)) => choice.clone(),
+                _ => earlier.to_string(),
+            }),
+        };
+        if record.waiting.is_none() {
+            return Err(refused(None));
+        }
+        let Value::Object(state) = &mut record.state else {
+            return Err(StoreError::Corrupt {
+                run_id: run_id.to_string(),
+                message: "the run's state is not an object".into(),
+            });
+        };
+        if let Some(earlier) = state.get(DECIDED) {
+            return Err(refused(Some(earlier)));
+        }
+        state.insert(DECIDED.to_string(), decision.clone());
+        runs::set_state(db, run_id, &record.state.to_string(), at)?;
+    }
+    Ok(record)
+}
+
+/// What a stored value that cannot be read back says.
+fn corrupt(run_id: &str, message: String) -> StoreError {
+    StoreError::Corrupt {
+        run_id: run_id.to_string(),
+        message,
+    }
+}
+
+fn parse_json(run_id: &str, what: &str, text: &str) -> Result<Value, StoreError> {
+    serde_json::from_str(text)
+        .map_err(|err| corrupt(run_id, format!("the {what} is not valid JSON: {err}")))
+}
+
+fn to_i64(what: &'static str, value: u64) -> Result<i64, StoreError> {
+    i64::try_from(value).map_err(|_| StoreError::OutOfRange { what, value })
+}
+
+fn to_u64(run_id: &str, what: &str, value: i64) -> Result<u64, StoreError> {
+    u64::try_from(value).map_err(|_| corrupt(run_id, format!("{what} {value} is negative")))
+}
+
+fn creation(run: &NewRun) -> Write {
+    Write::CreateRun(Box::new(writer::CreateRun {
+        id: run.id.clone(),
+        flow_name: run.flow_name.clone(),
+        flow_path: run.flow_path.clone(),
+        flow_json: run.flow_json.clone(),
+        input_json: run.input.to_string(),
+        started_at: run.started_at.clone(),
+        host: run.host.clone(),
+    }))
+}
+
+fn checkpointing(run_id: &str, checkpoint: &Checkpoint, at: &str) -> Write {
+    Write::Checkpoint {
+        run_id: run_id.to_string(),
+        added: checkpoint.added.iter().map(StepRow::stored).collect(),
+        removed: checkpoint.removed.as_slice().into(),
+        waiting: checkpoint
+            .waiting
+            .as_ref()
+            .map(|step| Box::new(StepRow::new(step))),
+        state_json: checkpoint.state.to_string(),
+        at: at.to_string(),
+    }
+}
+
+/// Takes the key and time as they are: a run stores an output at every step.
+/// A run's id and a time are shared texts ([`RunEvent::run_id`]): a step stores its output.
+fn node_output(
+    run_id: impl Into<Arc<str>>,
+    node_id: String,
+    output: &Value,
+    visits: u64,
+    at: impl Into<Arc<str>>,
+) -> Write {
+    Write::NodeOutput {
+        run_id: run_id.into(),
+        node_id,
+        output_json: output.to_string(),
+        visits,
+        at: at.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

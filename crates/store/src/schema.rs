@@ -1,0 +1,302 @@
+//! The database file and its schema: connection settings and the numbered, forward-only
+//! migrations recorded in `PRAGMA user_version`. A newer version of Weft adds migrations at the
+//! end of [`MIGRATIONS`] and never edits earlier ones.
+
+use std::time::Duration;
+
+use rusqlite::config::DbConfig;
+use rusqlite::{Connection, ErrorCode, TransactionBehavior};
+
+/// How long a connection waits for another one (possibly in another process) to release the
+/// database before giving up with "database is locked".
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Pages written to the log between two checkpoints (SQLite's default is 1,000).
+const WAL_CHECKPOINT_PAGES: i64 = 10_000;
+/// Bytes the log file keeps after a checkpoint.
+const WAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
+
+/// Prepared statements kept per connection (there are a few dozen distinct ones).
+const STATEMENT_CACHE: usize = 48;
+
+/// The schema, one migration per entry; migration `n` (1-based) brings `user_version` from
+/// `n - 1` to `n`.
+pub(super) const MIGRATIONS: &[&str] = &[
+    MIGRATION_1,
+    MIGRATION_2,
+    MIGRATION_3,
+    MIGRATION_4,
+    MIGRATION_5,
+    MIGRATION_6,
+    MIGRATION_7,
+    MIGRATION_8,
+    MIGRATION_9,
+    MIGRATION_10,
+    MIGRATION_11,
+];
+
+/// Migration 1: runs, their events, node outputs and the queue of a paused run.
+///
+/// `waiting_source_node_id` completes the waiting step (`waiting_node_id`,
+/// `waiting_input_json`) so that a paused run's queued step round-trips exactly.
+const MIGRATION_1: &str = "
+CREATE TABLE runs (
+    id TEXT PRIMARY KEY,
+    flow_name TEXT NOT NULL,
+    flow_path TEXT,
+    flow_json TEXT NOT NULL,
+    status TEXT NOT NULL,
+    input_json TEXT NOT NULL,
+    result_json TEXT,
+    error TEXT,
+    waiting_node_id TEXT,
+    waiting_input_json TEXT,
+    waiting_source_node_id TEXT,
+    state_json TEXT NOT NULL DEFAULT '{}',
+    started_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    ended_at TEXT
+);
+CREATE INDEX runs_started_at ON runs(started_at);
+CREATE TABLE events (
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    seq INTEGER NOT NULL,
+    ts TEXT NOT NULL,
+    type TEXT NOT NULL,
+    node_id TEXT,
+    content TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE node_outputs (
+    run_id TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    output_json TEXT NOT NULL,
+    visits INTEGER NOT NULL,
+    approval_json TEXT,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, node_id)
+);
+CREATE TABLE queue (
+    run_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    node_id TEXT NOT NULL,
+    input_json TEXT NOT NULL,
+    source_node_id TEXT,
+    PRIMARY KEY (run_id, position)
+);
+";
+
+/// Migration 2: events of nested runs (`scope`, `item`), and tokens used: per event
+/// (`usage_json` on `llm_response`) and per node. A run's total is the sum over its nodes,
+/// computed when read: updating a `runs` row per LLM call would rewrite its flow JSON each time.
+const MIGRATION_2: &str = "
+ALTER TABLE events ADD COLUMN scope TEXT;
+ALTER TABLE events ADD COLUMN item INTEGER;
+ALTER TABLE events ADD COLUMN usage_json TEXT;
+ALTER TABLE node_outputs ADD COLUMN input_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE node_outputs ADD COLUMN output_tokens INTEGER NOT NULL DEFAULT 0;
+";
+
+/// Migration 3: metadata of a node's latest output (the web pages a search used).
+const MIGRATION_3: &str = "
+ALTER TABLE node_outputs ADD COLUMN metadata_json TEXT;
+";
+
+/// Migration 4: the node whose output started a step (`from` on `step_start`).
+const MIGRATION_4: &str = "
+ALTER TABLE events ADD COLUMN from_node TEXT;
+";
+
+/// Migration 5: crash safety. The lease of the process running a run (`lease_owner`,
+/// `lease_until`); the visit a queued step already started as (a step that was running when the
+/// run was checkpointed); and the LLM calls a run made, so that a run continued after an
+/// interruption gets the answers it already had instead of asking again.
+const MIGRATION_5: &str = "
+ALTER TABLE runs ADD COLUMN lease_owner TEXT;
+ALTER TABLE runs ADD COLUMN lease_until TEXT;
+CREATE INDEX runs_status ON runs(status);
+ALTER TABLE queue ADD COLUMN visit INTEGER;
+CREATE TABLE llm_calls (
+    run_id TEXT NOT NULL,
+    node_key TEXT NOT NULL,
+    visit INTEGER NOT NULL,
+    call INTEGER NOT NULL,
+    request_hash TEXT NOT NULL,
+    response_json TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, node_key, visit, call)
+) WITHOUT ROWID;
+";
+
+/// Migration 6: what each LLM call cost: the model it asked (`provider/model`) and the tokens
+/// the provider reported, so that a run's cost is summed without reading every answer back.
+/// Calls recorded before have no model, and count as unpriced.
+const MIGRATION_6: &str = "
+ALTER TABLE llm_calls ADD COLUMN model TEXT;
+ALTER TABLE llm_calls ADD COLUMN input_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE llm_calls ADD COLUMN output_tokens INTEGER NOT NULL DEFAULT 0;
+";
+
+/// Migration 7: when a paused run's approval times out (`timeoutSeconds`), so that the next
+/// process to open the store finds the approvals nobody decided in time.
+const MIGRATION_7: &str = "
+ALTER TABLE runs ADD COLUMN deadline TEXT;
+CREATE INDEX runs_deadline ON runs(deadline) WHERE deadline IS NOT NULL;
+";
+
+/// Migration 8: a run's flow in a table of its own. SQLite rewrites a whole row on every
+/// update, and a run's row is updated at each checkpoint and at its end: with the flow in it,
+/// a 10,000-node flow (2 MB) was written again each time (6 MB at the end of every such run).
+const MIGRATION_8: &str = "
+CREATE TABLE run_flows (
+    run_id TEXT PRIMARY KEY REFERENCES runs(id),
+    flow_json TEXT NOT NULL
+);
+INSERT INTO run_flows (run_id, flow_json) SELECT id, flow_json FROM runs;
+ALTER TABLE runs DROP COLUMN flow_json;
+";
+
+/// Migration 9: who drives a run when not whichever process claims it (a Restate workflow).
+const MIGRATION_9: &str = "
+ALTER TABLE runs ADD COLUMN host TEXT;
+";
+
+/// Migration 10: events stored a batch to a row (see `events`): the events one commit stored
+/// for a run, as a JSON array of events without their run id. The events stored before become
+/// batches of one.
+const MIGRATION_10: &str = "
+CREATE TABLE event_batches (
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    first_seq INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    events_json TEXT NOT NULL,
+    PRIMARY KEY (run_id, first_seq)
+);
+INSERT INTO event_batches (run_id, first_seq, last_seq, events_json)
+SELECT run_id, seq, seq, json_array(json_object(
+    'seq', seq, 'ts', ts, 'type', type, 'nodeId', node_id, 'content', content,
+    'scope', scope, 'item', item, 'from', from_node, 'usage', json(usage_json)))
+FROM events ORDER BY run_id, seq;
+DROP TABLE events;
+";
+
+/// Migration 11: `node_outputs` keyed by its primary key alone (WITHOUT ROWID). A step stores
+/// its node's output, and the row and a separate index of `(run_id, node_id)` both had pages
+/// rewritten at every commit: a 1,000-step run wrote 61 pages of log for 37 pages of outputs.
+const MIGRATION_11: &str = "
+CREATE TABLE node_outputs_by_key (
+    run_id TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    output_json TEXT NOT NULL,
+    visits INTEGER NOT NULL,
+    approval_json TEXT,
+    updated_at TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    metadata_json TEXT,
+    PRIMARY KEY (run_id, node_id)
+) WITHOUT ROWID;
+INSERT INTO node_outputs_by_key (run_id, node_id, output_json, visits, approval_json,
+    updated_at, input_tokens, output_tokens, metadata_json)
+SELECT run_id, node_id, output_json, visits, approval_json, updated_at, input_tokens,
+    output_tokens, metadata_json FROM node_outputs;
+DROP TABLE node_outputs;
+ALTER TABLE node_outputs_by_key RENAME TO node_outputs;
+";
+
+/// A clear message for an error met while opening.
+pub(super) fn describe(err: &rusqlite::Error) -> String {
+    match err.sqlite_error_code() {
+        Some(ErrorCode::NotADatabase) => {
+            "the file is not a SQLite database (is this the right path?)".to_string()
+        }
+        _ => err.to_string(),
+    }
+}
+
+pub(super) fn configure(conn: &Connection, writer: bool) -> rusqlite::Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    // Before the journal mode: a new store's switch to WAL then syncs as little as the rest.
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    if writer {
+        // Reading the journal mode is the first access to the file: a non-database fails here.
+        let mode: String =
+            conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            tracing::warn!("the run store could not use WAL mode (journal mode is {mode})");
+        }
+        // Copying the log back into the database less often: a page that many commits change
+        // (the last page of `events`) is copied once per checkpoint instead of once per 1,000
+        // pages written. The log file is cut back to a bound after each checkpoint.
+        conn.pragma_update(None, "wal_autocheckpoint", WAL_CHECKPOINT_PAGES)?;
+        conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)?;
+    }
+    // A process that closes the store leaves the log for the next writer's checkpoint instead
+    // of copying it back and syncing three files on the way out: that close cost as much as a
+    // short run itself.
+    // Nothing committed is at risk from a crash of the process: the log is the database's
+    // own (synchronous=NORMAL keeps what the OS was given across a process crash, as before).
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
+    conn.pragma_update(None, "foreign_keys", true)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    Ok(())
+}
+
+/// Applies the migrations the database has not had yet, all in one transaction: a new store's
+/// schema is written once (each page of it, the schema table's above all, once rather than
+/// once per migration), and a failing migration leaves the store as it was. Safe against
+/// another process migrating at the same time (the version is re-read under the write lock).
+pub(super) fn migrate(conn: &mut Connection) -> Result<(), String> {
+    let latest = MIGRATIONS.len();
+    // The usual case, a schema already up to date, costs one read and no write lock.
+    let current: i64 = conn
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(|err| describe(&err))?;
+    if usize::try_from(current) == Ok(latest) {
+        return Ok(());
+    }
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|err| describe(&err))?;
+    let current: i64 = tx
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(|err| describe(&err))?;
+    let current = usize::try_from(current)
+        .map_err(|_| format!("the schema version {current} is not valid"))?;
+    if current > latest {
+        return Err(format!(
+            "it was made by a newer version of Weft (schema version {current}; this \
+             version knows up to {latest})"
+        ));
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(current) {
+        let version = index + 1;
+        tx.execute_batch(sql)
+            .map_err(|err| format!("schema migration {version} failed: {}", describe(&err)))?;
+    }
+    tx.pragma_update(None, "user_version", latest as i64)
+        .and_then(|()| tx.commit())
+        .map_err(|err| format!("schema migration to {latest} failed: {}", describe(&err)))
+}
+
+/// Past this size the log is folded into the database when the writer stops. Whoever opens
+/// the store first reads its whole log (~0.7 ms per MiB here), so a log left to grow to the
+/// automatic checkpoint's 40 MiB would slow every `weft` start; below it, leaving the log saves
+/// the syncs of a checkpoint, most of a short run's exit.
+pub(super) const FOLD_LOG_ABOVE_BYTES: u64 = 1 << 20;
+
+pub(super) fn fold_a_long_log(conn: &Connection) {
+    let Some(path) = conn.path().filter(|path| !path.is_empty()) else {
+        return;
+    };
+    let long =
+        std::fs::metadata(format!("{path}-wal")).is_ok_and(|log| log.len() > FOLD_LOG_ABOVE_BYTES);
+    if !long {
+        return;
+    }
+    // A reader elsewhere does not hold this process up: the next writer to stop folds it.
+    let _ = conn.busy_timeout(std::time::Duration::from_millis(100));
+    if let Err(error) = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())) {
+        tracing::debug!("the run store's log was left for later: {error}");
+    }
+}
