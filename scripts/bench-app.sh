@@ -12,8 +12,8 @@ profile="${WEFT_APP_PROFILE:-release}"
 target="${CARGO_TARGET_DIR:-$PWD/target}"
 export CARGO_TARGET_DIR="$target"
 if [ "$profile" = release ]; then
+  # The package's build holds the scripted LLM server too (scripts/build-release.sh).
   deb="$(bash scripts/package.sh deb | grep '\.deb$' | tail -1)"
-  cargo build --quiet --release -p weft-scripted-llm
   cargo build --quiet --release --manifest-path tests/hello-tauri/Cargo.toml
   export WEFT_APP_PROFILE=release WEFT_HELLO_APP="$target/release/hello-tauri"
   echo "package: $(basename "$deb") $(du -h "$deb" | cut -f1) ($(dpkg-deb -f "$deb" Installed-Size) KiB installed); app binary $(du -h "$target/release/weft-app" | cut -f1), hello binary $(du -h "$target/release/hello-tauri" | cut -f1)"

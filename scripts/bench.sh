@@ -15,15 +15,18 @@
 #
 #   bash scripts/bench.sh                  # chain 1000,10000, trivial, fan-out 1000,10000; 5 runs each
 #   WEFT_BENCH_RUNS=9 bash scripts/bench.sh
-#   WEFT_BENCH_PROFILE=release bash scripts/bench.sh   # the day-to-day build (no minutes-long link)
 #
-# It measures the `dist` build (Cargo.toml), the one that is shipped and compared with peers.
+# It measures the `release` build (Cargo.toml), the one that is shipped and compared with peers.
 #
 # Figures only: nothing here passes or fails on time (a busy machine is not a defect).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-profile="${WEFT_BENCH_PROFILE:-dist}"
-cargo build --profile "$profile" --locked -p weft-cli -p weft-scripted-llm >&2
+profile="${WEFT_BENCH_PROFILE:-release}"
+if [ "$profile" = release ]; then
+  bash scripts/build-release.sh
+else
+  cargo build --profile "$profile" --locked -p weft-cli -p weft-scripted-llm >&2
+fi
 target="${CARGO_TARGET_DIR:-target}/$profile"
 exec python3 - "$target/weft" "$target/scripted-llm" "${WEFT_BENCH_RUNS:-5}" <<'PYTHON'
 import atexit, json, os, shutil, statistics, subprocess, sys, tempfile, time

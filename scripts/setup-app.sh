@@ -50,8 +50,12 @@ install_npm() {
   fi
 }
 install_npm ui
-echo "== building the canvas (ui/dist)"
-(cd ui && npm run --silent build >/dev/null)
+# Built again only when a source is newer: the app embeds ui/dist, so a new build of it makes
+# Cargo compile the app again.
+if [ ! -f ui/dist/index.html ] || [ -n "$(find ui/src ui/index.html ui/package.json ui/package-lock.json ui/tsconfig.json ui/vite.config.ts -newer ui/dist/index.html -print -quit)" ]; then
+  echo "== building the canvas (ui/dist)"
+  (cd ui && npm run --silent build >/dev/null)
+fi
 if $with_tests; then
   install_npm tests/e2e
 fi

@@ -7,9 +7,9 @@
 # than the code (a dependency's version or features change every hash below it). Names the
 # binary lacks are skipped by the linker without a word, so a stale list costs a trivial run
 # ~5 MiB of resident memory (7 → 12 MiB, the peers' harness measured it after two commits)
-# and nothing else tells. The package test runs this on the dist build it ships.
+# and nothing else tells. The package test runs this on the release build it ships.
 #
-#   bash scripts/symbol-order-check.sh target/dist/weft [MIN_PERCENT]
+#   bash scripts/symbol-order-check.sh target/release/weft [MIN_PERCENT]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 binary="${1:?usage: symbol-order-check.sh BINARY [MIN_PERCENT]}"

@@ -12,17 +12,20 @@
 # dependency, a Rust upgrade): names that are gone are ignored by the linker, so a stale file
 # costs memory, never correctness; scripts/bench.sh prints how much of it the binary still has.
 #
-#   bash scripts/symbol-order.sh              # traces the dist build (what is shipped)
-#   WEFT_ORDER_PROFILE=release bash scripts/symbol-order.sh
+#   bash scripts/symbol-order.sh              # traces the release build (what is shipped)
 #   WEFT_ORDER_BIN=path/to/weft bash scripts/symbol-order.sh   # trace a build already made
 set -euo pipefail
 cd "$(dirname "$0")/.."
-profile="${WEFT_ORDER_PROFILE:-dist}"
+profile="${WEFT_ORDER_PROFILE:-release}"
 command -v valgrind >/dev/null || { echo "symbol-order.sh needs valgrind (apt-get install valgrind)" >&2; exit 1; }
 if [ -n "${WEFT_ORDER_BIN:-}" ]; then
   weft="$WEFT_ORDER_BIN"   # a build already made (of the same source)
 else
-  cargo build --profile "$profile" --locked -p weft-cli >&2
+  if [ "$profile" = release ]; then
+    bash scripts/build-release.sh
+  else
+    cargo build --profile "$profile" --locked -p weft-cli >&2
+  fi
   target="${CARGO_TARGET_DIR:-target}"
   case "$target" in /*) ;; *) target="$(pwd)/$target" ;; esac
   weft="$target/$profile/weft"

@@ -1,10 +1,11 @@
 // End-to-end tests of the real Weft app: a person builds, runs, approves, saves and reopens
 // flows on the canvas, against the scripted LLM server on loopback. Run with run.sh.
-// Screenshots of the key moments are written to screenshots/.
+// Screenshots of the key moments are written to $WEFT_E2E_SCREENSHOTS (run.sh: the build's
+// target folder).
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { copyFileSync, existsSync, readFileSync, statSync } from "node:fs";
+import { copyFileSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
 
@@ -827,6 +828,55 @@ test("the inbox lists a run paused by weft and decides it with a form; the side 
   assert.equal(await latestOutput(browser, "sent"), "formal: Refund 40 EUR to Ada (by Ada E2E)");
   await selectNode(browser, "review");
   assert.match(await byTestId(browser, "node-decision").getText(), /^Decision: approve by Ada E2E at /);
+});
+
+test("an approval nobody decides in time goes on along `timeout` while the app is open, and leaves the inbox", async () => {
+  const file = path.join(TMP, "deadline.json");
+  const flowNode = (id, type, data) => ({ id, type, position: { x: 0, y: 0 }, data });
+  writeFileSync(
+    file,
+    JSON.stringify({
+      version: 1,
+      name: "Deadline",
+      nodes: [
+        flowNode("start", "start", {}),
+        flowNode("review", "approval", { message: "Decide within two seconds", timeoutSeconds: 2 }),
+        flowNode("yes", "template", { template: "approved" }),
+        flowNode("late", "template", { template: "{{ approval.decision }}: {{ approval.note }}" }),
+      ],
+      edges: [
+        { id: "e1", source: "start", target: "review" },
+        { id: "e2", source: "review", target: "yes", sourceHandle: "approve" },
+        { id: "e3", source: "review", target: "late", sourceHandle: "timeout" },
+      ],
+    }),
+  );
+  // Paused by the `weft` command, which then ends: only the app is left to see the deadline.
+  const weft = path.join(path.dirname(APP), "weft");
+  let runId = "";
+  try {
+    execFileSync(weft, ["run", file, "--db", process.env.WEFT_DB], { stdio: ["ignore", "pipe", "pipe"] });
+  } catch (error) {
+    assert.equal(error.status, 3, `weft run pauses: ${error.stderr}`);
+    runId = error.stdout.toString().trim();
+  }
+  assert.match(runId, /^[0-9a-f-]{36}$/);
+  await byTestId(browser, "tab-inbox").click();
+  await browser.waitUntil(async () => (await inboxItem(browser, runId)) !== undefined, {
+    timeout: 10_000,
+    timeoutMsg: "the run paused by weft is not in the inbox",
+  });
+  // The app's keeper settles the deadline: the run goes on along `timeout` by itself.
+  const shown = () => JSON.parse(execFileSync(weft, ["show", runId, "--db", process.env.WEFT_DB, "--json"]).toString());
+  await browser.waitUntil(() => shown().run.summary.status === "completed", {
+    timeout: 10_000,
+    timeoutMsg: "the approval past its deadline did not go on while the app was open",
+  });
+  assert.equal(shown().run.result, "timeout: nobody decided within 2 s");
+  await browser.waitUntil(async () => (await inboxItem(browser, runId)) === undefined, {
+    timeout: 10_000,
+    timeoutMsg: "the run that timed out stays in the inbox",
+  });
 });
 
 /** The zoom of the canvas's view, from xyflow's viewport transform. */

@@ -12,7 +12,9 @@ export const ROOT = path.resolve(here, "../..");
 export const APP = process.env.WEFT_APP_BINARY;
 /** A scratch folder for this test run (flow files, the run store, settings). */
 export const TMP = process.env.WEFT_E2E_TMP;
-export const SHOTS = path.join(here, "screenshots");
+/** Where screenshots go: outside the repository (run.sh names a folder in the build's target),
+ *  so a test run changes no tracked file. */
+export const SHOTS = process.env.WEFT_E2E_SCREENSHOTS ?? path.join(TMP ?? here, "screenshots");
 
 if (!APP || !TMP) {
   throw new Error("run the end-to-end tests with tests/e2e/run.sh");
@@ -43,7 +45,7 @@ export function allByTestId(browser, id) {
   return browser.$$(`[data-testid="${id}"]`);
 }
 
-/** Saves a screenshot of the app window as screenshots/NAME.png. */
+/** Saves a screenshot of the app window as NAME.png in SHOTS. */
 export async function shot(browser, name) {
   mkdirSync(SHOTS, { recursive: true });
   await browser.saveScreenshot(path.join(SHOTS, `${name}.png`));
@@ -108,7 +110,7 @@ export async function whatIsShown(browser, name) {
   try {
     await browser.saveScreenshot(path.join(SHOTS, `failed-${name}.png`));
     const text = await browser.execute(() => document.body?.innerText ?? "(no body)");
-    return `the window showed (screenshots/failed-${name}.png): ${String(text).slice(0, 600)}`;
+    return `the window showed (${SHOTS}/failed-${name}.png): ${String(text).slice(0, 600)}`;
   } catch (error) {
     return `the window could not be read: ${error.message}`;
   }

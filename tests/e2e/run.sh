@@ -58,6 +58,8 @@ if [ "${WEFT_E2E_POSTGRES:-}" = 1 ]; then
   [ -n "$db" ] || { echo "e2e: the PostgreSQL server did not start" >&2; cat "$tmp/postgres.log" >&2; exit 1; }
 fi
 export WEFT_DB="$db" WEFT_CONFIG_DIR="$tmp/config" WEFT_E2E_TMP="$tmp"
+# Screenshots of the tests' key moments (and of a failure), kept after the run, outside git.
+export WEFT_E2E_SCREENSHOTS="${WEFT_E2E_SCREENSHOTS:-$target/e2e-screenshots}"
 # The webview keeps its local storage (the remembered layout) under XDG_DATA_HOME: each
 # run starts from a fresh one, as a new user would.
 export XDG_DATA_HOME="$tmp/data"
@@ -84,5 +86,5 @@ failed="$(grep -c '^not ok ' "$tmp/tap" || true)"
 if [ "$status" -ne 0 ]; then
   echo "--- tauri-driver log ---" >&2; tail -n 40 "$tmp/driver.log" >&2
 fi
-echo "e2e: $passed passed, $failed failed (screenshots in tests/e2e/screenshots)"
+echo "e2e: $passed passed, $failed failed (screenshots in $WEFT_E2E_SCREENSHOTS)"
 exit "$status"

@@ -11,7 +11,7 @@ deb="$(bash scripts/package.sh deb | grep '\.deb$' | tail -1)"
 [ -f "$deb" ] || { echo "package: no .deb was built" >&2; exit 1; }
 name="$(dpkg-deb -f "$deb" Package)"
 # The `weft` it carries has its short runs' functions side by side (crates/cli/symbol-order.txt).
-bash scripts/symbol-order-check.sh "${CARGO_TARGET_DIR:-$root/target}/dist/weft"
+bash scripts/symbol-order-check.sh "${CARGO_TARGET_DIR:-$root/target}/release/weft"
 echo "package: $(basename "$deb"): $(du -h "$deb" | cut -f1) ($(dpkg-deb -f "$deb" Installed-Size) KiB installed)"
 cleanup() { DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq "$name" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
@@ -30,7 +30,7 @@ trap 'cleanup; rm -rf "$tmp"' EXIT
 result="$(/usr/bin/weft run "$root/flows/offline.json" --decide review=approve --db "$tmp/runs.db" 2>/dev/null)"
 [ "$result" = "Refunded 120 EUR to Ada." ] || { echo "package: the installed weft printed: $result" >&2; exit 1; }
 
-# The installed app, driven like a person would (the scripted LLM server from the same build).
-cargo build --release --locked --quiet -p weft-scripted-llm
+# The installed app, driven like a person would (the scripted LLM server from the same build:
+# scripts/build-release.sh builds it with the app).
 WEFT_APP_PROFILE=release WEFT_APP_BINARY=/usr/bin/weft-app WEFT_E2E_FILE=package.test.mjs \
   bash tests/e2e/run.sh
