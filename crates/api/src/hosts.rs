@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use weft_engine::{PauseAnswer, RunError, RunHandle, RunOutcome, waiting_of};
-use weft_event::RunStatus;
+use weft_event::{EventType, RunStatus};
 use weft_store::{RunRecord, Store, StoreError};
 
 use crate::Error;
@@ -129,8 +129,16 @@ fn unreachable_host(run_id: &str, host: &str) -> Error {
 async fn follow(store: &Store, run_id: &str, before: u64) -> Result<RunOutcome, RunError> {
     loop {
         let id = run_id.to_string();
-        let (record, last) = blocking(store, move |store| {
-            Ok((store.run(&id)?, store.last_seq(&id)?))
+        let (record, waits_again) = blocking(store, move |store| {
+            let record = store.run(&id)?;
+            // Paused again: a new wait after the answer. The host may store that it took the
+            // answer (`input_received`) before the run's status leaves the old pause.
+            let waits_again = record.summary.status == RunStatus::Paused
+                && store
+                    .events_after(&id, before)?
+                    .iter()
+                    .any(|event| event.kind == EventType::WaitInput);
+            Ok((record, waits_again))
         })
         .await
         .map_err(|error| {
@@ -139,7 +147,7 @@ async fn follow(store: &Store, run_id: &str, before: u64) -> Result<RunOutcome, 
             })
         })?;
         let status = record.summary.status;
-        if status.is_finished() || (status == RunStatus::Paused && last > before) {
+        if status.is_finished() || waits_again {
             return Ok(RunOutcome {
                 run_id: record.summary.id.clone(),
                 status,

@@ -3,6 +3,7 @@
 //! whose URL the run's host name carries (`restate http://…:8080`). The workflow checks the
 //! answer and goes on with it; the sender follows the run in the shared store.
 
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures_util::FutureExt;
@@ -18,7 +19,15 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 /// Hands answers to Restate workflows through their ingress.
 #[derive(Debug, Clone, Default)]
 pub struct RestateIngress {
-    client: reqwest::Client,
+    /// Built at the first answer sent: building a client loads the TLS root certificates, which
+    /// took a few milliseconds of every `weft` command, most of which never send one.
+    client: Arc<OnceLock<reqwest::Client>>,
+}
+
+impl RestateIngress {
+    fn client(&self) -> &reqwest::Client {
+        self.client.get_or_init(reqwest::Client::new)
+    }
 }
 
 impl RunHost for RestateIngress {
@@ -45,7 +54,7 @@ impl RunHost for RestateIngress {
                 ingress.trim_end_matches('/')
             );
             let sent = self
-                .client
+                .client()
                 .post(&url)
                 .timeout(SEND_TIMEOUT)
                 .json(&body)
@@ -84,5 +93,20 @@ impl RunHost for RestateIngress {
                                      through Restate (its admin API or `restate invocations cancel`)"
                 .to_string(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_http_client_is_built_until_an_answer_is_sent() {
+        let ingress = RestateIngress::default();
+        assert!(ingress.drives("restate http://127.0.0.1:8080"));
+        assert!(
+            ingress.client.get().is_none(),
+            "a command that sends no answer pays for no TLS set-up"
+        );
     }
 }
