@@ -21,8 +21,10 @@ use weft_nodes::Decision;
 // (no_thp): they would cost a short run far more memory than they save. Version 2 (`v2`)
 // rather than 3, which starts slower (it reserves its page map and probes the processor) and
 // ran long chains slower. The measurements: docs/benchmarks.md, "Choices and what they cost".
+// Counted (weft_alloc): a template render's memory is bounded only under this allocator.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: weft_alloc::Counting<mimalloc::MiMalloc> =
+    weft_alloc::Counting(mimalloc::MiMalloc);
 
 /// Run LLM agent workflows headless: the same flows the Weft canvas edits.
 #[derive(Debug, Parser)]

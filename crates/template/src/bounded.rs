@@ -3,7 +3,12 @@
 //! - filters whose numeric argument sizes what they build are MiniJinja's own behind a bound,
 //!   so `indent(10**12)` is an error naming the limit rather than an allocation that ends the
 //!   process;
+//! - `replace` and `join` refuse a result larger than [`MAX_RENDERED_BYTES`] before they build
+//!   it (a text of 10,000 characters with a megabyte put between each is 10 GB);
 //! - the rendered text stops at [`MAX_RENDERED_BYTES`];
+//! - at every checkpoint, the render stops once it has allocated more than
+//!   [`crate::RENDER_MEMORY_SOFT_LIMIT`] (the allocator stops it at the hard limit, between
+//!   checkpoints if need be; see `worker`);
 //! - the render watches its step's deadline and its run's cancellation at checkpoints: every
 //!   printed value, every item of a `range`, and the filters that can take long on a large
 //!   value (MiniJinja has no hook between instructions, so a checkpoint is where it calls Weft).
@@ -42,6 +47,7 @@ impl RenderLimits {
 pub(super) enum Stopped {
     TimedOut,
     Cancelled,
+    OutOfMemory,
 }
 
 struct Watched {
@@ -106,6 +112,8 @@ fn keep_going() -> bool {
                 watched.stopped = Some(Stopped::Cancelled);
             } else if Instant::now() >= watched.limits.deadline {
                 watched.stopped = Some(Stopped::TimedOut);
+            } else if weft_alloc::Budget::over_soft_limit() {
+                watched.stopped = Some(Stopped::OutOfMemory);
             }
         }
         watched.stopped.is_none()
@@ -180,7 +188,31 @@ fn replace(
     to: StringInput<'_>,
 ) -> Result<Value, Error> {
     checkpoint()?;
+    let (text, from_text, to_text) = (value.as_str(), from.as_str(), to.as_str());
+    if to_text.len() > from_text.len() {
+        // An empty pattern matches between every two characters and at both ends.
+        let matches = if from_text.is_empty() {
+            text.chars().count() + 1
+        } else {
+            text.matches(from_text).count()
+        };
+        let grows_by = matches.saturating_mul(to_text.len() - from_text.len());
+        let size = text.len().saturating_add(grows_by);
+        if size > MAX_RENDERED_BYTES {
+            return Err(too_large("replace", size));
+        }
+    }
     minijinja::filters::replace(state, value, from, to)
+}
+
+fn too_large(filter: &str, size: usize) -> Error {
+    Error::new(
+        ErrorKind::InvalidOperation,
+        format!(
+            "{filter}: a result of {size} bytes is more than {} MiB",
+            MAX_RENDERED_BYTES / 1024 / 1024
+        ),
+    )
 }
 
 fn join(
@@ -191,6 +223,16 @@ fn join(
     kwargs: Kwargs,
 ) -> Result<Value, Error> {
     checkpoint()?;
+    if let Some(joiner) = &joiner
+        && let Some(items) = value.len()
+    {
+        let size = items
+            .saturating_sub(1)
+            .saturating_mul(joiner.as_str().len());
+        if size > MAX_RENDERED_BYTES {
+            return Err(too_large("join", size));
+        }
+    }
     minijinja::filters::join(state, value, joiner, attribute, kwargs)
 }
 

@@ -18,6 +18,7 @@ mod bounded;
 mod nesting;
 pub mod stop;
 mod substitute;
+mod worker;
 
 pub use bounded::RenderLimits;
 use bounded::{BoundedText, Stopped, Watch};
@@ -145,6 +146,14 @@ pub const MAX_OPERATORS_PER_TAG: usize = 200;
 /// (`indent`, `slice`, `batch` with a filler, `format` widths).
 pub const MAX_FILTER_SIZE: usize = 10_000;
 
+/// What one rendering may allocate before it stops at its next checkpoint (see
+/// [`weft_alloc`]): far more than a prompt needs, far less than a machine has.
+pub const RENDER_MEMORY_SOFT_LIMIT: usize = 128 * 1024 * 1024;
+/// What one rendering may allocate at all: the allocator stops it there, between two
+/// checkpoints if need be.
+pub const RENDER_MEMORY_HARD_LIMIT: usize = 384 * 1024 * 1024;
+pub use worker::MAX_PARKED;
+
 /// Why a template failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TemplateError {
@@ -164,6 +173,15 @@ pub enum TemplateError {
     TimedOut,
     #[error("template rendering stopped: the run was cancelled")]
     Cancelled,
+    #[error(
+        "template needed more than {} MiB of memory for its values: a value that doubles in a loop, or one far too large",
+        RENDER_MEMORY_SOFT_LIMIT / 1024 / 1024
+    )]
+    TooMuchMemory,
+    #[error(
+        "templates cannot be rendered in this process any more: {MAX_PARKED} renders ran out of memory and still hold it (restart it)"
+    )]
+    Unavailable,
 }
 
 fn new_environment() -> Environment<'static> {
@@ -248,7 +266,8 @@ impl ParsedSources {
 /// forEach, one prompt in many nodes) is compiled once, and one that never runs is never
 /// compiled. The validator has already checked every template's syntax.
 pub struct Templates {
-    env: Environment<'static>,
+    /// Shared with the render threads (see `worker`).
+    env: Arc<Environment<'static>>,
 }
 
 impl Default for Templates {
@@ -280,15 +299,12 @@ impl Templates {
                 )),
             }
         });
-        Templates { env }
+        Templates { env: Arc::new(env) }
     }
 
     /// The compiled template `source`, compiled now if this run has not rendered it yet.
     fn template(&self, source: &str) -> Result<minijinja::Template<'_, '_>, TemplateError> {
-        LOADING_RENDERED.set(true);
-        let template = self.env.get_template(source);
-        LOADING_RENDERED.set(false);
-        template.map_err(|error| TemplateError::Syntax(describe_error(&error)))
+        load(&self.env, source)
     }
 
     /// Compiles `source` now (it is kept for later renders); the error a render would meet.
@@ -324,55 +340,89 @@ impl Templates {
         self.render_with_minijinja(source, scope, limits)
     }
 
-    /// [`Templates::render`] by MiniJinja, whatever the template.
+    /// [`Templates::render`] by MiniJinja, whatever the template, on a render thread (see
+    /// `worker`: only there is what a render allocates bounded).
     fn render_with_minijinja(
         &self,
         source: &str,
         scope: &Scope<'_>,
         limits: RenderLimits,
     ) -> Result<String, TemplateError> {
-        let template = self.template(source)?;
-        let context = minijinja::Value::from_object(ScopeNames::of(scope));
-        let mut output = BoundedText::default();
-        let watch = Watch::start(limits);
-        let rendered = template.render_captured_to(&context, &mut output);
-        match watch.stopped() {
-            Some(Stopped::TimedOut) => return Err(TemplateError::TimedOut),
-            Some(Stopped::Cancelled) => return Err(TemplateError::Cancelled),
-            None => {}
-        }
-        drop(watch);
-        if output.too_large {
-            return Err(TemplateError::TooLarge);
-        }
-        rendered.map(|_| output.text()).map_err(|error| {
-            if error.kind() == ErrorKind::OutOfFuel {
-                return TemplateError::TooMuchWork;
-            }
-            // A missing name surfaces as an undefined error, or (in an optimized build, where
-            // MiniJinja keeps no debug information) as an operation refused on `undefined`.
-            let about_undefined = error.kind() == ErrorKind::UndefinedError
-                || (error.kind() == ErrorKind::InvalidOperation
-                    && error.to_string().contains("undefined"));
-            if about_undefined {
-                // Functions such as `range` are globals, not names of the scope.
-                let globals: Vec<&str> = self.env.globals().map(|(name, _)| name).collect();
-                let mut names: Vec<String> = template
-                    .undeclared_variables(true)
-                    .into_iter()
-                    .filter(|name| {
-                        let head = name.split('.').next().unwrap_or(name);
-                        !globals.contains(&head)
-                    })
-                    .collect();
-                names.sort();
-                if let Some(missing) = names.iter().find_map(|name| missing_part(name, scope)) {
-                    return missing;
-                }
-            }
-            TemplateError::Render(describe_error(&error))
-        })
+        let env = Arc::clone(&self.env);
+        let source = source.to_owned();
+        let names = Arc::new(ScopeNames::of(scope));
+        let render_limits = limits.clone();
+        worker::render(
+            Box::new(move || render_here(&env, &source, names, render_limits)),
+            &limits,
+        )
     }
+}
+
+/// The compiled template `source` of `env`, compiled now if it was not yet.
+fn load<'env>(
+    env: &'env Environment<'static>,
+    source: &str,
+) -> Result<minijinja::Template<'env, 'env>, TemplateError> {
+    LOADING_RENDERED.set(true);
+    let template = env.get_template(source);
+    LOADING_RENDERED.set(false);
+    template.map_err(|error| TemplateError::Syntax(describe_error(&error)))
+}
+
+/// Renders `source` by MiniJinja on this thread.
+fn render_here(
+    env: &Environment<'static>,
+    source: &str,
+    names: Arc<ScopeNames>,
+    limits: RenderLimits,
+) -> Result<String, TemplateError> {
+    let template = load(env, source)?;
+    let context = minijinja::Value::from_dyn_object(Arc::clone(&names));
+    let mut output = BoundedText::default();
+    let watch = Watch::start(limits);
+    let rendered = template.render_captured_to(&context, &mut output);
+    match watch.stopped() {
+        Some(Stopped::TimedOut) => return Err(TemplateError::TimedOut),
+        Some(Stopped::Cancelled) => return Err(TemplateError::Cancelled),
+        Some(Stopped::OutOfMemory) => return Err(TemplateError::TooMuchMemory),
+        None => {}
+    }
+    drop(watch);
+    if output.too_large {
+        return Err(TemplateError::TooLarge);
+    }
+    rendered.map(|_| output.text()).map_err(|error| {
+        if error.kind() == ErrorKind::OutOfFuel {
+            return TemplateError::TooMuchWork;
+        }
+        // A missing name surfaces as an undefined error, or (in an optimized build, where
+        // MiniJinja keeps no debug information) as an operation refused on `undefined`.
+        let about_undefined = error.kind() == ErrorKind::UndefinedError
+            || (error.kind() == ErrorKind::InvalidOperation
+                && error.to_string().contains("undefined"));
+        if about_undefined {
+            // Functions such as `range` are globals, not names of the scope.
+            let globals: Vec<&str> = env.globals().map(|(name, _)| name).collect();
+            let mut undeclared: Vec<String> = template
+                .undeclared_variables(true)
+                .into_iter()
+                .filter(|name| {
+                    let head = name.split('.').next().unwrap_or(name);
+                    !globals.contains(&head)
+                })
+                .collect();
+            undeclared.sort();
+            let scope = names.scope();
+            if let Some(missing) = undeclared
+                .iter()
+                .find_map(|name| missing_part(name, &scope))
+            {
+                return missing;
+            }
+        }
+        TemplateError::Render(describe_error(&error))
+    })
 }
 
 /// The names of a [`Scope`], converted to template values only when a template asks for them:
@@ -398,6 +448,17 @@ impl ScopeNames {
             approval: scope.approval.cloned(),
             vars: Arc::clone(scope.vars),
             nodes: Arc::clone(scope.nodes),
+        }
+    }
+
+    /// The scope these names were taken from.
+    fn scope(&self) -> Scope<'_> {
+        Scope {
+            input: &self.input,
+            initial: &self.initial,
+            approval: self.approval.as_ref(),
+            vars: &self.vars,
+            nodes: &self.nodes,
         }
     }
 }
@@ -505,6 +566,11 @@ fn missing_part(name: &str, scope: &Scope<'_>) -> Option<TemplateError> {
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
+
+    // As the hosts do (see `worker`): what a render allocates is bounded under this allocator.
+    #[global_allocator]
+    static ALLOCATOR: weft_alloc::Counting<std::alloc::System> =
+        weft_alloc::Counting(std::alloc::System);
 
     use serde_json::json;
     use tokio_util::sync::CancellationToken;
@@ -823,6 +889,56 @@ mod tests {
         assert_eq!(
             render("{{ [1,2,3] | slice(2) | list }}", json!(""), &[]).expect("ok"),
             "[[1, 2], [3]]"
+        );
+    }
+
+    #[test]
+    fn values_that_grow_in_a_render_stop_at_the_memory_limit() {
+        let sixty_four = "x".repeat(64);
+        let cases = [
+            // Sized before they are built.
+            (
+                "{{ ('x' * 10000) | replace('', 'y' * 1000000) }}".to_string(),
+                "replace: a result of 10001010000 bytes is more than 10 MiB",
+            ),
+            (
+                "{{ ([1] * 100000) | join('x' * 1000000) }}".to_string(),
+                "join: a result of 99999000000 bytes is more than 10 MiB",
+            ),
+            // Stopped at a checkpoint past the soft limit: the items of a `range`.
+            (
+                "{% set ns = namespace(s='x') %}{% for i in range(64) %}\
+                 {% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s | length }}"
+                    .to_string(),
+                "needed more than 128 MiB of memory",
+            ),
+            (
+                "{{ range(100000) | join('x' * 1000000) }}".to_string(),
+                "needed more than 128 MiB of memory",
+            ),
+            // No checkpoint between the allocations: stopped by the allocator.
+            (
+                format!(
+                    "{{% set ns = namespace(s='x') %}}{{% for i in '{sixty_four}' %}}\
+                     {{% set ns.s = ns.s ~ ns.s %}}{{% endfor %}}{{{{ ns.s | length }}}}"
+                ),
+                "needed more than 128 MiB of memory",
+            ),
+        ];
+        for (source, expected) in cases {
+            let limits =
+                RenderLimits::within(Duration::from_secs(60), &Arc::new(CancellationToken::new()));
+            let error = render_error(&source, limits);
+            assert!(error.to_string().contains(expected), "{source}: {error}");
+        }
+        // Under the limits the same filters work, and a render after those above still runs.
+        assert_eq!(
+            render("{{ 'abc' | replace('', '-') }}", json!(""), &[]).expect("ok"),
+            "-a-b-c-"
+        );
+        assert_eq!(
+            render("{{ range(3) | join(', ') }}", json!(""), &[]).expect("ok"),
+            "0, 1, 2"
         );
     }
 

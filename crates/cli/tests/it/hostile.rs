@@ -80,6 +80,80 @@ fn filters_that_once_aborted_or_panicked_fail_the_run_with_the_limit() {
     }
 }
 
+/// `weft` with these arguments, with the peak of its resident memory (sampled from
+/// `/proc/PID/status` while it runs; the peak is kept by the kernel, so the last sample is
+/// at most one sampling interval short of it).
+fn weft_measured(sandbox: &Sandbox, args: &[&str]) -> (Ran, u64) {
+    let mut command = sandbox.command(args, None);
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = command.spawn().expect("spawn weft");
+    let status = format!("/proc/{}/status", child.id());
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let done = std::sync::Arc::clone(&done);
+        std::thread::spawn(move || {
+            let mut peak_kib = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let text = std::fs::read_to_string(&status).unwrap_or_default();
+                let high_water = text
+                    .lines()
+                    .find_map(|line| line.strip_prefix("VmHWM:"))
+                    .and_then(|kib| kib.trim().trim_end_matches("kB").trim().parse().ok());
+                peak_kib = peak_kib.max(high_water.unwrap_or(0));
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            peak_kib
+        })
+    };
+    let ran = wait_within(child, HANG, &args.join(" "));
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    (ran, sampler.join().expect("sampler"))
+}
+
+#[test]
+fn templates_whose_values_grow_stop_at_the_memory_limit_within_their_timeout() {
+    // Each once aborted the process (a failed allocation of gigabytes) or went on rendering
+    // for minutes past its `timeoutSeconds: 3` with over a gigabyte resident.
+    for (name, message) in [
+        (
+            "template_replace_empty_memory.json",
+            "replace: a result of 10001010000 bytes is more than 10 MiB",
+        ),
+        (
+            "template_join_huge_separator_memory.json",
+            "needed more than 128 MiB of memory",
+        ),
+        (
+            "template_namespace_doubling_memory.json",
+            "needed more than 128 MiB of memory",
+        ),
+        (
+            "template_literal_loop_doubling_memory.json",
+            "needed more than 128 MiB of memory",
+        ),
+        // Slower to grow: its step's time (3 s) is up first.
+        (
+            "template_recursive_loop_ignores_timeout.json",
+            "still rendering when the step's time was up",
+        ),
+        (
+            "template_macro_recursion_memory.json",
+            "needed more than 128 MiB of memory",
+        ),
+    ] {
+        let sandbox = Sandbox::new();
+        let path = fixture(name).display().to_string();
+        let (ran, peak_kib) = weft_measured(&sandbox, &["run", &path, "--db", &sandbox.db_arg()]);
+        assert_clean_failure(&ran, 1, message);
+        assert!(ran.stderr.contains("node `t` failed"), "{name}: {ran:?}");
+        // The hard limit (384 MiB) and what the process holds besides: far under the
+        // gigabytes these once took.
+        assert!(peak_kib < 900 * 1024, "{name}: peak {peak_kib} KiB");
+        let runs = runs(&sandbox);
+        assert_eq!(runs[0]["status"], json!("failed"), "{name}: {runs:?}");
+    }
+}
+
 #[test]
 fn validate_refuses_what_once_overflowed_the_stack_naming_the_field() {
     for (name, message) in [
