@@ -642,6 +642,11 @@ export type ProblemCode =
 "template-syntax" | 
 /**  `settings.maxNodeVisits` or `settings.vars` of the wrong shape. */
 "invalid-setting" | 
+/**
+ *  A key of a node's `data` its kind does not read, or of the flow's `settings` (a
+ *  warning: a misspelt key is otherwise ignored in silence).
+ */
+"unknown-field" | 
 /**  An edge whose source or target node does not exist. */
 "dangling-edge" | 
 /**  An edge leaving or entering by a handle its node does not have. */

@@ -135,6 +135,10 @@ impl Edge {
 /// The largest flow file Weft reads (a flow with thousands of nodes is a few MiB).
 pub const MAX_FLOW_FILE_BYTES: u64 = 32 * 1024 * 1024;
 
+/// The most `settings.maxNodeVisits` may allow: every visit is stored with its events, and a
+/// loop allowed a million visits filled a disk before it ended.
+pub const MAX_NODE_VISITS: u64 = 100_000;
+
 /// Why a flow file could not be read. Problems *inside* a well-formed flow (a missing start,
 /// a dangling edge, a field of the wrong type) are not load errors: the validator reports them
 /// all at once.
@@ -266,12 +270,14 @@ impl Flow {
         self.nodes.iter().find(|node| node.id == id)
     }
 
-    /// `settings.maxNodeVisits`, default 25.
+    /// `settings.maxNodeVisits`, default 25, at most [`MAX_NODE_VISITS`] (validation refuses
+    /// more).
     pub fn max_node_visits(&self) -> u64 {
         self.settings
             .get("maxNodeVisits")
             .and_then(Value::as_u64)
             .unwrap_or(25)
+            .min(MAX_NODE_VISITS)
     }
 
     /// `settings.vars`, the flow's constants for templates.

@@ -49,6 +49,9 @@ pub enum ProblemCode {
     TemplateSyntax,
     /// `settings.maxNodeVisits` or `settings.vars` of the wrong shape.
     InvalidSetting,
+    /// A key of a node's `data` its kind does not read, or of the flow's `settings` (a
+    /// warning: a misspelt key is otherwise ignored in silence).
+    UnknownField,
     /// An edge whose source or target node does not exist.
     DanglingEdge,
     /// An edge leaving or entering by a handle its node does not have.
@@ -219,6 +222,7 @@ fn validate_within(
             ));
             continue;
         };
+        check_keys(node, kind, &mut problems);
         let settings = CommonSettings::parse(&node.data)
             .map_err(|error| {
                 problems.push(Problem::node_error(
@@ -572,13 +576,155 @@ fn check_web_search(node_id: &str, config: &NodeConfig, problems: &mut Vec<Probl
     }
 }
 
+/// The keys of `settings` Weft reads.
+const SETTINGS_KEYS: &[&str] = &["maxNodeVisits", "vars"];
+
+/// A warning for each key of `node.data` its kind does not read (its own fields and the
+/// common ones), and for each unknown key of an object whose keys the kind names
+/// (`tools.web_search`, `retry.maxAttempts`), naming the nearest known key.
+fn check_keys(node: &Node, kind: NodeKind, problems: &mut Vec<Problem>) {
+    let known = known_keys(kind);
+    for (key, value) in &node.data {
+        if !known
+            .iter()
+            .any(|field| field.split('.').next() == Some(key.as_str()))
+        {
+            let mut tops: Vec<String> = known
+                .iter()
+                .filter_map(|field| field.split('.').next())
+                .map(str::to_string)
+                .collect();
+            tops.dedup();
+            problems.push(Problem::node_warning(
+                &node.id,
+                ProblemCode::UnknownField,
+                unknown_key_message(key, &tops, &format!("`{}` nodes", kind.id())),
+            ));
+            continue;
+        }
+        let Some(fields) = value.as_object() else {
+            continue;
+        };
+        let prefix = format!("{key}.");
+        let children: Vec<&str> = known
+            .iter()
+            .filter_map(|field| field.strip_prefix(prefix.as_str()))
+            .collect();
+        if children.is_empty() {
+            continue;
+        }
+        for inner in fields.keys() {
+            if !children.contains(&inner.as_str()) {
+                problems.push(Problem::node_warning(
+                    &node.id,
+                    ProblemCode::UnknownField,
+                    unknown_key_message(
+                        &format!("{key}.{inner}"),
+                        &children
+                            .iter()
+                            .map(|child| format!("{key}.{child}"))
+                            .collect::<Vec<_>>(),
+                        &format!("`{}` nodes", kind.id()),
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// The described fields of `kind` and the common ones, dotted names included.
+fn known_keys(kind: NodeKind) -> &'static [&'static str] {
+    static KNOWN: std::sync::OnceLock<HashMap<NodeKind, Vec<&'static str>>> =
+        std::sync::OnceLock::new();
+    let known = KNOWN.get_or_init(|| {
+        let common = crate::common_fields();
+        NodeKind::all()
+            .iter()
+            .map(|kind| {
+                let fields = kind
+                    .describe()
+                    .fields
+                    .iter()
+                    .chain(common.iter())
+                    .map(|field| field.name.as_str())
+                    .collect();
+                (*kind, fields)
+            })
+            .collect()
+    });
+    known.get(&kind).map_or(&[], Vec::as_slice)
+}
+
+/// "`systemPromt` is not a field of `agent` nodes (did you mean `systemPrompt`?); it is
+/// ignored".
+fn unknown_key_message(key: &str, known: &[String], owner: &str) -> String {
+    match nearest(key, known) {
+        Some(near) => {
+            format!("`{key}` is not a field of {owner} (did you mean `{near}`?); it is ignored")
+        }
+        None => format!(
+            "`{key}` is not a field of {owner}; it is ignored (fields: {})",
+            known.join(", ")
+        ),
+    }
+}
+
+/// The known name closest to `key` by edit distance, when close enough to be a misspelling.
+fn nearest<'a>(key: &str, known: &'a [String]) -> Option<&'a str> {
+    let lower = key.to_lowercase();
+    known
+        .iter()
+        .map(|name| (edit_distance(&lower, &name.to_lowercase()), name.as_str()))
+        .filter(|(distance, name)| *distance <= (name.chars().count() / 3).max(2))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, name)| name)
+}
+
+/// Levenshtein distance between two short names.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = previous[j] + usize::from(ca != *cb);
+            current.push(substitute.min(previous[j + 1] + 1).min(current[j] + 1));
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
 fn check_settings(flow: &Flow, problems: &mut Vec<Problem>) {
+    for key in flow.settings.keys() {
+        if !SETTINGS_KEYS.contains(&key.as_str()) {
+            problems.push(Problem {
+                severity: Severity::Warning,
+                ..Problem::flow_error(
+                    ProblemCode::UnknownField,
+                    unknown_key_message(
+                        &format!("settings.{key}"),
+                        &SETTINGS_KEYS
+                            .iter()
+                            .map(|known| format!("settings.{known}"))
+                            .collect::<Vec<_>>(),
+                        "the flow's settings",
+                    ),
+                )
+            });
+        }
+    }
     if let Some(value) = flow.settings.get("maxNodeVisits")
-        && value.as_u64().is_none_or(|n| n < 1)
+        && value
+            .as_u64()
+            .is_none_or(|n| !(1..=weft_flow::MAX_NODE_VISITS).contains(&n))
     {
         problems.push(Problem::flow_error(
             ProblemCode::InvalidSetting,
-            format!("settings.maxNodeVisits must be a whole number of at least 1, found {value}"),
+            format!(
+                "settings.maxNodeVisits must be a whole number from 1 to {}, found {value}",
+                weft_flow::MAX_NODE_VISITS
+            ),
         ));
     }
     if let Some(value) = flow.settings.get("vars")

@@ -155,6 +155,64 @@ fn templates_whose_values_grow_stop_at_the_memory_limit_within_their_timeout() {
 }
 
 #[test]
+fn a_run_is_bounded_in_visits_in_one_value_and_in_what_it_stores() {
+    // A million visits allowed: refused before anything runs (it once grew a store to 630 MB
+    // in 20 s, and on).
+    let sandbox = Sandbox::new();
+    let path = fixture("loop_maxnodevisits_1e6_disk_growth.json")
+        .display()
+        .to_string();
+    let ran = weft(&sandbox, &["run", &path, "--db", &sandbox.db_arg()]);
+    assert_clean_failure(
+        &ran,
+        2,
+        "settings.maxNodeVisits must be a whole number from 1 to 100000, found 1000000",
+    );
+
+    // Allowed as many as may be, a loop whose value grows by a kilobyte a visit: the run fails
+    // once its outputs come to 256 MiB, and the store stays near that.
+    let mut flow = fixture_flow("loop_maxnodevisits_1e6_disk_growth.json");
+    flow["settings"]["maxNodeVisits"] = json!(100_000);
+    flow["nodes"][1]["data"]["template"] = json!("{{ PREVIOUS_OUTPUT }}{{ 'x' * 1024 }}");
+    let path = sandbox.flow("growing.json", &flow);
+    let ran = weft(&sandbox, &["run", &path, "--db", &sandbox.db_arg()]);
+    assert_clean_failure(&ran, 1, "more than the 256 MiB one run may store");
+    assert!(ran.stderr.contains("node `again`"), "{ran:?}");
+    let stored = std::fs::metadata(sandbox.db()).expect("store").len();
+    assert!(
+        stored < 700 * 1024 * 1024,
+        "the store grew to {stored} bytes"
+    );
+    let runs = runs(&sandbox);
+    assert_eq!(runs[0]["status"], json!("failed"), "{runs:?}");
+
+    // One value over 16 MiB (here a pin) fails the run naming the node and the limit.
+    let sandbox = Sandbox::new();
+    let flow = json!({"version": 1, "name": "pinned", "nodes": [
+        {"id": "start", "type": "start", "position": {"x": 0, "y": 0}, "data": {"initialInput": "x"}},
+        {"id": "big", "type": "template", "position": {"x": 1, "y": 0}, "data": {"template": "small"}},
+        {"id": "out", "type": "output", "position": {"x": 2, "y": 0}, "data": {}}],
+        "edges": [{"id": "e1", "source": "start", "target": "big"},
+                  {"id": "e2", "source": "big", "target": "out"}]});
+    let path = sandbox.flow("pinned.json", &flow);
+    let pins = json!({"pins": {"big": {"output": "p".repeat(17 * 1024 * 1024)}}});
+    std::fs::write(
+        path.replace("pinned.json", "pinned.pins.json"),
+        pins.to_string(),
+    )
+    .expect("pins");
+    let ran = weft(
+        &sandbox,
+        &["run", &path, "--pins", "--db", &sandbox.db_arg()],
+    );
+    assert_clean_failure(
+        &ran,
+        1,
+        "node `big` gave a value of 17 MiB, more than the 16 MiB one value may be",
+    );
+}
+
+#[test]
 fn validate_refuses_what_once_overflowed_the_stack_naming_the_field() {
     for (name, message) in [
         (

@@ -23,6 +23,7 @@ mod hosted;
 mod llm_log;
 mod nested;
 mod scheduler;
+pub use scheduler::{MAX_RUN_OUTPUT_BYTES, MAX_VALUE_BYTES};
 mod step_env;
 
 use std::collections::{BTreeSet, HashMap};

@@ -31,6 +31,14 @@ use weft_providers::ChatMessage;
 use weft_store::{Checkpoint, QueuedStep, StoredStep};
 use weft_template::output_text;
 
+/// The largest value one step may give, as text (what is stored and shown): above what a
+/// node makes (an HTTP body, a rendered template and a model's answer are each capped at 10
+/// MiB or less), far below what would strain the store and the app.
+pub const MAX_VALUE_BYTES: usize = 16 * 1024 * 1024;
+/// What one run (each nested run on its own) may store of its steps' outputs: a loop that
+/// grows its value at each visit stores the sum of all of them.
+pub const MAX_RUN_OUTPUT_BYTES: u64 = 256 * 1024 * 1024;
+
 /// State a paused run keeps beyond node outputs and the queue.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -183,6 +191,9 @@ pub(crate) struct Scheduler {
     next_key: u64,
     visits: ByNode<u64>,
     max_visits: u64,
+    /// The text of the outputs this scheduler's steps gave, in bytes (see
+    /// [`MAX_RUN_OUTPUT_BYTES`]).
+    output_bytes: u64,
     joins: HashMap<String, BTreeMap<String, Value>>,
     last_output: Option<Value>,
     last_finished: Option<Value>,
@@ -281,6 +292,7 @@ impl Scheduler {
             next_key,
             visits,
             max_visits,
+            output_bytes: 0,
             joins: state.joins.clone(),
             last_output: state.last_output.clone(),
             last_finished: state.last_finished.clone(),
@@ -940,8 +952,9 @@ impl Scheduler {
             return;
         }
         let output = decision.output(&fields, &item.input);
-        self.finish_step(&node_id, &output, false, visits);
-        self.route(&node_id, handle, &output);
+        if self.finish_step(&node_id, &output, false, visits) {
+            self.route(&node_id, handle, &output);
+        }
     }
 
     fn route(&mut self, node_id: &str, handle: &str, value: &Value) {
@@ -960,8 +973,34 @@ impl Scheduler {
     }
 
     /// A step finished with `value`: stored, shown (`step_end`), and remembered as a
-    /// candidate for the run's result.
-    fn finish_step(&mut self, node_id: &str, value: &Value, is_result: bool, visits: u64) {
+    /// candidate for the run's result; or, when the value or all the run's outputs are
+    /// larger than a run may keep, the run fails (false).
+    fn finish_step(&mut self, node_id: &str, value: &Value, is_result: bool, visits: u64) -> bool {
+        let text = output_text(value);
+        let mib = |bytes: u64| bytes.div_ceil(1024 * 1024);
+        if text.len() > MAX_VALUE_BYTES {
+            self.fail(
+                node_id,
+                format!(
+                    "node `{node_id}` gave a value of {} MiB, more than the {} MiB one value may be",
+                    mib(text.len() as u64),
+                    MAX_VALUE_BYTES / 1024 / 1024
+                ),
+            );
+            return false;
+        }
+        self.output_bytes += text.len() as u64;
+        if self.output_bytes > MAX_RUN_OUTPUT_BYTES {
+            self.fail(
+                node_id,
+                format!(
+                    "the run's outputs came to {} MiB at node `{node_id}` (visit {visits}), more than the {} MiB one run may store: a loop whose value grows at each visit?",
+                    mib(self.output_bytes),
+                    MAX_RUN_OUTPUT_BYTES / 1024 / 1024
+                ),
+            );
+            return false;
+        }
         let ctx = &self.ctx;
         ctx.outputs.set(node_id, value.clone());
         ctx.store().put_node_output(
@@ -971,11 +1010,12 @@ impl Scheduler {
             visits,
             now_shared(),
         );
-        ctx.emit(EventType::StepEnd, Some(node_id), output_text(value));
+        ctx.emit(EventType::StepEnd, Some(node_id), text);
         if is_result {
             self.last_output = Some(value.clone());
         }
         self.last_finished = Some(value.clone());
+        true
     }
 
     fn finished(
@@ -1021,7 +1061,9 @@ impl Scheduler {
                 Wait::Child(pause) => self.wait_child(item, pause),
             },
             Ok(output) => {
-                self.finish_step(&item.node_id, &output.value, output.is_result, visits);
+                if !self.finish_step(&item.node_id, &output.value, output.is_result, visits) {
+                    return;
+                }
                 // A run already paused elsewhere holds one stop at a time: the breakpoint is
                 // passed then, and says so.
                 if let Some(why) =

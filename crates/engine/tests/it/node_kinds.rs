@@ -780,3 +780,62 @@ async fn web_search_sources_are_logged_and_kept_with_the_output() {
         other => panic!("expected a validation error, got {other:?}"),
     }
 }
+
+#[test]
+fn keys_nobody_reads_are_warnings_naming_the_nearest_field() {
+    let flow = Flow::from_value(
+        json!({"version": 1, "name": "typos",
+               "settings": {"maxNodeVisit": 3, "budgett": {"usd": 1}},
+               "nodes": [{"id": "start", "type": "start", "data": {}},
+                         {"id": "a", "type": "agent", "data": {
+                             "model": "openai:gpt-4o", "systemPromt": "Be brief.",
+                             "fallbakModels": ["openai:gpt-4o-mini"],
+                             "tools": {"web_serch": true}, "retry": {"maxAttempt": 2}}}],
+               "edges": [{"id": "e", "source": "start", "target": "a"}]}),
+        "typos",
+    )
+    .expect("loads");
+    let warnings: Vec<String> = validate(&flow, None)
+        .iter()
+        .filter(|problem| problem.code == weft_nodes::ProblemCode::UnknownField)
+        .map(|problem| {
+            assert!(!problem.is_error(), "{problem}");
+            problem.to_string()
+        })
+        .collect();
+    let expected = [
+        "`settings.maxNodeVisit` is not a field of the flow's settings (did you mean `settings.maxNodeVisits`?)",
+        "`settings.budgett` is not a field of the flow's settings; it is ignored (fields: settings.maxNodeVisits, settings.vars)",
+        "node a: warning: `systemPromt` is not a field of `agent` nodes (did you mean `systemPrompt`?); it is ignored",
+        "node a: warning: `fallbakModels` is not a field of `agent` nodes; it is ignored (fields: systemPrompt,",
+        "node a: warning: `tools.web_serch` is not a field of `agent` nodes (did you mean `tools.web_search`?)",
+        "node a: warning: `retry.maxAttempt` is not a field of `agent` nodes (did you mean `retry.maxAttempts`?)",
+    ];
+    for line in expected {
+        assert!(
+            warnings.iter().any(|warning| warning.contains(line)),
+            "missing {line:?} in {warnings:#?}"
+        );
+    }
+    assert_eq!(warnings.len(), expected.len(), "{warnings:#?}");
+
+    // The example flows use only keys Weft reads.
+    let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../flows");
+    for entry in std::fs::read_dir(&folder).expect("flows folder") {
+        let path = entry.expect("entry").path();
+        let name = path.display().to_string();
+        if !name.ends_with(".json") || name.ends_with(".tests.json") || name.ends_with(".pins.json")
+        {
+            continue;
+        }
+        let Ok(flow) = Flow::load(&path) else {
+            continue;
+        };
+        let unknown: Vec<String> = validate(&flow, Some(&path))
+            .iter()
+            .filter(|problem| problem.code == weft_nodes::ProblemCode::UnknownField)
+            .map(ToString::to_string)
+            .collect();
+        assert!(unknown.is_empty(), "{name}: {unknown:#?}");
+    }
+}
