@@ -52,6 +52,8 @@ struct EventLog {
     next_seq: Mutex<u64>,
     /// Tokens used by the whole run so far (nested runs included).
     usage: Mutex<Usage>,
+    /// Events that announce a pause, numbered but not yet sent (see [`Emitter::emit_held`]).
+    held: Mutex<Vec<RunEvent>>,
 }
 
 /// Emits the events of one (possibly nested) run into its run's log.
@@ -90,6 +92,7 @@ impl Emitter {
                 listener,
                 next_seq: Mutex::new(next_seq),
                 usage: Mutex::new(usage),
+                held: Mutex::new(Vec::new()),
             }),
             scope: None,
             call_scope: None,
@@ -148,9 +151,64 @@ impl Emitter {
         from: Option<&str>,
         usage: Option<Usage>,
     ) {
+        let event = self.numbered(kind, node_id, content, from, usage);
+        self.log
+            .store
+            .append_event(event, self.log.listener.clone());
+    }
+
+    /// Emits an event that announces a pause (`wait_input`) once the pause itself is stored
+    /// ([`Emitter::release_held`]): whoever sees it printed, or sees the approval on a canvas,
+    /// finds the run paused, even if the process is killed right after.
+    pub(crate) fn emit_held(&self, kind: EventType, node_id: Option<&str>, content: String) {
+        // Numbered when sent: the store takes a run's events in order.
+        let event = self.unnumbered(kind, node_id, content, None, None);
+        lock(&self.log.held).push(event);
+    }
+
+    /// Sends the events [`Emitter::emit_held`] kept, in order: once the run's pause is stored,
+    /// or when it did not pause after all (a sibling failed it).
+    pub(crate) fn release_held(&self) {
+        let held = std::mem::take(&mut *lock(&self.log.held));
+        for mut event in held {
+            let mut next_seq = lock(&self.log.next_seq);
+            event.seq = *next_seq;
+            event.ts = now_shared();
+            *next_seq += 1;
+            drop(next_seq);
+            self.log
+                .store
+                .append_event(event, self.log.listener.clone());
+        }
+    }
+
+    fn numbered(
+        &self,
+        kind: EventType,
+        node_id: Option<&str>,
+        content: String,
+        from: Option<&str>,
+        usage: Option<Usage>,
+    ) -> RunEvent {
+        // Numbered and dated under one lock: the seq and time of a run's events agree.
         let mut next_seq = lock(&self.log.next_seq);
-        let event = RunEvent {
-            seq: *next_seq,
+        let mut event = self.unnumbered(kind, node_id, content, from, usage);
+        event.seq = *next_seq;
+        *next_seq += 1;
+        event
+    }
+
+    /// An event of this emitter's run, numbered 0.
+    fn unnumbered(
+        &self,
+        kind: EventType,
+        node_id: Option<&str>,
+        content: String,
+        from: Option<&str>,
+        usage: Option<Usage>,
+    ) -> RunEvent {
+        RunEvent {
+            seq: 0,
             run_id: self.log.run_id.clone(),
             ts: now_shared(),
             kind,
@@ -160,11 +218,7 @@ impl Emitter {
             item: self.item,
             from: from.map(str::to_string),
             usage,
-        };
-        *next_seq += 1;
-        self.log
-            .store
-            .append_event(event, self.log.listener.clone());
+        }
     }
 
     /// The run's id, as its events carry it.
@@ -180,8 +234,11 @@ impl Emitter {
         *lock(&self.log.usage)
     }
 
+    /// The seq the run's next event takes, the held ones counted as sent: a pause stores it
+    /// before it sends them.
     pub(crate) fn next_seq(&self) -> u64 {
-        *lock(&self.log.next_seq)
+        let held = lock(&self.log.held).len() as u64;
+        *lock(&self.log.next_seq) + held
     }
 }
 

@@ -1136,6 +1136,7 @@ impl Engine {
                     deadline: paused.deadline.clone(),
                 };
                 store.save_pause(&ctx.run_id, &pause, &at);
+                ctx.events.release_held();
                 Some(Waiting {
                     node_id: paused.path,
                     message: paused.message,
@@ -1146,6 +1147,7 @@ impl Engine {
                 })
             }
             None => {
+                ctx.events.release_held();
                 let usage = ctx.events.total_usage();
                 let content = json!({ "status": end.status.as_str(), "result": end.result, "error": end.error });
                 ctx.events.emit_event(

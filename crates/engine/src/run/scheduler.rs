@@ -555,7 +555,8 @@ impl Scheduler {
             }
         );
         self.ctx
-            .emit(EventType::WaitInput, Some(&item.node_id), message.clone());
+            .events
+            .emit_held(EventType::WaitInput, Some(&item.node_id), message.clone());
         self.waiting = Some(Waiting::Breakpoint {
             item,
             stop,
@@ -861,11 +862,14 @@ impl Scheduler {
     /// approval's `timeoutSeconds`, when it has one).
     fn wait_decision(&mut self, item: QueuedStep, message: String, fields: Vec<FormField>) {
         let node_id = item.node_id.clone();
-        self.ctx
-            .emit(EventType::WaitInput, Some(&node_id), message.clone());
         if let Some(decision) = self.ctx.decisions.get(&node_id).cloned() {
+            self.ctx
+                .emit(EventType::WaitInput, Some(&node_id), message.clone());
             self.apply_decision(item, &decision);
         } else {
+            self.ctx
+                .events
+                .emit_held(EventType::WaitInput, Some(&node_id), message.clone());
             let deadline = self.wait_limit(&node_id).map(|seconds| {
                 let limit = chrono::Duration::milliseconds((seconds * 1000.0) as i64);
                 (chrono::Utc::now() + limit).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)

@@ -893,3 +893,59 @@ async fn step_start_events_name_each_node_by_its_label_or_else_its_id() {
         ]
     );
 }
+
+#[tokio::test]
+async fn whoever_sees_a_pause_announced_finds_the_run_paused_in_the_store() {
+    // A sibling branch still asks its model when the approval is reached: the run is stored
+    // as paused only once the sibling ends. The `wait_input` event is told (printed by `weft`,
+    // drawn on the canvas) only after that, so a process killed the moment it is seen leaves a
+    // run that `weft resume` continues, never one read as interrupted.
+    let server = ScriptedLlm::start(Script::always(Reply::Slow {
+        delay_ms: 600,
+        content: "slow answer".into(),
+    }))
+    .await
+    .expect("server");
+    let (_dir, db) = temp_db();
+    let engine = engine_for(&server, &db);
+    let flow = flow_from(json!({
+        "nodes": [
+            {"id": "start", "type": "start", "data": {"initialInput": "x"}},
+            {"id": "review", "type": "approval", "data": {"message": "Go on?"}},
+            {"id": "slow", "type": "agent", "data": {"model": "openai:gpt-4o", "userPrompt": "hi"}},
+            {"id": "sent", "type": "output", "data": {}}
+        ],
+        "edges": [
+            {"id": "a", "source": "start", "target": "review"},
+            {"id": "b", "source": "start", "target": "slow"},
+            {"id": "c", "source": "review", "sourceHandle": "approve", "target": "sent"}
+        ]
+    }));
+    let statuses = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&statuses);
+    let reader = Store::open(&db).expect("a second connection");
+    let listener: weft_event::EventListener = Arc::new(move |event: &RunEvent| {
+        if event.kind == EventType::WaitInput {
+            let status = reader.run(&event.run_id).map(|run| run.summary.status);
+            seen.lock().expect("lock").push(status);
+        }
+    });
+    let outcome = engine
+        .start(
+            flow,
+            RunOptions {
+                on_event: Some(listener),
+                ..RunOptions::default()
+            },
+        )
+        .await
+        .expect("runs");
+    assert_eq!(outcome.status, RunStatus::Paused);
+    let statuses = statuses.lock().expect("lock");
+    assert_eq!(statuses.len(), 1, "{statuses:?}");
+    assert!(
+        matches!(statuses[0], Ok(RunStatus::Paused)),
+        "the run read {:?} when its pause was told",
+        statuses[0]
+    );
+}
