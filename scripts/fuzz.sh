@@ -16,3 +16,4 @@ export PROPTEST_TIMEOUT="${PROPTEST_TIMEOUT:-30000}"
 echo "== fuzz: $WEFT_FUZZ_CASES cases per property, seed $WEFT_FUZZ_SEED"
 cargo test --release --locked -p weft-engine --test it fuzz::
 cargo test --release --locked -p weft-template --lib fuzz
+cargo test --release --locked -p weft-testing --lib fuzz

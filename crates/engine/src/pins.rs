@@ -51,12 +51,17 @@ pub enum PinsError {
     Invalid { path: PathBuf, message: String },
 }
 
-/// Reads the pins file at `path`.
+/// The largest pins file Weft reads (pins are outputs a person looked at: a few KiB each).
+pub const MAX_PINS_FILE_BYTES: u64 = weft_flow::MAX_FILE_BYTES;
+
+/// Reads the pins file at `path`: a regular file (a named pipe or a device is refused, never
+/// waited on or read without end) of at most [`MAX_PINS_FILE_BYTES`].
 pub fn load_pins(path: &Path) -> Result<Pins, PinsError> {
-    let text = std::fs::read_to_string(path).map_err(|source| PinsError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text =
+        weft_flow::read_text_file(path, MAX_PINS_FILE_BYTES).map_err(|source| PinsError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
     parse_pins(&text).map_err(|error| match error {
         ParseError::Syntax {
             line,
@@ -215,6 +220,29 @@ mod tests {
         write_pins(&path, &Pins::new()).expect("removes");
         assert!(!path.exists());
         write_pins(&path, &Pins::new()).expect("nothing to remove");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_pins_file_that_is_no_file_or_too_large_is_refused_naming_it() {
+        let error = load_pins(Path::new("/dev/zero")).expect_err("refused");
+        assert_eq!(
+            error.to_string(),
+            "pins file /dev/zero: not a regular file but a character device"
+        );
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("flow.pins.json");
+        std::fs::File::create(&path)
+            .and_then(|file| file.set_len(MAX_PINS_FILE_BYTES + 1))
+            .expect("sparse file");
+        let error = load_pins(&path).expect_err("refused");
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "pins file {}: larger than 32 MiB, the most Weft reads of such a file",
+                path.display()
+            )
+        );
     }
 
     #[test]

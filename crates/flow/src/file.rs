@@ -133,7 +133,7 @@ impl Edge {
 }
 
 /// The largest flow file Weft reads (a flow with thousands of nodes is a few MiB).
-pub const MAX_FLOW_FILE_BYTES: u64 = 32 * 1024 * 1024;
+pub const MAX_FLOW_FILE_BYTES: u64 = crate::MAX_FILE_BYTES;
 
 /// The most `settings.maxNodeVisits` may allow: every visit is stored with its events, and a
 /// loop allowed a million visits filled a disk before it ended.
@@ -144,6 +144,7 @@ pub const MAX_NODE_VISITS: u64 = 100_000;
 /// all at once.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// The file is missing, unreadable, not a regular file, or not UTF-8 text.
     #[error("cannot read {path}: {source}")]
     Read {
         path: PathBuf,
@@ -161,31 +162,21 @@ pub enum LoadError {
 }
 
 impl Flow {
-    /// Reads and normalizes a flow file of at most [`MAX_FLOW_FILE_BYTES`] (so a device such
-    /// as `/dev/zero` is refused rather than read without end).
+    /// Reads and normalizes a flow file: a regular file (so a named pipe is refused rather
+    /// than waited on, a device such as `/dev/zero` rather than read without end) of at most
+    /// [`MAX_FLOW_FILE_BYTES`].
     pub fn load(path: &Path) -> Result<Flow, LoadError> {
-        use std::io::Read as _;
-        let read_error = |source| LoadError::Read {
-            path: path.to_path_buf(),
-            source,
-        };
-        let file = std::fs::File::open(path).map_err(read_error)?;
-        // Sized from the start: a large flow is not read through a buffer grown step by step.
-        let size = file.metadata().map_or(0, |metadata| metadata.len());
-        let mut bytes = Vec::with_capacity(size.min(MAX_FLOW_FILE_BYTES) as usize + 1);
-        file.take(MAX_FLOW_FILE_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(read_error)?;
-        if bytes.len() as u64 > MAX_FLOW_FILE_BYTES {
-            return Err(LoadError::TooLarge {
-                path: path.to_path_buf(),
-            });
-        }
-        let text = String::from_utf8(bytes).map_err(|_| {
-            read_error(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "the file is not UTF-8 text",
-            ))
+        let text = crate::read_text_file(path, MAX_FLOW_FILE_BYTES).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::FileTooLarge {
+                LoadError::TooLarge {
+                    path: path.to_path_buf(),
+                }
+            } else {
+                LoadError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            }
         })?;
         Flow::parse(&text, &path.display().to_string())
     }
@@ -581,8 +572,23 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn an_endless_file_is_refused_by_size() {
+    fn an_endless_device_is_refused_as_no_file() {
         let error = Flow::load(Path::new("/dev/zero")).expect_err("refused");
+        assert!(matches!(error, LoadError::Read { .. }), "{error:?}");
+        assert_eq!(
+            error.to_string(),
+            "cannot read /dev/zero: not a regular file but a character device"
+        );
+    }
+
+    #[test]
+    fn a_file_over_the_limit_is_refused_by_size() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("big.json");
+        std::fs::File::create(&path)
+            .and_then(|file| file.set_len(MAX_FLOW_FILE_BYTES + 1))
+            .expect("sparse file");
+        let error = Flow::load(&path).expect_err("refused");
         assert!(matches!(error, LoadError::TooLarge { .. }), "{error:?}");
         assert!(error.to_string().contains("larger than 32 MiB"), "{error}");
     }

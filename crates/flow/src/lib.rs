@@ -4,6 +4,8 @@
 //! - [`path`]: dotted paths into JSON values (`scores.0`), as conditions and templates name them.
 //! - [`output_schema`]: a node's `outputSchema`, compiled and checked.
 //! - [`flow_in_dir`] (`folder`): a flow named in a folder of flows, never outside it.
+//! - [`read_text_file`] (`read`): a file handed to Weft (a flow, pins, tests, datasets, prices),
+//!   read whole when it is a regular file within a size limit.
 //!
 //! Nothing here runs a flow; every other Weft crate stands on this one.
 
@@ -11,11 +13,13 @@ mod file;
 mod folder;
 pub mod output_schema;
 pub mod path;
+mod read;
 
 use std::collections::HashMap;
 
 pub use file::*;
 pub use folder::{FlowNameError, flow_in_dir};
+pub use read::{MAX_FILE_BYTES, read_file, read_text_file};
 
 /// A map by node id. Looked up several times per step, so with a faster hash than std's
 /// SipHash (the ids come from the flow being run, not from a stranger).

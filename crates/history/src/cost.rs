@@ -17,6 +17,9 @@ use weft_store::{CallUsage, RunRecord, Store, StoreError};
 /// The environment variable naming a JSON file of prices that add to or replace the shipped ones.
 pub const PRICES_ENV: &str = "WEFT_PRICES";
 
+/// The largest `WEFT_PRICES` file Weft reads (a price is some 60 bytes).
+pub const MAX_PRICES_FILE_BYTES: u64 = weft_flow::MAX_FILE_BYTES;
+
 /// The shipped table, in the same form as a `WEFT_PRICES` file.
 const SHIPPED: &str = include_str!("prices.json");
 
@@ -89,11 +92,15 @@ impl Prices {
         }
     }
 
-    /// These prices with the file at `path` added (a model in both takes the file's price).
+    /// These prices with the file at `path` added (a model in both takes the file's price). The
+    /// file must be a regular file (a named pipe or a device is refused, never waited on or
+    /// read without end) of at most [`MAX_PRICES_FILE_BYTES`].
     pub fn with_file(mut self, path: &Path) -> Result<Prices, PriceError> {
-        let text = std::fs::read_to_string(path).map_err(|source| PriceError::Read {
-            path: path.to_path_buf(),
-            source,
+        let text = weft_flow::read_text_file(path, MAX_PRICES_FILE_BYTES).map_err(|source| {
+            PriceError::Read {
+                path: path.to_path_buf(),
+                source,
+            }
         })?;
         self.by_model.extend(parse(&text, path)?);
         Ok(self)
@@ -481,6 +488,33 @@ mod tests {
             .expect_err("missing")
             .to_string();
         assert!(message.contains("missing.json"), "{message}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_prices_file_that_is_no_file_or_too_large_is_refused_naming_it() {
+        let message = Prices::shipped()
+            .with_file(Path::new("/dev/zero"))
+            .expect_err("refused")
+            .to_string();
+        assert_eq!(
+            message,
+            "prices in /dev/zero: not a regular file but a character device"
+        );
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("prices.json");
+        std::fs::File::create(&path)
+            .and_then(|file| file.set_len(MAX_PRICES_FILE_BYTES + 1))
+            .expect("sparse file");
+        let message = Prices::shipped()
+            .with_file(&path)
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            message
+                .ends_with("prices.json: larger than 32 MiB, the most Weft reads of such a file"),
+            "{message}"
+        );
     }
 
     #[test]

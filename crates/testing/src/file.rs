@@ -12,8 +12,8 @@ use super::lines::{line_of, value_lines};
 use super::{Assertion, Check, TestCase, TestFileError, TestSuite};
 use weft_engine::run::check_decisions;
 use weft_event::RunStatus;
-use weft_flow::Flow;
 use weft_flow::output_schema::OutputSchema;
+use weft_flow::{Flow, read_text_file};
 use weft_nodes::Decision;
 
 /// A tests file as written.
@@ -169,9 +169,17 @@ pub fn flow_of_tests(tests_path: &Path) -> Option<PathBuf> {
     Some(tests_path.with_file_name(format!("{stem}.json")))
 }
 
+/// The largest tests file Weft reads (a case is some hundred bytes; many cases belong in a
+/// dataset). Tests files and datasets are read by [`read_text_file`]: a named pipe or a device
+/// is refused, never waited on or read without end.
+pub const MAX_TESTS_FILE_BYTES: u64 = weft_flow::MAX_FILE_BYTES;
+
+/// The largest dataset Weft reads (a row a case: tens of thousands of rows).
+pub const MAX_DATASET_FILE_BYTES: u64 = weft_flow::MAX_FILE_BYTES;
+
 /// Reads a tests file as written (a syntax or type error names its line).
 pub fn read_tests_file(path: &Path) -> Result<TestsFile, TestFileError> {
-    let text = std::fs::read_to_string(path).map_err(|error| TestFileError {
+    let text = read_text_file(path, MAX_TESTS_FILE_BYTES).map_err(|error| TestFileError {
         file: path.to_path_buf(),
         line: None,
         message: format!("cannot read it: {error}"),
@@ -183,6 +191,16 @@ fn parse_tests_file(
     text: &str,
     path: &Path,
 ) -> Result<(TestsFile, HashMap<String, usize>), TestFileError> {
+    // serde reads a struct from an array too (its fields in order): `[]` would be a file of no
+    // cases, `[[...]]` one whose cases are the first element.
+    let start = text.trim_start_matches([' ', '\t', '\n', '\r']);
+    if start.starts_with('[') {
+        return Err(TestFileError {
+            file: path.to_path_buf(),
+            line: Some(text[..text.len() - start.len()].matches('\n').count() + 1),
+            message: "a tests file is a JSON object, {\"cases\": [...]}, not an array".into(),
+        });
+    }
     let lines = value_lines(text);
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let parsed: Result<TestsFile, _> = serde_path_to_error::deserialize(&mut deserializer);
@@ -234,7 +252,7 @@ fn without_position(error: &serde_json::Error) -> String {
 /// schemas compile, judge flows load. Every problem names its file and line.
 pub fn load_suite(flow_path: &Path, flow: &Flow) -> Result<TestSuite, TestFileError> {
     let tests_path = tests_path(flow_path);
-    let text = std::fs::read_to_string(&tests_path).map_err(|error| TestFileError {
+    let text = read_text_file(&tests_path, MAX_TESTS_FILE_BYTES).map_err(|error| TestFileError {
         file: tests_path.clone(),
         line: None,
         message: if error.kind() == std::io::ErrorKind::NotFound {
@@ -247,6 +265,14 @@ pub fn load_suite(flow_path: &Path, flow: &Flow) -> Result<TestSuite, TestFileEr
         },
     })?;
     let (file, lines) = parse_tests_file(&text, &tests_path)?;
+    if file.cases.is_empty() && file.datasets.is_empty() {
+        // Else a file with nothing in it would pass, as 0 of 0 cases.
+        return Err(TestFileError {
+            file: tests_path,
+            line: None,
+            message: "no cases: give `cases` (or `datasets`), at least one".into(),
+        });
+    }
     let base = tests_path
         .parent()
         .map(Path::to_path_buf)
@@ -595,24 +621,36 @@ struct Row {
 }
 
 fn read_dataset(path: &Path) -> Result<Vec<Row>, TestFileError> {
-    let text = std::fs::read_to_string(path).map_err(|error| TestFileError {
+    let refused = |message: String| TestFileError {
         file: path.to_path_buf(),
         line: None,
-        message: format!("cannot read the dataset: {error}"),
-    })?;
+        message,
+    };
+    let text = read_text_file(path, MAX_DATASET_FILE_BYTES)
+        .map_err(|error| refused(format!("cannot read the dataset: {error}")))?;
     let stem = path
         .file_stem()
         .map(|stem| stem.to_string_lossy().into_owned())
         .unwrap_or_default();
-    match path.extension().and_then(|extension| extension.to_str()) {
+    let no_rows = || {
+        // Else a dataset with nothing in it would add no case and fail nothing.
+        refused("the dataset has no rows (a .jsonl dataset has a JSON object a line, a .csv dataset a header row and a row a case)".into())
+    };
+    if text.trim().is_empty() {
+        return Err(no_rows());
+    }
+    let rows = match path.extension().and_then(|extension| extension.to_str()) {
         Some("jsonl") => jsonl_rows(&text, path, &stem),
         Some("csv") => csv_rows(&text, path, &stem),
-        _ => Err(TestFileError {
-            file: path.to_path_buf(),
-            line: None,
-            message: "a dataset is a .jsonl file (a JSON object a line) or a .csv file (with a header row)".into(),
-        }),
+        _ => Err(refused(
+            "a dataset is a .jsonl file (a JSON object a line) or a .csv file (with a header row)"
+                .into(),
+        )),
+    }?;
+    if rows.is_empty() {
+        return Err(no_rows());
     }
+    Ok(rows)
 }
 
 /// A row of a JSONL dataset.
@@ -746,7 +784,7 @@ fn cell_value(text: &str) -> Value {
 /// the flow lacks, say), the file is left as it was and the error says why.
 pub fn save_case(flow_path: &Path, flow: &Flow, case: CaseSpec) -> Result<(), TestFileError> {
     let path = tests_path(flow_path);
-    let before = match std::fs::read_to_string(&path) {
+    let before = match read_text_file(&path, MAX_TESTS_FILE_BYTES) {
         Ok(text) => Some(text),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
         Err(error) => {
@@ -789,4 +827,56 @@ pub fn save_case(flow_path: &Path, flow: &Flow, case: CaseSpec) -> Result<(), Te
         return Err(error);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_tests_files_and_datasets_are_refused_naming_the_file() {
+        let flow = Flow::parse(
+            r#"{"nodes": [{"id": "start", "type": "start"}, {"id": "out", "type": "output"}],
+                "edges": [{"id": "e", "source": "start", "target": "out"}]}"#,
+            "f.json",
+        )
+        .expect("a flow");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let flow_path = dir.path().join("f.json");
+        let tests_path = dir.path().join("f.tests.json");
+        let refused = |tests: &str, rows: &str, file: &Path, wanted: &str| {
+            std::fs::write(&tests_path, tests).expect("write");
+            std::fs::write(dir.path().join("rows.jsonl"), rows).expect("write");
+            std::fs::write(dir.path().join("rows.csv"), rows).expect("write");
+            let error = load_suite(&flow_path, &flow).expect_err(tests);
+            assert_eq!(error.file, file, "{tests} / {rows:?}: {error}");
+            assert!(
+                error.message.contains(wanted),
+                "{tests} / {rows:?}: wanted {wanted:?} in {error}"
+            );
+        };
+        let rows_jsonl = dir.path().join("rows.jsonl");
+        let rows_csv = dir.path().join("rows.csv");
+        for empty in ["{}", "{\"cases\": []}", "{\"cases\": [], \"datasets\": []}"] {
+            refused(empty, "", &tests_path, "no cases");
+        }
+        refused("[]", "", &tests_path, "not an array");
+        refused("\n  [[{\"name\": \"a\"}]]", "", &tests_path, "not an array");
+        let jsonl = "{\"datasets\": [{\"file\": \"rows.jsonl\"}]}";
+        let csv = "{\"datasets\": [{\"file\": \"rows.csv\"}]}";
+        for rows in ["", "\n\n", "  \n"] {
+            refused(jsonl, rows, &rows_jsonl, "the dataset has no rows");
+            refused(csv, rows, &rows_csv, "the dataset has no rows");
+        }
+        refused(csv, "name,input\n", &rows_csv, "the dataset has no rows");
+        let error = {
+            std::fs::write(&tests_path, jsonl).expect("write");
+            std::fs::write(&rows_jsonl, "").expect("write");
+            load_suite(&flow_path, &flow).expect_err("empty")
+        };
+        assert!(
+            error.to_string().contains("(named by f.tests.json:1)"),
+            "{error}"
+        );
+    }
 }

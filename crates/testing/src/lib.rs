@@ -13,6 +13,8 @@
 
 pub mod check;
 pub mod file;
+#[cfg(test)]
+mod fuzz;
 mod lines;
 pub mod recordings;
 pub mod report;

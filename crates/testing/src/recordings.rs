@@ -36,10 +36,14 @@ pub fn recording_path(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{slug}.json"))
 }
 
+/// The largest recording Weft reads (the LLM answers of one case: some KiB each).
+pub const MAX_RECORDING_FILE_BYTES: u64 = weft_flow::MAX_FILE_BYTES;
+
 /// The recording at `path`; `None` when there is none, an error naming the file when it
-/// cannot be read.
+/// cannot be read (a named pipe or a device is refused, never waited on or read without end,
+/// as is a file over [`MAX_RECORDING_FILE_BYTES`]).
 pub fn read_recording(path: &Path) -> Result<Option<Recording>, String> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match weft_flow::read_text_file(path, MAX_RECORDING_FILE_BYTES) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(error) => {

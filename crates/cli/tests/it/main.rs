@@ -7,6 +7,8 @@ mod common;
 #[cfg(unix)]
 mod crash;
 mod debugging;
+#[cfg(unix)]
+mod files;
 mod flow_tests;
 mod hostile;
 mod hosts;

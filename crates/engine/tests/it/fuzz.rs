@@ -3,7 +3,8 @@
 //! and as JSON, must load or fail with an error, and validate without a panic; a flow that
 //! loads saves to a file that loads again to the same flow.
 //!
-//! The sandbox's static check gets random Python-like bodies and field names the same way.
+//! The sandbox's static check gets random Python-like bodies and field names the same way, and
+//! the pins file reader random and mutated pins files.
 //!
 //! The test command runs a fixed number of cases from a fixed seed, so that it finds the same
 //! thing every time; `scripts/fuzz.sh` runs many more from random seeds (`WEFT_FUZZ_CASES`,
@@ -319,6 +320,80 @@ proptest! {
             edit_text(&mut text, edit);
         }
         load_and_check(&text, path);
+    }
+}
+
+/// The flow pins are checked against: the triage example, which has nodes of every sort a pin
+/// can and cannot be for.
+fn pinned_flow() -> &'static Flow {
+    static FLOW: OnceLock<Flow> = OnceLock::new();
+    FLOW.get_or_init(|| Flow::load(&repository().join("flows/triage.json")).expect("triage"))
+}
+
+/// A pins file as the app writes it, for nodes of [`pinned_flow`] and one it lacks.
+fn pins_seed() -> Value {
+    json!({ "pins": {
+        "classify": { "output": { "label": "refund" }, "from": "run 3f2a" },
+        "draft": { "output": "Dear customer" },
+        "ghost": { "output": null },
+    } })
+}
+
+/// Reads `bytes` as the pins file beside a flow: an error names the pins file and says what is
+/// wrong, and pins that load are checked against the flow without a panic.
+fn load_pins_and_check(bytes: &[u8]) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = weft_engine::pins::pins_path(&dir.path().join("triage.json"));
+    std::fs::write(&path, bytes).expect("write the pins file");
+    match weft_engine::pins::load_pins(&path) {
+        Ok(pins) => {
+            for problem in weft_engine::pins::check_pins(pinned_flow(), &pins) {
+                prop_assert!(problem.starts_with("pin `"), "names the pin: {problem}");
+            }
+        }
+        Err(error) => {
+            let message = error.to_string();
+            let prefix = format!("pins file {}: ", path.display());
+            prop_assert!(message.starts_with(&prefix), "names the file: {message}");
+            prop_assert!(
+                !message[prefix.len()..].trim().is_empty(),
+                "says what is wrong: {message}"
+            );
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(config(300))]
+
+    #[test]
+    fn mutated_pins_json_loads_or_fails_naming_the_file(
+        changes in prop::collection::vec(change(), 1..6),
+    ) {
+        let mut value = pins_seed();
+        for change in &changes {
+            apply(&mut value, change);
+        }
+        load_pins_and_check(value.to_string().as_bytes())?;
+    }
+
+    #[test]
+    fn mutated_pins_text_loads_or_fails_naming_the_file(
+        edits in prop::collection::vec(edit(), 1..4),
+    ) {
+        let mut text = serde_json::to_string_pretty(&pins_seed()).expect("JSON");
+        for edit in &edits {
+            edit_text(&mut text, edit);
+        }
+        load_pins_and_check(text.as_bytes())?;
+    }
+
+    #[test]
+    fn random_bytes_as_a_pins_file_fail_naming_the_file(
+        bytes in prop::collection::vec(any::<u8>(), 0..300),
+    ) {
+        load_pins_and_check(&bytes)?;
     }
 }
 
