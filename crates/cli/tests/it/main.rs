@@ -14,3 +14,5 @@ mod postgres;
 #[cfg(unix)]
 mod restate;
 mod serve;
+#[cfg(unix)]
+mod serve_limits;
