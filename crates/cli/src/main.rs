@@ -276,6 +276,23 @@ pub(crate) struct ServeArgs {
     /// Request bodies larger than this many bytes are refused with 413 [default: 1 MiB].
     #[arg(long, value_name = "BYTES")]
     pub max_body: Option<usize>,
+    /// A connection that has not sent a request's line and headers within this many seconds
+    /// (after it opened, or after its last answer) is closed.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = weft_server::DEFAULT_HEADER_TIMEOUT.as_secs(),
+        value_parser = clap::value_parser!(u64).range(1..=86_400)
+    )]
+    pub header_timeout: u64,
+    /// A request body that has not all arrived within this many seconds is refused with 408.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = weft_server::DEFAULT_BODY_TIMEOUT.as_secs(),
+        value_parser = clap::value_parser!(u64).range(1..=86_400)
+    )]
+    pub body_timeout: u64,
     #[command(flatten)]
     pub store: StoreArgs,
 }

@@ -5,10 +5,16 @@
 //! and start a flow from a webhook. Every route but `/openapi.json` needs a bearer token; the
 //! token's name is recorded as the decider of what it decides.
 //!
-//! Errors are `{code, message}` with the status that fits: 400 a bad body or flow, 401 no or a
-//! wrong token, 404 an unknown run or flow, 409 a run not waiting (decided twice, ended), 413 a
-//! body over the limit.
+//! Errors are `{code, message}` with the status that fits: 400 a bad body or flow (or several
+//! `Authorization` headers), 401 no or a wrong token, 404 an unknown run or flow, 408 a body that
+//! did not arrive in time, 409 a run not waiting (decided twice, ended), 413 a body over the
+//! limit (refused before it is read when its declared length is over it).
+//!
+//! Reading a request is bounded in time: its line and headers within the header timeout (else
+//! the connection is closed), its body within the body timeout. Answers are not: an event
+//! stream lasts as long as its run.
 
+mod connections;
 mod error;
 pub mod openapi;
 pub mod tokens;
@@ -20,7 +26,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path as UrlPath, Query, Request, State};
 use axum::http::{StatusCode, header};
@@ -45,6 +51,17 @@ pub use tokens::{Tokens, TokensError};
 /// Request bodies larger than this are refused with 413 unless configured otherwise.
 pub const DEFAULT_MAX_BODY: usize = 1024 * 1024;
 
+/// How long a connection may take to send a request's line and headers, unless configured
+/// otherwise.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a request's body may take to arrive, unless configured otherwise.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long the connections get to finish what they are answering when the server stops;
+/// then those still open (a request that never completes) are closed.
+const DRAIN: Duration = Duration::from_secs(3);
+
 /// How a server is set up.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
@@ -53,6 +70,24 @@ pub struct ServeConfig {
     pub tokens: Tokens,
     /// Request bodies larger than this many bytes get 413.
     pub max_body: usize,
+    /// A connection that has not sent a whole request line and headers this long after it
+    /// opened, or after its last answer, is closed.
+    pub header_timeout: Duration,
+    /// A request whose body has not all arrived this long after its headers gets 408.
+    pub body_timeout: Duration,
+}
+
+impl ServeConfig {
+    /// The flows of `flows_dir` for `tokens`, with the default limits.
+    pub fn new(flows_dir: PathBuf, tokens: Tokens) -> ServeConfig {
+        ServeConfig {
+            flows_dir,
+            tokens,
+            max_body: DEFAULT_MAX_BODY,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+        }
+    }
 }
 
 /// What every request handler shares.
@@ -60,6 +95,8 @@ struct Api {
     weft: Weft,
     flows_dir: PathBuf,
     tokens: Tokens,
+    max_body: usize,
+    body_timeout: Duration,
     /// Woken whenever a run going in this process commits events (event streams wait on it).
     changed: Arc<Notify>,
     /// Set when the server shuts down: event streams end.
@@ -81,8 +118,9 @@ impl EventSink for Wake {
     }
 }
 
-/// Serves the API on `listener` until `shutdown` completes; then the runs going in this
-/// process are cancelled (stored as `cancelled`; paused runs keep their pause) within `grace`.
+/// Serves the API on `listener` until `shutdown` completes; then the connections get a few
+/// seconds to finish what they answer, and the runs going in this process are cancelled
+/// (stored as `cancelled`; paused runs keep their pause) within `grace`.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     weft: Weft,
@@ -90,24 +128,23 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
     grace: Duration,
 ) -> std::io::Result<()> {
+    let header_timeout = config.header_timeout;
     let (router, api) = router_and_state(weft.clone(), config)?;
     // Approvals nobody decided in time (also those that ran out while no process ran), runs
     // of processes that died.
     let keeper = weft.keep(Some(api.wake()));
-    let stopping = api.stopping.clone();
-    let result = axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            // Event streams end so that the connections they hold can close.
-            stopping.cancel();
-        })
-        .await;
+    let connections = connections::Connections::new(router, header_timeout);
+    connections.accept(&listener, shutdown).await;
+    // New connections are refused from here on.
+    drop(listener);
+    // Event streams end so that the connections they hold can close.
     api.stopping.cancel();
+    connections.stop(DRAIN).await;
     keeper.stop().await;
     if !weft.engine().shutdown(grace).await {
         tracing::warn!("some runs were still going when the server stopped");
     }
-    result
+    Ok(())
 }
 
 /// The API's routes, for a server or a test.
@@ -126,6 +163,8 @@ fn router_and_state(weft: Weft, config: ServeConfig) -> std::io::Result<(Router,
         weft,
         flows_dir,
         tokens: config.tokens,
+        max_body: config.max_body,
+        body_timeout: config.body_timeout,
         changed: Arc::new(Notify::new()),
         stopping: CancellationToken::new(),
     });
@@ -140,12 +179,20 @@ fn router_and_state(weft: Weft, config: ServeConfig) -> std::io::Result<(Router,
             }
         }
     }
-    let protected = protected.route_layer(middleware::from_fn_with_state(api.clone(), authorize));
+    // Authorized first, then the body is read: a caller without a token makes the server read
+    // nothing but headers.
+    let protected = protected
+        .route_layer(middleware::from_fn_with_state(api.clone(), read_body))
+        .route_layer(middleware::from_fn_with_state(api.clone(), authorize));
     let router = public
         .merge(protected)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(config.max_body))
+        .layer(middleware::from_fn_with_state(
+            api.clone(),
+            refuse_declared_too_large,
+        ))
         .with_state(api.clone());
     Ok((router, api))
 }
@@ -160,7 +207,13 @@ struct Route {
 fn routes() -> Vec<Route> {
     use openapi::{Answer, Body, Content, Operation, schema};
     let unauthorized = || Answer::error(401, "No token, or an unknown one.");
-    let too_large = || Answer::error(413, "The body is over the limit.");
+    let too_large = || {
+        Answer::error(
+            413,
+            "The body is over the limit (refused before it is read when its declared length is).",
+        )
+    };
+    let too_slow = || Answer::error(408, "The body did not all arrive within the body timeout.");
     vec![
         Route {
             path: "/openapi.json",
@@ -195,10 +248,11 @@ fn routes() -> Vec<Route> {
                             Answer::json::<Going>(201, "Started."),
                             Answer::error(
                                 400,
-                                "Not JSON, an invalid flow, a flow name that would leave the folder, or a decision for no approval.",
+                                "Not JSON, an invalid flow, a flow name that would leave the folder, a decision for no approval, or several `Authorization` headers.",
                             ),
                             unauthorized(),
                             Answer::error(404, "No such flow in the folder."),
+                            too_slow(),
                             too_large(),
                         ],
                     },
@@ -220,7 +274,10 @@ fn routes() -> Vec<Route> {
                                 200,
                                 "Runs, newest first, each with its cost.",
                             ),
-                            Answer::error(400, "A limit that is not a number."),
+                            Answer::error(
+                                400,
+                                "A limit that is not a number, or several `Authorization` headers.",
+                            ),
                             unauthorized(),
                         ],
                     },
@@ -239,7 +296,10 @@ fn routes() -> Vec<Route> {
                     query: &[],
                     responses: vec![
                         Answer::json::<views::RunDetail>(200, "The run."),
-                        Answer::error(400, "A prefix that names several runs."),
+                        Answer::error(
+                            400,
+                            "A prefix that names several runs, or several `Authorization` headers.",
+                        ),
                         unauthorized(),
                         Answer::error(404, "No such run."),
                     ],
@@ -262,7 +322,10 @@ fn routes() -> Vec<Route> {
                             description: "An event stream.",
                             content: Content::Events(schema::<RunEvent>),
                         },
-                        Answer::error(400, "A prefix that names several runs."),
+                        Answer::error(
+                            400,
+                            "A prefix that names several runs, or several `Authorization` headers.",
+                        ),
                         unauthorized(),
                         Answer::error(404, "No such run."),
                     ],
@@ -283,10 +346,11 @@ fn routes() -> Vec<Route> {
                         Answer::json::<Going>(200, "Decided; the run goes on."),
                         Answer::error(
                             400,
-                            "Not a decision, answers that do not fit the form (the run stays paused), or a prefix that names several runs.",
+                            "Not a decision, answers that do not fit the form (the run stays paused), a prefix that names several runs, or several `Authorization` headers.",
                         ),
                         unauthorized(),
                         Answer::error(404, "No such run."),
+                        too_slow(),
                         Answer::error(
                             409,
                             "The run is not waiting for a decision (decided already, ended, or at a breakpoint).",
@@ -310,7 +374,7 @@ fn routes() -> Vec<Route> {
                         Answer::json::<weft_api::Cancelled>(200, "Cancelled."),
                         Answer::error(
                             400,
-                            "A prefix that names several runs, or a run another host drives (a Restate workflow: cancel it there).",
+                            "A prefix that names several runs, a run another host drives (a Restate workflow: cancel it there), or several `Authorization` headers.",
                         ),
                         unauthorized(),
                         Answer::error(404, "No such run."),
@@ -334,6 +398,7 @@ fn routes() -> Vec<Route> {
                             200,
                             "Pending approvals, oldest first.",
                         ),
+                        Answer::error(400, "Several `Authorization` headers."),
                         unauthorized(),
                     ],
                 },
@@ -353,10 +418,11 @@ fn routes() -> Vec<Route> {
                         Answer::json::<Started>(202, "Started."),
                         Answer::error(
                             400,
-                            "An invalid flow, or a name that would leave the folder.",
+                            "An invalid flow, a name that would leave the folder, or several `Authorization` headers.",
                         ),
                         unauthorized(),
                         Answer::error(404, "No such flow."),
+                        too_slow(),
                         too_large(),
                     ],
                 },
@@ -396,11 +462,18 @@ async fn method_not_allowed() -> ApiError {
     )
 }
 
-/// Lets a request through with a known bearer token, naming its caller; else 401.
+/// Lets a request through with a known bearer token, naming its caller; else 401. Several
+/// `Authorization` headers are refused (400) rather than one of them picked.
 async fn authorize(State(api): State<Arc<Api>>, mut request: Request, next: Next) -> Response {
-    let header = request
-        .headers()
-        .get(header::AUTHORIZATION)
+    let mut headers = request.headers().get_all(header::AUTHORIZATION).iter();
+    let first = headers.next();
+    if headers.next().is_some() {
+        return ApiError::bad_request(
+            "several `Authorization` headers: send one, `Authorization: Bearer TOKEN`",
+        )
+        .into_response();
+    }
+    let header = first
         .and_then(|value| value.to_str().ok())
         .unwrap_or_default();
     let Some(name) = api.tokens.caller(header) else {
@@ -421,6 +494,82 @@ async fn authorize(State(api): State<Arc<Api>>, mut request: Request, next: Next
     next.run(request).await
 }
 
+/// 413 for a request whose declared `Content-Length` is over the limit, at once: its body is
+/// not waited for.
+async fn refuse_declared_too_large(
+    State(api): State<Arc<Api>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().parse::<u64>().ok());
+    if declared.is_some_and(|length| length > api.max_body as u64) {
+        return closing(too_large().into_response());
+    }
+    next.run(request).await
+}
+
+/// Reads the body of an authorized request, at most the limit (else 413) within the body
+/// timeout (else 408), and hands it on whole.
+async fn read_body(State(api): State<Arc<Api>>, request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    let limit = api.max_body;
+    let read = async {
+        let mut chunks = body.into_data_stream();
+        let mut bytes = Vec::new();
+        while let Some(chunk) = chunks.next().await {
+            let chunk = chunk.map_err(|error| {
+                ApiError::bad_request(format!("the body could not be read: {error}"))
+            })?;
+            if bytes.len() + chunk.len() > limit {
+                return Err(too_large());
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(Bytes::from(bytes))
+    };
+    match tokio::time::timeout(api.body_timeout, read).await {
+        Ok(Ok(bytes)) => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+        Ok(Err(error)) => closing(error.into_response()),
+        Err(_) => closing(
+            ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "timeout",
+                format!(
+                    "the body did not arrive within {} s (--body-timeout)",
+                    api.body_timeout.as_secs_f64()
+                ),
+            )
+            .into_response(),
+        ),
+    }
+}
+
+/// The refusal of a body over the limit.
+fn too_large() -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "too_large",
+        "the body is larger than this server takes (--max-body)",
+    )
+}
+
+/// `response`, after which the connection is closed: what is left of the request's body is not
+/// read.
+fn closing(mut response: Response) -> Response {
+    response.headers_mut().insert(
+        header::CONNECTION,
+        header::HeaderValue::from_static("close"),
+    );
+    response
+}
+
 /// A request body as JSON of type `T`: 413 over the limit, 400 when it is not such JSON.
 fn json_body<T: serde::de::DeserializeOwned>(
     body: Result<Bytes, BytesRejection>,
@@ -434,11 +583,7 @@ fn json_body<T: serde::de::DeserializeOwned>(
 fn body_bytes(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "too_large",
-                "the body is larger than this server takes (--max-body)",
-            )
+            too_large()
         } else {
             ApiError::bad_request(format!("the body could not be read: {rejection}"))
         }

@@ -73,8 +73,8 @@ impl Answer {
 #[derive(schemars::JsonSchema)]
 #[allow(dead_code)] // a schema only: the error body is written by `ApiError`
 struct Error {
-    /// A stable code: `bad_request`, `invalid_flow`, `unauthorized`, `not_found`, `conflict`,
-    /// `too_large`, `method_not_allowed`, `internal`.
+    /// A stable code: `bad_request`, `invalid_flow`, `unauthorized`, `not_found`, `timeout`,
+    /// `conflict`, `too_large`, `method_not_allowed`, `internal`.
     code: String,
     /// What is wrong, for a person.
     message: String,

@@ -2,6 +2,7 @@
 //! approvals it answers. They come from a file of `name:token` lines and are never logged,
 //! echoed, or written to the store.
 
+use std::collections::HashSet;
 use std::path::Path;
 
 /// The tokens the server accepts.
@@ -29,6 +30,13 @@ pub enum TokensError {
         line: usize,
         message: String,
     },
+    #[error("the tokens file {path} is not a regular file")]
+    NotAFile { path: String },
+    #[error(
+        "the tokens file {path} is larger than {} MiB, too large for a tokens file",
+        MAX_TOKENS_FILE_BYTES / 1024 / 1024
+    )]
+    TooLarge { path: String },
     #[error(
         "the tokens file {path} has no token; write one `name:token` a line (the server refuses to start without one)"
     )]
@@ -38,13 +46,50 @@ pub enum TokensError {
 /// Tokens shorter than this are refused: they could be guessed.
 const MIN_TOKEN: usize = 16;
 
+/// The largest tokens file read (as large as a flow file may be).
+pub const MAX_TOKENS_FILE_BYTES: u64 = 32 * 1024 * 1024;
+
 impl Tokens {
-    /// Reads `name:token` lines (blank lines and `#` comments skipped).
+    /// Reads `name:token` lines (blank lines and `#` comments skipped) from a regular file of
+    /// at most [`MAX_TOKENS_FILE_BYTES`]: a FIFO, which would block opening it, or a device
+    /// such as `/dev/zero`, which would be read without end, is refused.
     pub fn load(path: &Path) -> Result<Tokens, TokensError> {
+        use std::io::Read as _;
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|error| TokensError::Read {
+        let read_error = |error: std::io::Error| TokensError::Read {
             path: shown.clone(),
             message: error.to_string(),
+        };
+        // Looked at before it is opened: opening a FIFO waits for a writer.
+        let regular = |metadata: std::fs::Metadata| {
+            if !metadata.is_file() {
+                Err(TokensError::NotAFile {
+                    path: shown.clone(),
+                })
+            } else if metadata.len() > MAX_TOKENS_FILE_BYTES {
+                Err(TokensError::TooLarge {
+                    path: shown.clone(),
+                })
+            } else {
+                Ok(metadata.len())
+            }
+        };
+        regular(std::fs::metadata(path).map_err(read_error)?)?;
+        let file = std::fs::File::open(path).map_err(read_error)?;
+        // And what was opened, in case the path was replaced in between.
+        let size = regular(file.metadata().map_err(read_error)?)?;
+        let mut bytes = Vec::with_capacity(size as usize + 1);
+        file.take(MAX_TOKENS_FILE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(read_error)?;
+        if bytes.len() as u64 > MAX_TOKENS_FILE_BYTES {
+            return Err(TokensError::TooLarge { path: shown });
+        }
+        let text = String::from_utf8(bytes).map_err(|_| {
+            read_error(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "the file is not UTF-8 text",
+            ))
         })?;
         Tokens::parse(&text, &shown)
     }
@@ -52,6 +97,9 @@ impl Tokens {
     /// Reads the text of a tokens file (`path` names it in errors).
     pub fn parse(text: &str, path: &str) -> Result<Tokens, TokensError> {
         let mut entries: Vec<(String, String)> = Vec::new();
+        // The tokens seen so far, to refuse one given to two names without comparing each
+        // line with every other.
+        let mut seen: HashSet<&str> = HashSet::new();
         for (index, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -74,7 +122,7 @@ impl Tokens {
                     "the token of `{name}` is shorter than {MIN_TOKEN} characters"
                 )));
             }
-            if entries.iter().any(|(_, other)| other == token) {
+            if !seen.insert(token) {
                 return Err(refused(&format!(
                     "the token of `{name}` is another name's too"
                 )));
@@ -152,5 +200,52 @@ mod tests {
             let error = Tokens::parse(text, "t").expect_err(text).to_string();
             assert!(error.contains(wanted), "{text}: {error}");
         }
+    }
+
+    #[test]
+    fn a_large_file_loads_and_a_token_twice_is_still_refused() {
+        let count = 160_000;
+        let mut text: String = (0..count)
+            .map(|index| format!("user{index}:token-{index:020}-abcdef\n"))
+            .collect();
+        let tokens = Tokens::parse(&text, "t").expect("tokens");
+        assert_eq!(tokens.names().len(), count);
+        assert_eq!(
+            tokens.caller(&format!("Bearer token-{:020}-abcdef", count - 1)),
+            Some(format!("user{}", count - 1).as_str())
+        );
+        text.push_str("late:token-00000000000000000007-abcdef\n");
+        let error = Tokens::parse(&text, "t")
+            .expect_err("a token twice")
+            .to_string();
+        assert!(
+            error.contains(&format!("line {}: the token of `late`", count + 1)),
+            "{error}"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn only_a_regular_file_of_bounded_size_is_read() {
+        let dir = tempfile::tempdir().expect("dir");
+        let large = dir.path().join("large.txt");
+        let file = std::fs::File::create(&large).expect("large");
+        file.set_len(MAX_TOKENS_FILE_BYTES + 1)
+            .expect("a sparse file");
+        for (path, wanted) in [
+            (dir.path().to_path_buf(), "is not a regular file"),
+            (
+                Path::new("/dev/zero").to_path_buf(),
+                "is not a regular file",
+            ),
+            (large, "is larger than 32 MiB"),
+            (dir.path().join("none.txt"), "cannot read the tokens file"),
+        ] {
+            let error = Tokens::load(&path).expect_err("refused").to_string();
+            assert!(error.contains(wanted), "{}: {error}", path.display());
+        }
+        let fine = dir.path().join("tokens.txt");
+        std::fs::write(&fine, "ada:0123456789abcdef0\n").expect("tokens");
+        assert_eq!(Tokens::load(&fine).expect("tokens").names(), ["ada"]);
     }
 }

@@ -1,10 +1,12 @@
 //! The API against its own OpenAPI document, over real HTTP on loopback: every documented
 //! operation is served and answers with a documented status, every answer's body is valid
 //! against the schema documented for that status, and `docs/openapi.json` is the document the
-//! server serves.
+//! server serves. Then what bounds reading a request: the header and body timeouts, a declared
+//! length over the limit, several `Authorization` headers.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use weft_api::{Lifetime, StoreLocation, Weft};
@@ -50,8 +52,9 @@ fn write_flows(flows: &Path) {
     std::fs::write(flows.join("echo.json"), echo.to_string()).expect("echo");
 }
 
-/// The server on a free port, and its URL.
-async fn serve(dir: &Path) -> String {
+/// The server on a free port, and its URL: bodies of at most 4 KiB that arrive within a
+/// second, request heads within `header_timeout`.
+async fn serve(dir: &Path, header_timeout: Duration) -> String {
     let flows = dir.join("flows");
     write_flows(&flows);
     let weft = Weft::open(
@@ -61,9 +64,13 @@ async fn serve(dir: &Path) -> String {
     )
     .expect("store");
     let config = ServeConfig {
-        flows_dir: flows,
-        tokens: Tokens::parse(&format!("ada:{TOKEN}"), "tokens").expect("tokens"),
         max_body: 4096,
+        header_timeout,
+        body_timeout: Duration::from_secs(1),
+        ..ServeConfig::new(
+            flows,
+            Tokens::parse(&format!("ada:{TOKEN}"), "tokens").expect("tokens"),
+        )
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -74,9 +81,61 @@ async fn serve(dir: &Path) -> String {
         weft,
         config,
         std::future::pending(),
-        std::time::Duration::from_secs(1),
+        Duration::from_secs(1),
     ));
     url
+}
+
+/// Sends `request` as it is on a new connection, then reads until the server closes it:
+/// what came back (nothing when it closed without an answer), or `None` when it was still open
+/// after `limit`.
+async fn raw(url: &str, request: &str, limit: Duration) -> Option<String> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let address = url.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(address)
+        .await
+        .expect("connect");
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let mut answer = Vec::new();
+    let mut buffer = [0u8; 4096];
+    let read = tokio::time::timeout(limit, async {
+        loop {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => break,
+                Ok(count) => answer.extend_from_slice(&buffer[..count]),
+            }
+        }
+    })
+    .await;
+    read.ok()
+        .map(|()| String::from_utf8_lossy(&answer).into_owned())
+}
+
+/// The status, content type and body of a raw answer (the body not chunked: a JSON error).
+fn parse_answer(answer: &str) -> (u16, String, String) {
+    let (head, body) = answer
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("an answer: {answer:?}"));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|status| status.parse().ok())
+        .unwrap_or_else(|| panic!("a status line: {answer}"));
+    let content_type = head
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("content-type").then(|| {
+                value
+                    .trim()
+                    .split(';')
+                    .next()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+        })
+        .unwrap_or_default();
+    (status, content_type, body.to_string())
 }
 
 /// The document's answers, checked as they come: each (operation, status) met, with its body
@@ -177,7 +236,7 @@ async fn call(
 #[tokio::test(flavor = "multi_thread")]
 async fn every_documented_operation_is_served_and_answers_as_documented() {
     let dir = tempfile::tempdir().expect("dir");
-    let url = serve(dir.path()).await;
+    let url = serve(dir.path(), weft_server::DEFAULT_HEADER_TIMEOUT).await;
     let http = reqwest::Client::new();
     let document: Value = http
         .get(format!("{url}/openapi.json"))
@@ -491,6 +550,49 @@ async fn every_documented_operation_is_served_and_answers_as_documented() {
         }
     }
 
+    // Several `Authorization` headers, on every route that takes one: 400, whichever is right.
+    for (method, template, path) in [
+        (&post, "/v1/runs", "/v1/runs"),
+        (&get, "/v1/runs", "/v1/runs"),
+        (&get, "/v1/runs/{id}", one.as_str()),
+        (&get, "/v1/runs/{id}/events", events.as_str()),
+        (&post, "/v1/runs/{id}/decision", decision.as_str()),
+        (&post, "/v1/runs/{id}/cancel", cancel.as_str()),
+        (&get, "/v1/approvals", "/v1/approvals"),
+        (&post, "/v1/hooks/{flow}", "/v1/hooks/echo"),
+    ] {
+        let answer = http
+            .request(method.clone(), format!("{url}{path}"))
+            .bearer_auth(TOKEN)
+            .bearer_auth("someone-else-0123456789")
+            .body("\"approve\"")
+            .send()
+            .await
+            .expect("an answer");
+        let status = answer.status().as_u16();
+        let text = answer.text().await.expect("a body");
+        assert_eq!(status, 400, "{method} {path}: {text}");
+        let method = method.as_str().to_lowercase();
+        checked.check(&method, template, status, "application/json", &text);
+    }
+
+    // A body that does not all arrive within the body timeout: 408.
+    for (template, path) in [
+        ("/v1/runs", "/v1/runs"),
+        ("/v1/runs/{id}/decision", decision.as_str()),
+        ("/v1/hooks/{flow}", "/v1/hooks/echo"),
+    ] {
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 100\r\n\r\n{{\"flow\""
+        );
+        let answer = raw(&url, &request, Duration::from_secs(10))
+            .await
+            .expect("answered and closed");
+        let (status, content_type, body) = parse_answer(&answer);
+        assert_eq!(status, 408, "{answer}");
+        checked.check("post", template, status, &content_type, &body);
+    }
+
     // Every documented operation was served, with every status it documents.
     let documented: BTreeMap<(String, String), BTreeSet<u16>> = checked.document["paths"]
         .as_object()
@@ -534,4 +636,93 @@ fn the_document_in_docs_is_the_one_served() {
         written == weft_server::openapi_document(),
         "docs/openapi.json is stale: cargo run -p weft-server --bin openapi > docs/openapi.json"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_not_sent_within_the_header_timeout_is_closed() {
+    let dir = tempfile::tempdir().expect("dir");
+    let url = serve(dir.path(), Duration::from_secs(1)).await;
+    // Half a request (without a token), and nothing at all: both closed, unanswered.
+    for request in ["GET /v1/runs HTTP/1.1\r\nHost: x\r\n", "GET /v1/ru", ""] {
+        let answer = raw(&url, request, Duration::from_secs(10)).await;
+        assert_eq!(answer.as_deref(), Some(""), "{request:?}");
+    }
+    // Meanwhile, and after, whole requests are answered.
+    let answer = reqwest::Client::new()
+        .get(format!("{url}/v1/runs"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(answer.status().as_u16(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_declared_length_over_the_limit_is_refused_before_the_body_is_sent() {
+    let dir = tempfile::tempdir().expect("dir");
+    let url = serve(dir.path(), weft_server::DEFAULT_HEADER_TIMEOUT).await;
+    for authorization in [format!("Authorization: Bearer {TOKEN}\r\n"), String::new()] {
+        let request = format!(
+            "POST /v1/runs HTTP/1.1\r\nHost: x\r\n{authorization}Content-Length: 99999999999\r\n\r\n"
+        );
+        // Answered and closed well before the body timeout would have passed.
+        let answer = raw(&url, &request, Duration::from_millis(900))
+            .await
+            .expect("answered at once");
+        let (status, content_type, body) = parse_answer(&answer);
+        assert_eq!(
+            (status, content_type.as_str()),
+            (413, "application/json"),
+            "{answer}"
+        );
+        let body: Value = serde_json::from_str(&body).expect("JSON");
+        assert_eq!(body["code"], "too_large", "{body}");
+    }
+    // Just at the limit, it is read.
+    let body = format!(
+        "{{\"flow\": \"echo\", \"input\": \"{}\"}}",
+        "x".repeat(4000)
+    );
+    let body = format!("{body:<4096}");
+    let answer = reqwest::Client::new()
+        .post(format!("{url}/v1/runs"))
+        .bearer_auth(TOKEN)
+        .body(body)
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(answer.status().as_u16(), 201);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn several_authorization_headers_are_refused_whichever_comes_first() {
+    let dir = tempfile::tempdir().expect("dir");
+    let url = serve(dir.path(), weft_server::DEFAULT_HEADER_TIMEOUT).await;
+    let http = reqwest::Client::new();
+    let wrong = "wrong-token-0123456789";
+    for tokens in [[TOKEN, wrong], [wrong, TOKEN], [TOKEN, TOKEN]] {
+        let answer = http
+            .get(format!("{url}/v1/runs"))
+            .bearer_auth(tokens[0])
+            .bearer_auth(tokens[1])
+            .send()
+            .await
+            .expect("an answer");
+        assert_eq!(answer.status().as_u16(), 400, "{tokens:?}");
+        let body: Value = answer.json().await.expect("JSON");
+        assert_eq!(body["code"], "bad_request", "{body}");
+        assert!(
+            body["message"]
+                .as_str()
+                .is_some_and(|message| message.contains("Authorization")),
+            "{body}"
+        );
+    }
+    let answer = http
+        .get(format!("{url}/v1/runs"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(answer.status().as_u16(), 200);
 }

@@ -46,9 +46,10 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<Exit> {
     // The address first on stdout, so a script (or a test on port 0) can read it.
     output::out(&format!("http://{address}\n"))?;
     let config = ServeConfig {
-        flows_dir: args.flows.clone(),
-        tokens,
         max_body: args.max_body.unwrap_or(DEFAULT_MAX_BODY),
+        header_timeout: Duration::from_secs(args.header_timeout),
+        body_timeout: Duration::from_secs(args.body_timeout),
+        ..ServeConfig::new(args.flows.clone(), tokens)
     };
     weft_server::serve(listener, weft, config, stop_signal(), SHUTDOWN_GRACE)
         .await

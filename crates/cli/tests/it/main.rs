@@ -16,3 +16,5 @@ mod postgres;
 #[cfg(unix)]
 mod restate;
 mod serve;
+#[cfg(unix)]
+mod serve_limits;

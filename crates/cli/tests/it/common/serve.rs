@@ -3,7 +3,7 @@
 //! tokens, and called over real HTTP.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -30,6 +30,17 @@ impl Drop for Server {
 
 impl Server {
     pub fn start(sandbox: &Sandbox, extra: &[&str], llm: Option<&ScriptedLlm>) -> Server {
+        Server::start_with(sandbox, extra, llm, None)
+    }
+
+    /// With `open_files`, the server may have at most that many file descriptors open
+    /// (`ulimit -n`): sockets, its store's files, everything.
+    pub fn start_with(
+        sandbox: &Sandbox,
+        extra: &[&str],
+        llm: Option<&ScriptedLlm>,
+        open_files: Option<u32>,
+    ) -> Server {
         let flows = sandbox.dir.path().join("flows");
         std::fs::create_dir_all(&flows).expect("flows");
         std::fs::write(
@@ -50,8 +61,11 @@ impl Server {
         ];
         args.extend(extra.iter().map(|arg| arg.to_string()));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mut child = sandbox
-            .command(&args, llm)
+        let mut command = sandbox.command(&args, llm);
+        if let Some(limit) = open_files {
+            command = limited(&command, limit);
+        }
+        let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -120,4 +134,24 @@ impl Server {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+}
+
+/// `command` run by a shell that first lowers the number of files it may open to `limit`.
+fn limited(command: &Command, limit: u32) -> Command {
+    let mut shell = Command::new("sh");
+    shell
+        .arg("-c")
+        .arg(format!("ulimit -n {limit} && exec \"$0\" \"$@\""))
+        .arg(command.get_program())
+        .args(command.get_args());
+    for (name, value) in command.get_envs() {
+        match value {
+            Some(value) => shell.env(name, value),
+            None => shell.env_remove(name),
+        };
+    }
+    if let Some(dir) = command.get_current_dir() {
+        shell.current_dir(dir);
+    }
+    shell
 }
