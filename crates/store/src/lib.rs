@@ -37,6 +37,7 @@ mod schema;
 mod sql;
 mod sqlite;
 mod writer;
+pub use writer::OUTAGE_LIMIT;
 
 pub use llm_calls::{CallUsage, RecordedCall};
 pub use postgresql::{is_postgres_url, redacted as shown_location};
@@ -738,6 +739,12 @@ impl Store {
             Some(err) => Err(err),
             None => Ok(()),
         }
+    }
+
+    /// Whether the store is waiting for its database server to come back, its writes kept
+    /// (at most [`OUTAGE_LIMIT`]): a run starts no step meanwhile.
+    pub fn in_outage(&self) -> bool {
+        self.inner.shared.in_outage()
     }
 
     /// [`Store::flush`] for async callers. On SQLite the task commits what is queued itself

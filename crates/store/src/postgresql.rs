@@ -371,6 +371,10 @@ impl Db for PostgresDb {
         Ok(self.client().batch_execute(sql)?)
     }
 
+    fn connection_lost(&mut self) -> bool {
+        self.client().is_closed()
+    }
+
     fn begin(&mut self) -> Result<(), StoreError> {
         self.in_transaction = false;
         self.once_more_if_closed(|db| db.batch("BEGIN"))?;

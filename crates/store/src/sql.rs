@@ -139,6 +139,13 @@ pub(super) enum Dialect {
 pub(super) trait Db: Send {
     fn dialect(&self) -> Dialect;
 
+    /// Whether the connection to the database server is gone (the server stopped or
+    /// restarted, the network failed): what failed may succeed once it is back. Never for a
+    /// file.
+    fn connection_lost(&mut self) -> bool {
+        false
+    }
+
     /// Runs one statement; returns the number of rows it changed.
     fn execute(&mut self, sql: &'static str, params: &[Param<'_>]) -> Result<u64, StoreError>;
 

@@ -1,6 +1,7 @@
 //! The store's writes: queued, then applied in order, many at a time in one transaction, by the
 //! writer thread or by a caller that waits for them.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::Instant;
@@ -35,6 +36,15 @@ pub(super) const RUN_STATEMENTS: &[&str] = &[
 /// How long a queued write waits for more before the writer thread commits it (a caller that
 /// waits for it commits at once).
 const GATHER: std::time::Duration = std::time::Duration::from_micros(300);
+
+/// How long a commit waits for a database server that went away (a restart, a failover, a
+/// network cut) to come back, keeping its writes, before it gives them up. Meanwhile runs start
+/// no step (see [`crate::Store::in_outage`]): nothing they would print or pay for is lost.
+pub const OUTAGE_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The first wait before trying a lost connection again; doubled up to [`OUTAGE_RETRY_MAX`].
+const OUTAGE_RETRY_FIRST: std::time::Duration = std::time::Duration::from_millis(100);
+const OUTAGE_RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A new run's row, with its values already serialized.
 pub(super) struct CreateRun {
@@ -298,6 +308,8 @@ impl Reply {
 pub(super) struct Shared {
     queue: Mutex<Queue>,
     connection: Mutex<Connection>,
+    /// Set while a commit waits for the database server to come back (see [`OUTAGE_LIMIT`]).
+    outage: AtomicBool,
 }
 
 #[derive(Default)]
@@ -349,7 +361,13 @@ impl Shared {
                 first_error: None,
                 spare: Vec::new(),
             }),
+            outage: AtomicBool::new(false),
         }
+    }
+
+    /// Whether a commit is waiting for the database server to come back.
+    pub(super) fn in_outage(&self) -> bool {
+        self.outage.load(Ordering::Relaxed)
     }
 
     fn queue(&self) -> MutexGuard<'_, Queue> {
@@ -483,16 +501,16 @@ impl Shared {
                     Message::Write(write) => {
                         pending.push(write);
                         if pending.len() >= MAX_BATCH {
-                            commit(db, &mut pending, first_error, owner);
+                            commit(db, &mut pending, first_error, owner, &self.outage);
                         }
                     }
                     Message::Sync { reply, take_error } => {
-                        commit(db, &mut pending, first_error, owner);
+                        commit(db, &mut pending, first_error, owner, &self.outage);
                         reply.send(if take_error { first_error.take() } else { None });
                     }
                 }
             }
-            commit(db, &mut pending, first_error, owner);
+            commit(db, &mut pending, first_error, owner, &self.outage);
         }
     }
 
@@ -589,6 +607,7 @@ fn commit(
     pending: &mut Vec<Write>,
     first_error: &mut Option<StoreError>,
     owner: &str,
+    outage: &AtomicBool,
 ) {
     if pending.is_empty() {
         return;
@@ -602,6 +621,10 @@ fn commit(
     // again with each write in a savepoint of its own, so that the others still commit (the
     // savepoints cost a round trip each, so only a failing batch pays for them).
     let mut each_isolated = false;
+    // A batch that failed because the server went away is kept and tried again once it is
+    // back, within OUTAGE_LIMIT.
+    let mut outage_began: Option<Instant> = None;
+    let mut retry_after = OUTAGE_RETRY_FIRST;
     let result = loop {
         failures.clear();
         applied.fill(false);
@@ -639,13 +662,36 @@ fn commit(
             .iter()
             .any(|(_, err)| !matches!(err, StoreError::EventNotAfter { .. }));
         let retry = db.dialect() == Dialect::Postgres && !each_isolated && aborted;
+        let result = if retry || attempt.is_err() {
+            attempt
+        } else {
+            db.commit()
+        };
+        let within_limit = outage_began.is_none_or(|began| began.elapsed() < OUTAGE_LIMIT);
+        if (result.is_err() || aborted) && within_limit && db.connection_lost() {
+            let _ = db.rollback();
+            if outage_began.is_none() {
+                tracing::warn!(
+                    "the run store's database server went away; keeping {count} writes until it is back"
+                );
+                outage.store(true, Ordering::Relaxed);
+                outage_began = Some(Instant::now());
+            }
+            std::thread::sleep(retry_after);
+            retry_after = (retry_after * 2).min(OUTAGE_RETRY_MAX);
+            each_isolated = false;
+            continue;
+        }
         if retry {
             let _ = db.rollback();
             each_isolated = true;
             continue;
         }
-        break attempt.and_then(|()| db.commit());
+        break result;
     };
+    if outage_began.is_some() {
+        outage.store(false, Ordering::Relaxed);
+    }
     match result {
         Ok(()) => {
             let mut published: Vec<&EventListener> = Vec::new();
@@ -673,9 +719,13 @@ fn commit(
             let _ = db.rollback();
             failures.push((
                 count,
-                err.with_action(format!(
-                    "committing {count} queued writes failed; they are lost"
-                )),
+                err.with_action(match outage_began {
+                    Some(began) => format!(
+                        "the database server was unreachable for {} s: {count} queued writes were given up",
+                        began.elapsed().as_secs()
+                    ),
+                    None => format!("committing {count} queued writes failed; they are lost"),
+                }),
             ));
         }
     }

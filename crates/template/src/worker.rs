@@ -118,7 +118,12 @@ pub(crate) fn render(work: Work, limits: &RenderLimits) -> Result<String, Templa
                     PARKED.fetch_add(1, Ordering::Relaxed);
                     return Err(TemplateError::TooMuchMemory);
                 }
-                if limits.cancel.is_cancelled() || crate::stop::requested() {
+                if crate::stop::requested() {
+                    // As a render's checkpoint does: the host's task that would cancel the run
+                    // may not run while this thread waits.
+                    limits.cancel.cancel();
+                }
+                if limits.cancel.is_cancelled() {
                     give_up(exhausted, answer);
                     return Err(TemplateError::Cancelled);
                 }

@@ -25,6 +25,9 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct PostgresServer {
     port: u16,
     next_database: AtomicUsize,
+    /// The server's directory: its data, socket, log, process id, and the `hold` file that
+    /// keeps the watchdog from starting it again ([`PostgresServer::outage`]).
+    dir: PathBuf,
 }
 
 impl PostgresServer {
@@ -73,10 +76,16 @@ impl PostgresServer {
             data = path_text(&data)?,
             dir = path_text(&dir)?,
         );
-        // Ends the server (fast shutdown) and removes its files once this process is gone.
+        // Starts the server again when it stopped, unless a `hold` file says to wait (an outage,
+        // see `outage`); ends it (fast shutdown) and removes its files once this process is
+        // gone.
         let watchdog = format!(
-            "{server} >{dir}/server.log 2>&1 & server=$!; \
-             while kill -0 {me} 2>/dev/null && kill -0 $server 2>/dev/null; do sleep 0.2; done; \
+            "while kill -0 {me} 2>/dev/null; do \
+               if [ ! -e {dir}/hold ]; then \
+                 {server} >>{dir}/server.log 2>&1 & server=$!; echo $server >{dir}/server.pid; \
+                 while kill -0 {me} 2>/dev/null && kill -0 $server 2>/dev/null; do sleep 0.1; done; \
+               fi; sleep 0.05; \
+             done; \
              kill -INT $server 2>/dev/null; wait $server; rm -rf {dir}",
             dir = path_text(&dir)?,
             me = std::process::id(),
@@ -91,22 +100,59 @@ impl PostgresServer {
         let server = PostgresServer {
             port,
             next_database: AtomicUsize::new(0),
+            dir: dir.clone(),
         };
+        server.wait_until_up()?;
+        Ok(server)
+    }
+
+    /// Waits until the server accepts connections.
+    fn wait_until_up(&self) -> Result<(), String> {
         let started = Instant::now();
         loop {
-            match on_own_thread(|| connect(&server.url("postgres")).map(drop)) {
-                Ok(_) => return Ok(server),
+            match on_own_thread(|| connect(&self.url("postgres")).map(drop)) {
+                Ok(_) => return Ok(()),
                 Err(_) if started.elapsed() < START_TIMEOUT => {
                     std::thread::sleep(Duration::from_millis(50));
                 }
                 Err(error) => {
-                    let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
+                    let log =
+                        std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
                     return Err(format!(
                         "the server did not accept connections: {error}\n{log}"
                     ));
                 }
             }
         }
+    }
+
+    /// Stops the server (fast shutdown: its connections are cut) for `down`, then starts it
+    /// again and waits until it accepts connections: a database outage, as a restart or a
+    /// failover makes one. For a server of one's own ([`PostgresServer::start`]), not the
+    /// shared one.
+    pub fn outage(&self, down: Duration) -> Result<(), String> {
+        let hold = self.dir.join("hold");
+        std::fs::write(&hold, b"").map_err(|error| format!("{}: {error}", hold.display()))?;
+        let pid_file = self.dir.join("server.pid");
+        let pid = std::fs::read_to_string(&pid_file)
+            .map_err(|error| format!("{}: {error}", pid_file.display()))?;
+        let pid = pid.trim();
+        run(Command::new("kill").args(["-INT", pid]))?;
+        let started = Instant::now();
+        while Command::new("kill")
+            .args(["-0", pid])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+        {
+            if started.elapsed() > START_TIMEOUT {
+                return Err(format!("the server (process {pid}) did not stop"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(down);
+        std::fs::remove_file(&hold).map_err(|error| format!("{}: {error}", hold.display()))?;
+        self.wait_until_up()
     }
 
     /// The connection URL of database `name`.

@@ -127,3 +127,74 @@ fn a_postgres_server_that_does_not_answer_is_named_without_its_password() {
     assert!(!ran.stderr.contains("pg-secret"), "{ran:?}");
     assert!(!ran.stdout.contains("pg-secret"), "{ran:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_postgres_outage_mid_run_loses_nothing_and_asks_nothing_twice() {
+    use weft_scripted_llm::{Reply, Script, ScriptedLlm};
+    // A server of its own: the test stops and starts it.
+    let server = tokio::task::spawn_blocking(weft_test_postgres::PostgresServer::start)
+        .await
+        .expect("join")
+        .expect("a PostgreSQL server");
+    let server = std::sync::Arc::new(server);
+    let db = {
+        let server = std::sync::Arc::clone(&server);
+        tokio::task::spawn_blocking(move || server.new_database())
+            .await
+            .expect("join")
+    };
+    let llm = ScriptedLlm::start(Script::always(Reply::Slow {
+        delay_ms: 700,
+        content: "said".into(),
+    }))
+    .await
+    .expect("scripted LLM");
+    let sandbox = Sandbox::new();
+    let agent = |id: &str, x: u32| {
+        serde_json::json!({"id": id, "type": "agent", "position": {"x": x, "y": 0},
+            "data": {"model": "gpt-4o-mini", "userPrompt": "{{ PREVIOUS_OUTPUT }}"}})
+    };
+    let flow = sandbox.flow(
+        "four.json",
+        &serde_json::json!({"version": 1, "name": "four", "nodes": [
+            {"id": "start", "type": "start", "position": {"x": 0, "y": 0}, "data": {"initialInput": "go"}},
+            agent("a1", 1), agent("a2", 2), agent("a3", 3), agent("a4", 4)],
+            "edges": [{"id": "e1", "source": "start", "target": "a1"},
+                      {"id": "e2", "source": "a1", "target": "a2"},
+                      {"id": "e3", "source": "a2", "target": "a3"},
+                      {"id": "e4", "source": "a3", "target": "a4"}]}),
+    );
+    // The server goes away for 3 s while the first agent is answering, as a restart or a
+    // failover would take it.
+    let outage = {
+        let server = std::sync::Arc::clone(&server);
+        tokio::task::spawn_blocking(move || {
+            std::thread::sleep(std::time::Duration::from_millis(400));
+            server.outage(std::time::Duration::from_secs(3))
+        })
+    };
+    let ran = sandbox
+        .run_with(&["run", &flow, "--db", &db, "--events"], &llm)
+        .await;
+    outage.await.expect("join").expect("the outage");
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(
+        ran.stdout
+            .lines()
+            .last()
+            .map(|line| line.contains("run_end")),
+        Some(true)
+    );
+    // Each agent asked once: nothing was asked again for an answer the store lost.
+    assert_eq!(llm.requests().len(), 4, "{ran:?}");
+
+    // Everything printed was stored.
+    let id = run_id_of(&ran.stdout);
+    let shown = sandbox.run(&["show", &id, "--db", &db, "--json"]);
+    assert_eq!(shown.code, Some(0), "{shown:?}");
+    let shown: Value = serde_json::from_str(&shown.stdout).expect("show JSON");
+    assert_eq!(shown["run"]["summary"]["status"], "completed", "{shown}");
+    let printed = ran.stdout.lines().count();
+    let stored = shown["events"].as_array().map_or(0, Vec::len);
+    assert_eq!(stored, printed, "{shown}");
+}

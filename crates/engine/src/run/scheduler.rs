@@ -368,6 +368,16 @@ impl Scheduler {
         }
         loop {
             while self.status == RunStatus::Running && !self.queue.is_empty() {
+                // A store waiting for its database server to come back: no step starts (to
+                // print or pay for what could not be kept) until what the run did is stored.
+                if self.ctx.store().in_outage()
+                    && let Err(error) = self.ctx.store().flushed().await
+                {
+                    self.fail_quietly(format!(
+                        "the run stopped: the run store could not keep what it did ({error})"
+                    ));
+                    break;
+                }
                 // Everything queued became ready while the run was running, so it all starts,
                 // as concurrent branches do; only a step that waits for a person, reached after
                 // one has paused the run, waits in the queue (seed 003).
