@@ -52,45 +52,25 @@ pub const MAX_TOKENS_FILE_BYTES: u64 = 32 * 1024 * 1024;
 impl Tokens {
     /// Reads `name:token` lines (blank lines and `#` comments skipped) from a regular file of
     /// at most [`MAX_TOKENS_FILE_BYTES`]: a FIFO, which would block opening it, or a device
-    /// such as `/dev/zero`, which would be read without end, is refused.
+    /// such as `/dev/zero`, which would be read without end, is refused (read as flow files
+    /// are, by [`weft_flow::read_text_file`]).
     pub fn load(path: &Path) -> Result<Tokens, TokensError> {
-        use std::io::Read as _;
         let shown = path.display().to_string();
-        let read_error = |error: std::io::Error| TokensError::Read {
-            path: shown.clone(),
-            message: error.to_string(),
-        };
-        // Looked at before it is opened: opening a FIFO waits for a writer.
-        let regular = |metadata: std::fs::Metadata| {
-            if !metadata.is_file() {
-                Err(TokensError::NotAFile {
+        let text =
+            weft_flow::read_text_file(path, MAX_TOKENS_FILE_BYTES).map_err(|error| match error
+                .kind()
+            {
+                std::io::ErrorKind::InvalidInput => TokensError::NotAFile {
                     path: shown.clone(),
-                })
-            } else if metadata.len() > MAX_TOKENS_FILE_BYTES {
-                Err(TokensError::TooLarge {
+                },
+                std::io::ErrorKind::FileTooLarge => TokensError::TooLarge {
                     path: shown.clone(),
-                })
-            } else {
-                Ok(metadata.len())
-            }
-        };
-        regular(std::fs::metadata(path).map_err(read_error)?)?;
-        let file = std::fs::File::open(path).map_err(read_error)?;
-        // And what was opened, in case the path was replaced in between.
-        let size = regular(file.metadata().map_err(read_error)?)?;
-        let mut bytes = Vec::with_capacity(size as usize + 1);
-        file.take(MAX_TOKENS_FILE_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(read_error)?;
-        if bytes.len() as u64 > MAX_TOKENS_FILE_BYTES {
-            return Err(TokensError::TooLarge { path: shown });
-        }
-        let text = String::from_utf8(bytes).map_err(|_| {
-            read_error(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "the file is not UTF-8 text",
-            ))
-        })?;
+                },
+                _ => TokensError::Read {
+                    path: shown.clone(),
+                    message: error.to_string(),
+                },
+            })?;
         Tokens::parse(&text, &shown)
     }
 
