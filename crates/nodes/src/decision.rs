@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use weft_template::output_text;
 
+/// What `{{ approval.by }}` reads when nobody is known to have decided.
+pub const UNKNOWN_DECIDER: &str = "unknown";
+
 /// One question of an approval's form.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
@@ -143,16 +146,22 @@ impl Decision {
         }
         value.insert("decision".into(), Value::from(self.decision.handle()));
         value.insert("note".into(), Value::from(self.note.clone()));
+        // Named even when nobody is known (no name in Settings, no WEFT_USER or USER): a
+        // template reads "unknown", never a null printed as `None`.
         value.insert(
             "by".into(),
-            self.by.clone().map_or(Value::Null, Value::String),
+            Value::String(
+                self.by
+                    .clone()
+                    .unwrap_or_else(|| UNKNOWN_DECIDER.to_string()),
+            ),
         );
         value.insert("at".into(), Value::from(at));
         Value::Object(value)
     }
 
     /// The decision as its `input_received` event says it: what `{{ approval }}` has but the
-    /// time (the event's own) and an unknown decider.
+    /// time (the event's own) and an unknown decider's stand-in name.
     pub fn event_content(&self) -> Value {
         let mut value = self.to_value_at("");
         if let Value::Object(fields) = &mut value {
@@ -195,7 +204,8 @@ impl Decision {
             let answer =
                 match (answer, field.kind) {
                     (None, FormFieldKind::Draft) => Some(Value::String(output_text(draft))),
-                    (None, _) if field.required => {
+                    // Required answers are what approving needs; a rejection needs none.
+                    (None, _) if field.required && self.decision == DecisionChoice::Approve => {
                         return Err(format!("`{}` needs an answer", field.name));
                     }
                     // Unanswered, it is still a name templates can use.
@@ -393,6 +403,31 @@ mod tests {
         assert_eq!(decision.note, "too long: cut it");
         assert!(Decision::parse_for_node("review").is_err());
         assert!(Decision::parse_for_node("=approve").is_err());
+    }
+
+    #[test]
+    fn a_rejection_needs_no_required_answer_and_an_unknown_decider_is_named() {
+        let fields = vec![FormField {
+            name: "tone".into(),
+            kind: FormFieldKind::Choice,
+            options: vec!["warm".into(), "formal".into()],
+            required: true,
+            ..FormField::default()
+        }];
+        let draft = json!("Dear Ada, ...");
+        let rejected = Decision::parse("reject", "not now")
+            .expect("ok")
+            .checked(&fields, &draft)
+            .expect("a rejection leaves required fields empty");
+        let value = rejected.to_value_at("2026-11-27T10:00:00.000Z");
+        assert_eq!(value["decision"], "reject");
+        assert_eq!(value["tone"], "");
+        assert_eq!(value["by"], "unknown");
+        let error = Decision::parse("approve", "")
+            .expect("ok")
+            .checked(&fields, &draft)
+            .expect_err("approving needs it");
+        assert!(error.contains("`tone` needs an answer"), "{error}");
     }
 
     #[test]
