@@ -1184,3 +1184,27 @@ fn a_refused_flow_creates_no_store_and_a_file_that_is_not_one_is_named() {
         "{runs:?}"
     );
 }
+
+#[test]
+fn a_misspelt_key_is_a_warning_in_validate_and_run_and_the_run_goes_on() {
+    let sandbox = Sandbox::new();
+    let flow = json!({"version": 1, "name": "typo", "settings": {"maxNodeVisit": 3},
+        "nodes": [node("start", "start", json!({"initialInput": "x"})),
+                  node("t", "template", json!({"template": "hi", "timeoutSecond": 3}))],
+        "edges": [edge("e", "start", "t", None)]});
+    let path = sandbox.flow("typo.json", &flow);
+    let warnings = [
+        "flow: warning: `settings.maxNodeVisit` is not a field of the flow's settings (did you mean `settings.maxNodeVisits`?); it is ignored",
+        "node t: warning: `timeoutSecond` is not a field of `template` nodes (did you mean `timeoutSeconds`?); it is ignored",
+    ];
+    let validated = sandbox.run(&["validate", &path]);
+    assert_eq!(validated.code, Some(0), "{validated:?}");
+    let ran = sandbox.run(&["run", &path, "--db", &sandbox.db_arg()]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout, "hi\n");
+    let told = format!("{}{}", validated.stdout, validated.stderr);
+    for warning in warnings {
+        assert!(told.contains(warning), "{validated:?}");
+        assert!(ran.stderr.contains(warning), "{ran:?}");
+    }
+}
