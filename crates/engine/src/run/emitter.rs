@@ -151,10 +151,8 @@ impl Emitter {
         from: Option<&str>,
         usage: Option<Usage>,
     ) {
-        let event = self.numbered(kind, node_id, content, from, usage);
-        self.log
-            .store
-            .append_event(event, self.log.listener.clone());
+        let event = self.unnumbered(kind, node_id, content, from, usage);
+        self.send_numbered(event);
     }
 
     /// Emits an event that announces a pause (`wait_input`) once the pause itself is stored
@@ -170,32 +168,22 @@ impl Emitter {
     /// or when it did not pause after all (a sibling failed it).
     pub(crate) fn release_held(&self) {
         let held = std::mem::take(&mut *lock(&self.log.held));
-        for mut event in held {
-            let mut next_seq = lock(&self.log.next_seq);
-            event.seq = *next_seq;
-            event.ts = now_shared();
-            *next_seq += 1;
-            drop(next_seq);
-            self.log
-                .store
-                .append_event(event, self.log.listener.clone());
+        for event in held {
+            self.send_numbered(event);
         }
     }
 
-    fn numbered(
-        &self,
-        kind: EventType,
-        node_id: Option<&str>,
-        content: String,
-        from: Option<&str>,
-        usage: Option<Usage>,
-    ) -> RunEvent {
-        // Numbered and dated under one lock: the seq and time of a run's events agree.
+    /// Numbers, dates and queues `event` under one lock: the store takes a run's events in
+    /// order, so two steps emitting at once must queue them in the order they were numbered
+    /// (and a held event is dated when it is sent).
+    fn send_numbered(&self, mut event: RunEvent) {
         let mut next_seq = lock(&self.log.next_seq);
-        let mut event = self.unnumbered(kind, node_id, content, from, usage);
         event.seq = *next_seq;
+        event.ts = now_shared();
         *next_seq += 1;
-        event
+        self.log
+            .store
+            .append_event(event, self.log.listener.clone());
     }
 
     /// An event of this emitter's run, numbered 0.
