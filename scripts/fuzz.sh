@@ -17,3 +17,6 @@ echo "== fuzz: $WEFT_FUZZ_CASES cases per property, seed $WEFT_FUZZ_SEED"
 cargo test --release --locked -p weft-engine --test it fuzz::
 cargo test --release --locked -p weft-template --lib fuzz
 cargo test --release --locked -p weft-testing --lib fuzz
+cargo test --release --locked -p weft-history --lib fuzz
+cargo test --release --locked -p weft-server --lib fuzz
+cargo test --release --locked -p weft-server --test fuzz

@@ -578,3 +578,273 @@ mod tests {
         assert_eq!(usd_text(0.000_045), "$0.000045");
     }
 }
+
+/// Property tests over the prices file (`WEFT_PRICES`): random bytes, and the shipped table and
+/// small ones mutated at random (as JSON and as text), must load into exactly the file's models
+/// at the file's prices, or fail with an error naming the file; never panic.
+///
+/// As in `crates/engine/tests/it/fuzz.rs`, the test command runs a fixed number of cases from a
+/// fixed seed; `scripts/fuzz.sh` runs many more from random seeds (`WEFT_FUZZ_CASES`,
+/// `WEFT_FUZZ_SEED=random`), each case in a child process that catches aborts and hangs.
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
+    use proptest::sample::Index;
+    use proptest::test_runner::RngSeed;
+    use serde_json::json;
+
+    use super::*;
+
+    /// `cases` cases from the seed of `WEFT_FUZZ_SEED` (a number, or `random`), else a fixed
+    /// one; `WEFT_FUZZ_CASES` overrides the count.
+    fn config(cases: u32) -> ProptestConfig {
+        let variable = |name| std::env::var(name).ok();
+        let rng_seed = match variable("WEFT_FUZZ_SEED").as_deref() {
+            Some("random") => RngSeed::Random,
+            Some(seed) => RngSeed::Fixed(seed.parse().expect("WEFT_FUZZ_SEED is a number")),
+            None => RngSeed::Fixed(0x9_71ce_f11e),
+        };
+        ProptestConfig {
+            cases: variable("WEFT_FUZZ_CASES").map_or(cases, |n| n.parse().expect("a count")),
+            rng_seed,
+            ..ProptestConfig::default()
+        }
+    }
+
+    /// Valid tables to mutate: the shipped one, and small ones.
+    fn examples() -> Vec<String> {
+        vec![
+            SHIPPED.to_string(),
+            json!({"openai/gpt-4o-mini": {"input": 1, "output": 2}}).to_string(),
+            json!({"ollama/llama3": {"input": 0, "output": 0}, "a/b": {"output": 0.5, "input": 1e-9}})
+                .to_string(),
+            "{}".to_string(),
+        ]
+    }
+
+    /// Values that might break the reader.
+    fn hostile_value() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(json!(null)),
+            Just(json!(true)),
+            Just(json!(-1)),
+            Just(json!(-0.0)),
+            Just(json!(0)),
+            Just(json!(u64::MAX)),
+            Just(json!(i64::MIN)),
+            Just(json!(f64::MAX)),
+            Just(json!(f64::MIN_POSITIVE)),
+            Just(json!("")),
+            Just(json!("1")),
+            Just(json!("/")),
+            Just(json!("\u{0}\u{202e}\u{fffd}é")),
+            Just(json!([])),
+            Just(json!({})),
+            Just(json!([1, 2])),
+            Just(json!({"input": 1})),
+            Just(json!({"input": 1, "output": 2})),
+            Just(json!({"input": 1, "output": 2, "cached": 3})),
+            Just(json!({"openai/x": {"input": 1, "output": 2}})),
+            ".{0,20}".prop_map(Value::String),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_map(|number| json!(number)),
+        ]
+    }
+
+    /// One change to a JSON document at a place picked at random: a value replaced or removed,
+    /// or a key renamed.
+    #[derive(Debug, Clone)]
+    enum Change {
+        Replace(Index, Value),
+        Rename(Index, String),
+        Remove(Index),
+    }
+
+    fn change() -> impl Strategy<Value = Change> {
+        let key = prop_oneof![
+            Just("input".to_string()),
+            Just("output".to_string()),
+            Just("openai/gpt-4o".to_string()),
+            Just("gpt-4o".to_string()),
+            Just(String::new()),
+            ".{0,12}",
+        ];
+        prop_oneof![
+            3 => (any::<Index>(), hostile_value()).prop_map(|(at, value)| Change::Replace(at, value)),
+            1 => (any::<Index>(), key).prop_map(|(at, key)| Change::Rename(at, key)),
+            1 => any::<Index>().prop_map(Change::Remove),
+        ]
+    }
+
+    /// Every place in `value` (the keys and indexes from the root), in pre-order.
+    fn places(value: &Value) -> Vec<Vec<Value>> {
+        fn walk(value: &Value, path: &mut Vec<Value>, out: &mut Vec<Vec<Value>>) {
+            out.push(path.clone());
+            match value {
+                Value::Object(map) => {
+                    for (key, child) in map {
+                        path.push(json!(key));
+                        walk(child, path, out);
+                        path.pop();
+                    }
+                }
+                Value::Array(items) => {
+                    for (index, child) in items.iter().enumerate() {
+                        path.push(json!(index));
+                        walk(child, path, out);
+                        path.pop();
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        walk(value, &mut Vec::new(), &mut out);
+        out
+    }
+
+    fn get_mut<'a>(value: &'a mut Value, path: &[Value]) -> Option<&'a mut Value> {
+        path.iter().try_fold(value, |current, part| match part {
+            Value::String(key) => current.get_mut(key.as_str()),
+            _ => current.get_mut(part.as_u64().unwrap_or_default() as usize),
+        })
+    }
+
+    fn apply(value: &mut Value, change: &Change) {
+        let places = places(value);
+        let pick = |index: &Index| places[index.index(places.len())].clone();
+        match change {
+            Change::Replace(at, replacement) => {
+                if let Some(target) = get_mut(value, &pick(at)) {
+                    *target = replacement.clone();
+                }
+            }
+            Change::Rename(at, new) => {
+                let path = pick(at);
+                if let Some((Value::String(old), parent)) = path.split_last()
+                    && let Some(Value::Object(map)) = get_mut(value, parent)
+                    && let Some(child) = map.remove(old)
+                {
+                    map.insert(new.clone(), child);
+                }
+            }
+            Change::Remove(at) => {
+                let path = pick(at);
+                let Some((last, parent)) = path.split_last() else {
+                    return;
+                };
+                match (get_mut(value, parent), last) {
+                    (Some(Value::Object(map)), Value::String(key)) => {
+                        map.remove(key);
+                    }
+                    (Some(Value::Array(items)), index) => {
+                        let index = index.as_u64().unwrap_or_default() as usize;
+                        if index < items.len() {
+                            items.remove(index);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// Writes `bytes` as a prices file and loads it over no prices: either exactly the file's
+    /// models at the file's prices, or an error naming the file and saying what is wrong.
+    fn load_and_check(bytes: &[u8]) -> Result<(), TestCaseError> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("prices.json");
+        std::fs::write(&path, bytes).expect("write the prices file");
+        let shown = path.display().to_string();
+        match Prices::none().with_file(&path) {
+            Ok(prices) => {
+                let value: Value =
+                    serde_json::from_slice(bytes).expect("a table that loads is JSON");
+                let models = value.as_object().expect("a table that loads is an object");
+                prop_assert_eq!(prices.by_model.len(), models.len());
+                for (model, written) in models {
+                    let price = prices.price(model);
+                    prop_assert!(price.is_some(), "`{}` was not loaded", model);
+                    let price = price.expect("checked");
+                    prop_assert_eq!(Some(price.input), written["input"].as_f64());
+                    prop_assert_eq!(Some(price.output), written["output"].as_f64());
+                    prop_assert!(price.input.is_finite() && price.input >= 0.0);
+                    prop_assert!(price.output.is_finite() && price.output >= 0.0);
+                    // Pricing with it, and showing the dollars, does not panic either.
+                    let usage = Usage {
+                        input_tokens: u64::from(u32::MAX),
+                        output_tokens: 1,
+                    };
+                    let _ = usd_text(price.of(usage));
+                }
+                // The same table, over the shipped prices, replaces theirs.
+                let over = Prices::shipped().with_file(&path).expect("loads again");
+                for model in models.keys() {
+                    prop_assert_eq!(over.price(model), prices.price(model));
+                }
+            }
+            Err(error) => {
+                let message = error.to_string();
+                prop_assert!(
+                    message.starts_with(&format!("prices in {shown}: ")),
+                    "an error naming no file: {}",
+                    message
+                );
+                prop_assert!(
+                    message.len() > format!("prices in {shown}: ").len(),
+                    "an error saying nothing: {}",
+                    message
+                );
+                // The same text, read as text, fails the same way, naming its origin.
+                if let Ok(text) = std::str::from_utf8(bytes) {
+                    let again = Prices::none()
+                        .with_text(text, Path::new("(a table)"))
+                        .expect_err("the same text fails again")
+                        .to_string();
+                    prop_assert!(again.starts_with("prices in (a table): "), "{}", again);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(config(256))]
+
+        #[test]
+        fn mutated_prices_json_loads_exactly_or_fails_naming_the_file(
+            example in any::<Index>(),
+            changes in prop::collection::vec(change(), 1..6),
+        ) {
+            let examples = examples();
+            let text = &examples[example.index(examples.len())];
+            let mut value: Value = serde_json::from_str(text).expect("an example is JSON");
+            for change in &changes {
+                apply(&mut value, change);
+            }
+            load_and_check(value.to_string().as_bytes())?;
+        }
+
+        #[test]
+        fn mutated_prices_text_loads_exactly_or_fails_naming_the_file(
+            example in any::<Index>(),
+            cut in any::<Index>(),
+            length in 0usize..64,
+            insert in prop::collection::vec(any::<u8>(), 0..16),
+        ) {
+            let examples = examples();
+            let mut bytes = examples[example.index(examples.len())].clone().into_bytes();
+            let at = cut.index(bytes.len() + 1);
+            let end = (at + length).min(bytes.len());
+            bytes.splice(at..end, insert);
+            load_and_check(&bytes)?;
+        }
+
+        #[test]
+        fn random_bytes_as_a_prices_file_fail_naming_the_file(
+            bytes in prop::collection::vec(any::<u8>(), 0..300),
+        ) {
+            load_and_check(&bytes)?;
+        }
+    }
+}

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path as UrlPath, Query, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequestParts, Path as UrlPath, Query, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
@@ -590,6 +590,27 @@ fn body_bytes(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     })
 }
 
+/// The one parameter of a route's path (a run's id, a flow's name), percent-decoded: a refusal
+/// is `{code, message}` as any other (one that is not UTF-8 once decoded is a 400).
+struct Segment(String);
+
+impl<S: Send + Sync> FromRequestParts<S> for Segment {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Segment, ApiError> {
+        match UrlPath::<String>::from_request_parts(parts, state).await {
+            Ok(UrlPath(value)) => Ok(Segment(value)),
+            Err(rejection) if rejection.status().is_client_error() => Err(ApiError::bad_request(
+                format!("the path: {}", rejection.body_text()),
+            )),
+            Err(rejection) => Err(ApiError::internal(rejection.body_text())),
+        }
+    }
+}
+
 /// What starts a run.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -698,7 +719,7 @@ async fn start_run(
 /// `POST /v1/hooks/{flow}`: the body (JSON, else text) is the run's input.
 async fn webhook(
     State(api): State<Arc<Api>>,
-    UrlPath(flow): UrlPath<String>,
+    Segment(flow): Segment,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Started>), ApiError> {
     let bytes = body_bytes(body)?;
@@ -732,7 +753,7 @@ async fn list_runs(
 
 async fn show_run(
     State(api): State<Arc<Api>>,
-    UrlPath(id): UrlPath<String>,
+    Segment(id): Segment,
 ) -> Result<Json<views::RunDetail>, ApiError> {
     Ok(Json(api.weft.run(&id).await?))
 }
@@ -746,7 +767,7 @@ async fn approvals(
 async fn decide(
     State(api): State<Arc<Api>>,
     Extension(caller): Extension<Caller>,
-    UrlPath(id): UrlPath<String>,
+    Segment(id): Segment,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Going>, ApiError> {
     let decision: Decision = json_body(body)?;
@@ -766,7 +787,7 @@ async fn decide(
 
 async fn cancel(
     State(api): State<Arc<Api>>,
-    UrlPath(id): UrlPath<String>,
+    Segment(id): Segment,
 ) -> Result<Json<weft_api::Cancelled>, ApiError> {
     Ok(Json(api.weft.cancel(&id, Some(api.wake())).await?))
 }
@@ -775,7 +796,7 @@ async fn cancel(
 /// one per SSE message; the stream ends after `run_end` or when the run pauses.
 async fn run_events(
     State(api): State<Arc<Api>>,
-    UrlPath(id): UrlPath<String>,
+    Segment(id): Segment,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     let run_id = {
         let store = api.weft.store().clone();

@@ -102,6 +102,16 @@ impl Tokens {
                     "the token of `{name}` is shorter than {MIN_TOKEN} characters"
                 )));
             }
+            // The server reads the token from an `Authorization` header, which carries printable
+            // ASCII, spaces and tabs only: a token with any other character could never be sent.
+            if !token
+                .chars()
+                .all(|character| character.is_ascii_graphic() || matches!(character, ' ' | '\t'))
+            {
+                return Err(refused(&format!(
+                    "the token of `{name}` has a character an `Authorization` header cannot carry (use printable ASCII)"
+                )));
+            }
             if !seen.insert(token) {
                 return Err(refused(&format!(
                     "the token of `{name}` is another name's too"
@@ -182,6 +192,40 @@ mod tests {
         }
     }
 
+    /// Found by the fuzz properties: such tokens loaded, and no request could present them (the
+    /// server reads the header as text, which it is only when printable ASCII).
+    #[test]
+    fn a_token_an_authorization_header_cannot_carry_is_refused() {
+        for text in [
+            "ada:0123456789abcdefé",
+            "ada:0123456789\u{0}abcdef",
+            "ada:0123456789\u{b}abcdef",
+            "ada:0123456789\u{7f}abcdef",
+        ] {
+            let error = Tokens::parse(text, "t").expect_err(text).to_string();
+            assert!(
+                error.contains("line 1: the token of `ada` has a character an `Authorization` header cannot carry"),
+                "{text:?}: {error}"
+            );
+            assert!(
+                !error.contains("0123456789"),
+                "no token in an error: {error}"
+            );
+        }
+        // Every printable ASCII character, spaces and tabs inside, are fine.
+        let printable: String = (' '..='~').collect();
+        let text = format!("ada: a\tb {printable}\nbo:{}", printable.trim());
+        let tokens = Tokens::parse(&text, "t").expect("tokens");
+        for (token, name) in [
+            (format!("a\tb {}", printable.trim_end()), "ada"),
+            (printable.trim().to_string(), "bo"),
+        ] {
+            let header =
+                axum::http::HeaderValue::from_str(&format!("Bearer {token}")).expect("a header");
+            assert_eq!(tokens.caller(header.to_str().expect("text")), Some(name));
+        }
+    }
+
     #[test]
     fn a_large_file_loads_and_a_token_twice_is_still_refused() {
         let count = 160_000;
@@ -227,5 +271,278 @@ mod tests {
         let fine = dir.path().join("tokens.txt");
         std::fs::write(&fine, "ada:0123456789abcdef0\n").expect("tokens");
         assert_eq!(Tokens::load(&fine).expect("tokens").names(), ["ada"]);
+    }
+}
+
+/// Property tests over the tokens file: files built line by line (valid lines, blank lines,
+/// comments, and lines wrong in each way) load into exactly their valid lines' tokens, or fail
+/// naming the file and the first wrong line; valid files mutated as text, and random bytes,
+/// load or fail naming the file, never panic.
+///
+/// As in `crates/engine/tests/it/fuzz.rs`, the test command runs a fixed number of cases from a
+/// fixed seed; `scripts/fuzz.sh` runs many more from random seeds (`WEFT_FUZZ_CASES`,
+/// `WEFT_FUZZ_SEED=random`), each case in a child process that catches aborts and hangs.
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
+    use proptest::sample::Index;
+    use proptest::test_runner::RngSeed;
+
+    use super::*;
+
+    /// `cases` cases from the seed of `WEFT_FUZZ_SEED` (a number, or `random`), else a fixed
+    /// one; `WEFT_FUZZ_CASES` overrides the count.
+    fn config(cases: u32) -> ProptestConfig {
+        let variable = |name| std::env::var(name).ok();
+        let rng_seed = match variable("WEFT_FUZZ_SEED").as_deref() {
+            Some("random") => RngSeed::Random,
+            Some(seed) => RngSeed::Fixed(seed.parse().expect("WEFT_FUZZ_SEED is a number")),
+            None => RngSeed::Fixed(0x70c3_f11e),
+        };
+        ProptestConfig {
+            cases: variable("WEFT_FUZZ_CASES").map_or(cases, |n| n.parse().expect("a count")),
+            rng_seed,
+            ..ProptestConfig::default()
+        }
+    }
+
+    /// One line of a tokens file, and what it is.
+    #[derive(Debug, Clone)]
+    enum Line {
+        /// Blank, or a comment: skipped.
+        Skipped(String),
+        /// `name:token` as written, the name and the token.
+        Valid(String, String, String),
+        /// The token of an earlier valid line (the `Index` picks it) given to `name`.
+        Again(String, Index),
+        /// Wrong whatever comes before it.
+        Wrong(String),
+    }
+
+    /// Spaces and tabs around a part of a line.
+    fn padding() -> impl Strategy<Value = String> {
+        prop_oneof![4 => Just(String::new()), 1 => "[ \t]{1,3}"]
+    }
+
+    fn name() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z][a-z0-9_.@-]{0,11}",
+            // Anything but a colon or a line break, not starting with a space or `#`.
+            "[^:#\\s][^:\r\n]{0,12}",
+        ]
+    }
+
+    fn token() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[A-Za-z0-9+/=_-]{16,40}",
+            // Colons and hashes are part of a token; so is anything after the first colon.
+            "[A-Za-z0-9:#]{16,24}",
+            "[^\\s][^\r\n]{14,30}[^\\s]",
+        ]
+    }
+
+    fn line() -> impl Strategy<Value = Line> {
+        prop_oneof![
+            1 => prop_oneof![
+                Just(String::new()),
+                "[ \t]{1,4}",
+                "[ \t]{0,2}#[^\r\n]{0,30}",
+            ]
+            .prop_map(Line::Skipped),
+            4 => (padding(), name(), padding(), padding(), token(), padding()).prop_map(
+                |(before, name, after, space, token, end)| {
+                    let text = format!("{before}{name}{after}:{space}{token}{end}");
+                    Line::Valid(text, name.trim().to_string(), token.trim().to_string())
+                }
+            ),
+            1 => (name(), any::<Index>()).prop_map(|(name, of)| Line::Again(name, of)),
+            1 => prop_oneof![
+                // No colon.
+                "[a-z0-9][^:\r\n]{0,30}",
+                // No name.
+                ("[ \t]{0,2}", token()).prop_map(|(space, token)| format!("{space}:{token}")),
+                // A token too short.
+                (name(), "[A-Za-z0-9]{0,15}").prop_map(|(name, token)| format!("{name}:{token}")),
+                (name(), "[^\r\n]{0,15}").prop_map(|(name, token)| format!("{name}:{token}")),
+            ]
+            .prop_map(Line::Wrong),
+        ]
+    }
+
+    /// What loading the lines must give: the names and tokens of the valid lines, or the number
+    /// of the first wrong line (`None` when no line is wrong but none is valid).
+    type Expected = Result<Vec<(String, String)>, Option<usize>>;
+
+    /// The file's text, and what it must load to.
+    fn file_of(lines: &[Line], ending: &str, last_ending: bool) -> (String, Expected) {
+        let mut texts = Vec::new();
+        let mut valid: Vec<(String, String)> = Vec::new();
+        let mut wrong = None;
+        for (index, line) in lines.iter().enumerate() {
+            let text = match line {
+                Line::Skipped(text) => text.clone(),
+                Line::Valid(text, name, token) => {
+                    // A token already given is wrong here (names may repeat).
+                    if valid.iter().any(|(_, known)| known == token) || !token_is_good(token) {
+                        wrong.get_or_insert(index + 1);
+                    } else {
+                        valid.push((name.clone(), token.clone()));
+                    }
+                    text.clone()
+                }
+                Line::Again(name, of) => match valid.get(of.index(valid.len().max(1))) {
+                    Some((_, token)) => {
+                        wrong.get_or_insert(index + 1);
+                        format!("{name}:{token}")
+                    }
+                    None => String::new(),
+                },
+                Line::Wrong(text) => {
+                    wrong.get_or_insert(index + 1);
+                    text.clone()
+                }
+            };
+            texts.push(text);
+        }
+        let mut text = texts.join(ending);
+        if last_ending && !texts.is_empty() {
+            text.push_str(ending);
+        }
+        let expected = match wrong {
+            Some(line) => Err(Some(line)),
+            None if valid.is_empty() => Err(None),
+            None => Ok(valid),
+        };
+        (text, expected)
+    }
+
+    /// Long enough, and of characters an `Authorization` header carries.
+    fn token_is_good(token: &str) -> bool {
+        token.chars().count() >= MIN_TOKEN
+            && token
+                .chars()
+                .all(|character| (' '..='~').contains(&character) || character == '\t')
+    }
+
+    /// What loading `text`, as a file and as text, gives: the same either way, each token known
+    /// by the name on its line, and an error that names the file (and the line, in range).
+    fn load(text: &[u8]) -> Result<Result<Tokens, TokensError>, TestCaseError> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("tokens.txt");
+        std::fs::write(&path, text).expect("write the tokens file");
+        let shown = path.display().to_string();
+        let loaded = Tokens::load(&path);
+        match &loaded {
+            Ok(tokens) => {
+                let parsed = Tokens::parse(std::str::from_utf8(text).expect("UTF-8"), &shown);
+                prop_assert_eq!(
+                    parsed.map(|parsed| parsed.entries).ok(),
+                    Some(tokens.entries.clone())
+                );
+                prop_assert!(!tokens.entries.is_empty());
+                for (name, token) in &tokens.entries {
+                    prop_assert!(!name.is_empty() && !name.contains(':'));
+                    prop_assert!(token_is_good(token));
+                    prop_assert_eq!(
+                        tokens.caller(&format!("Bearer {token}")),
+                        Some(name.as_str())
+                    );
+                    // As the server reads it: an `Authorization` header's value, as text.
+                    let header = axum::http::HeaderValue::from_str(&format!("Bearer {token}"));
+                    let sent = header.as_ref().ok().and_then(|value| value.to_str().ok());
+                    prop_assert_eq!(
+                        sent.and_then(|sent| tokens.caller(sent)),
+                        Some(name.as_str()),
+                        "the token of `{}` cannot be sent: {:?}",
+                        name,
+                        token
+                    );
+                    prop_assert_eq!(tokens.caller(token), None);
+                }
+                prop_assert_eq!(tokens.caller("Bearer "), None);
+                prop_assert_eq!(tokens.caller(""), None);
+            }
+            Err(error) => {
+                let message = error.to_string();
+                prop_assert!(
+                    message.contains(&format!("the tokens file {shown}")),
+                    "an error naming no file: {}",
+                    message
+                );
+                if let TokensError::Line { line, .. } = error {
+                    let lines = String::from_utf8_lossy(text).lines().count();
+                    prop_assert!((1..=lines).contains(line), "line {} of {}", line, lines);
+                    prop_assert!(message.contains(&format!(", line {line}: ")), "{}", message);
+                }
+                if let Ok(text) = std::str::from_utf8(text) {
+                    let parsed = Tokens::parse(text, &shown).expect_err("fails as text too");
+                    prop_assert_eq!(parsed.to_string(), message);
+                }
+            }
+        }
+        Ok(loaded)
+    }
+
+    proptest! {
+        #![proptest_config(config(256))]
+
+        #[test]
+        fn a_tokens_file_loads_exactly_its_valid_lines_or_names_the_first_wrong_one(
+            lines in prop::collection::vec(line(), 0..12),
+            crlf in any::<bool>(),
+            last_ending in any::<bool>(),
+        ) {
+            let ending = if crlf { "\r\n" } else { "\n" };
+            let (text, expected) = file_of(&lines, ending, last_ending);
+            let loaded = load(text.as_bytes())?;
+            match (loaded, expected) {
+                (Ok(tokens), Ok(valid)) => {
+                    prop_assert_eq!(tokens.entries, valid);
+                }
+                (Err(TokensError::Line { line, .. }), Err(Some(wrong))) => {
+                    prop_assert_eq!(line, wrong);
+                }
+                (Err(TokensError::Empty { .. }), Err(None)) => {}
+                (loaded, expected) => {
+                    prop_assert!(false, "{:?}: loaded {:?}, expected {:?}", text, loaded.map(|tokens| tokens.entries), expected);
+                }
+            }
+        }
+
+        #[test]
+        fn a_mutated_tokens_file_loads_or_fails_naming_the_file(
+            lines in prop::collection::vec(line(), 1..8),
+            cut in any::<Index>(),
+            length in 0usize..32,
+            insert in prop::collection::vec(any::<u8>(), 0..12),
+        ) {
+            let (text, _) = file_of(&lines, "\n", true);
+            let mut bytes = text.into_bytes();
+            let at = cut.index(bytes.len() + 1);
+            let end = (at + length).min(bytes.len());
+            bytes.splice(at..end, insert);
+            if let Ok(tokens) = load(&bytes)? {
+                // Exactly the lines that are neither blank nor comments, each a name and its
+                // token.
+                let text = String::from_utf8(bytes).expect("loaded, so UTF-8");
+                let lines: Vec<(String, String)> = text
+                    .lines()
+                    .map(str::trim)
+                    .filter(|line| !line.is_empty() && !line.starts_with('#'))
+                    .map(|line| {
+                        let (name, token) = line.split_once(':').expect("a colon");
+                        (name.trim().to_string(), token.trim().to_string())
+                    })
+                    .collect();
+                prop_assert_eq!(tokens.entries, lines);
+            }
+        }
+
+        #[test]
+        fn random_bytes_as_a_tokens_file_load_or_fail_naming_the_file(
+            bytes in prop::collection::vec(any::<u8>(), 0..300),
+        ) {
+            let _ = load(&bytes)?;
+        }
     }
 }

@@ -726,3 +726,97 @@ async fn several_authorization_headers_are_refused_whichever_comes_first() {
         .expect("an answer");
     assert_eq!(answer.status().as_u16(), 200);
 }
+
+/// Found by the fuzz properties: a path parameter that is not UTF-8 once decoded was refused
+/// with a `text/plain` 400 rather than `{code, message}`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_path_that_is_not_utf8_is_refused_with_a_json_error() {
+    let dir = tempfile::tempdir().expect("dir");
+    let url = serve(dir.path(), weft_server::DEFAULT_HEADER_TIMEOUT).await;
+    let http = reqwest::Client::new();
+    use reqwest::Method;
+    for (method, path) in [
+        (Method::POST, "/v1/hooks/%FF"),
+        (Method::POST, "/v1/hooks/echo%C0"),
+        (Method::GET, "/v1/runs/%FF"),
+        (Method::GET, "/v1/runs/%FF/events"),
+        (Method::POST, "/v1/runs/%FF/decision"),
+        (Method::POST, "/v1/runs/%FF/cancel"),
+    ] {
+        let (status, content_type, body) = call(
+            &http,
+            method.clone(),
+            &format!("{url}{path}"),
+            true,
+            Some("\"approve\""),
+        )
+        .await;
+        assert_eq!(
+            (status, content_type.as_str()),
+            (400, "application/json"),
+            "{method} {path}: {body}"
+        );
+        let body: Value = serde_json::from_str(&body).expect("JSON");
+        assert_eq!(body["code"], "bad_request", "{body}");
+        assert!(
+            body["message"]
+                .as_str()
+                .is_some_and(|message| message.contains("UTF-8")),
+            "{body}"
+        );
+    }
+}
+
+/// Found by the fuzz properties: a webhook's body as deep as a body may be was stored in its
+/// run's state deeper than the store read back, and the run, and every listing of approvals,
+/// answered 500 from then on.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_of_a_body_nested_as_deep_as_json_is_read_stays_readable() {
+    let dir = tempfile::tempdir().expect("dir");
+    let url = serve(dir.path(), weft_server::DEFAULT_HEADER_TIMEOUT).await;
+    let http = reqwest::Client::new();
+    let deepest = format!("{}1{}", "[".repeat(127), "]".repeat(127));
+    assert!(
+        serde_json::from_str::<Value>(&deepest).is_ok(),
+        "read as JSON"
+    );
+    let (status, _, started) = call(
+        &http,
+        reqwest::Method::POST,
+        &format!("{url}/v1/hooks/review"),
+        true,
+        Some(&deepest),
+    )
+    .await;
+    assert_eq!(status, 202, "{started}");
+    let id: Value = serde_json::from_str(&started).expect("JSON");
+    let id = id["runId"].as_str().expect("an id").to_string();
+    // Once it waits at its approval, it is listed and shown.
+    let mut listed = String::new();
+    for _ in 0..100 {
+        let (status, _, body) = call(
+            &http,
+            reqwest::Method::GET,
+            &format!("{url}/v1/approvals"),
+            true,
+            None,
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        if body.contains(&id) {
+            listed = body;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(listed.contains(&id), "never listed: {listed}");
+    let (status, _, shown) = call(
+        &http,
+        reqwest::Method::GET,
+        &format!("{url}/v1/runs/{id}"),
+        true,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{shown}");
+}

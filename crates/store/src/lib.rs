@@ -1146,8 +1146,57 @@ fn corrupt(run_id: &str, message: String) -> StoreError {
 }
 
 fn parse_json(run_id: &str, what: &str, text: &str) -> Result<Value, StoreError> {
-    serde_json::from_str(text)
-        .map_err(|err| corrupt(run_id, format!("the {what} is not valid JSON: {err}")))
+    read_json(text).map_err(|err| corrupt(run_id, format!("the {what} is not valid JSON: {err}")))
+}
+
+/// How deep a stored JSON document may nest and still be read back. What Weft takes in is read
+/// at most 128 levels deep (serde_json's limit), then stored a few levels down in a run's state,
+/// outputs or queue: a read limited to 128 too refused what had just been written (a webhook's
+/// body 127 deep made its run, and every listing of approvals, unreadable). Still bounded, so
+/// that reading a stored document cannot exhaust a thread's stack (256 levels take under 512 KiB
+/// of it in a debug build).
+const MAX_STORED_DEPTH: usize = 256;
+
+/// `text` as JSON of type `T`, if it nests at most [`MAX_STORED_DEPTH`] levels.
+fn read_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+    let depth = nesting(text);
+    if depth > MAX_STORED_DEPTH {
+        return Err(format!(
+            "nested {depth} levels deep, more than the {MAX_STORED_DEPTH} read"
+        ));
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    deserializer.disable_recursion_limit();
+    let value = T::deserialize(&mut deserializer).map_err(|error| error.to_string())?;
+    deserializer.end().map_err(|error| error.to_string())?;
+    Ok(value)
+}
+
+/// The deepest nesting of arrays and objects in JSON text (brackets in strings not counted).
+fn nesting(text: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for byte in text.bytes() {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 fn to_i64(what: &'static str, value: u64) -> Result<i64, StoreError> {

@@ -168,7 +168,46 @@ on_both_backends!(
     a_run_whose_first_checkpoint_cannot_be_stored_is_not_stored_at_all,
     events_stored_a_row_each_by_an_older_weft_read_back_the_same,
     events_are_read_from_any_point_of_the_batches_they_were_stored_in,
+    values_nested_deeper_than_serde_json_reads_are_read_back,
 );
+
+/// Found by the HTTP API's fuzz properties: a webhook's body as deep as serde_json reads (128
+/// levels), stored a few levels down in its run's state, could not be read back: the run, and
+/// every listing of approvals, failed as damaged.
+fn values_nested_deeper_than_serde_json_reads_are_read_back(at: &Location) {
+    let nested = |depth: usize| (0..depth).fold(json!("]["), |inner, _| json!([inner]));
+    let deep = nested(200);
+    let store = at.open();
+    store.create_run(&NewRun {
+        input: json!({"input": deep.clone()}),
+        ..new_run("run-1", &ts(0))
+    });
+    store.put_node_output("run-1", "a", &deep, 1, ts(1));
+    store.set_state("run-1", &json!({"outputs": {"a": deep.clone()}}), &ts(1));
+    store.flush().expect("flush");
+    let record = store.run("run-1").expect("the run reads back");
+    assert_eq!(record.input["input"], deep);
+    assert_eq!(record.state["outputs"]["a"], deep);
+    let outputs = store.node_outputs("run-1").expect("its outputs read back");
+    assert_eq!(outputs[0].output, deep);
+    // Deeper than anything Weft takes in comes to when stored: refused as damaged, not read.
+    store.set_state("run-1", &nested(MAX_STORED_DEPTH + 1), &ts(2));
+    store.flush().expect("flush");
+    let error = store.run("run-1").expect_err("too deep").to_string();
+    assert!(
+        error.contains("the state is not valid JSON: nested 257 levels deep"),
+        "{error}"
+    );
+}
+
+#[test]
+fn the_nesting_of_json_text_counts_no_bracket_in_a_string() {
+    assert_eq!(nesting(""), 0);
+    assert_eq!(nesting("1"), 0);
+    assert_eq!(nesting(r#"{"a": [1, {"b": []}]}"#), 4);
+    assert_eq!(nesting(r#"["[[[{{", "\"[[", "\\", [2]]"#), 2);
+    assert_eq!(nesting("]]][["), 2);
+}
 
 fn pause_record() -> PauseRecord {
     PauseRecord {
