@@ -671,8 +671,9 @@ fn commit(
         if (result.is_err() || aborted) && within_limit && db.connection_lost() {
             let _ = db.rollback();
             if outage_began.is_none() {
+                let writes = if count == 1 { "write" } else { "writes" };
                 tracing::warn!(
-                    "the run store's database server went away; keeping {count} writes until it is back"
+                    "the run store's database server went away; keeping {count} {writes} until it is back"
                 );
                 outage.store(true, Ordering::Relaxed);
                 outage_began = Some(Instant::now());
@@ -721,8 +722,13 @@ fn commit(
                 count,
                 err.with_action(match outage_began {
                     Some(began) => format!(
-                        "the database server was unreachable for {} s: {count} queued writes were given up",
-                        began.elapsed().as_secs()
+                        "the database server was unreachable for {} s: {count} queued {} given up",
+                        began.elapsed().as_secs(),
+                        if count == 1 {
+                            "write was"
+                        } else {
+                            "writes were"
+                        }
                     ),
                     None => format!("committing {count} queued writes failed; they are lost"),
                 }),
