@@ -1,0 +1,103 @@
+//! What the tests against real MCP servers share: where the servers are, and finding the
+//! processes a server started by a mark in their environment.
+// Each test binary uses some of these.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use weft_mcp::{JsonObject, ServerDef};
+
+pub fn servers_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/mcp");
+    assert!(
+        dir.join("node_modules/.bin/mcp-server-everything").exists(),
+        "the MCP test servers are not installed: run scripts/setup-mcp.sh"
+    );
+    dir
+}
+
+/// A unique mark in a server's environment, to find its processes (and what they started).
+pub fn marker() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
+}
+
+/// The processes whose environment holds `WEFT_MCP_TEST=marker`.
+pub fn processes_marked(marker: &str) -> Vec<u32> {
+    let needle = format!("WEFT_MCP_TEST={marker}");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        let is_zombie = std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|stat| {
+            stat.rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z'))
+        });
+        if !is_zombie
+            && environ
+                .split(|byte| *byte == 0)
+                .any(|pair| pair == needle.as_bytes())
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+pub async fn gone(marker: &str) -> bool {
+    for _ in 0..50 {
+        if processes_marked(marker).is_empty() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+pub fn def(value: Value) -> ServerDef {
+    serde_json::from_value(value).expect("a server definition")
+}
+
+pub fn everything_stdio(marker: &str) -> ServerDef {
+    let dir = servers_dir();
+    def(json!({
+        "command": "node",
+        "args": [dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"), "stdio"],
+        "env": {"WEFT_MCP_TEST": marker},
+    }))
+}
+
+pub fn misbehaving(mode: &str, marker: &str, timeout: f64) -> ServerDef {
+    def(json!({
+        "command": "node",
+        "args": [servers_dir().join("misbehaving.mjs"), mode],
+        "env": {"WEFT_MCP_TEST": marker},
+        "timeoutSeconds": timeout,
+    }))
+}
+
+pub fn args(value: Value) -> JsonObject {
+    value.as_object().cloned().expect("an object")
+}
+
+/// Waits until `count` processes carry `marker`.
+pub async fn running(marker: &str, count: usize) -> bool {
+    for _ in 0..50 {
+        if processes_marked(marker).len() >= count {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
