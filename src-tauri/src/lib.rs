@@ -220,6 +220,8 @@ pub fn run() -> Result<(), String> {
     app.run(|handle, event| {
         if let tauri::RunEvent::Exit = event {
             handle.state::<AppState>().stop_runs(EXIT_GRACE);
+            // The MCP servers runs started end with the app (their process groups too).
+            weft_mcp::stop_all_servers();
         }
     });
     Ok(())

@@ -7,8 +7,11 @@
 //   hang        answers every call never
 //   fail        exits at once with a message on stderr
 //   children    like `hang`, and starts a child process that outlives a plain kill of this one
+//   count       behaves: answers each call with "done N" and appends a line to the file
+//               $WEFT_MCP_COUNT_FILE, so a test can tell how often a tool really ran
 // Written by hand (no SDK) so that it can break the protocol on purpose.
 import { spawn } from "node:child_process";
+import { appendFileSync, readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 
 const mode = process.argv[2] ?? "crash";
@@ -33,7 +36,12 @@ createInterface({ input: process.stdin }).on("line", (line) => {
   } else if (request.method === "tools/list") {
     send({ jsonrpc: "2.0", id: request.id, result: { tools: [tool] } });
   } else if (request.method === "tools/call") {
-    if (mode === "crash") {
+    if (mode === "count") {
+      const file = process.env.WEFT_MCP_COUNT_FILE;
+      appendFileSync(file, JSON.stringify(request.params.arguments ?? {}) + "\n");
+      const count = readFileSync(file, "utf8").trim().split("\n").length;
+      send({ jsonrpc: "2.0", id: request.id, result: { content: [{ type: "text", text: `done ${count}` }] } });
+    } else if (mode === "crash") {
       process.stderr.write("misbehaving: segmentation fault (pretend)\n");
       process.exit(139);
     } else if (mode === "garbage") {

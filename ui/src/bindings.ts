@@ -334,7 +334,7 @@ export type ErrorCode =
 "internal";
 
 /**  What happened. Serialized in snake_case (`run_start`, `llm_delta`, ...). */
-export type EventType = "run_start" | "step_start" | "start_prompt" | "logic_check" | "wait_input" | "input_received" | "llm_delta" | "llm_response" | "llm_error" | "subagent_call_start" | "subagent_call_end" | "subagent_call_error" | "step_end" | "error" | "run_end";
+export type EventType = "run_start" | "step_start" | "start_prompt" | "logic_check" | "wait_input" | "input_received" | "llm_delta" | "llm_response" | "llm_error" | "subagent_call_start" | "subagent_call_end" | "subagent_call_error" | "tool_call" | "tool_result" | "tool_error" | "step_end" | "error" | "run_end";
 
 /**  One key of a node's `data`, as the inspector edits it. */
 export type FieldDescription = {
@@ -666,7 +666,13 @@ export type ProblemCode =
 /**  Web search on a provider that has none. */
 "web-search" | 
 /**  A model this machine's provider settings cannot serve. */
-"provider";
+"provider" | 
+/**
+ *  An MCP server of `settings.mcpServers` that cannot be used as written, or a
+ *  `tools.mcp` entry naming a server the flow does not define (or, checked against the
+ *  servers, a tool it does not list).
+ */
+"mcp-tool";
 
 /**  The provider a model name routes to. */
 export type ProviderKind = "openai" | "anthropic" | "ollama";

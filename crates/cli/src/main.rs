@@ -52,6 +52,7 @@ Environment:
 
 Examples:
   weft validate flows/triage.json
+  weft tools flows/files.json       # the tools of a flow's MCP servers
   weft run flows/triage.json --input 'My order never arrived'
   weft run flows/triage.json --decide review=approve --events > events.ndjson
   weft run flows/triage.json --pins     # nodes pinned in flows/triage.pins.json do not run
@@ -76,6 +77,9 @@ Examples:
 enum Command {
     /// Check a flow file and list every problem, one line per problem.
     Validate(ValidateArgs),
+    /// Connect to the MCP servers of a flow (settings.mcpServers) and list each one's tools
+    /// with their arguments. Exits 1 when a server cannot be reached.
+    Tools(ToolsArgs),
     /// Run a flow until it completes, fails or pauses at an approval.
     Run(RunArgs),
     /// Resume a paused run with a decision, or continue an interrupted one (--retry).
@@ -121,6 +125,20 @@ pub(crate) struct ValidateArgs {
     #[arg(value_name = "FLOW")]
     pub flow: PathBuf,
     /// Print `{"valid": bool, "problems": [...]}` on stdout instead of lines.
+    #[arg(long)]
+    pub json: bool,
+    /// Also connect to the MCP servers the agents name and check their `tools.mcp` entries
+    /// against the tools each server lists.
+    #[arg(long)]
+    pub connect: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ToolsArgs {
+    /// The flow file (JSON).
+    #[arg(value_name = "FLOW")]
+    pub flow: PathBuf,
+    /// Print `{"servers": [{name, transport, tools: [{name, description, inputSchema}], error?}]}`.
     #[arg(long)]
     pub json: bool,
 }
@@ -441,6 +459,7 @@ fn main() -> ExitCode {
     init_logging();
     let result = match cli.command {
         Command::Validate(args) => commands::validate::validate(&args),
+        Command::Tools(args) => block_on(Threads::Pool, commands::tools::tools(args)),
         Command::Run(args) => commands::run::run(args),
         Command::Resume(args) => block_on(Threads::Pool, commands::resume::resume(args)),
         Command::Cancel(args) => commands::cancel::cancel(&args),
@@ -452,6 +471,10 @@ fn main() -> ExitCode {
         Command::Serve(args) => block_on(Threads::Pool, commands::serve::serve(args)),
         Command::Restate(args) => block_on(Threads::Pool, commands::restate::restate(args)),
     };
+    // The MCP servers the runs started end with the process (their groups: what they started
+    // too). A second Ctrl-C quits from the signal handler instead: a server then sees its
+    // input close, and a well-behaved one exits.
+    weft_mcp::stop_all_servers();
     match result {
         Ok(exit) => exit.into(),
         Err(error) => {

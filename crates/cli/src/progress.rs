@@ -43,6 +43,8 @@ struct State {
     status_shown: bool,
     /// The run has ended; nothing is redrawn any more.
     done: bool,
+    /// MCP tool calls in flight: call id → `server/tool`.
+    tool_calls: std::collections::HashMap<String, String>,
 }
 
 struct Active {
@@ -340,6 +342,56 @@ impl Progress {
                     call.parent,
                     output::one_line(&call.error, 200)
                 )
+            }
+            EventType::ToolCall => {
+                let call: Value = serde_json::from_str(&event.content).unwrap_or(Value::Null);
+                let named = format!(
+                    "{}/{}",
+                    output::value_text(&call["server"]),
+                    output::value_text(&call["tool"])
+                );
+                state
+                    .tool_calls
+                    .insert(output::value_text(&call["callId"]), named.clone());
+                format!(
+                    "  {} {} → {} {}\n",
+                    style.cyan("⚒"),
+                    node,
+                    style.bold(&named),
+                    style.dim(&output::one_line(&call["arguments"].to_string(), PREVIEW))
+                )
+            }
+            EventType::ToolResult | EventType::ToolError => {
+                let result: Value = serde_json::from_str(&event.content).unwrap_or(Value::Null);
+                let named = state
+                    .tool_calls
+                    .remove(&output::value_text(&result["callId"]))
+                    .unwrap_or_else(|| {
+                        format!(
+                            "{}/{}",
+                            output::value_text(&result["server"]),
+                            output::value_text(&result["tool"])
+                        )
+                    });
+                let took = result["durationMs"]
+                    .as_f64()
+                    .map(|ms| output::duration(ms / 1000.0))
+                    .unwrap_or_default();
+                let failed = event.kind == EventType::ToolError || result["isError"] == true;
+                let text = if event.kind == EventType::ToolError {
+                    output::value_text(&result["error"])
+                } else {
+                    output::value_text(&result["content"])
+                };
+                let (mark, text) = if failed {
+                    (style.red("✗"), output::one_line(&text, 200))
+                } else {
+                    (
+                        style.green("↲"),
+                        style.dim(&output::one_line(&text, PREVIEW)),
+                    )
+                };
+                format!("  {mark} {named} → {node}  {took}  {text}\n")
             }
             EventType::Error => {
                 take_active(state, node);

@@ -58,6 +58,14 @@ pub enum EventType {
     SubagentCallStart,
     SubagentCallEnd,
     SubagentCallError,
+    // An agent calls an MCP tool: `{server, tool, arguments, callId}` as JSON text. (Plain
+    // comments on these three: documented variants would make the schema a `oneOf`.)
+    ToolCall,
+    // The tool's result: `{callId, content, isError, durationMs}` (content cut at 64 KiB).
+    ToolResult,
+    // The call could not be made or answered (the server failed to start, stopped, timed out):
+    // `{server, tool, callId, error, durationMs}`.
+    ToolError,
     StepEnd,
     Error,
     RunEnd,

@@ -33,12 +33,13 @@ pub const MAX_RESULT_BYTES: usize = 16 * 1024 * 1024;
 const STDERR_LINES: usize = 20;
 
 /// A tool as a server lists it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolInfo {
     pub name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    #[serde(default)]
     pub description: String,
     pub input_schema: Value,
 }
@@ -124,6 +125,15 @@ impl Connection {
                 cwd,
                 env,
             } => {
+                if !cwd.is_dir() {
+                    return Err(error(
+                        McpErrorKind::Start,
+                        format!(
+                            "its folder {} does not exist (`cwd` is relative to the flow's file)",
+                            cwd.display()
+                        ),
+                    ));
+                }
                 let mut spawned = Command::new(command)
                     .args(args)
                     .current_dir(cwd)

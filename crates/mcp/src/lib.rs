@@ -37,6 +37,8 @@ pub enum McpErrorKind {
     UnknownTool,
     /// The result is over [`MAX_RESULT_BYTES`].
     TooLarge,
+    /// A flow test offline or a replay has no result recorded for the call.
+    NotRecorded,
     Cancelled,
 }
 

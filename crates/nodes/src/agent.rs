@@ -14,6 +14,7 @@ use weft_providers::{
     ChatMessage, ChatRequest, ChatResponse, ModelRoute, ProviderError, ToolCall, ToolSpec,
     route_model, supports_web_search,
 };
+use crate::mcp_tools::{McpTool, ToolReply, call_mcp_tool, mcp_tools};
 use crate::step::{Step, StepEnv, StepError, StepErrorKind, StepOutput};
 use weft_template::output_text;
 
@@ -77,7 +78,7 @@ impl ReasoningEffort {
 }
 
 /// The tools an agent may use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub struct AgentTools {
     /// The provider's own web search.
@@ -86,6 +87,9 @@ pub struct AgentTools {
     /// Agents connected by subagent edges become tools of this one.
     #[serde(default)]
     pub subagents: bool,
+    /// MCP tools the model may call: `server` (all of that server's) or `server/tool`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp: Vec<String>,
 }
 
 /// Rounds of tool calls one agent step may make before it must answer.
@@ -148,6 +152,8 @@ pub(crate) fn run_agent<'a>(
         } else {
             Vec::new()
         };
+        let taken: Vec<String> = tools.iter().map(|(spec, _)| spec.name.clone()).collect();
+        let mcp = mcp_tools(env, node_id, visit, &config.tools.mcp, &taken).await?;
 
         let mut messages = Vec::new();
         if !system.trim().is_empty() {
@@ -159,7 +165,11 @@ pub(crate) fn run_agent<'a>(
         }
         messages.push(ChatMessage::User { content: user });
         let base = ChatRequest {
-            tools: tools.iter().map(|(spec, _)| spec.clone()).collect(),
+            tools: tools
+                .iter()
+                .map(|(spec, _)| spec.clone())
+                .chain(mcp.iter().map(|tool| tool.spec.clone()))
+                .collect(),
             reasoning_effort: config
                 .reasoning_effort
                 .map(|effort| effort.as_str().to_string()),
@@ -175,7 +185,7 @@ pub(crate) fn run_agent<'a>(
                 ..base.clone()
             };
             let response = call_model(env, node_id, visit, &route, &request).await?;
-            if response.tool_calls.is_empty() || tools.is_empty() {
+            if response.tool_calls.is_empty() || base.tools.is_empty() {
                 messages.push(ChatMessage::Assistant {
                     content: response.content.clone(),
                     tool_calls: Vec::new(),
@@ -210,17 +220,20 @@ pub(crate) fn run_agent<'a>(
                 content: response.content.clone(),
                 tool_calls: response.tool_calls.clone(),
             });
+            // Several calls of one answer run together (subagents and MCP tools alike).
             let results = join_all(
                 response
                     .tool_calls
                     .iter()
-                    .map(|call| call_subagent(env, node_id, visit, &tools, call)),
+                    .map(|call| call_tool(env, node_id, visit, &tools, &mcp, call)),
             )
             .await;
-            for (call, content) in response.tool_calls.iter().zip(results) {
+            for (call, reply) in response.tool_calls.iter().zip(results) {
+                let reply = reply?;
                 messages.push(ChatMessage::Tool {
                     tool_call_id: call.id.clone(),
-                    content,
+                    content: reply.content,
+                    is_error: reply.is_error,
                 });
             }
         }
@@ -459,6 +472,29 @@ fn unique_tool_name(text: &str, taken: &mut HashSet<String>) -> String {
     candidate
 }
 
+/// Runs what a tool call of the model names: an MCP tool, else a subagent. Fails only when
+/// the run is cancelled; anything else is an error result for the model.
+async fn call_tool(
+    env: &dyn StepEnv,
+    node_id: &str,
+    visit: u64,
+    subagents: &[(ToolSpec, String)],
+    mcp: &[McpTool],
+    call: &ToolCall,
+) -> Result<ToolReply, StepError> {
+    if let Some(tool) = mcp.iter().find(|tool| tool.spec.name == call.name) {
+        return call_mcp_tool(env, node_id, visit, tool, call).await;
+    }
+    let content = call_subagent(env, node_id, visit, subagents, call).await;
+    if env.cancel().is_cancelled() {
+        return Err(StepError::cancelled());
+    }
+    Ok(ToolReply {
+        content,
+        is_error: false,
+    })
+}
+
 /// Runs the subagent a tool call names and returns the tool result text.
 async fn call_subagent(
     env: &dyn StepEnv,
@@ -577,7 +613,7 @@ mod tests {
         let lead = AgentConfig {
             tools: AgentTools {
                 subagents: true,
-                web_search: false,
+                ..AgentTools::default()
             },
             ..agent("m")
         };
@@ -596,6 +632,116 @@ mod tests {
         let ended = env.contents(EventType::SubagentCallEnd);
         let ended: serde_json::Value = serde_json::from_str(&ended[0]).expect("json");
         assert_eq!(ended["output"], "facts: rivers");
+    }
+
+    /// server-everything over stdio (installed by scripts/setup-mcp.sh).
+    fn everything() -> weft_mcp::ServerDef {
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        assert!(script.exists(), "the MCP test servers are not installed: run scripts/setup-mcp.sh");
+        serde_json::from_value(json!({"command": "node", "args": [script, "stdio"]})).expect("def")
+    }
+
+    #[tokio::test]
+    async fn offers_mcp_tools_and_feeds_their_results_back_errors_marked() {
+        let calls = |calls: Vec<ScriptedCall>| Reply::ToolCalls { calls, delay_ms: 0 };
+        let script = Script::default()
+            .with_rule(Rule::on(
+                Match {
+                    has_tools: Some(true),
+                    last_role: Some("user".into()),
+                    ..Match::default()
+                },
+                calls(vec![
+                    ScriptedCall {
+                        id: Some("c1".into()),
+                        name: "everything__echo".into(),
+                        arguments: json!({"message": "rivers"}),
+                    },
+                    ScriptedCall {
+                        id: Some("c2".into()),
+                        name: "everything__get-sum".into(),
+                        arguments: json!("not an object"),
+                    },
+                ]),
+            ))
+            .with_fallback(Reply::text("done"));
+        let server = ScriptedLlm::start(script).await.expect("server");
+        let config = AgentConfig {
+            tools: AgentTools {
+                mcp: vec!["everything/echo".into(), "everything/get-sum".into()],
+                ..AgentTools::default()
+            },
+            ..agent("m")
+        };
+        let env = FakeEnv::new()
+            .model_at(server.base_url())
+            .folder(&std::env::temp_dir())
+            .mcp_server("everything", everything())
+            .template("a", "systemPrompt", "")
+            .template("a", "userPrompt", "Find rivers");
+        let output = config.run(&step("a", &json!("")), &env).await.expect("answers");
+        assert_eq!(output.value, json!("done"));
+        let requests = server.requests();
+        let offered: Vec<&str> = requests[0].body["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .filter_map(|tool| tool["function"]["name"].as_str())
+            .collect();
+        assert_eq!(offered, ["everything__echo", "everything__get-sum"]);
+        assert_eq!(
+            requests[0].body["tools"][0]["function"]["description"],
+            "Echoes back the input string"
+        );
+        let conversation = requests[1].conversation();
+        assert!(conversation.contains(&("tool".to_string(), "Echo: rivers".to_string())), "{conversation:?}");
+        assert!(
+            conversation.iter().any(|(role, text)| role == "tool" && text.starts_with("error: the arguments must be a JSON object")),
+            "{conversation:?}"
+        );
+        let called: Vec<Value> = env
+            .contents(EventType::ToolCall)
+            .iter()
+            .map(|text| serde_json::from_str(text).expect("json"))
+            .collect();
+        assert_eq!(called[0]["server"], "everything");
+        assert_eq!(called[0]["tool"], "echo");
+        assert_eq!(called[0]["arguments"], json!({"message": "rivers"}));
+        assert_eq!(called[0]["callId"], "c1");
+        let result: Value = serde_json::from_str(&env.contents(EventType::ToolResult)[0]).expect("json");
+        assert_eq!(result["content"], "Echo: rivers");
+        assert_eq!(result["isError"], false);
+        assert!(result["durationMs"].is_u64());
+        let failed: Value = serde_json::from_str(&env.contents(EventType::ToolError)[0]).expect("json");
+        assert_eq!(failed["tool"], "get-sum");
+    }
+
+    #[tokio::test]
+    async fn an_unknown_mcp_tool_or_server_fails_the_step_naming_it() {
+        let server = ScriptedLlm::start(Script::always(Reply::text("unused"))).await.expect("server");
+        let env = FakeEnv::new()
+            .model_at(server.base_url())
+            .folder(&std::env::temp_dir())
+            .mcp_server("everything", everything())
+            .template("a", "systemPrompt", "")
+            .template("a", "userPrompt", "hi");
+        for (entry, expected) in [
+            ("everything/nope", "MCP server `everything` has no tool `nope` (its tools: "),
+            ("tracker", "MCP server `tracker`: is not in the flow's settings.mcpServers"),
+        ] {
+            let config = AgentConfig {
+                tools: AgentTools {
+                    mcp: vec![entry.into()],
+                    ..AgentTools::default()
+                },
+                ..agent("m")
+            };
+            let error = config.run(&step("a", &json!("")), &env).await.expect_err("fails");
+            assert_eq!(error.kind, StepErrorKind::Tool);
+            assert!(error.message.contains(expected), "{error}");
+        }
+        assert!(server.requests().is_empty(), "the model is not asked");
     }
 
     #[tokio::test]

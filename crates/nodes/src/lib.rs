@@ -13,6 +13,7 @@ pub mod decision;
 mod describe;
 mod field_order;
 mod kind;
+pub mod mcp_tools;
 mod registry;
 pub mod step;
 pub mod validate;

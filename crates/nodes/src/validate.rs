@@ -72,6 +72,10 @@ pub enum ProblemCode {
     WebSearch,
     /// A model this machine's provider settings cannot serve.
     Provider,
+    /// An MCP server of `settings.mcpServers` that cannot be used as written, or a
+    /// `tools.mcp` entry naming a server the flow does not define (or, checked against the
+    /// servers, a tool it does not list).
+    McpTool,
 }
 
 impl ProblemCode {
@@ -297,6 +301,7 @@ fn validate_within(
     }
     check_edges(flow, &kinds, &handles, &mut problems);
     check_subagents(flow, &kinds, &configs, &mut problems);
+    check_mcp_entries(flow, &configs, &mut problems);
     check_reachability(
         flow,
         starts.first().copied(),
@@ -577,7 +582,7 @@ fn check_web_search(node_id: &str, config: &NodeConfig, problems: &mut Vec<Probl
 }
 
 /// The keys of `settings` Weft reads.
-const SETTINGS_KEYS: &[&str] = &["maxNodeVisits", "vars"];
+const SETTINGS_KEYS: &[&str] = &["maxNodeVisits", "vars", "mcpServers"];
 
 /// A warning for each key of `node.data` its kind does not read (its own fields and the
 /// common ones), and for each unknown key of an object whose keys the kind names
@@ -734,6 +739,59 @@ fn check_settings(flow: &Flow, problems: &mut Vec<Problem>) {
             ProblemCode::InvalidSetting,
             format!("settings.vars must be an object of names and values, found {value}"),
         ));
+    }
+    if let Err(found) = weft_mcp::parse_servers(flow.settings.get("mcpServers")) {
+        problems.extend(
+            found
+                .into_iter()
+                .map(|message| Problem::flow_error(ProblemCode::McpTool, message)),
+        );
+    }
+}
+
+/// Each agent's `tools.mcp` entries name a server of `settings.mcpServers` (whether the server
+/// lists the tool is known only by asking it: `weft validate --connect`).
+fn check_mcp_entries(
+    flow: &Flow,
+    configs: &HashMap<&str, &NodeConfig>,
+    problems: &mut Vec<Problem>,
+) {
+    // Names of servers defined, valid or not (an invalid one is reported on its own).
+    let defined: Vec<&str> = flow
+        .settings
+        .get("mcpServers")
+        .and_then(serde_json::Value::as_object)
+        .map(|map| map.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    for node in &flow.nodes {
+        let Some(NodeConfig::Agent(agent)) = configs.get(node.id.as_str()) else {
+            continue;
+        };
+        for entry in &agent.tools.mcp {
+            let (server, tool) = crate::mcp_tools::split_entry(entry);
+            if server.is_empty() || tool.is_some_and(str::is_empty) {
+                problems.push(Problem::node_error(
+                    &node.id,
+                    ProblemCode::McpTool,
+                    format!("tools.mcp: `{entry}` is not `server` or `server/tool`"),
+                ));
+            } else if !defined.contains(&server) {
+                problems.push(Problem::node_error(
+                    &node.id,
+                    ProblemCode::McpTool,
+                    if defined.is_empty() {
+                        format!(
+                            "tools.mcp: `{entry}` names server `{server}`, but the flow's settings.mcpServers defines none"
+                        )
+                    } else {
+                        format!(
+                            "tools.mcp: `{entry}` names server `{server}`, which settings.mcpServers does not define (it has: {})",
+                            defined.join(", ")
+                        )
+                    },
+                ));
+            }
+        }
     }
 }
 

@@ -306,10 +306,14 @@ fn wire_messages(messages: &[ChatMessage], thinking: Option<&ThinkingStore>) -> 
             ChatMessage::Tool {
                 tool_call_id,
                 content,
+                is_error,
             } => {
                 let mut block = json!({ "type": "tool_result", "tool_use_id": tool_call_id });
                 if !content.is_empty() {
                     block["content"] = json!(content);
+                }
+                if *is_error {
+                    block["is_error"] = json!(true);
                 }
                 ("user", vec![block])
             }
@@ -784,10 +788,12 @@ mod tests {
             ChatMessage::Tool {
                 tool_call_id: "t1".into(),
                 content: "2".into(),
+                is_error: false,
             },
             ChatMessage::Tool {
                 tool_call_id: "t2".into(),
                 content: String::new(),
+                is_error: false,
             },
             ChatMessage::System {
                 content: "two".into(),
@@ -835,6 +841,7 @@ mod tests {
             ChatMessage::Tool {
                 tool_call_id: "t1".into(),
                 content: "2".into(),
+                is_error: false,
             },
         ]);
         chat.reasoning_effort = Some("medium".into());

@@ -289,6 +289,10 @@ pub enum ChatMessage {
     Tool {
         tool_call_id: String,
         content: String,
+        /// The tool failed (Anthropic's `is_error`); absent when false, so requests recorded
+        /// before it existed hash the same.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
     },
 }
 

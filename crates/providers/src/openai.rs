@@ -233,6 +233,7 @@ fn wire_message(message: &ChatMessage) -> Value {
         ChatMessage::Tool {
             tool_call_id,
             content,
+            ..
         } => json!({ "role": "tool", "tool_call_id": tool_call_id, "content": content }),
     }
 }
@@ -514,6 +515,7 @@ mod tests {
                 ChatMessage::Tool {
                     tool_call_id: "c1".into(),
                     content: "2".into(),
+                    is_error: false,
                 },
             ],
             tools: Vec::new(),

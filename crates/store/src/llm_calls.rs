@@ -21,11 +21,15 @@ pub struct RecordedCall {
     pub call: u64,
     /// A hash of the request as sent (model, messages, tools, settings).
     pub request_hash: String,
-    /// The model asked, as `provider/model` (empty for calls recorded before it was kept).
-    #[serde(default)]
+    /// The model asked, as `provider/model` (empty for calls recorded before it was kept, and
+    /// for tool calls).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub model: String,
-    /// The provider's answer, as the engine reads it.
+    /// The provider's answer, as the engine reads it (for a tool call, the tool's result).
     pub response: Value,
+    /// For an MCP tool call rather than an LLM call: `server/tool`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
 }
 
 /// What one LLM call used, without its answer: what a run's cost is made of.
@@ -54,12 +58,13 @@ pub(super) fn insert(
     let response_json = call.response.to_string();
     db.execute(
         "INSERT INTO llm_calls (run_id, node_key, visit, call, request_hash, \
-         response_json, recorded_at, model, input_tokens, output_tokens) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+         response_json, recorded_at, model, input_tokens, output_tokens, tool) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
          ON CONFLICT (run_id, node_key, visit, call) DO UPDATE SET \
          request_hash = excluded.request_hash, response_json = excluded.response_json, \
          recorded_at = excluded.recorded_at, model = excluded.model, \
-         input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens",
+         input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens, \
+         tool = excluded.tool",
         &params![
             run_id,
             &call.node_key,
@@ -71,6 +76,7 @@ pub(super) fn insert(
             (!call.model.is_empty()).then_some(call.model.as_str()),
             to_i64("input tokens", usage.input_tokens)?,
             to_i64("output tokens", usage.output_tokens)?,
+            call.tool.as_deref(),
         ],
     )?;
     Ok(())
@@ -80,7 +86,7 @@ pub(super) fn insert(
 pub(super) fn usage(db: &mut dyn Db, run_id: &str) -> Result<Vec<CallUsage>, StoreError> {
     let rows = db.query(
         "SELECT node_key, visit, call, model, input_tokens, output_tokens FROM llm_calls \
-         WHERE run_id = ?1 ORDER BY node_key, visit, call",
+         WHERE run_id = ?1 AND tool IS NULL ORDER BY node_key, visit, call",
         &params![run_id],
     )?;
     let mut calls = Vec::with_capacity(rows.len());
@@ -101,7 +107,7 @@ pub(super) fn usage(db: &mut dyn Db, run_id: &str) -> Result<Vec<CallUsage>, Sto
 
 pub(super) fn list(db: &mut dyn Db, run_id: &str) -> Result<Vec<RecordedCall>, StoreError> {
     let rows = db.query(
-        "SELECT node_key, visit, call, request_hash, model, response_json FROM llm_calls \
+        "SELECT node_key, visit, call, request_hash, model, response_json, tool FROM llm_calls \
          WHERE run_id = ?1 ORDER BY node_key, visit, call",
         &params![run_id],
     )?;
@@ -119,6 +125,7 @@ pub(super) fn list(db: &mut dyn Db, run_id: &str) -> Result<Vec<RecordedCall>, S
             call: to_u64(run_id, "call number", row.int("call")?)?,
             request_hash: row.text("request_hash")?,
             model: row.opt_text("model")?.unwrap_or_default(),
+            tool: row.opt_text("tool")?,
             node_key,
         });
     }

@@ -30,7 +30,7 @@ const MIGRATION_LOCK: i64 = 0x7765_6674; // "weft"
 
 /// The schema, one migration per entry; migration `n` (1-based) brings `weft_schema.version`
 /// from `n - 1` to `n`. A newer Weft adds migrations at the end and never edits earlier ones.
-pub(super) const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3];
+pub(super) const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4];
 
 /// Migration 1: SQLite's schema as its migration 8 left it.
 const MIGRATION_1: &str = r#"
@@ -128,6 +128,9 @@ SELECT run_id, seq, seq, json_build_array(json_strip_nulls(json_build_object(
 FROM events;
 DROP TABLE events;
 "#;
+
+/// Migration 4: MCP tool calls kept beside the LLM calls (SQLite's migration 12).
+const MIGRATION_4: &str = "ALTER TABLE llm_calls ADD COLUMN tool TEXT;";
 
 /// Whether `location` names a PostgreSQL database rather than a SQLite file.
 pub fn is_postgres_url(location: &str) -> bool {

@@ -33,6 +33,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     MIGRATION_9,
     MIGRATION_10,
     MIGRATION_11,
+    MIGRATION_12,
 ];
 
 /// Migration 1: runs, their events, node outputs and the queue of a paused run.
@@ -202,6 +203,13 @@ SELECT run_id, node_id, output_json, visits, approval_json, updated_at, input_to
     output_tokens, metadata_json FROM node_outputs;
 DROP TABLE node_outputs;
 ALTER TABLE node_outputs_by_key RENAME TO node_outputs;
+";
+
+/// Migration 12: MCP tool calls kept beside the LLM calls (`tool`: `server/tool`), numbered
+/// with them in their node's visit, so that a run continued after an interruption, a replay and
+/// a flow test offline get a tool's result back instead of calling it again.
+const MIGRATION_12: &str = "
+ALTER TABLE llm_calls ADD COLUMN tool TEXT;
 ";
 
 /// A clear message for an error met while opening.

@@ -11,6 +11,7 @@ pub(crate) mod runs;
 pub(crate) mod serve;
 pub(crate) mod show;
 pub(crate) mod test;
+pub(crate) mod tools;
 pub(crate) mod validate;
 
 use std::path::Path;

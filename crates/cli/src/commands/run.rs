@@ -295,6 +295,7 @@ fn watch_signals(cancel: CancellationToken, progress: Option<Arc<Progress>>) -> 
              `weft resume RUN --retry` continues it)\n",
             SHUTDOWN_GRACE.as_secs()
         ));
+        weft_mcp::stop_all_servers();
         std::process::exit(130);
     });
     SignalWatch { task: Some(task) }

@@ -40,6 +40,7 @@ pub(crate) fn show(args: &ShowArgs) -> anyhow::Result<Exit> {
     let mut text = summary(run, detail.waiting.as_ref(), cost, &location, style);
     text.push_str(&self::node_outputs(node_outputs, cost, style));
     text.push_str(&llm_calls(cost, style));
+    text.push_str(&tool_calls(events, style));
     text.push_str(&trace(events, args.deltas, style));
     output::out(&text)?;
     Ok(Exit::Success)
@@ -332,18 +333,29 @@ fn node_outputs(outputs: &[NodeOutputRecord], cost: &RunCost, style: Style) -> S
 }
 
 /// One line per LLM call: node, visit, call number, model, tokens and cost (none without calls).
+/// A visit's LLM calls are numbered 1, 2, ... among themselves (the store numbers them with the
+/// visit's tool calls).
 fn llm_calls(cost: &RunCost, style: Style) -> String {
     if cost.calls.is_empty() {
         return String::new();
     }
+    let mut previous: Option<(&str, u64)> = None;
+    let mut number = 0;
     let rows: Vec<[String; 6]> = cost
         .calls
         .iter()
         .map(|call| {
+            let visit = (call.node_key.as_str(), call.visit);
+            number = if previous == Some(visit) {
+                number + 1
+            } else {
+                1
+            };
+            previous = Some(visit);
             [
                 call.node_key.clone(),
                 call.visit.to_string(),
-                (call.call + 1).to_string(),
+                number.to_string(),
                 call.model
                     .clone()
                     .unwrap_or_else(|| "(not recorded)".into()),
@@ -353,13 +365,23 @@ fn llm_calls(cost: &RunCost, style: Style) -> String {
         })
         .collect();
     let header = ["NODE", "VISIT", "CALL", "MODEL", "TOKENS (IN/OUT)", "COST"];
+    table("llm calls", header, rows, style)
+}
+
+/// A section: its title, then `rows` in columns under `header`.
+fn table<const N: usize>(
+    title: &str,
+    header: [&str; N],
+    rows: Vec<[String; N]>,
+    style: Style,
+) -> String {
     let mut widths = header.map(|title| title.chars().count());
     for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
     }
-    let line = |cells: [String; 6]| {
+    let line = |cells: [String; N]| {
         let padded: Vec<String> = cells
             .iter()
             .zip(widths)
@@ -367,7 +389,7 @@ fn llm_calls(cost: &RunCost, style: Style) -> String {
             .collect();
         format!("  {}", padded.join("  ").trim_end())
     };
-    let mut text = format!("\n{}\n", style.bold("llm calls"));
+    let mut text = format!("\n{}\n", style.bold(title));
     text.push_str(&style.dim(&line(header.map(str::to_string))));
     text.push('\n');
     for row in rows {
@@ -375,6 +397,71 @@ fn llm_calls(cost: &RunCost, style: Style) -> String {
         text.push('\n');
     }
     text
+}
+
+/// One line per MCP tool call, from the run's events: node, tool, time and how it ended
+/// (none without calls). A tool call costs no tokens.
+fn tool_calls(events: &[RunEvent], style: Style) -> String {
+    let parse = |event: &RunEvent| -> serde_json::Value {
+        serde_json::from_str(&event.content).unwrap_or_default()
+    };
+    let mut rows: Vec<[String; 4]> = Vec::new();
+    for (index, event) in events.iter().enumerate() {
+        if event.kind != EventType::ToolCall {
+            continue;
+        }
+        let call = parse(event);
+        let call_id = &call["callId"];
+        let ended = events[index + 1..].iter().find(|later| {
+            matches!(later.kind, EventType::ToolResult | EventType::ToolError)
+                && later.node_id == event.node_id
+                && later.scope == event.scope
+                && parse(later)["callId"] == *call_id
+        });
+        let (took, how) = match ended {
+            Some(ended) => {
+                let result = parse(ended);
+                let took = result["durationMs"]
+                    .as_f64()
+                    .map(|ms| output::duration(ms / 1000.0))
+                    .unwrap_or_default();
+                let how = if ended.kind == EventType::ToolError {
+                    format!(
+                        "failed: {}",
+                        output::one_line(&output::value_text(&result["error"]), 60)
+                    )
+                } else if result["isError"] == true {
+                    format!(
+                        "error result: {}",
+                        output::one_line(&output::value_text(&result["content"]), 50)
+                    )
+                } else {
+                    "ok".to_string()
+                };
+                (took, how)
+            }
+            None => (String::new(), "no result".to_string()),
+        };
+        rows.push([
+            output::event_node(event),
+            format!(
+                "{}/{}",
+                output::value_text(&call["server"]),
+                output::value_text(&call["tool"])
+            ),
+            took,
+            how,
+        ]);
+    }
+    if rows.is_empty() {
+        return String::new();
+    }
+    table(
+        "tool calls",
+        ["NODE", "TOOL", "TIME", "RESULT"],
+        rows,
+        style,
+    )
 }
 
 /// The event trace: seq, time, type, node and content, one line each; `llm_delta` events only
@@ -430,9 +517,10 @@ fn trace(events: &[RunEvent], deltas: bool, style: Style) -> String {
     for event in shown {
         let kind = output::pad(event.kind.as_str(), type_width);
         let kind = match event.kind {
-            EventType::Error | EventType::LlmError | EventType::SubagentCallError => {
-                style.red(&kind)
-            }
+            EventType::Error
+            | EventType::LlmError
+            | EventType::SubagentCallError
+            | EventType::ToolError => style.red(&kind),
             EventType::WaitInput => style.yellow(&kind),
             _ => kind,
         };

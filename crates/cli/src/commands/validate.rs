@@ -10,7 +10,13 @@ use crate::{Exit, ValidateArgs};
 pub(crate) fn validate(args: &ValidateArgs) -> anyhow::Result<Exit> {
     let flow = super::load_flow(&args.flow)?;
     // Provider settings come from this machine's environment: they warn, never block.
-    let problems = check_flow(&flow, Some(&args.flow), &ProviderSettings::from_env());
+    let mut problems = check_flow(&flow, Some(&args.flow), &ProviderSettings::from_env());
+    if args.connect {
+        let connected = crate::block_on(crate::Threads::Pool, async {
+            Ok(super::tools::connected_problems(&flow, &args.flow).await)
+        })?;
+        problems.extend(connected);
+    }
     let valid = !problems.iter().any(Problem::is_error);
     if args.json {
         let report = json!({ "valid": valid, "problems": problems });

@@ -12,6 +12,7 @@ mod files;
 mod flow_tests;
 mod hostile;
 mod hosts;
+mod mcp;
 mod postgres;
 #[cfg(unix)]
 mod restate;

@@ -28,6 +28,8 @@ pub(crate) struct Services {
     pub http: LazyClient,
     pub sandbox: weft_sandbox::Sandbox,
     pub store: Store,
+    /// The MCP servers agents call, connected on first use and kept for later runs.
+    pub mcp: Arc<weft_mcp::Hub>,
 }
 
 /// What one run (with its nested runs) shares beyond the services: its LLM call log and its

@@ -1,21 +1,22 @@
-//! The LLM calls of a run: every answer is kept in the store (call `n` of node `k` in its visit
-//! `v`, with a hash of the request), and a run continued after an interruption gets the answers
-//! it already had for the same requests instead of asking the provider again.
+//! The LLM and MCP tool calls of a run: every answer is kept in the store (call `n` of node `k`
+//! in its visit `v`, with a hash of the request; a node's LLM and tool calls are numbered
+//! together), and a run continued after an interruption gets the answers it already had for the
+//! same requests instead of asking the provider (or calling the tool) again.
 //!
 //! A replay (`weft run --replay RUN_ID`, docs/debugging.md) is a new run given another run's
-//! answers the
-//! same way, with one rule more: once a node's request differs from the recording and goes
+//! answers the same way, with one rule more: once a node's request differs from the recording and goes
 //! live, every node after it on that branch goes live too, even where a request happens to be
 //! the recorded one, so what follows an edit is always asked afresh.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::sync::{Mutex, MutexGuard};
 
 use sha2::{Digest, Sha256};
 
-use weft_providers::{ChatRequest, ChatResponse, ModelRoute};
+use weft_providers::{ChatRequest, ModelRoute};
 use weft_store::RecordedCall;
 
 /// Answers recorded earlier, by (node key, visit, call number).
@@ -43,14 +44,14 @@ pub(crate) struct LlmLog {
     given: Option<Given>,
 }
 
-/// Where a recorded answer comes from.
-pub(crate) enum Recorded {
+/// Where a recorded answer (a model's, or a tool's result) comes from.
+pub(crate) enum Recorded<T> {
     /// This run had it before it was interrupted.
-    Own(ChatResponse),
+    Own(T),
     /// The replayed run had it.
-    Replayed(ChatResponse),
+    Replayed(T),
     /// The recording given to the run has it (with the tokens it used then).
-    Given(ChatResponse),
+    Given(T),
     /// The recording given to the run has none for this request: why, and how to record one.
     Missing(String),
 }
@@ -179,15 +180,15 @@ impl LlmLog {
     /// The recorded answer of call `call` of `node_key` in visit `visit`, when the request is the
     /// one recorded (`request_hash`): this run's own, else (in a replay, for a node not live)
     /// the replayed run's.
-    pub(crate) fn recorded(
+    pub(crate) fn recorded<T: DeserializeOwned>(
         &self,
         node_key: &str,
         visit: u64,
         call: u64,
         request_hash: &str,
-    ) -> Option<Recorded> {
+    ) -> Option<Recorded<T>> {
         let key = (node_key.to_string(), visit, call);
-        let answer_of = |recordings: &Recordings| -> Option<ChatResponse> {
+        let answer_of = |recordings: &Recordings| -> Option<T> {
             let recorded = recordings.get(&key)?;
             if recorded.request_hash != request_hash {
                 return None;
@@ -248,15 +249,22 @@ fn is_live(live: &HashSet<String>, node_key: &str) -> bool {
     })
 }
 
+/// A hash of a tool call: the server, the tool and the arguments.
+pub(crate) fn tool_call_hash(server: &str, tool: &str, arguments: &weft_mcp::JsonObject) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(serde_json::to_vec(&("mcp", server, tool, arguments)).unwrap_or_default());
+    hex(&hasher.finalize())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
 /// A hash of what is sent: the provider, the model and the whole request.
 pub(crate) fn request_hash(route: &ModelRoute, request: &ChatRequest) -> String {
     let mut hasher = Sha256::new();
     hasher.update(serde_json::to_vec(&(route, request)).unwrap_or_default());
-    hasher
-        .finalize()
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    hex(&hasher.finalize())
 }
 
 #[cfg(test)]

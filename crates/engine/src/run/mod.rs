@@ -295,6 +295,7 @@ impl Engine {
                 http,
                 sandbox: weft_sandbox::Sandbox::new(),
                 store,
+                mcp: Arc::default(),
             },
             active: Arc::default(),
             host: None,
@@ -330,6 +331,18 @@ impl Engine {
             host: self.host.clone(),
             ends_with_process: self.ends_with_process,
         }
+    }
+
+    /// The same engine, reaching MCP servers through `hub` (the app's, which reads `${NAME}`s
+    /// from its settings too).
+    pub fn with_mcp(mut self, hub: Arc<weft_mcp::Hub>) -> Engine {
+        self.services.mcp = hub;
+        self
+    }
+
+    /// The MCP servers this engine's runs use.
+    pub fn mcp(&self) -> &Arc<weft_mcp::Hub> {
+        &self.services.mcp
     }
 
     pub fn store(&self) -> &Store {

@@ -22,7 +22,121 @@ use weft_template::{RenderLimits, Scope};
 
 use super::context::RunContext;
 use super::emitter::now;
-use super::llm_log::{Recorded, request_hash};
+use super::llm_log::{Recorded, request_hash, tool_call_hash};
+use weft_mcp::{McpError, McpErrorKind, ToolInfo, ToolOutcome};
+use weft_nodes::step::ToolCallRequest;
+
+impl RunContext {
+    /// The folder of this flow's file (what relative paths in it are relative to).
+    fn flow_folder(&self) -> Option<&std::path::Path> {
+        self.flow_path.as_deref().and_then(std::path::Path::parent)
+    }
+
+    /// The definition of MCP server `server` in this flow's `settings.mcpServers`.
+    fn mcp_server(&self, server: &str) -> Result<weft_mcp::ServerDef, McpError> {
+        let servers = weft_mcp::parse_servers(self.flow.settings.get("mcpServers"))
+            .map_err(|problems| McpError::new(server, McpErrorKind::Config, problems.join("; ")))?;
+        servers.get(server).cloned().ok_or_else(|| {
+            let known: Vec<&str> = servers.keys().map(String::as_str).collect();
+            McpError::new(
+                server,
+                McpErrorKind::Config,
+                if known.is_empty() {
+                    "the flow's settings.mcpServers defines no servers".to_string()
+                } else {
+                    format!(
+                        "is not in the flow's settings.mcpServers (it has: {})",
+                        known.join(", ")
+                    )
+                },
+            )
+        })
+    }
+}
+
+impl RunContext {
+    /// What an MCP server gave `node_id` in its visit `visit` (its tool list when `tool` is
+    /// `None`, else the tool's result): what this run, the replayed run or the test's recording
+    /// kept for the same request, else `live`'s answer, kept in turn. Numbered with the node's
+    /// LLM calls: the order an agent makes them in is fixed (the calls of one answer start in
+    /// the order the model listed them).
+    async fn recorded_or_live<T, F, Fut>(
+        &self,
+        node_id: &str,
+        visit: u64,
+        server: &str,
+        tool: Option<&str>,
+        hash: String,
+        live: F,
+    ) -> Result<T, McpError>
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned,
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<T, McpError>>,
+    {
+        let node_key = self.call_key(node_id);
+        let log = &self.shared.llm_log;
+        let call = log.next_call(&node_key, visit);
+        // `server` for its list of tools, `server/tool` for a call.
+        let named = match tool {
+            Some(tool) => format!("{server}/{tool}"),
+            None => server.to_string(),
+        };
+        let what = match tool {
+            Some(tool) => format!("the call of `{tool}`"),
+            None => "the list of its tools".to_string(),
+        };
+        let record = |answer: &T| {
+            let recorded = RecordedCall {
+                node_key: node_key.clone(),
+                visit,
+                call,
+                request_hash: hash.clone(),
+                model: String::new(),
+                response: serde_json::to_value(answer).unwrap_or_default(),
+                tool: Some(named.clone()),
+            };
+            self.store()
+                .record_llm_call(&self.run_id, &recorded, &now());
+        };
+        if let Some(recorded) = log.recorded::<T>(&node_key, visit, call, &hash) {
+            let answer = match recorded {
+                Recorded::Own(answer) => answer,
+                Recorded::Replayed(answer) => {
+                    let from_run = log.replayed_run().unwrap_or_default();
+                    self.events.emit(
+                        EventType::LogicCheck,
+                        Some(node_id),
+                        format!("replayed: MCP server `{server}`: {what} as run {from_run} recorded it (the server was not asked)"),
+                    );
+                    record(&answer);
+                    answer
+                }
+                Recorded::Given(answer) => {
+                    self.events.emit(
+                        EventType::LogicCheck,
+                        Some(node_id),
+                        format!("MCP server `{server}`: {what} answered from the test's recording (the server was not asked)"),
+                    );
+                    record(&answer);
+                    answer
+                }
+                Recorded::Missing(why) => {
+                    return Err(McpError::new(
+                        server,
+                        McpErrorKind::NotRecorded,
+                        format!("{what} has no recorded result: {why}"),
+                    ));
+                }
+            };
+            return Ok(answer);
+        }
+        log.went_live(&node_key);
+        let answer = live().await?;
+        record(&answer);
+        Ok(answer)
+    }
+}
 
 impl StepEnv for RunContext {
     fn emit(&self, node_id: &str, kind: EventType, content: String, usage: Option<Usage>) {
@@ -108,11 +222,12 @@ impl StepEnv for RunContext {
                     request_hash: hash.clone(),
                     model: format!("{}/{}", route.provider.as_str(), route.model),
                     response: serde_json::to_value(answer).unwrap_or_default(),
+                    tool: None,
                 };
                 self.store()
                     .record_llm_call(&self.run_id, &recorded, &now());
             };
-            if let Some(recorded) = log.recorded(&node_key, visit, call, &hash) {
+            if let Some(recorded) = log.recorded::<ChatResponse>(&node_key, visit, call, &hash) {
                 let answer = match recorded {
                     // Its tokens were counted (and paid) when it was first asked.
                     Recorded::Own(answer) => ChatResponse {
@@ -162,6 +277,58 @@ impl StepEnv for RunContext {
                 .await?;
             record(&answer);
             Ok(answer)
+        }
+        .boxed()
+    }
+
+    fn mcp_tools<'a>(
+        &'a self,
+        node_id: &'a str,
+        visit: u64,
+        server: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<ToolInfo>, McpError>> {
+        async move {
+            let hash = tool_call_hash(server, "", &weft_mcp::JsonObject::new());
+            self.recorded_or_live(node_id, visit, server, None, hash, || async move {
+                let def = self.mcp_server(server)?;
+                self.services
+                    .mcp
+                    .tools(server, &def, self.flow_folder())
+                    .await
+            })
+            .await
+        }
+        .boxed()
+    }
+
+    fn call_tool<'a>(
+        &'a self,
+        request: ToolCallRequest<'a>,
+    ) -> BoxFuture<'a, Result<ToolOutcome, McpError>> {
+        async move {
+            let ToolCallRequest {
+                node_id,
+                visit,
+                server,
+                tool,
+                arguments,
+            } = request;
+            let hash = tool_call_hash(server, tool, arguments);
+            self.recorded_or_live(node_id, visit, server, Some(tool), hash, || async move {
+                let def = self.mcp_server(server)?;
+                self.services
+                    .mcp
+                    .call(
+                        server,
+                        &def,
+                        self.flow_folder(),
+                        tool,
+                        arguments.clone(),
+                        &self.cancel,
+                    )
+                    .await
+            })
+            .await
         }
         .boxed()
     }

@@ -142,10 +142,12 @@ async fn the_request_has_the_messages_wire_shape() {
         ChatMessage::Tool {
             tool_call_id: "toolu_9".into(),
             content: "4".into(),
+            is_error: false,
         },
         ChatMessage::Tool {
             tool_call_id: "toolu_10".into(),
             content: "0".into(),
+            is_error: false,
         },
         ChatMessage::User {
             content: "and so?".into(),
@@ -336,6 +338,7 @@ async fn thinking_blocks_go_back_with_their_tool_calls() {
     request.messages.push(ChatMessage::Tool {
         tool_call_id: "toolu_t".into(),
         content: "2".into(),
+        is_error: false,
     });
     let (result, _) = send(&clients, &request).await;
     assert_eq!(result.expect("succeeds").content, "done");

@@ -11,6 +11,7 @@ mod engine_runs;
 mod fuzz;
 mod golden;
 mod llama_peer;
+mod mcp_tools;
 mod node_kinds;
 mod openai_client;
 mod visits;

@@ -805,7 +805,7 @@ fn keys_nobody_reads_are_warnings_naming_the_nearest_field() {
         .collect();
     let expected = [
         "`settings.maxNodeVisit` is not a field of the flow's settings (did you mean `settings.maxNodeVisits`?)",
-        "`settings.budgett` is not a field of the flow's settings; it is ignored (fields: settings.maxNodeVisits, settings.vars)",
+        "`settings.budgett` is not a field of the flow's settings; it is ignored (fields: settings.maxNodeVisits, settings.vars, settings.mcpServers)",
         "node a: warning: `systemPromt` is not a field of `agent` nodes (did you mean `systemPrompt`?); it is ignored",
         "node a: warning: `fallbakModels` is not a field of `agent` nodes; it is ignored (fields: systemPrompt,",
         "node a: warning: `tools.web_serch` is not a field of `agent` nodes (did you mean `tools.web_search`?)",

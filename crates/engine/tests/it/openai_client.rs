@@ -136,6 +136,7 @@ async fn request_carries_model_messages_tools_effort_and_key() {
     request.messages.push(ChatMessage::Tool {
         tool_call_id: "call_9".into(),
         content: "4".into(),
+        is_error: false,
     });
     let (result, _) = call(
         &clients,

@@ -53,6 +53,8 @@ pub(crate) struct FakeEnv {
     llm: LlmClients,
     http: reqwest::Client,
     sandbox: weft_sandbox::Sandbox,
+    mcp: weft_mcp::Hub,
+    mcp_servers: weft_mcp::Servers,
     pub cancel: CancellationToken,
 }
 
@@ -74,6 +76,8 @@ impl FakeEnv {
             llm: LlmClients::new(ProviderSettings::default()),
             http: reqwest::Client::new(),
             sandbox: weft_sandbox::Sandbox::new(),
+            mcp: weft_mcp::Hub::default(),
+            mcp_servers: weft_mcp::Servers::new(),
             cancel: CancellationToken::new(),
         }
     }
@@ -103,6 +107,12 @@ impl FakeEnv {
     ) -> FakeEnv {
         self.configs
             .insert(node_id.to_string(), (label.to_string(), Box::new(config)));
+        self
+    }
+
+    /// An MCP server of the flow's settings.
+    pub(crate) fn mcp_server(mut self, name: &str, def: weft_mcp::ServerDef) -> FakeEnv {
+        self.mcp_servers.insert(name.to_string(), def);
         self
     }
 
@@ -168,6 +178,18 @@ pub(crate) fn step<'a>(node_id: &'a str, input: &'a Value) -> Step<'a> {
         visit: 1,
         timeout: Duration::from_secs(30),
         resume: None,
+    }
+}
+
+impl FakeEnv {
+    fn mcp_server_def(&self, server: &str) -> Result<weft_mcp::ServerDef, weft_mcp::McpError> {
+        self.mcp_servers.get(server).cloned().ok_or_else(|| {
+            weft_mcp::McpError::new(
+                server,
+                weft_mcp::McpErrorKind::Config,
+                "is not in the flow's settings.mcpServers".into(),
+            )
+        })
     }
 }
 
@@ -240,6 +262,39 @@ impl StepEnv for FakeEnv {
         self.llm
             .complete(route, request, on_delta, &self.cancel)
             .boxed()
+    }
+
+    fn mcp_tools<'a>(
+        &'a self,
+        _node_id: &'a str,
+        _visit: u64,
+        server: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<weft_mcp::ToolInfo>, weft_mcp::McpError>> {
+        async move {
+            let def = self.mcp_server_def(server)?;
+            self.mcp.tools(server, &def, Some(&self.folder)).await
+        }
+        .boxed()
+    }
+
+    fn call_tool<'a>(
+        &'a self,
+        call: super::ToolCallRequest<'a>,
+    ) -> BoxFuture<'a, Result<weft_mcp::ToolOutcome, weft_mcp::McpError>> {
+        async move {
+            let def = self.mcp_server_def(call.server)?;
+            self.mcp
+                .call(
+                    call.server,
+                    &def,
+                    Some(&self.folder),
+                    call.tool,
+                    call.arguments.clone(),
+                    &self.cancel,
+                )
+                .await
+        }
+        .boxed()
     }
 
     fn http(&self) -> &reqwest::Client {

@@ -110,6 +110,8 @@ pub enum StepErrorKind {
     Subflow,
     /// A `forEach` could not find its list, or an item failed with `failFast`.
     ForEach,
+    /// An MCP server an agent's `tools.mcp` names could not be reached or has no such tool.
+    Tool,
     /// Weft itself went wrong (a bug); the message says where.
     Internal,
 }
@@ -235,6 +237,16 @@ pub struct ChildRun<'a> {
     pub cancel: CancellationToken,
 }
 
+/// One call of an MCP tool by an agent.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolCallRequest<'a> {
+    pub node_id: &'a str,
+    pub visit: u64,
+    pub server: &'a str,
+    pub tool: &'a str,
+    pub arguments: &'a weft_mcp::JsonObject,
+}
+
 /// Everything a step may touch outside itself. Node ids are the current flow's.
 pub trait StepEnv: Send + Sync {
     /// Logs an event about `node_id`, with the tokens an LLM call used when it is an
@@ -263,6 +275,24 @@ pub trait StepEnv: Send + Sync {
         request: &'a ChatRequest,
         on_delta: &'a (dyn Fn(&str) + Send + Sync),
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>>;
+
+    /// The tools MCP server `server` (of the flow's `settings.mcpServers`) lists, for
+    /// `node_id` in its visit `visit`, starting or connecting to it when needed. Kept with the
+    /// run like a tool's result, so that a replay or a flow test offline needs no server.
+    fn mcp_tools<'a>(
+        &'a self,
+        node_id: &'a str,
+        visit: u64,
+        server: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<weft_mcp::ToolInfo>, weft_mcp::McpError>>;
+
+    /// Calls a tool for `node_id`: a run continued after an interruption (or a replay, or a
+    /// flow test offline) gets the result it recorded for the same call without calling again;
+    /// the result is kept with the run.
+    fn call_tool<'a>(
+        &'a self,
+        call: ToolCallRequest<'a>,
+    ) -> BoxFuture<'a, Result<weft_mcp::ToolOutcome, weft_mcp::McpError>>;
 
     /// The HTTP client of `http` nodes.
     fn http(&self) -> &reqwest::Client;

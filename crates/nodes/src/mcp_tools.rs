@@ -1,0 +1,314 @@
+//! An agent's MCP tools (`tools.mcp`): the specs its model sees (`server__tool`, with the
+//! tool's own description and input schema), and each call the model asks for, with its
+//! `tool_call` / `tool_result` / `tool_error` events. A tool's error result and a failed call
+//! both go back to the model as an error result; only a server that cannot be reached when the
+//! step starts fails the step.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use weft_event::EventType;
+use weft_mcp::{JsonObject, McpErrorKind};
+use weft_providers::{ToolCall, ToolSpec};
+
+use crate::step::{StepEnv, StepError, StepErrorKind, ToolCallRequest};
+
+/// How much of a tool's result an event carries (the store keeps it whole).
+pub const EVENT_CONTENT_LIMIT: usize = 64 * 1024;
+/// The longest function name providers accept.
+const MAX_TOOL_NAME: usize = 64;
+
+/// One MCP tool the model may call.
+#[derive(Debug, Clone)]
+pub(crate) struct McpTool {
+    pub spec: ToolSpec,
+    pub server: String,
+    pub tool: String,
+}
+
+/// `server__tool` as a function name: `[A-Za-z0-9_-]`, at most 64 characters.
+pub fn exposed_name(server: &str, tool: &str) -> String {
+    let mut name: String = format!("{server}__{tool}")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if name.len() > MAX_TOOL_NAME {
+        name.truncate(MAX_TOOL_NAME);
+    }
+    name
+}
+
+/// An entry of `tools.mcp`: `server` or `server/tool`.
+pub fn split_entry(entry: &str) -> (&str, Option<&str>) {
+    match entry.split_once('/') {
+        Some((server, tool)) => (server, Some(tool)),
+        None => (entry, None),
+    }
+}
+
+/// The tools `entries` name, listed from their servers. A server that cannot be reached, a
+/// tool it does not list, or two tools with one exposed name fail the step, naming them.
+pub(crate) async fn mcp_tools(
+    env: &dyn StepEnv,
+    node_id: &str,
+    visit: u64,
+    entries: &[String],
+    taken: &[String],
+) -> Result<Vec<McpTool>, StepError> {
+    let mut tools: Vec<McpTool> = Vec::new();
+    let mut listed: HashMap<&str, Vec<weft_mcp::ToolInfo>> = HashMap::new();
+    for entry in entries {
+        let (server, only) = split_entry(entry);
+        if !listed.contains_key(server) {
+            let infos = env
+                .mcp_tools(node_id, visit, server)
+                .await
+                .map_err(|error| {
+                    if error.kind == McpErrorKind::Cancelled {
+                        return StepError::cancelled();
+                    }
+                    let failed = json!({ "server": server, "error": error.to_string() });
+                    env.emit(node_id, EventType::ToolError, failed.to_string(), None);
+                    StepError::new(StepErrorKind::Tool, format!("tools.mcp: {error}"))
+                })?;
+            listed.insert(server, infos);
+        }
+        let infos = &listed[server];
+        let chosen: Vec<&weft_mcp::ToolInfo> = match only {
+            None => infos.iter().collect(),
+            Some(tool) => {
+                let info = infos.iter().find(|info| info.name == tool).ok_or_else(|| {
+                    let names: Vec<&str> = infos.iter().map(|info| info.name.as_str()).collect();
+                    StepError::new(
+                        StepErrorKind::Tool,
+                        format!(
+                            "tools.mcp: MCP server `{server}` has no tool `{tool}` (its tools: {})",
+                            names.join(", ")
+                        ),
+                    )
+                })?;
+                vec![info]
+            }
+        };
+        for info in chosen {
+            if tools
+                .iter()
+                .any(|known| known.server == server && known.tool == info.name)
+            {
+                continue;
+            }
+            let name = exposed_name(server, &info.name);
+            if let Some(other) = tools.iter().find(|known| known.spec.name == name) {
+                return Err(StepError::new(
+                    StepErrorKind::Tool,
+                    format!(
+                        "tools.mcp: `{server}/{}` and `{}/{}` are both offered to the model as `{name}`; name only one of them",
+                        info.name, other.server, other.tool
+                    ),
+                ));
+            }
+            if taken.contains(&name) {
+                return Err(StepError::new(
+                    StepErrorKind::Tool,
+                    format!(
+                        "tools.mcp: `{server}/{}` is offered as `{name}`, the name of a subagent too",
+                        info.name
+                    ),
+                ));
+            }
+            let description = if info.description.trim().is_empty() {
+                info.title.clone().unwrap_or_else(|| {
+                    format!("The tool `{}` of MCP server `{server}`.", info.name)
+                })
+            } else {
+                info.description.clone()
+            };
+            tools.push(McpTool {
+                spec: ToolSpec {
+                    name,
+                    description,
+                    parameters: info.input_schema.clone(),
+                },
+                server: server.to_string(),
+                tool: info.name.clone(),
+            });
+        }
+    }
+    Ok(tools)
+}
+
+/// What a tool call gives the model: its text and whether it is an error.
+pub(crate) struct ToolReply {
+    pub content: String,
+    pub is_error: bool,
+}
+
+/// Calls the MCP tool `call` names, logging it; any failure becomes an error result for the
+/// model, except a cancelled run and a call a flow test's recording lacks, which end the step.
+pub(crate) async fn call_mcp_tool(
+    env: &dyn StepEnv,
+    node_id: &str,
+    visit: u64,
+    tool: &McpTool,
+    call: &ToolCall,
+) -> Result<ToolReply, StepError> {
+    let parsed: Result<Value, _> = if call.arguments.trim().is_empty() {
+        Ok(Value::Object(JsonObject::new()))
+    } else {
+        serde_json::from_str(&call.arguments)
+    };
+    let announced = |arguments: &Value| {
+        json!({
+            "server": tool.server,
+            "tool": tool.tool,
+            "arguments": arguments,
+            "callId": call.id,
+        })
+    };
+    let arguments = match parsed {
+        Ok(Value::Object(arguments)) => arguments,
+        Ok(other) => {
+            return Ok(refused(
+                env,
+                node_id,
+                tool,
+                call,
+                &announced(&other),
+                "the arguments must be a JSON object",
+            ));
+        }
+        Err(error) => {
+            let given = Value::String(call.arguments.clone());
+            return Ok(refused(
+                env,
+                node_id,
+                tool,
+                call,
+                &announced(&given),
+                &format!("the arguments are not JSON ({error})"),
+            ));
+        }
+    };
+    env.emit(
+        node_id,
+        EventType::ToolCall,
+        announced(&Value::Object(arguments.clone())).to_string(),
+        None,
+    );
+    let started = Instant::now();
+    let outcome = env
+        .call_tool(ToolCallRequest {
+            node_id,
+            visit,
+            server: &tool.server,
+            tool: &tool.tool,
+            arguments: &arguments,
+        })
+        .await;
+    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    match outcome {
+        Ok(outcome) => {
+            let content = outcome.text();
+            let result = json!({
+                "callId": call.id,
+                "content": cut(&content, EVENT_CONTENT_LIMIT),
+                "isError": outcome.is_error,
+                "durationMs": duration_ms,
+            });
+            env.emit(node_id, EventType::ToolResult, result.to_string(), None);
+            Ok(ToolReply {
+                content,
+                is_error: outcome.is_error,
+            })
+        }
+        Err(error) if error.kind == McpErrorKind::Cancelled => Err(StepError::cancelled()),
+        // A flow test offline (or a replay) without this call's result: the case must be
+        // recorded again, which the model cannot help with.
+        Err(error) if error.kind == McpErrorKind::NotRecorded => {
+            Err(StepError::new(StepErrorKind::Tool, error.to_string()))
+        }
+        Err(error) => {
+            let failed = json!({
+                "server": tool.server,
+                "tool": tool.tool,
+                "callId": call.id,
+                "error": error.to_string(),
+                "durationMs": duration_ms,
+            });
+            env.emit(node_id, EventType::ToolError, failed.to_string(), None);
+            Ok(ToolReply {
+                content: format!("error: {error}"),
+                is_error: true,
+            })
+        }
+    }
+}
+
+/// A call refused before it reached the server (arguments that are not an object).
+fn refused(
+    env: &dyn StepEnv,
+    node_id: &str,
+    tool: &McpTool,
+    call: &ToolCall,
+    announced: &Value,
+    why: &str,
+) -> ToolReply {
+    env.emit(node_id, EventType::ToolCall, announced.to_string(), None);
+    let failed = json!({
+        "server": tool.server,
+        "tool": tool.tool,
+        "callId": call.id,
+        "error": format!("`{}/{}`: {why}", tool.server, tool.tool),
+        "durationMs": 0,
+    });
+    env.emit(node_id, EventType::ToolError, failed.to_string(), None);
+    ToolReply {
+        content: format!("error: {why}"),
+        is_error: true,
+    }
+}
+
+/// `text` cut to at most `limit` bytes (on a character boundary), marked when cut.
+fn cut(text: &str, limit: usize) -> String {
+    if text.len() <= limit {
+        return text.to_string();
+    }
+    let mut end = limit;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes in all)", &text[..end], text.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exposed_names_are_function_names_providers_accept() {
+        assert_eq!(
+            exposed_name("files", "read_text_file"),
+            "files__read_text_file"
+        );
+        assert_eq!(exposed_name("t", "create.issue v2"), "t__create_issue_v2");
+        assert_eq!(exposed_name("s", &"x".repeat(100)).len(), 64);
+        assert_eq!(split_entry("files/read"), ("files", Some("read")));
+        assert_eq!(split_entry("files"), ("files", None));
+    }
+
+    #[test]
+    fn event_content_is_cut_on_a_character_boundary() {
+        let text = "é".repeat(10);
+        let shown = cut(&text, 5);
+        assert!(shown.starts_with("éé…"), "{shown}");
+        assert!(shown.ends_with("(20 bytes in all)"));
+        assert_eq!(cut("short", 64), "short");
+    }
+}
