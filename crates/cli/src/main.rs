@@ -53,6 +53,7 @@ Environment:
 Examples:
   weft validate flows/triage.json
   weft tools flows/files.json       # the tools of a flow's MCP servers
+  weft mcp --flows flows            # the flows as MCP tools, over stdio
   weft run flows/triage.json --input 'My order never arrived'
   weft run flows/triage.json --decide review=approve --events > events.ndjson
   weft run flows/triage.json --pins     # nodes pinned in flows/triage.pins.json do not run
@@ -102,6 +103,9 @@ enum Command {
     /// Serve an HTTP API: start runs of the flows in a folder, follow their events (SSE), list
     /// and decide approvals, cancel, webhooks. Every request needs a bearer token.
     Serve(ServeArgs),
+    /// Serve the flows of a folder as MCP tools over standard input and output, for an MCP
+    /// client that starts `weft mcp` (an IDE assistant): each flow is a tool named by its file.
+    Mcp(McpArgs),
     /// Serve a Restate service endpoint on which each run of a flow in a folder is a durable
     /// workflow (WeftRun): a worker that dies mid-run is replaced by another without repeating
     /// finished steps, and approvals are durable promises decided through Restate's ingress.
@@ -131,6 +135,15 @@ pub(crate) struct ValidateArgs {
     /// against the tools each server lists.
     #[arg(long)]
     pub connect: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct McpArgs {
+    /// The folder whose flows are the tools (`triage` is DIR/triage.json).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub flows: PathBuf,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 #[derive(Debug, Args)]
@@ -470,6 +483,7 @@ fn main() -> ExitCode {
         Command::Test(args) => block_on(Threads::Pool, commands::test::test(args)),
         Command::Serve(args) => block_on(Threads::Pool, commands::serve::serve(args)),
         Command::Restate(args) => block_on(Threads::Pool, commands::restate::restate(args)),
+        Command::Mcp(args) => block_on(Threads::Pool, commands::mcp::mcp(args)),
     };
     // The MCP servers the runs started end with the process (their groups: what they started
     // too). A second Ctrl-C quits from the signal handler instead: a server then sees its

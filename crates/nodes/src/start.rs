@@ -17,6 +17,11 @@ pub struct StartConfig {
     /// The input used when a run is started without one (text, or any JSON value).
     #[serde(default)]
     pub initial_input: Option<Value>,
+    /// A JSON Schema (an object) of the run's input: the arguments MCP clients give when the
+    /// flow is served as a tool (`weft mcp`); without it, one text `input`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-weft" = "json"))]
+    pub input_schema: Option<Value>,
 }
 
 impl Kind for StartConfig {

@@ -16,6 +16,7 @@
 
 mod connections;
 mod error;
+pub mod mcp;
 pub mod openapi;
 pub mod tokens;
 
@@ -179,6 +180,11 @@ fn router_and_state(weft: Weft, config: ServeConfig) -> std::io::Result<(Router,
             }
         }
     }
+    // Flows as MCP tools over streamable HTTP, behind the same tokens.
+    let protected = protected.route_service(
+        "/mcp",
+        mcp::http_service(&api.weft, &api.flows_dir, &api.stopping),
+    );
     // Authorized first, then the body is read: a caller without a token makes the server read
     // nothing but headers.
     let protected = protected

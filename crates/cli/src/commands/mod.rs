@@ -4,6 +4,7 @@
 pub(crate) mod cancel;
 pub(crate) mod diff;
 pub(crate) mod kinds;
+pub(crate) mod mcp;
 pub(crate) mod restate;
 pub(crate) mod resume;
 pub(crate) mod run;

@@ -292,3 +292,229 @@ async fn ctrl_c_during_a_tool_call_cancels_the_run_and_stops_the_server() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Runs the TypeScript SDK's client (tests/mcp/client.mjs) against `target`, making `calls`.
+fn mcp_client(target: &[&str], calls: &Value) -> Value {
+    let output = Command::new("node")
+        .arg(servers_dir().join("client.mjs"))
+        .args(target)
+        .env("WEFT_MCP_CALLS", calls.to_string())
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("WEFT_DB")
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("node runs");
+    assert!(output.status.success(), "the client failed: {output:?}");
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+        panic!(
+            "not JSON ({error}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
+
+/// Flows to serve, in the sandbox's `flows` folder (returned): a greeting (text input), an
+/// order (an input schema), one that pauses at an approval, and one that is not valid; a tests
+/// file beside them is no tool.
+fn served_flows(sandbox: &Sandbox) -> String {
+    let folder = sandbox.dir.path().join("flows");
+    std::fs::create_dir_all(&folder).expect("flows folder");
+    let write = |name: &str, flow: &Value| {
+        std::fs::write(
+            folder.join(name),
+            serde_json::to_string_pretty(flow).expect("JSON"),
+        )
+        .expect("write flow");
+    };
+    let chain = |name: &str, start: Value, middle: Value| {
+        json!({
+            "version": 1, "name": name, "description": format!("The {name} flow."),
+            "nodes": [node("start", "start", start), middle, node("end", "output", json!({}))],
+            "edges": [edge("a", "start", "middle", None), edge("b", "middle", "end", None)]
+        })
+    };
+    write(
+        "greet.json",
+        &chain(
+            "greet",
+            json!({}),
+            node(
+                "middle",
+                "template",
+                json!({"template": "Hello, {{ PREVIOUS_OUTPUT }}!"}),
+            ),
+        ),
+    );
+    write(
+        "order.json",
+        &chain(
+            "order",
+            json!({"inputSchema": {"type": "object", "properties": {"item": {"type": "string"}, "qty": {"type": "integer"}}, "required": ["item", "qty"]}}),
+            node(
+                "middle",
+                "template",
+                json!({"template": "{\"line\": \"{{ qty }} x {{ item }}\"}", "parseJson": true}),
+            ),
+        ),
+    );
+    let mut review = chain(
+        "review",
+        json!({}),
+        node(
+            "middle",
+            "approval",
+            json!({"message": "Send {{ PREVIOUS_OUTPUT }}?"}),
+        ),
+    );
+    review["edges"][1]["sourceHandle"] = json!("approve");
+    review["nodes"]
+        .as_array_mut()
+        .expect("nodes")
+        .push(node("no", "output", json!({})));
+    review["edges"]
+        .as_array_mut()
+        .expect("edges")
+        .push(edge("c", "middle", "no", Some("reject")));
+    write("review.json", &review);
+    write(
+        "broken.json",
+        &json!({"version": 1, "name": "broken", "nodes": [], "edges": []}),
+    );
+    write("greet.tests.json", &json!({"cases": []}));
+    folder.display().to_string()
+}
+
+#[test]
+fn weft_mcp_serves_each_flow_as_a_tool_to_a_real_client() {
+    let sandbox = Sandbox::new();
+    let folder = served_flows(&sandbox);
+    let db = sandbox.db_arg();
+    let calls = json!([
+        {"name": "greet", "arguments": {"input": "Ada"}},
+        {"name": "order", "arguments": {"item": "tea", "qty": 2}},
+        {"name": "order", "arguments": {"item": "tea"}},
+        {"name": "review", "arguments": {"input": "the letter"}},
+        {"name": "broken", "arguments": {"input": "x"}},
+        {"name": "missing", "arguments": {}}
+    ]);
+    let answer = mcp_client(
+        &[
+            "stdio",
+            env!("CARGO_BIN_EXE_weft"),
+            "mcp",
+            "--flows",
+            &folder,
+            "--db",
+            &db,
+        ],
+        &calls,
+    );
+    let names: Vec<&str> = answer["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    assert_eq!(names, ["broken", "greet", "order", "review"], "{answer}");
+    let greet = &answer["tools"][1];
+    assert_eq!(greet["description"], "The greet flow.");
+    assert_eq!(greet["inputSchema"]["required"], json!(["input"]));
+    assert_eq!(
+        answer["tools"][2]["inputSchema"]["required"],
+        json!(["item", "qty"])
+    );
+
+    let call = |index: usize| &answer["calls"][index];
+    assert_eq!(
+        call(0)["result"]["content"][0]["text"],
+        "Hello, Ada!",
+        "{answer}"
+    );
+    assert_eq!(
+        call(0)["progress"].as_array().map(Vec::len),
+        Some(3),
+        "one progress notification per step: {answer}"
+    );
+    assert_eq!(
+        call(1)["result"]["structuredContent"],
+        json!({"line": "2 x tea"}),
+        "{answer}"
+    );
+    assert_eq!(call(2)["result"]["isError"], true, "{answer}");
+    assert!(
+        call(2)["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|text| text.contains("do not match the flow's inputSchema")),
+        "{answer}"
+    );
+    let paused = call(3)["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        paused.starts_with("paused: run ") && paused.ends_with(" waits at middle"),
+        "{answer}"
+    );
+    assert_eq!(call(4)["result"]["isError"], true, "{answer}");
+    assert!(
+        call(4)["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|text| text.contains("the flow `broken` is not valid")),
+        "{answer}"
+    );
+    assert!(
+        call(5)["error"]
+            .as_str()
+            .is_some_and(|error| error.contains("no flow `missing`")),
+        "{answer}"
+    );
+
+    // The paused run waits in the store like any other, and is decided as ever.
+    let run_id = paused
+        .trim_start_matches("paused: run ")
+        .trim_end_matches(" waits at middle")
+        .to_string();
+    let ran = sandbox.run_within(
+        &["resume", &run_id, "--decision", "approve", "--db", &db],
+        None,
+        LIMIT,
+    );
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout.trim(), "the letter");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn weft_serve_serves_the_flows_as_tools_at_mcp_behind_its_tokens() {
+    let sandbox = Sandbox::new();
+    served_flows(&sandbox);
+    let server = crate::common::serve::Server::start(&sandbox, &[], None);
+    let url = format!("{}/mcp", server.url);
+    let calls = json!([{"name": "greet", "arguments": {"input": "Grace"}}]);
+    let (with_token, without, wrong) = {
+        let url = url.clone();
+        tokio::task::spawn_blocking(move || {
+            (
+                mcp_client(&["http", &url, crate::common::serve::TOKEN], &calls),
+                mcp_client(&["http", &url], &calls),
+                mcp_client(&["http", &url, "not-a-token"], &calls),
+            )
+        })
+        .await
+        .expect("join")
+    };
+    assert_eq!(
+        with_token["tools"].as_array().map(Vec::len),
+        Some(4),
+        "{with_token}"
+    );
+    assert_eq!(
+        with_token["calls"][0]["result"]["content"][0]["text"], "Hello, Grace!",
+        "{with_token}"
+    );
+    for refused in [without, wrong] {
+        let error = refused["connectError"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("401") || error.contains("nauthorized"),
+            "{refused}"
+        );
+    }
+}

@@ -1356,7 +1356,7 @@ fn initial_value(flow: &Flow, input: Option<&str>) -> Value {
         .find(|node| NodeKind::of(node) == Some(NodeKind::Start))
         .and_then(
             |node| match NodeConfig::parse(NodeKind::Start, &node.data) {
-                Ok(NodeConfig::Start(StartConfig { initial_input })) => initial_input,
+                Ok(NodeConfig::Start(StartConfig { initial_input, .. })) => initial_input,
                 _ => None,
             },
         )
