@@ -14,8 +14,8 @@ use weft_providers::{
     ChatMessage, ChatRequest, ChatResponse, ModelRoute, ProviderError, ToolCall, ToolSpec,
     route_model, supports_web_search,
 };
-use crate::mcp_tools::{McpTool, ToolReply, call_mcp_tool, mcp_tools};
-use crate::step::{Step, StepEnv, StepError, StepErrorKind, StepOutput};
+use crate::mcp_tools::{McpTool, ToolApprovals, ToolReply, ToolStep, call_mcp_tool, mcp_tools};
+use crate::step::{ChildPause, Step, StepEnv, StepError, StepErrorKind, StepOutput, Wait};
 use weft_template::output_text;
 
 /// Calls a language model. `{{PREVIOUS_OUTPUT}}` in either prompt is the previous output; an
@@ -58,6 +58,10 @@ pub struct AgentConfig {
     /// What this agent does, told to a parent agent that may call it.
     #[serde(default)]
     pub description: Option<String>,
+    /// MCP tools whose calls a person approves first (`server/tool`, `server/*`, `*`): the run
+    /// pauses before each, with the arguments as a form to edit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approve_tools: Vec<String>,
 }
 
 #[derive(
@@ -130,21 +134,46 @@ impl Kind for AgentConfig {
         if user.trim().is_empty() {
             user = output_text(step.input);
         }
-        let value = run_agent(env, step.node_id, step.visit, self, system, user).await?;
-        Ok(StepOutput::new(value, Handle::OUTPUT.id))
+        let approvals = ToolApprovals::resumed(step.resume.as_ref());
+        let turn = Turn {
+            env,
+            visit: step.visit,
+            approvals: &approvals,
+        };
+        match run_agent(turn, step.node_id, self, system, user).await? {
+            AgentEnd::Answer(value) => Ok(StepOutput::new(value, Handle::OUTPUT.id)),
+            AgentEnd::Wait(pause) => Ok(StepOutput::waiting(
+                pause.input.clone(),
+                Wait::Tool(pause),
+            )),
+        }
     }
 }
 
-/// Runs agent `node_id` once: the model call, the subagent tool loop, and the answer.
+/// What one agent step shares with the subagents it calls.
+#[derive(Clone, Copy)]
+pub(crate) struct Turn<'a> {
+    pub env: &'a dyn StepEnv,
+    pub visit: u64,
+    pub approvals: &'a ToolApprovals,
+}
+
+/// How an agent's turn ended: with its answer, or waiting for a person to approve a tool call.
+pub(crate) enum AgentEnd {
+    Answer(Value),
+    Wait(ChildPause),
+}
+
+/// Runs agent `node_id` once: the model call, the tool loop, and the answer.
 /// Used for agent steps and, nested, for subagent calls.
 pub(crate) fn run_agent<'a>(
-    env: &'a dyn StepEnv,
+    turn: Turn<'a>,
     node_id: &'a str,
-    visit: u64,
     config: &'a AgentConfig,
     system: String,
     user: String,
-) -> BoxFuture<'a, Result<Value, StepError>> {
+) -> BoxFuture<'a, Result<AgentEnd, StepError>> {
+    let Turn { env, visit, .. } = turn;
     async move {
         let route = route_for(env, node_id, &config.model, config.tools.web_search)?;
         let tools = if config.tools.subagents {
@@ -153,7 +182,15 @@ pub(crate) fn run_agent<'a>(
             Vec::new()
         };
         let taken: Vec<String> = tools.iter().map(|(spec, _)| spec.name.clone()).collect();
-        let mcp = mcp_tools(env, node_id, visit, &config.tools.mcp, &taken).await?;
+        let mcp = mcp_tools(
+            env,
+            node_id,
+            visit,
+            &config.tools.mcp,
+            &config.approve_tools,
+            &taken,
+        )
+        .await?;
 
         let mut messages = Vec::new();
         if !system.trim().is_empty() {
@@ -179,7 +216,7 @@ pub(crate) fn run_agent<'a>(
             ..ChatRequest::new(route.model.clone(), Vec::new())
         };
 
-        for _round in 0..MAX_TOOL_ROUNDS {
+        for round in 0..MAX_TOOL_ROUNDS {
             let request = ChatRequest {
                 messages: messages.clone(),
                 ..base.clone()
@@ -213,7 +250,7 @@ pub(crate) fn run_agent<'a>(
                 if config.keep_history {
                     env.set_history(node_id, messages[history_start..].to_vec());
                 }
-                return Ok(value);
+                return Ok(AgentEnd::Answer(value));
             }
 
             messages.push(ChatMessage::Assistant {
@@ -225,16 +262,26 @@ pub(crate) fn run_agent<'a>(
                 response
                     .tool_calls
                     .iter()
-                    .map(|call| call_tool(env, node_id, visit, &tools, &mcp, call)),
+                    .map(|call| call_tool(turn, node_id, round, &tools, &mcp, call)),
             )
             .await;
-            for (call, reply) in response.tool_calls.iter().zip(results) {
-                let reply = reply?;
-                messages.push(ChatMessage::Tool {
-                    tool_call_id: call.id.clone(),
-                    content: reply.content,
-                    is_error: reply.is_error,
-                });
+            let mut wait = None;
+            for (call, step) in response.tool_calls.iter().zip(results) {
+                match step? {
+                    ToolStep::Reply(reply) => messages.push(ChatMessage::Tool {
+                        tool_call_id: call.id.clone(),
+                        content: reply.content,
+                        is_error: reply.is_error,
+                    }),
+                    // The first call waited at; the others' results are kept with the run,
+                    // and given back when the step runs again.
+                    ToolStep::Wait(pause) => {
+                        wait.get_or_insert(pause);
+                    }
+                }
+            }
+            if let Some(pause) = wait {
+                return Ok(AgentEnd::Wait(pause));
             }
         }
         let error = StepError::new(
@@ -473,36 +520,49 @@ fn unique_tool_name(text: &str, taken: &mut HashSet<String>) -> String {
 }
 
 /// Runs what a tool call of the model names: an MCP tool, else a subagent. Fails only when
-/// the run is cancelled; anything else is an error result for the model.
+/// the run is cancelled (or a recording lacks a call); anything else is an error result for
+/// the model, or a wait for a person.
 async fn call_tool(
-    env: &dyn StepEnv,
+    turn: Turn<'_>,
     node_id: &str,
-    visit: u64,
+    round: usize,
     subagents: &[(ToolSpec, String)],
     mcp: &[McpTool],
     call: &ToolCall,
-) -> Result<ToolReply, StepError> {
+) -> Result<ToolStep, StepError> {
     if let Some(tool) = mcp.iter().find(|tool| tool.spec.name == call.name) {
-        return call_mcp_tool(env, node_id, visit, tool, call).await;
+        return call_mcp_tool(
+            turn.env,
+            node_id,
+            turn.visit,
+            round,
+            tool,
+            call,
+            turn.approvals,
+        )
+        .await;
     }
-    let content = call_subagent(env, node_id, visit, subagents, call).await;
-    if env.cancel().is_cancelled() {
+    let step = call_subagent(turn, node_id, subagents, call).await;
+    if turn.env.cancel().is_cancelled() {
         return Err(StepError::cancelled());
     }
-    Ok(ToolReply {
-        content,
-        is_error: false,
-    })
+    Ok(step)
 }
 
 /// Runs the subagent a tool call names and returns the tool result text.
 async fn call_subagent(
-    env: &dyn StepEnv,
+    turn: Turn<'_>,
     parent: &str,
-    visit: u64,
     tools: &[(ToolSpec, String)],
     call: &ToolCall,
-) -> String {
+) -> ToolStep {
+    let env = turn.env;
+    let reply = |content: String| {
+        ToolStep::Reply(ToolReply {
+            content,
+            is_error: false,
+        })
+    };
     let task = serde_json::from_str::<Value>(&call.arguments)
         .ok()
         .and_then(|args| args.get("task").map(output_text))
@@ -511,7 +571,7 @@ async fn call_subagent(
         let error = format!("there is no tool named `{}`", call.name);
         let payload = json!({ "parent": parent, "child": call.name, "task": task, "error": error });
         env.emit(parent, EventType::SubagentCallError, payload.to_string(), None);
-        return format!("error: {error}");
+        return reply(format!("error: {error}"));
     };
     let start = json!({ "parent": parent, "child": child_id, "task": task });
     env.emit(parent, EventType::SubagentCallStart, start.to_string(), None);
@@ -522,7 +582,7 @@ async fn call_subagent(
         Some(child) => {
             let system = env.render(child_id, "systemPrompt", &Value::String(task.clone()));
             match system {
-                Ok(system) => run_agent(env, child_id, visit, child, system, task.clone()).await,
+                Ok(system) => run_agent(turn, child_id, child, system, task.clone()).await,
                 Err(error) => Err(error),
             }
         }
@@ -532,17 +592,19 @@ async fn call_subagent(
         )),
     };
     match result {
-        Ok(output) => {
+        Ok(AgentEnd::Answer(output)) => {
             let output = output_text(&output);
             let end =
                 json!({ "parent": parent, "child": child_id, "task": task, "output": output });
             env.emit(parent, EventType::SubagentCallEnd, end.to_string(), None);
-            output
+            reply(output)
         }
+        // The subagent's tool call waits for a person: so does the whole step.
+        Ok(AgentEnd::Wait(pause)) => ToolStep::Wait(pause),
         Err(error) => {
             let failed = json!({ "parent": parent, "child": child_id, "task": task, "error": error.message });
             env.emit(parent, EventType::SubagentCallError, failed.to_string(), None);
-            format!("error: {}", error.message)
+            reply(format!("error: {}", error.message))
         }
     }
 }

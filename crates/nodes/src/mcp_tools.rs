@@ -4,7 +4,8 @@
 //! both go back to the model as an error result; only a server that cannot be reached when the
 //! step starts fails the step.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use serde_json::{Value, json};
@@ -12,7 +13,8 @@ use weft_event::EventType;
 use weft_mcp::{JsonObject, McpErrorKind};
 use weft_providers::{ToolCall, ToolSpec};
 
-use crate::step::{StepEnv, StepError, StepErrorKind, ToolCallRequest};
+use crate::decision::{Decision, DecisionChoice, FormField, FormFieldKind};
+use crate::step::{ChildPause, ChildResume, StepEnv, StepError, StepErrorKind, ToolCallRequest};
 
 /// How much of a tool's result an event carries (the store keeps it whole).
 pub const EVENT_CONTENT_LIMIT: usize = 64 * 1024;
@@ -25,6 +27,131 @@ pub(crate) struct McpTool {
     pub spec: ToolSpec,
     pub server: String,
     pub tool: String,
+    /// A person approves each call first (`approveTools`).
+    pub approve: bool,
+}
+
+/// Whether `server/tool` matches an `approveTools` pattern: `server/tool`, `server/*`,
+/// `server` or `*`.
+pub fn approval_matches(pattern: &str, server: &str, tool: &str) -> bool {
+    match split_entry(pattern) {
+        ("*", None) => true,
+        (name, None) | (name, Some("*")) => name == server,
+        (name, Some(only)) => name == server && only == tool,
+    }
+}
+
+/// The tool approvals of one agent step: the decisions taken so far, by call, kept across the
+/// pauses the step made (a step that waits for a person is run again when the person decides,
+/// its LLM calls and tool results given back from the run's record).
+#[derive(Debug, Default)]
+pub(crate) struct ToolApprovals {
+    decided: Mutex<BTreeMap<String, Decision>>,
+}
+
+impl ToolApprovals {
+    /// The decisions a step resumed with `resume` has: those of its earlier pauses and the one
+    /// just taken for the call it waited at.
+    pub fn resumed(resume: Option<&ChildResume>) -> ToolApprovals {
+        let mut decided: BTreeMap<String, Decision> = BTreeMap::new();
+        if let Some(resume) = resume {
+            if let Some(earlier) = resume.pause.state.get("decided") {
+                decided = serde_json::from_value(earlier.clone()).unwrap_or_default();
+            }
+            if let (Some(pending), Ok(answer)) = (
+                resume.pause.state.get("pending").and_then(Value::as_str),
+                serde_json::from_value::<Decision>(resume.answer.clone()),
+            ) {
+                decided.insert(pending.to_string(), answer);
+            }
+        }
+        ToolApprovals {
+            decided: Mutex::new(decided),
+        }
+    }
+
+    fn decision(&self, key: &str) -> Option<Decision> {
+        self.decided
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(key)
+            .cloned()
+    }
+
+    /// The state a pause at call `key` keeps: every decision so far, and the call waited at.
+    fn state(&self, key: &str) -> Value {
+        let decided = self
+            .decided
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone();
+        json!({ "decided": decided, "pending": key })
+    }
+}
+
+/// The form a person edits a tool call's arguments in: one field per property of its input
+/// schema (a choice for an `enum`, a number for numbers, else text); left empty, an argument
+/// keeps the model's value.
+pub fn tool_form(schema: &Value) -> Vec<FormField> {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    properties
+        .iter()
+        .map(|(name, property)| {
+            let options: Vec<String> = property
+                .get("enum")
+                .and_then(Value::as_array)
+                .map(|values| {
+                    values
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let kind = match property.get("type").and_then(Value::as_str) {
+                _ if !options.is_empty() => FormFieldKind::Choice,
+                Some("number" | "integer") => FormFieldKind::Number,
+                _ => FormFieldKind::Text,
+            };
+            let label = property
+                .get("description")
+                .and_then(Value::as_str)
+                .map(|description| format!("{name}: {description}"))
+                .unwrap_or_default();
+            FormField {
+                name: name.clone(),
+                label,
+                kind,
+                options,
+                required: false,
+            }
+        })
+        .collect()
+}
+
+/// `arguments` with a person's non-empty answers in place of the model's values (text read as
+/// JSON where the schema wants another type than a string).
+fn edited(mut arguments: JsonObject, decision: &Decision, schema: &Value) -> JsonObject {
+    for (name, answer) in &decision.fields {
+        let wants_text = schema["properties"][name]["type"].as_str() == Some("string");
+        let value = match answer {
+            Value::String(text) if text.is_empty() => continue,
+            Value::String(text) if !wants_text => {
+                serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone()))
+            }
+            other => other.clone(),
+        };
+        arguments.insert(name.clone(), value);
+    }
+    arguments
+}
+
+/// What one tool call of the model came to: a result for the model, or a wait for a person.
+pub(crate) enum ToolStep {
+    Reply(ToolReply),
+    Wait(ChildPause),
 }
 
 /// `server__tool` as a function name: `[A-Za-z0-9_-]`, at most 64 characters.
@@ -60,6 +187,7 @@ pub(crate) async fn mcp_tools(
     node_id: &str,
     visit: u64,
     entries: &[String],
+    approve: &[String],
     taken: &[String],
 ) -> Result<Vec<McpTool>, StepError> {
     let mut tools: Vec<McpTool> = Vec::new();
@@ -138,6 +266,9 @@ pub(crate) async fn mcp_tools(
                 },
                 server: server.to_string(),
                 tool: info.name.clone(),
+                approve: approve
+                    .iter()
+                    .any(|pattern| approval_matches(pattern, server, &info.name)),
             });
         }
     }
@@ -152,13 +283,16 @@ pub(crate) struct ToolReply {
 
 /// Calls the MCP tool `call` names, logging it; any failure becomes an error result for the
 /// model, except a cancelled run and a call a flow test's recording lacks, which end the step.
+#[allow(clippy::too_many_arguments)] // where the call is in its step, and the step's approvals
 pub(crate) async fn call_mcp_tool(
     env: &dyn StepEnv,
     node_id: &str,
     visit: u64,
+    round: usize,
     tool: &McpTool,
     call: &ToolCall,
-) -> Result<ToolReply, StepError> {
+    approvals: &ToolApprovals,
+) -> Result<ToolStep, StepError> {
     let parsed: Result<Value, _> = if call.arguments.trim().is_empty() {
         Ok(Value::Object(JsonObject::new()))
     } else {
@@ -175,27 +309,78 @@ pub(crate) async fn call_mcp_tool(
     let arguments = match parsed {
         Ok(Value::Object(arguments)) => arguments,
         Ok(other) => {
-            return Ok(refused(
+            return Ok(ToolStep::Reply(refused(
                 env,
                 node_id,
                 tool,
                 call,
                 &announced(&other),
                 "the arguments must be a JSON object",
-            ));
+            )));
         }
         Err(error) => {
             let given = Value::String(call.arguments.clone());
-            return Ok(refused(
+            return Ok(ToolStep::Reply(refused(
                 env,
                 node_id,
                 tool,
                 call,
                 &announced(&given),
                 &format!("the arguments are not JSON ({error})"),
-            ));
+            )));
         }
     };
+    let mut arguments = arguments;
+    if tool.approve {
+        // The same key on every run of the step: the model's answers (and their call ids) come
+        // back from the record.
+        let key = format!("{node_id}/{visit}/{}/{}", round + 1, call.id);
+        let named = format!("{}/{}", tool.server, tool.tool);
+        match approvals.decision(&key) {
+            None => {
+                // The run announces the wait (`wait_input`) once the pause is stored.
+                let message = format!("Allow `{named}` with {}?", Value::Object(arguments.clone()));
+                return Ok(ToolStep::Wait(ChildPause {
+                    path: named,
+                    message,
+                    fields: tool_form(&tool.spec.parameters),
+                    deadline: None,
+                    input: Value::Object(arguments),
+                    state: approvals.state(&key),
+                }));
+            }
+            Some(decision) => {
+                env.emit(
+                    node_id,
+                    EventType::InputReceived,
+                    decision.event_content().to_string(),
+                    None,
+                );
+                if decision.decision != DecisionChoice::Approve {
+                    let by = decision
+                        .by
+                        .as_deref()
+                        .map(|by| format!(" by {by}"))
+                        .unwrap_or_default();
+                    let note = if decision.note.trim().is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", decision.note.trim())
+                    };
+                    let why = format!("a person refused this call{by}{note}");
+                    return Ok(ToolStep::Reply(refused(
+                        env,
+                        node_id,
+                        tool,
+                        call,
+                        &announced(&Value::Object(arguments)),
+                        &why,
+                    )));
+                }
+                arguments = edited(arguments, &decision, &tool.spec.parameters);
+            }
+        }
+    }
     env.emit(
         node_id,
         EventType::ToolCall,
@@ -223,10 +408,10 @@ pub(crate) async fn call_mcp_tool(
                 "durationMs": duration_ms,
             });
             env.emit(node_id, EventType::ToolResult, result.to_string(), None);
-            Ok(ToolReply {
+            Ok(ToolStep::Reply(ToolReply {
                 content,
                 is_error: outcome.is_error,
-            })
+            }))
         }
         Err(error) if error.kind == McpErrorKind::Cancelled => Err(StepError::cancelled()),
         // A flow test offline (or a replay) without this call's result: the case must be
@@ -243,10 +428,10 @@ pub(crate) async fn call_mcp_tool(
                 "durationMs": duration_ms,
             });
             env.emit(node_id, EventType::ToolError, failed.to_string(), None);
-            Ok(ToolReply {
+            Ok(ToolStep::Reply(ToolReply {
                 content: format!("error: {error}"),
                 is_error: true,
-            })
+            }))
         }
     }
 }

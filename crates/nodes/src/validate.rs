@@ -767,6 +767,18 @@ fn check_mcp_entries(
         let Some(NodeConfig::Agent(agent)) = configs.get(node.id.as_str()) else {
             continue;
         };
+        for pattern in &agent.approve_tools {
+            let (server, _) = crate::mcp_tools::split_entry(pattern);
+            if server != "*" && !defined.contains(&server) {
+                problems.push(Problem::node_error(
+                    &node.id,
+                    ProblemCode::McpTool,
+                    format!(
+                        "approveTools: `{pattern}` names server `{server}`, which settings.mcpServers does not define"
+                    ),
+                ));
+            }
+        }
         for entry in &agent.tools.mcp {
             let (server, tool) = crate::mcp_tools::split_entry(entry);
             if server.is_empty() || tool.is_some_and(str::is_empty) {

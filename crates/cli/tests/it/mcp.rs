@@ -518,3 +518,51 @@ async fn weft_serve_serves_the_flows_as_tools_at_mcp_behind_its_tokens() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn weft_resume_approves_a_tool_call_with_an_edited_argument() {
+    let llm = model_calling("counter__work", json!({"task": "wipe the disk"}), "done").await;
+    let sandbox = Sandbox::new();
+    let count_file = sandbox.dir.path().join("calls.txt");
+    let counter = json!({
+        "command": "node",
+        "args": [servers_dir().join("misbehaving.mjs"), "count"],
+        "env": {"WEFT_MCP_COUNT_FILE": count_file},
+    });
+    let mut flow = agent_flow(json!({"counter": counter}), json!(["counter"]));
+    flow["nodes"][1]["data"]["approveTools"] = json!(["counter/work"]);
+    let flow = sandbox.flow("approve.json", &flow);
+    let db = sandbox.db_arg();
+    let ran = {
+        let mut command = sandbox.command(&["run", &flow, "--db", &db], Some(&llm));
+        tokio::task::spawn_blocking(move || command.output().expect("weft runs"))
+            .await
+            .expect("join")
+    };
+    let ran: Ran = ran.into();
+    let run_id = crate::common::paused_run_id(&ran);
+    assert!(ran.stderr.contains("counter/work"), "{ran:?}");
+    assert!(!count_file.exists(), "not called before it is approved");
+
+    let mut command = sandbox.command(
+        &[
+            "resume",
+            &run_id,
+            "--decision",
+            "approve",
+            "--field",
+            "task=tidy the desk",
+            "--db",
+            &db,
+        ],
+        Some(&llm),
+    );
+    let ran: Ran = tokio::task::spawn_blocking(move || command.output().expect("weft runs"))
+        .await
+        .expect("join")
+        .into();
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout.trim(), "done");
+    let made = std::fs::read_to_string(&count_file).expect("called");
+    assert_eq!(made.trim(), r#"{"task":"tidy the desk"}"#);
+}

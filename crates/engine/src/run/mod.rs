@@ -684,10 +684,13 @@ impl Engine {
                         check.accepts(&run_id, record)
                     })?;
                 let outputs = store.node_outputs(&run_id)?;
-                Ok((run_id, record, outputs))
+                // A step that paused in its middle (an agent's tool approval) runs again, and
+                // gets the answers it had.
+                let calls = store.llm_calls(&run_id)?;
+                Ok((run_id, record, (outputs, calls)))
             })
             .await;
-        let (run_id, record, stored_outputs) = match (claimed, answer.clone()) {
+        let (run_id, record, (stored_outputs, calls)) = match (claimed, answer.clone()) {
             (
                 Err(StoreError::NotPaused {
                     run_id,
@@ -708,7 +711,9 @@ impl Engine {
         let state: SavedState = serde_json::from_value(record.state.clone())
             .map_err(|error| corrupt(format!("run state: {error}")))?;
         // A paused replay replays on after the decision.
-        let shared = self.shared_replaying(state.replay.clone()).await?;
+        let shared = self
+            .shared_replaying_with_own(state.replay.clone(), calls)
+            .await?;
         let waiting = record
             .waiting
             .clone()
@@ -1075,18 +1080,31 @@ impl Engine {
 
     /// What a run shares with its nested runs: for a replay, the answers the replayed run
     /// recorded and which nodes went live so far.
-    async fn shared_replaying(&self, replay: Option<ReplayState>) -> Result<RunShared, RunError> {
-        let Some(replay) = replay else {
-            return Ok(RunShared::default());
+    /// [`Engine::shared_replaying`], also giving the run's `own` answers again (a run resumed
+    /// from a pause: a step that paused in its middle runs again).
+    async fn shared_replaying_with_own(
+        &self,
+        replay: Option<ReplayState>,
+        own: Vec<weft_store::RecordedCall>,
+    ) -> Result<RunShared, RunError> {
+        let log = match replay {
+            Some(replay) => {
+                let from_run = replay.from_run.clone();
+                let calls = self
+                    .blocking(move |store| store.llm_calls(&from_run))
+                    .await?;
+                LlmLog::replay(replay, calls).with_own(own)
+            }
+            None => LlmLog::replaying(own),
         };
-        let from_run = replay.from_run.clone();
-        let calls = self
-            .blocking(move |store| store.llm_calls(&from_run))
-            .await?;
         Ok(RunShared {
-            llm_log: Arc::new(LlmLog::replay(replay, calls)),
+            llm_log: Arc::new(log),
             ..RunShared::default()
         })
+    }
+
+    async fn shared_replaying(&self, replay: Option<ReplayState>) -> Result<RunShared, RunError> {
+        self.shared_replaying_with_own(replay, Vec::new()).await
     }
 
     /// Runs a blocking store call (SQLite, waiting for the writer) off the async workers.

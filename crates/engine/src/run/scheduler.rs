@@ -1073,6 +1073,15 @@ impl Scheduler {
                     self.wait_decision(item, message, fields);
                 }
                 Wait::Child(pause) => self.wait_child(item, pause),
+                Wait::Tool(pause) => {
+                    // Announced once stored, as an approval's wait is.
+                    self.ctx.events.emit_held(
+                        EventType::WaitInput,
+                        Some(&item.node_id),
+                        pause.message.clone(),
+                    );
+                    self.wait_child(item, pause);
+                }
             },
             Ok(output) => {
                 if !self.finish_step(&item.node_id, &output.value, output.is_result, visits) {

@@ -45,6 +45,10 @@ struct Case {
     resume: Vec<ResumeStep>,
     #[serde(default)]
     script: Script,
+    /// In place of the flow's `settings.mcpServers`: servers the test command installed
+    /// (tests/mcp), where the flow itself names what a user runs (`npx …`).
+    #[serde(default, rename = "mcpServers")]
+    mcp_servers: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -118,6 +122,17 @@ fn settings(base_url: String) -> ProviderSettings {
 /// then nodes in file order, then the nodes of nested runs by scope, e.g. `each[2]/grade`) so
 /// concurrent branches do not reorder the snapshot. Consecutive `llm_delta` events of a node
 /// are shown as one line with their count.
+/// A tool event's content without its `durationMs`, which differs from run to run.
+fn without_duration(content: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(content) {
+        Ok(serde_json::Value::Object(mut fields)) if fields.contains_key("durationMs") => {
+            fields.insert("durationMs".into(), serde_json::Value::String("…".into()));
+            serde_json::Value::Object(fields).to_string()
+        }
+        _ => content.to_string(),
+    }
+}
+
 fn normalized_trace(flow: &Flow, events: &[RunEvent]) -> String {
     let mut top: Vec<(String, Vec<String>)> = vec![("(run)".into(), Vec::new())];
     top.extend(flow.nodes.iter().map(|node| (node.id.clone(), Vec::new())));
@@ -155,7 +170,11 @@ fn normalized_trace(flow: &Flow, events: &[RunEvent]) -> String {
         push(
             &mut top,
             &key,
-            format!("{}: {:?}{from}", event.kind, event.content),
+            format!(
+                "{}: {:?}{from}",
+                event.kind,
+                without_duration(&event.content)
+            ),
         );
     }
     let mut pending: Vec<(String, (usize, String))> = deltas.into_iter().collect();
@@ -383,6 +402,11 @@ async fn run_case(
             Decision::parse(answer, note).map(|decision| (node.clone(), decision))
         })
         .collect::<Result<HashMap<_, _>, _>>()?;
+    let mut flow = flow.clone();
+    if let Some(servers) = &case.mcp_servers {
+        flow.settings.insert("mcpServers".into(), servers.clone());
+    }
+    let flow = &flow;
     let mut outcome = engine
         .start(
             flow.clone(),

@@ -496,3 +496,126 @@ async fn offline_a_call_the_recording_lacks_fails_the_step_naming_it() {
         1
     );
 }
+
+/// The research flow whose agent needs a person's approval for `counter/work`.
+fn approved_flow(count_file: &Path) -> Flow {
+    let mut flow = research_flow(json!({"counter": counting(count_file)}), json!(["counter"]));
+    let agent = flow
+        .nodes
+        .iter_mut()
+        .find(|node| node.id == "research")
+        .expect("agent");
+    agent
+        .data
+        .insert("approveTools".into(), json!(["counter/*"]));
+    flow
+}
+
+fn calls_made(count_file: &Path) -> Vec<Value> {
+    std::fs::read_to_string(count_file)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSON"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_call_to_approve_pauses_the_run_and_goes_as_the_person_decides() {
+    let dir = tempfile::tempdir().expect("dir");
+    let count_file = dir.path().join("calls.txt");
+    let script = calling(vec![call(
+        "c1",
+        "counter__work",
+        json!({"task": "delete everything"}),
+    )]);
+    let server = ScriptedLlm::start(script).await.expect("server");
+    let engine = engine(&server, &dir.path().join("runs.db"));
+
+    let paused = engine
+        .start(approved_flow(&count_file), RunOptions::default())
+        .await
+        .expect("runs");
+    assert_eq!(paused.status, RunStatus::Paused, "{:?}", paused.error);
+    let waiting = paused.waiting.clone().expect("waits");
+    assert_eq!(waiting.node_id, "research/counter/work");
+    assert!(
+        waiting.message.contains("Allow `counter/work`"),
+        "{}",
+        waiting.message
+    );
+    assert!(
+        waiting.message.contains("delete everything"),
+        "{}",
+        waiting.message
+    );
+    assert_eq!(
+        waiting
+            .fields
+            .iter()
+            .map(|field| field.name.as_str())
+            .collect::<Vec<_>>(),
+        ["task"]
+    );
+    assert_eq!(waiting.input, json!({"task": "delete everything"}));
+    assert!(
+        calls_made(&count_file).is_empty(),
+        "not called before it is approved"
+    );
+    let events = engine.store().events(&paused.run_id).expect("events");
+    assert!(
+        events
+            .iter()
+            .any(|event| event.kind == EventType::WaitInput
+                && event.content.contains("counter/work")),
+        "wait_input names the tool"
+    );
+
+    // Approved with an edited argument: the tool runs with it, the model is not asked again
+    // for what it had answered.
+    let decision = weft_nodes::Decision {
+        fields: [("task".to_string(), json!("delete nothing"))].into(),
+        ..weft_nodes::Decision::parse("approve", "").expect("decision")
+    };
+    let done = engine
+        .resume(&paused.run_id, decision, ResumeOptions::default())
+        .await
+        .expect("resumes");
+    assert_eq!(done.status, RunStatus::Completed, "{:?}", done.error);
+    assert_eq!(calls_made(&count_file), [json!({"task": "delete nothing"})]);
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "the first answer came from the record"
+    );
+    let told = server.requests()[1].conversation();
+    assert!(
+        told.contains(&("tool".to_string(), "done 1".to_string())),
+        "{told:?}"
+    );
+
+    // Rejected: the model is told, and the tool is never called.
+    let paused = engine
+        .start(approved_flow(&count_file), RunOptions::default())
+        .await
+        .expect("runs");
+    assert_eq!(paused.status, RunStatus::Paused);
+    let rejected = weft_nodes::Decision::parse("reject", "not on a Friday")
+        .expect("decision")
+        .by(Some("ada".into()));
+    let done = engine
+        .resume(&paused.run_id, rejected, ResumeOptions::default())
+        .await
+        .expect("resumes");
+    assert_eq!(done.status, RunStatus::Completed, "{:?}", done.error);
+    assert_eq!(
+        calls_made(&count_file).len(),
+        1,
+        "the rejected call was not made"
+    );
+    let told = server.requests().last().expect("asked").conversation();
+    assert!(
+        told.iter().any(|(role, text)| role == "tool"
+            && text == "error: a person refused this call by ada: not on a Friday"),
+        "{told:?}"
+    );
+}

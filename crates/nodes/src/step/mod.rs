@@ -85,6 +85,10 @@ pub enum Wait {
     },
     /// A child run (a `subflow`) paused at a decision deeper down.
     Child(ChildPause),
+    /// An agent's tool call waits for a person's approval (`approveTools`): the step runs
+    /// again with the decision in [`Step::resume`] (its LLM calls and tool results given back
+    /// from the run's record), the pause's `state` being the agent's own.
+    Tool(ChildPause),
 }
 
 /// Why a step failed: the class travels in the error payload of `error` edges (`kind`).
