@@ -2,16 +2,18 @@
 //! client can call (`weft mcp` over stdio). The tool's name is the file's stem, its description
 //! the flow's `description`, its input the start node's `inputSchema` or `{input: string}`. A
 //! call runs the flow to its end, telling the client each finished step as progress, and
-//! returns the result (structured when JSON); a run that pauses for a person returns
-//! "paused: run ID waits at NODE" and waits in the inbox like any other.
+//! returns the result (structured when JSON). A run that pauses for a person (an approval, an
+//! agent's tool approval) is asked of the client through MCP elicitation, with the approval's
+//! message and form, when the client can answer; otherwise the call returns "paused: run ID
+//! waits at NODE" and the run waits in the inbox like any other.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
-    ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
+    ElicitationAction, JsonObject, ListToolsResult, PaginatedRequestParams, PingRequest,
+    ProgressNotificationParam, ServerCapabilities, ServerConfig, ServerRequest, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -22,6 +24,7 @@ use weft_api::{StartRequest, Weft, check_start};
 use weft_event::{EventType, RunEvent, RunStatus};
 use weft_flow::{Flow, flow_in_dir};
 use weft_nodes::check_for_run;
+use weft_nodes::decision::{Decision, FormFieldKind};
 
 /// The flows of one folder, served as MCP tools.
 #[derive(Clone)]
@@ -107,7 +110,7 @@ impl FlowTools {
             .await
             .map_err(|error| failed(error.to_string()))?;
         let run_id = handle.run_id.clone();
-        let outcome = handle
+        let mut outcome = handle
             .outcome()
             .await
             .map_err(|error| failed(error.to_string()))?;
@@ -115,6 +118,32 @@ impl FlowTools {
         // once it has the result).
         if let Some(progress) = progress {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(5), progress).await;
+        }
+        // A pause for a person: asked of the client through elicitation when it can answer;
+        // its answer decides, and the run goes on (it may pause again).
+        while outcome.status == RunStatus::Paused
+            && let Some(waiting) = outcome.waiting.clone()
+            && waiting.breakpoint.is_none()
+        {
+            let Some(decision) = elicit_decision(context, &waiting).await else {
+                break;
+            };
+            let by = context
+                .peer
+                .peer_info()
+                .map(|info| format!("mcp:{}", info.client_info.name));
+            let request = weft_api::ResumeOptions {
+                cancel: context.ct.clone(),
+                ..weft_api::ResumeOptions::default()
+            };
+            outcome = self
+                .weft
+                .decide(&run_id, decision, by, request)
+                .await
+                .map_err(|error| failed(error.to_string()))?
+                .outcome()
+                .await
+                .map_err(|error| failed(error.to_string()))?;
         }
         Ok(match outcome.status {
             RunStatus::Completed => {
@@ -171,6 +200,76 @@ impl ServerHandler for FlowTools {
         let arguments = request.arguments.clone().unwrap_or_default();
         Ok(self.run(&request.name, arguments, &context).await?.into())
     }
+}
+
+/// Asks the client for the decision `waiting` needs, through elicitation: approve or reject, a
+/// note, and the approval's form. `None` when the client cannot be asked (no elicitation),
+/// cancels, or the answer cannot be read: the run then waits in the inbox.
+async fn elicit_decision(
+    context: &RequestContext<RoleServer>,
+    waiting: &weft_api::Waiting,
+) -> Option<Decision> {
+    let can_elicit = context
+        .peer
+        .peer_info()
+        .is_some_and(|info| info.capabilities.elicitation.is_some());
+    if !can_elicit {
+        return None;
+    }
+    let mut properties = serde_json::Map::new();
+    properties.insert(
+        "decision".into(),
+        json!({"type": "string", "title": "Decision", "enum": ["approve", "reject"]}),
+    );
+    properties.insert(
+        "note".into(),
+        json!({"type": "string", "title": "Note", "description": "Why (kept with the decision)"}),
+    );
+    for field in &waiting.fields {
+        let title = if field.label.is_empty() {
+            &field.name
+        } else {
+            &field.label
+        };
+        let schema = match field.kind {
+            FormFieldKind::Number => json!({"type": "number", "title": title}),
+            FormFieldKind::Choice => {
+                json!({"type": "string", "title": title, "enum": field.options})
+            }
+            FormFieldKind::Text | FormFieldKind::Draft => json!({"type": "string", "title": title}),
+        };
+        properties.insert(field.name.clone(), schema);
+    }
+    let schema = serde_json::from_value(json!({
+        "type": "object",
+        "properties": properties,
+        "required": ["decision"],
+    }))
+    .ok()?;
+    let asked = ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: waiting.message.clone(),
+        requested_schema: schema,
+    };
+    let answer = context.peer.create_elicitation(asked).await.ok()?;
+    let mut content = match (answer.action, answer.content) {
+        (ElicitationAction::Accept, Some(Value::Object(content))) => content,
+        (ElicitationAction::Decline, _) => {
+            return Decision::parse("reject", "declined in the MCP client").ok();
+        }
+        _ => return None,
+    };
+    let choice = content.remove("decision")?;
+    let note = content
+        .remove("note")
+        .and_then(|note| note.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let mut decision = Decision::parse(choice.as_str()?, note).ok()?;
+    decision.fields = content
+        .into_iter()
+        .filter(|(name, _)| waiting.fields.iter().any(|field| &field.name == name))
+        .collect();
+    Some(decision)
 }
 
 /// `/mcp` of `weft serve`: the flows of `flows_dir` over streamable HTTP (each client a session
@@ -280,6 +379,14 @@ fn progress_of(
             let progress = ProgressNotificationParam::new(token.clone(), f64::from(done))
                 .with_message(format!("{node} done"));
             let _ = peer.notify_progress(progress).await;
+        }
+        // The SDK may write the call's result before notifications still on their way; a
+        // ping goes out behind them, and its answer means the client has read them.
+        if done > 0 {
+            let ping = ServerRequest::PingRequest(PingRequest::default());
+            let _ =
+                tokio::time::timeout(std::time::Duration::from_secs(2), peer.send_request(ping))
+                    .await;
         }
     });
     let listener: weft_event::EventListener = Arc::new(move |event: &RunEvent| {

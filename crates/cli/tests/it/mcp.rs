@@ -295,7 +295,16 @@ async fn ctrl_c_during_a_tool_call_cancels_the_run_and_stops_the_server() {
 
 /// Runs the TypeScript SDK's client (tests/mcp/client.mjs) against `target`, making `calls`.
 fn mcp_client(target: &[&str], calls: &Value) -> Value {
-    let output = Command::new("node")
+    mcp_client_answering(target, calls, None)
+}
+
+/// [`mcp_client`], a client that answers elicitation requests with `elicit`.
+fn mcp_client_answering(target: &[&str], calls: &Value, elicit: Option<&Value>) -> Value {
+    let mut command = Command::new("node");
+    if let Some(answer) = elicit {
+        command.env("WEFT_MCP_ELICIT", answer.to_string());
+    }
+    let output = command
         .arg(servers_dir().join("client.mjs"))
         .args(target)
         .env("WEFT_MCP_CALLS", calls.to_string())
@@ -424,6 +433,7 @@ fn weft_mcp_serves_each_flow_as_a_tool_to_a_real_client() {
         json!(["item", "qty"])
     );
 
+    assert_eq!(answer["late"], json!([]), "no progress after its call's result: {answer}");
     let call = |index: usize| &answer["calls"][index];
     assert_eq!(
         call(0)["result"]["content"][0]["text"],
@@ -565,4 +575,55 @@ async fn weft_resume_approves_a_tool_call_with_an_edited_argument() {
     assert_eq!(ran.stdout.trim(), "done");
     let made = std::fs::read_to_string(&count_file).expect("called");
     assert_eq!(made.trim(), r#"{"task":"tidy the desk"}"#);
+}
+
+#[test]
+fn an_approval_reached_in_a_call_is_asked_of_the_client_through_elicitation() {
+    let sandbox = Sandbox::new();
+    let folder = served_flows(&sandbox);
+    let db = sandbox.db_arg();
+    let target = [
+        "stdio",
+        env!("CARGO_BIN_EXE_weft"),
+        "mcp",
+        "--flows",
+        &folder,
+        "--db",
+        &db,
+    ];
+    let calls = json!([{"name": "review", "arguments": {"input": "the letter"}}]);
+
+    let approve = json!({"action": "accept", "content": {"decision": "approve", "note": "fine"}});
+    let answer = mcp_client_answering(&target, &calls, Some(&approve));
+    let asked = &answer["elicited"][0];
+    assert_eq!(asked["message"], "Send the letter?", "{answer}");
+    assert_eq!(
+        asked["requestedSchema"]["properties"]["decision"]["enum"],
+        json!(["approve", "reject"])
+    );
+    assert_eq!(
+        answer["calls"][0]["result"]["content"][0]["text"], "the letter",
+        "{answer}"
+    );
+
+    let reject = json!({"action": "decline"});
+    let answer = mcp_client_answering(&target, &calls, Some(&reject));
+    assert_eq!(answer["calls"][0]["result"]["isError"], false, "{answer}");
+    let runs = sandbox.runs_within(LIMIT);
+    let id = runs[0]["id"].as_str().expect("id");
+    let shown = sandbox.run_within(&["show", id, "--db", &db, "--json"], None, LIMIT);
+    let detail: Value = serde_json::from_str(&shown.stdout).expect("JSON");
+    assert_eq!(detail["run"]["summary"]["status"], "completed", "{detail}");
+    let decided = detail["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .find(|event| event["type"] == "input_received")
+        .expect("decided");
+    assert!(
+        decided["content"]
+            .as_str()
+            .is_some_and(|text| text.contains("reject") && text.contains("mcp:weft-tests")),
+        "{decided}"
+    );
 }
