@@ -165,7 +165,7 @@ export type AssertionSpec = {
 };
 
 /**  Before the node runs (the value is its input) or after it ran (its output). */
-export type BreakWhen = "before" | "after";
+export type BreakWhen = "before" | "after" | "tool";
 
 /**  One breakpoint on a node of the top-level flow. */
 export type Breakpoint = {

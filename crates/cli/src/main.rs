@@ -191,9 +191,9 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "RUN_ID")]
     pub replay: Option<String>,
     /// Stop before NODE runs, or after it ran (NODE:after), optionally only when a condition
-    /// holds: 'NODE[:after] if visit == 3' (repeatable). The run pauses there; go on with
-    /// `weft resume RUN --continue`.
-    #[arg(long = "break", value_name = "NODE[:after] [if CONDITION]", value_parser = parse_break)]
+    /// holds: 'NODE[:after] if visit == 3' (repeatable); NODE:tool stops before each MCP tool
+    /// call of the agent NODE. The run pauses there; go on with `weft resume RUN --continue`.
+    #[arg(long = "break", value_name = "NODE[:after|:tool] [if CONDITION]", value_parser = parse_break)]
     pub breakpoints: Vec<Breakpoint>,
     #[command(flatten)]
     pub store: StoreArgs,

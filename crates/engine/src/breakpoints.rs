@@ -21,6 +21,9 @@ pub enum BreakWhen {
     #[default]
     Before,
     After,
+    // Before each MCP tool call of an agent (the value is the call's arguments). A plain
+    // comment: a documented variant would make the schema a `oneOf`.
+    Tool,
 }
 
 impl BreakWhen {
@@ -28,6 +31,7 @@ impl BreakWhen {
         match self {
             BreakWhen::Before => "before",
             BreakWhen::After => "after",
+            BreakWhen::Tool => "tool",
         }
     }
 }
@@ -58,9 +62,10 @@ impl Breakpoint {
         let (node_id, when) = match target.rsplit_once(':') {
             Some((node, "after")) => (node, BreakWhen::After),
             Some((node, "before")) => (node, BreakWhen::Before),
+            Some((node, "tool")) => (node, BreakWhen::Tool),
             Some((_, other)) => {
                 return Err(format!(
-                    "`{text}`: `{other}` is not a place to stop; write NODE, NODE:before or NODE:after, then optionally `if CONDITION`"
+                    "`{text}`: `{other}` is not a place to stop; write NODE, NODE:before, NODE:after or NODE:tool, then optionally `if CONDITION`"
                 ));
             }
             None => (target, BreakWhen::Before),
@@ -70,6 +75,11 @@ impl Breakpoint {
         }
         if condition.as_deref() == Some("") {
             return Err(format!("`{text}`: the condition after `if` is empty"));
+        }
+        if when == BreakWhen::Tool && condition.is_some() {
+            return Err(format!(
+                "`{text}`: a tool breakpoint stops before every tool call of the agent; it takes no condition"
+            ));
         }
         Ok(Breakpoint {
             node_id: node_id.to_string(),
@@ -98,6 +108,12 @@ pub fn check_breakpoints(flow: &Flow, breakpoints: &[Breakpoint]) -> Vec<String>
             ));
             continue;
         };
+        if breakpoint.when == BreakWhen::Tool && NodeKind::of(node) != Some(NodeKind::Agent) {
+            problems.push(format!(
+                "breakpoint at `{node_id}:tool`: it stops before an agent's tool calls, and `{node_id}` is a `{}` node",
+                node.kind
+            ));
+        }
         if NodeKind::of(node).is_some_and(|kind| kind.scheduling() == Scheduling::Never) {
             problems.push(format!(
                 "breakpoint at `{node_id}`: a `{}` node never runs",
@@ -120,6 +136,17 @@ pub fn check_breakpoints(flow: &Flow, breakpoints: &[Breakpoint]) -> Vec<String>
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_tool_breakpoint_is_read_and_takes_no_condition() {
+        let stop = Breakpoint::parse("clerk:tool").expect("parses");
+        assert_eq!(
+            (stop.node_id.as_str(), stop.when),
+            ("clerk", BreakWhen::Tool)
+        );
+        let error = Breakpoint::parse("clerk:tool if visit == 2").expect_err("refused");
+        assert!(error.contains("takes no condition"), "{error}");
+    }
 
     #[test]
     fn the_break_form_reads_place_and_condition() {

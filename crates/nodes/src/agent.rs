@@ -134,7 +134,10 @@ impl Kind for AgentConfig {
         if user.trim().is_empty() {
             user = output_text(step.input);
         }
-        let approvals = ToolApprovals::resumed(step.resume.as_ref());
+        let approvals = ToolApprovals::resumed(
+            step.resume.as_ref(),
+            step.stop_before_tools.then_some(step.node_id),
+        );
         let turn = Turn {
             env,
             visit: step.visit,

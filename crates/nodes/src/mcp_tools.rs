@@ -41,51 +41,60 @@ pub fn approval_matches(pattern: &str, server: &str, tool: &str) -> bool {
     }
 }
 
-/// The tool approvals of one agent step: the decisions taken so far, by call, kept across the
-/// pauses the step made (a step that waits for a person is run again when the person decides,
-/// its LLM calls and tool results given back from the run's record).
+/// What a person answered at the tool calls one agent step stopped at: decisions (tool
+/// approvals) and continues (tool breakpoints), by call, kept across the pauses the step made.
+/// A step that waits for a person is run again when the person answers, its LLM calls and tool
+/// results given back from the run's record.
 #[derive(Debug, Default)]
 pub(crate) struct ToolApprovals {
-    decided: Mutex<BTreeMap<String, Decision>>,
+    /// The answers so far, by call key (`stop:` before a breakpoint's).
+    answered: Mutex<BTreeMap<String, Value>>,
+    /// The step's node, when a tool breakpoint is on it (a subagent's calls do not stop).
+    stops_before_tools_of: Option<String>,
 }
 
 impl ToolApprovals {
-    /// The decisions a step resumed with `resume` has: those of its earlier pauses and the one
-    /// just taken for the call it waited at.
-    pub fn resumed(resume: Option<&ChildResume>) -> ToolApprovals {
-        let mut decided: BTreeMap<String, Decision> = BTreeMap::new();
+    /// The answers a step resumed with `resume` has: those of its earlier pauses and the one
+    /// just given for the call it waited at.
+    pub fn resumed(
+        resume: Option<&ChildResume>,
+        stops_before_tools_of: Option<&str>,
+    ) -> ToolApprovals {
+        let mut answered: BTreeMap<String, Value> = BTreeMap::new();
         if let Some(resume) = resume {
-            if let Some(earlier) = resume.pause.state.get("decided") {
-                decided = serde_json::from_value(earlier.clone()).unwrap_or_default();
+            if let Some(earlier) = resume.pause.state.get("answered") {
+                answered = serde_json::from_value(earlier.clone()).unwrap_or_default();
             }
-            if let (Some(pending), Ok(answer)) = (
-                resume.pause.state.get("pending").and_then(Value::as_str),
-                serde_json::from_value::<Decision>(resume.answer.clone()),
-            ) {
-                decided.insert(pending.to_string(), answer);
+            if let Some(pending) = resume.pause.state.get("pending").and_then(Value::as_str) {
+                answered.insert(pending.to_string(), resume.answer.clone());
             }
         }
         ToolApprovals {
-            decided: Mutex::new(decided),
+            answered: Mutex::new(answered),
+            stops_before_tools_of: stops_before_tools_of.map(str::to_string),
         }
     }
 
-    fn decision(&self, key: &str) -> Option<Decision> {
-        self.decided
+    fn answer(&self, key: &str) -> Option<Value> {
+        self.answered
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .get(key)
             .cloned()
     }
 
-    /// The state a pause at call `key` keeps: every decision so far, and the call waited at.
+    fn decision(&self, key: &str) -> Option<Decision> {
+        serde_json::from_value(self.answer(key)?).ok()
+    }
+
+    /// The state a pause at call `key` keeps: every answer so far, and the call waited at.
     fn state(&self, key: &str) -> Value {
-        let decided = self
-            .decided
+        let answered = self
+            .answered
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clone();
-        json!({ "decided": decided, "pending": key })
+        json!({ "answered": answered, "pending": key })
     }
 }
 
@@ -331,11 +340,45 @@ pub(crate) async fn call_mcp_tool(
         }
     };
     let mut arguments = arguments;
+    // The same key on every run of the step: the model's answers (and their call ids) come back
+    // from the record.
+    let key = format!("{node_id}/{visit}/{}/{}", round + 1, call.id);
+    let named = format!("{}/{}", tool.server, tool.tool);
+    if approvals.stops_before_tools_of.as_deref() == Some(node_id) {
+        let stop = format!("stop:{key}");
+        match approvals.answer(&stop) {
+            None => {
+                let message = format!(
+                    "breakpoint before the tool call `{named}` of `{node_id}`: its arguments are {}",
+                    Value::Object(arguments.clone())
+                );
+                return Ok(ToolStep::Wait(ChildPause {
+                    path: named,
+                    message,
+                    fields: Vec::new(),
+                    breakpoint: true,
+                    deadline: None,
+                    input: Value::Object(arguments),
+                    state: approvals.state(&stop),
+                }));
+            }
+            Some(answer) => {
+                if let Some(Value::Object(set)) = answer.get("set") {
+                    env.emit(
+                        node_id,
+                        EventType::LogicCheck,
+                        format!(
+                            "the arguments of `{named}` replaced at the breakpoint by the person: {}",
+                            Value::Object(set.clone())
+                        ),
+                        None,
+                    );
+                    arguments = set.clone();
+                }
+            }
+        }
+    }
     if tool.approve {
-        // The same key on every run of the step: the model's answers (and their call ids) come
-        // back from the record.
-        let key = format!("{node_id}/{visit}/{}/{}", round + 1, call.id);
-        let named = format!("{}/{}", tool.server, tool.tool);
         match approvals.decision(&key) {
             None => {
                 // The run announces the wait (`wait_input`) once the pause is stored.
@@ -344,6 +387,7 @@ pub(crate) async fn call_mcp_tool(
                     path: named,
                     message,
                     fields: tool_form(&tool.spec.parameters),
+                    breakpoint: false,
                     deadline: None,
                     input: Value::Object(arguments),
                     state: approvals.state(&key),

@@ -139,6 +139,7 @@ mod tests {
     async fn a_paused_child_pauses_the_step_and_is_handed_back_on_resume() {
         let dir = tempfile::tempdir().expect("dir");
         let pause = || ChildPause {
+            breakpoint: false,
             path: "review".into(),
             message: "ok?".into(),
             fields: Vec::new(),

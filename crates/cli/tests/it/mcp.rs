@@ -433,7 +433,11 @@ fn weft_mcp_serves_each_flow_as_a_tool_to_a_real_client() {
         json!(["item", "qty"])
     );
 
-    assert_eq!(answer["late"], json!([]), "no progress after its call's result: {answer}");
+    assert_eq!(
+        answer["late"],
+        json!([]),
+        "no progress after its call's result: {answer}"
+    );
     let call = |index: usize| &answer["calls"][index];
     assert_eq!(
         call(0)["result"]["content"][0]["text"],

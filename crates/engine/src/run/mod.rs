@@ -751,6 +751,9 @@ impl Engine {
             (PauseAnswer::Decision(decision), _) => {
                 scheduler.resume(waiting, state.nested.clone(), decision);
             }
+            (PauseAnswer::Continue(how), Some(stop)) if stop.when == BreakWhen::Tool => {
+                scheduler.continue_tool_call(waiting, state.nested.clone(), how.set);
+            }
             (PauseAnswer::Continue(how), Some(stop)) => {
                 scheduler.continue_from(waiting, stop, how.set, how.step);
             }
@@ -904,6 +907,10 @@ impl Engine {
             Scheduler::checkpointing(ctx.clone(), record.queue.clone(), &state, true);
         if let Some(waiting) = record.waiting.clone() {
             match state.breakpoint.clone() {
+                // An agent stopped before a tool call waits there again.
+                Some(stop) if stop.when == BreakWhen::Tool => {
+                    scheduler.wait_again(waiting, state.nested.clone(), None)
+                }
                 Some(stop) => scheduler.stop_again(waiting, stop),
                 None => scheduler.wait_again(waiting, state.nested.clone(), answer),
             }
@@ -1287,6 +1294,9 @@ impl PauseAnswer {
                 "run {run_id} waits at the approval `{node}`, not at a breakpoint; answer it with a decision (approve or reject)"
             )),
             (PauseAnswer::Continue(how), Some(stop)) => match (&how.set, stop.when) {
+                (Some(value), BreakWhen::Tool) if !value.is_object() => Err(format!(
+                    "the arguments for the tool call at `{node}` must be a JSON object, not {value}; run {run_id} stays paused"
+                )),
                 (Some(value), BreakWhen::After) => {
                     let problems = output_schema_problems(record, node, value);
                     if problems.is_empty() {

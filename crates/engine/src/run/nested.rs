@@ -133,6 +133,8 @@ pub(crate) async fn run_child(
                     path: paused.path,
                     message: paused.message,
                     fields: state.state.waiting_fields.clone(),
+                    // Breakpoints stop the top-level run only.
+                    breakpoint: false,
                     deadline: paused.deadline,
                     input: state.state.waiting_input.clone().unwrap_or(Value::Null),
                     state: serde_json::to_value(&state).map_err(|error| {

@@ -562,6 +562,7 @@ impl Scheduler {
             match stop.when {
                 BreakWhen::Before => "input",
                 BreakWhen::After => "output",
+                BreakWhen::Tool => "tool call's arguments",
             }
         );
         self.ctx
@@ -629,7 +630,36 @@ impl Scheduler {
                 }
                 self.route(&node_id, &stop.handle, &item.input);
             }
+            // Continued by `continue_tool_call`; should one arrive here, the step runs again.
+            BreakWhen::Tool => {
+                let keyed = self.keyed(item);
+                self.rerun.push((keyed, stop.visit));
+            }
         }
+    }
+
+    /// Goes on from an agent stopped before a tool call: its step runs again (its answers so
+    /// far from the run's record), the call made with `set` in place of its arguments.
+    pub(crate) fn continue_tool_call(
+        &mut self,
+        waiting: QueuedStep,
+        nested: Option<ChildPause>,
+        set: Option<Value>,
+    ) {
+        let Some(pause) = nested else {
+            // Nothing to go on from: the step runs again, and stops again.
+            let visits = self.visits.get(&waiting.node_id).copied().unwrap_or(1);
+            let keyed = self.keyed(waiting);
+            self.rerun.push((keyed, visits));
+            return;
+        };
+        let visits = self.visits.get(&waiting.node_id).copied().unwrap_or(1);
+        let resume = ChildResume {
+            pause,
+            answer: serde_json::json!({ "continue": true, "set": set }),
+        };
+        let keyed = self.keyed(waiting);
+        self.spawn(keyed, visits, Some(resume));
     }
 
     /// Stops again at the breakpoint an interrupted run was stopped at.
@@ -714,6 +744,7 @@ impl Scheduler {
             visit: visits,
             timeout: node.settings.timeout(node.kind.default_timeout_seconds()),
             resume: None,
+            stop_before_tools: false,
         };
         step_started_as(ctx, item, node.label(&item.node_id));
         node.config.run_now(&step, ctx).unwrap_or_else(|| {
@@ -735,9 +766,12 @@ impl Scheduler {
         self.ctx.store().expect_wait();
         let ctx = self.ctx.clone();
         let task_item = keyed.1.clone();
-        let handle = self
-            .tasks
-            .spawn(async move { execute(&ctx, &task_item, visits, resume).await });
+        let stop_before_tools = self.breakpoints.iter().any(|breakpoint| {
+            breakpoint.when == BreakWhen::Tool && breakpoint.node_id == keyed.1.node_id
+        });
+        let handle = self.tasks.spawn(async move {
+            execute(&ctx, &task_item, visits, resume, stop_before_tools).await
+        });
         self.running.insert(handle.id(), (keyed, visits));
     }
 
@@ -1183,6 +1217,13 @@ impl Scheduler {
             breakpoints: self.breakpoints.clone(),
             breakpoint: match &self.waiting {
                 Some(Waiting::Breakpoint { stop, .. }) => Some(stop.clone()),
+                // An agent stopped before a tool call: continued by running its step again.
+                Some(Waiting::Child { item, pause }) if pause.breakpoint => Some(BreakStop {
+                    when: BreakWhen::Tool,
+                    visit: self.visits.get(&item.node_id).copied().unwrap_or(1),
+                    handle: String::new(),
+                    is_result: false,
+                }),
                 _ => None,
             },
         }
@@ -1304,6 +1345,7 @@ async fn execute(
     item: &QueuedStep,
     visits: u64,
     mut resume: Option<ChildResume>,
+    stop_before_tools: bool,
 ) -> Result<StepOutput, StepError> {
     let node_id = item.node_id.as_str();
     let Some(node) = ctx.graph.nodes.get(node_id) else {
@@ -1322,6 +1364,7 @@ async fn execute(
             visit: visits,
             timeout,
             resume: resume.take(),
+            stop_before_tools,
         };
         let outcome = match tokio::time::timeout(timeout, node.config.run(&step, ctx)).await {
             Ok(outcome) => outcome,

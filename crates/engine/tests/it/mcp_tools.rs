@@ -619,3 +619,107 @@ async fn a_tool_call_to_approve_pauses_the_run_and_goes_as_the_person_decides() 
         "{told:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_breakpoint_stops_before_the_call_and_takes_replaced_arguments() {
+    let dir = tempfile::tempdir().expect("dir");
+    let count_file = dir.path().join("calls.txt");
+    let script = calling(vec![call(
+        "c1",
+        "counter__work",
+        json!({"task": "as the model said"}),
+    )]);
+    let server = ScriptedLlm::start(script).await.expect("server");
+    let engine = engine(&server, &dir.path().join("runs.db"));
+    let flow = || {
+        research_flow(
+            json!({"counter": counting(&count_file)}),
+            json!(["counter"]),
+        )
+    };
+    let options = || RunOptions {
+        breakpoints: vec![
+            weft_engine::breakpoints::Breakpoint::parse("research:tool").expect("parses"),
+        ],
+        ..RunOptions::default()
+    };
+
+    let stopped = engine.start(flow(), options()).await.expect("runs");
+    assert_eq!(stopped.status, RunStatus::Paused, "{:?}", stopped.error);
+    let waiting = stopped.waiting.clone().expect("waits");
+    assert_eq!(
+        waiting.breakpoint,
+        Some(weft_engine::breakpoints::BreakWhen::Tool)
+    );
+    assert_eq!(waiting.node_id, "research/counter/work");
+    assert_eq!(waiting.input, json!({"task": "as the model said"}));
+    assert!(
+        waiting
+            .message
+            .starts_with("breakpoint before the tool call `counter/work`"),
+        "{}",
+        waiting.message
+    );
+    assert!(calls_made(&count_file).is_empty());
+
+    // A decision is refused: it is continued, not decided.
+    let refused = engine
+        .resume(
+            &stopped.run_id,
+            weft_nodes::Decision::parse("approve", "").expect("decision"),
+            ResumeOptions::default(),
+        )
+        .await;
+    assert!(refused.is_err(), "{refused:?}");
+    let not_an_object = engine
+        .continue_run(
+            &stopped.run_id,
+            weft_engine::Continue {
+                set: Some(json!("text")),
+                ..weft_engine::Continue::default()
+            },
+            ResumeOptions::default(),
+        )
+        .await;
+    assert!(
+        not_an_object
+            .as_ref()
+            .is_err_and(|error| error.to_string().contains("must be a JSON object")),
+        "{not_an_object:?}"
+    );
+
+    let done = engine
+        .continue_run(
+            &stopped.run_id,
+            weft_engine::Continue {
+                set: Some(json!({"task": "as the person said"})),
+                ..weft_engine::Continue::default()
+            },
+            ResumeOptions::default(),
+        )
+        .await
+        .expect("continues");
+    assert_eq!(done.status, RunStatus::Completed, "{:?}", done.error);
+    assert_eq!(
+        calls_made(&count_file),
+        [json!({"task": "as the person said"})]
+    );
+    assert_eq!(server.requests().len(), 2, "the model was not asked again");
+    let events = engine.store().events(&stopped.run_id).expect("events");
+    assert!(
+        events
+            .iter()
+            .any(|event| event.kind == EventType::LogicCheck
+                && event.content.contains("replaced at the breakpoint"))
+    );
+
+    // A tool breakpoint is for agents.
+    let problems = weft_engine::breakpoints::check_breakpoints(
+        &flow(),
+        &[weft_engine::breakpoints::Breakpoint::parse("start:tool").expect("parses")],
+    );
+    assert!(
+        problems[0].contains("stops before an agent's tool calls"),
+        "{problems:?}"
+    );
+}

@@ -173,6 +173,7 @@ impl FakeEnv {
 /// A step of `node_id` with `input`, its first visit, a 30 s timeout.
 pub(crate) fn step<'a>(node_id: &'a str, input: &'a Value) -> Step<'a> {
     Step {
+        stop_before_tools: false,
         node_id,
         input,
         visit: 1,

@@ -33,8 +33,12 @@ pub struct Step<'a> {
     pub visit: u64,
     /// How long one attempt may take (the node's `timeoutSeconds`, else its kind's default).
     pub timeout: Duration,
-    /// For a `subflow` step re-entered on resume: where its child run paused, and the answer.
+    /// For a step re-entered on resume (a `subflow`, an agent that waited at a tool call):
+    /// where it paused, and the answer.
     pub resume: Option<ChildResume>,
+    /// A tool breakpoint is on this node (`--break NODE:tool`): an agent stops before each of
+    /// its MCP tool calls.
+    pub stop_before_tools: bool,
 }
 
 /// What a step produced and the handle the run continues by.
@@ -177,6 +181,9 @@ pub struct ChildPause {
     /// The innermost approval's form.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fields: Vec<crate::decision::FormField>,
+    /// A breakpoint (an agent stopped before a tool call), continued rather than decided.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub breakpoint: bool,
     /// When the innermost approval times out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<String>,
