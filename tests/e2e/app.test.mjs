@@ -15,6 +15,7 @@ import {
   TMP,
   allByTestId,
   byTestId,
+  canvasZoom,
   connect,
   drag,
   dropKind,
@@ -878,15 +879,6 @@ test("an approval nobody decides in time goes on along `timeout` while the app i
     timeoutMsg: "the run that timed out stays in the inbox",
   });
 });
-
-/** The zoom of the canvas's view, from xyflow's viewport transform. */
-async function canvasZoom(browser) {
-  return browser.execute(() => {
-    const viewport = document.querySelector(".react-flow__viewport");
-    const scale = /scale\(([0-9.]+)\)/.exec(viewport?.style.transform ?? "");
-    return scale ? Number(scale[1]) : null;
-  });
-}
 
 test("room to work: panels resize and collapse (remembered), the palette searches, a dropped edge adds a wired node, flows fit readably", async () => {
   // flows/triage.json fits at ~0.47: it is shown at a readable zoom instead, panned from its start.

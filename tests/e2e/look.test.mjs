@@ -1,0 +1,128 @@
+// End-to-end tests of how the real Weft app reads: contrast under the mouse and in the dark
+// theme, text sizes, what a pinned node shows, banners that leave the canvas where it is, the
+// minimap giving way, and the approval form's edges (a rejection with a required field empty,
+// a decider nobody named). Each test opens its own flow, so any one runs alone
+// (WEFT_E2E_FILE=look.test.mjs WEFT_E2E_NAME=minimap bash tests/e2e/run.sh).
+// Screenshots are named look-*.png.
+
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { copyFileSync } from "node:fs";
+import path from "node:path";
+import { after, before, test } from "node:test";
+
+import {
+  APP,
+  ROOT,
+  TMP,
+  byTestId,
+  inboxItem,
+  node,
+  openApp,
+  typeInto,
+} from "./harness.mjs";
+
+/** WCAG's least contrast for text (AA, normal size). */
+const READABLE = 4.5;
+const weft = path.join(path.dirname(APP), "weft");
+const formFile = path.join(TMP, "look-form.json");
+const approvalFile = path.join(TMP, "look-approval.json");
+
+let browser;
+
+before(async () => {
+  copyFileSync(path.join(ROOT, "tests/e2e/flows/form.json"), formFile);
+  copyFileSync(path.join(ROOT, "tests/e2e/flows/approval.json"), approvalFile);
+  browser = await openApp();
+});
+
+after(async () => {
+  await browser?.deleteSession();
+});
+
+async function selectNode(nodeId) {
+  await node(browser, nodeId).click();
+  await byTestId(browser, "tab-inspector").click();
+}
+
+/** Runs `flowFile` with the `weft` command until it pauses; its run id. */
+function pausedByWeft(flowFile) {
+  try {
+    execFileSync(weft, ["run", flowFile, "--db", process.env.WEFT_DB], { stdio: ["ignore", "pipe", "pipe"] });
+  } catch (error) {
+    assert.equal(error.status, 3, `weft run pauses: ${error.stderr}`);
+    return error.stdout.toString().trim();
+  }
+  throw new Error("weft run did not pause");
+}
+
+function shownByWeft(runId) {
+  return JSON.parse(execFileSync(weft, ["show", runId, "--db", process.env.WEFT_DB, "--json"]).toString()).run;
+}
+
+/** Moves the mouse onto the element with data-testid `id` and waits until it is hovered. */
+async function hover(id) {
+  await byTestId(browser, id).moveTo();
+  await browser.waitUntil(
+    () => browser.execute((testId) => document.querySelector(`[data-testid="${testId}"]`)?.matches(":hover") ?? false, id),
+    { timeout: 3_000, timeoutMsg: `${id} is not under the mouse` },
+  );
+}
+
+/** Whether the whole placeholder of the input or textarea `id` shows: a copy of it holding the
+ *  placeholder as its text does not scroll. */
+function placeholderFits(id) {
+  return browser.execute((testId) => {
+    const field = document.querySelector(`[data-testid="${testId}"]`);
+    const copy = field.cloneNode(false);
+    copy.removeAttribute("data-testid");
+    field.after(copy);
+    copy.value = field.placeholder;
+    const fits = copy.scrollWidth <= copy.clientWidth + 1 && copy.scrollHeight <= copy.clientHeight + 1;
+    const seen = { placeholder: field.placeholder, scrollWidth: copy.scrollWidth, clientWidth: copy.clientWidth, scrollHeight: copy.scrollHeight, clientHeight: copy.clientHeight };
+    copy.remove();
+    return { fits, ...seen };
+  }, id);
+}
+
+test("Reject needs no required answer: a run rejected from the inbox with its required field empty goes the reject way", async () => {
+  const runId = pausedByWeft(formFile);
+  // `tone` is required, and left empty.
+  await byTestId(browser, "tab-inbox").click();
+  let item;
+  await browser.waitUntil(async () => (item = await inboxItem(browser, runId)) !== undefined, {
+    timeout: 10_000,
+    timeoutMsg: "the run paused by weft is not in the inbox",
+  });
+  await typeInto(browser, item.$('[data-testid="inbox-approval-note"]'), "not now");
+  await item.$('[data-testid="inbox-reject"]').click();
+  await browser.waitUntil(async () => (await inboxItem(browser, runId)) === undefined, {
+    timeout: 10_000,
+    timeoutMsg: "the rejected run stays in the inbox (was the empty required field refused?)",
+  });
+  await browser.waitUntil(() => shownByWeft(runId).summary.status === "completed", {
+    timeout: 10_000,
+    timeoutMsg: "the rejected run did not complete",
+  });
+  assert.equal(shownByWeft(runId).result, "Dropped: not now");
+});
+
+test("an approval decided with no name set names its decider unknown, never None", async () => {
+  await byTestId(browser, "tab-settings").click();
+  await typeInto(browser, byTestId(browser, "settings-user-name"), "");
+  await byTestId(browser, "settings-save-user-name").click();
+  const runId = pausedByWeft(formFile);
+  await byTestId(browser, "tab-inbox").click();
+  let item;
+  await browser.waitUntil(async () => (item = await inboxItem(browser, runId)) !== undefined, {
+    timeout: 10_000,
+    timeoutMsg: "the run paused by weft is not in the inbox",
+  });
+  await item.$('[data-testid="inbox-approval-field-tone"]').selectByAttribute("value", "warm");
+  await item.$('[data-testid="inbox-approve"]').click();
+  await browser.waitUntil(() => shownByWeft(runId).summary.status === "completed", {
+    timeout: 10_000,
+    timeoutMsg: "the approved run did not complete",
+  });
+  assert.equal(shownByWeft(runId).result, "warm: Refund 40 EUR to Ada (by unknown)");
+});
