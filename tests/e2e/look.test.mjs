@@ -17,9 +17,15 @@ import {
   TMP,
   byTestId,
   inboxItem,
+  looks,
   node,
   openApp,
+  openFile,
+  setTheme,
+  shot,
   typeInto,
+  waitForRunStatus,
+  waitForStatus,
 } from "./harness.mjs";
 
 /** WCAG's least contrast for text (AA, normal size). */
@@ -125,4 +131,50 @@ test("an approval decided with no name set names its decider unknown, never None
     timeoutMsg: "the approved run did not complete",
   });
   assert.equal(shownByWeft(runId).result, "warm: Refund 40 EUR to Ada (by unknown)");
+});
+
+test("Approve, Reject and their twins in the side panel stay readable under the mouse, in both themes", async () => {
+  await openFile(browser, approvalFile);
+  await node(browser, "review").waitForExist();
+  await byTestId(browser, "run").click();
+  await waitForStatus(browser, "review", "paused");
+  await byTestId(browser, "approval-prompt").waitForDisplayed();
+  await byTestId(browser, "paused-card").waitForDisplayed({ timeout: 5_000 });
+  for (const theme of ["light", "dark"]) {
+    await setTheme(browser, theme);
+    for (const id of ["approve", "reject", "panel-approve", "panel-reject"]) {
+      await hover(id);
+      const seen = await looks(browser, `[data-testid="${id}"]`);
+      console.log(`# ${theme} ${id} under the mouse: ${seen.color} on ${seen.background}, ${seen.contrast}:1`);
+      assert.ok(
+        seen.contrast >= READABLE,
+        `${id} under the mouse in the ${theme} theme: ${seen.color} on ${seen.background} is ${seen.contrast}:1`,
+      );
+    }
+    await hover("approve");
+    await shot(browser, `look-01-approve-under-the-mouse-${theme}`);
+  }
+  await setTheme(browser, "light");
+  await byTestId(browser, "approve").click();
+  await waitForRunStatus(browser, "completed");
+});
+
+test("the dark theme: the kind's description and the run chips read clearly", async () => {
+  await setTheme(browser, "dark");
+  await selectNode("review");
+  const help = await looks(browser, '[data-testid="kind-help"]');
+  console.log(`# dark kind-help: ${help.color} on ${help.background}, ${help.contrast}:1`);
+  assert.ok(help.contrast >= READABLE, `the kind's description: ${help.color} on ${help.background} is ${help.contrast}:1`);
+  await shot(browser, "look-02-dark-inspector");
+
+  await byTestId(browser, "tab-history").click();
+  await byTestId(browser, "history-row").waitForExist({ timeout: 5_000 });
+  const chips = await browser.execute(() => document.querySelectorAll(".run-status-chip").length);
+  assert.ok(chips > 0, "History shows the runs' status chips");
+  for (let i = 0; i < chips; i++) {
+    const chip = await looks(browser, ".run-status-chip", i);
+    assert.ok(chip.contrast >= READABLE, `a run's status chip: ${chip.color} on ${chip.background} is ${chip.contrast}:1`);
+  }
+  await shot(browser, "look-02-dark-history");
+  await setTheme(browser, "light");
 });
