@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { copyFileSync } from "node:fs";
+import { copyFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
 
@@ -21,6 +21,7 @@ import {
   node,
   openApp,
   openFile,
+  readTestId,
   setTheme,
   shot,
   typeInto,
@@ -177,4 +178,35 @@ test("the dark theme: the kind's description and the run chips read clearly", as
   }
   await shot(browser, "look-02-dark-history");
   await setTheme(browser, "light");
+});
+
+test("a pinned agent shows its pinned output on its body", async () => {
+  const file = path.join(TMP, "look-pinned.json");
+  const at = (x) => ({ x, y: 0 });
+  writeFileSync(
+    file,
+    JSON.stringify({
+      version: 1,
+      name: "Pinned",
+      nodes: [
+        { id: "start", type: "start", position: at(0), data: {} },
+        { id: "poet", type: "agent", position: at(260), data: { label: "Poet", model: "gpt-4o-mini", userPrompt: "A poem" } },
+        { id: "out", type: "output", position: at(560), data: {} },
+      ],
+      edges: [
+        { id: "e1", source: "start", target: "poet" },
+        { id: "e2", source: "poet", target: "out" },
+      ],
+    }),
+  );
+  writeFileSync(file.replace(/\.json$/, ".pins.json"), JSON.stringify({ pins: { poet: { output: "A pinned poem" } } }));
+  await openFile(browser, file);
+  await byTestId(browser, "pin-poet").waitForExist({ timeout: 5_000 });
+  await byTestId(browser, "run").click();
+  await waitForRunStatus(browser, "completed");
+  await waitForStatus(browser, "poet", "done");
+  assert.equal(await readTestId(browser, "node-stream-poet", "data-empty"), "false", "the body is not empty");
+  assert.equal(await readTestId(browser, "node-stream-poet"), "A pinned poem");
+
+  await shot(browser, "look-03-pinned-agent");
 });
