@@ -16,6 +16,7 @@ import {
   ROOT,
   TMP,
   byTestId,
+  contrastOf,
   inboxItem,
   looks,
   node,
@@ -27,6 +28,7 @@ import {
   typeInto,
   waitForRunStatus,
   waitForStatus,
+  waitUntilGone,
 } from "./harness.mjs";
 
 /** WCAG's least contrast for text (AA, normal size). */
@@ -180,7 +182,7 @@ test("the dark theme: the kind's description and the run chips read clearly", as
   await setTheme(browser, "light");
 });
 
-test("a pinned agent shows its pinned output on its body", async () => {
+test("a pinned agent shows its pinned output on its body, under a badge that stands out", async () => {
   const file = path.join(TMP, "look-pinned.json");
   const at = (x) => ({ x, y: 0 });
   writeFileSync(
@@ -208,5 +210,57 @@ test("a pinned agent shows its pinned output on its body", async () => {
   assert.equal(await readTestId(browser, "node-stream-poet", "data-empty"), "false", "the body is not empty");
   assert.equal(await readTestId(browser, "node-stream-poet"), "A pinned poem");
 
+  // The badge: readable, and its fill stands out from the node (3:1, as WCAG asks of a
+  // control's parts).
+  const badge = await looks(browser, '[data-testid="pin-poet"]');
+  const body = await looks(browser, '[data-testid="node-poet"]');
+  const fill = contrastOf(badge.background, body.background);
+  console.log(`# pinned badge: ${badge.color} on ${badge.background} (${badge.contrast}:1), fill ${fill}:1 against the node, ${badge.fontSize} px`);
+  assert.ok(badge.contrast >= READABLE, `the badge's text: ${badge.contrast}:1`);
+  assert.ok(fill >= 3, `the badge's fill against the node: ${badge.background} on ${body.background} is ${fill}:1`);
+  assert.ok(badge.fontSize >= 11, `the badge's text is ${badge.fontSize} px`);
   await shot(browser, "look-03-pinned-agent");
+});
+
+test("two banners at once leave the canvas where it is", async () => {
+  await byTestId(browser, "file-new").click();
+  const discard = byTestId(browser, "discard-confirm");
+  if (await discard.isExisting()) await discard.click();
+  assert.equal(await byTestId(browser, "error-banner").isExisting(), false, "no error shows yet");
+  assert.equal(await byTestId(browser, "paused-banner").isExisting(), false, "no run waits yet");
+  const canvasBox = () => browser.execute(() => document.querySelector('[data-testid="canvas"]').getBoundingClientRect().toJSON());
+  const before = await canvasBox();
+
+  // A run paused by `weft`: History reads it, and the banner asks for it.
+  const runId = pausedByWeft(formFile);
+  await byTestId(browser, "tab-history").click();
+  await byTestId(browser, "paused-banner").waitForDisplayed({ timeout: 10_000 });
+  // A file that is not there: an error banner too.
+  await byTestId(browser, "file-open").click();
+  const input = byTestId(browser, "path-input");
+  await input.waitForDisplayed();
+  await typeInto(browser, input, path.join(TMP, "no-such-flow.json"));
+  await byTestId(browser, "path-confirm").click();
+  await byTestId(browser, "error-banner").waitForDisplayed({ timeout: 5_000 });
+  await byTestId(browser, "path-cancel").click();
+  await waitUntilGone(browser, "path-dialog");
+
+  const after = await canvasBox();
+  console.log(`# canvas top ${before.top} → ${after.top}, height ${before.height} → ${after.height}`);
+  assert.equal(after.top, before.top, "the canvas did not move down");
+  assert.equal(after.height, before.height, "the canvas kept its height");
+  for (const id of ["error-banner", "paused-banner"]) {
+    const box = await browser.execute((testId) => document.querySelector(`[data-testid="${testId}"]`).getBoundingClientRect().toJSON(), id);
+    assert.ok(box.height <= 40, `${id} is one compact row (${box.height} px)`);
+    assert.ok(box.top >= after.top && box.left >= after.left && box.right <= after.right, `${id} floats over the canvas`);
+  }
+  await shot(browser, "look-04-two-banners");
+
+  // The run goes on (rejected, from the inbox), the error goes.
+  await byTestId(browser, "tab-inbox").click();
+  let item;
+  await browser.waitUntil(async () => (item = await inboxItem(browser, runId)) !== undefined, { timeout: 10_000 });
+  await item.$('[data-testid="inbox-reject"]').click();
+  await byTestId(browser, "error-dismiss").click();
+  await waitUntilGone(browser, "error-banner");
 });

@@ -314,11 +314,6 @@ function Shell() {
         onInput={setInput}
         onRun={actions.run}
       />
-      <div className="banners">
-        <ErrorBanner />
-        <PausedBanner />
-        <ViewingBanner />
-      </div>
       <main className="workspace" style={{ gridTemplateColumns: columns }}>
         {layout.paletteCollapsed ? (
           <CollapsedBar testId="palette-expand" label="Show the palette" arrow="›" onOpen={() => session.layout.set({ paletteCollapsed: false })} />
@@ -337,7 +332,16 @@ function Shell() {
             onResize={(paletteWidth) => session.layout.set({ paletteWidth })}
           />
         )}
-        <Canvas theme={theme} />
+        {/* The banners float over the top of the canvas: the canvas does not move when one
+            comes or goes (a node grabbed at that moment would be missed). */}
+        <div className="canvas-column">
+          <div className="banners">
+            <ErrorBanner />
+            <PausedBanner />
+            <ViewingBanner />
+          </div>
+          <Canvas theme={theme} />
+        </div>
         {layout.sideCollapsed ? (
           <span />
         ) : (
