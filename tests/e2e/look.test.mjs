@@ -16,6 +16,7 @@ import {
   ROOT,
   TMP,
   byTestId,
+  canvasZoom,
   contrastOf,
   inboxItem,
   looks,
@@ -263,4 +264,53 @@ test("two banners at once leave the canvas where it is", async () => {
   await item.$('[data-testid="inbox-reject"]').click();
   await byTestId(browser, "error-dismiss").click();
   await waitUntilGone(browser, "error-banner");
+});
+
+test("node text and prompts read at the zoom they are shown at; placeholders show whole", async () => {
+  await openFile(browser, formFile);
+  await node(browser, "review").waitForExist();
+  const fitted = await canvasZoom(browser);
+  const summaries = await browser.execute(() =>
+    [...document.querySelectorAll(".node-summary")].map((element) => parseFloat(getComputedStyle(element).fontSize)),
+  );
+  console.log(`# fitted zoom ${fitted}, summaries ${summaries} px`);
+  assert.ok(summaries.length > 0, "the nodes show summaries");
+  for (const size of summaries) assert.ok(size >= 13, `a node's summary is ${size} px`);
+
+  // Palette search: its whole placeholder shows.
+  const search = await placeholderFits("palette-search");
+  assert.ok(search.fits, `the palette's search placeholder is cut: ${JSON.stringify(search)}`);
+
+  // A breakpoint after the start: the value box shows its whole placeholder; Continue reads
+  // under the mouse.
+  await selectNode("start");
+  await byTestId(browser, "breakpoint-when").selectByAttribute("value", "after");
+  await byTestId(browser, "run").click();
+  await byTestId(browser, "breakpoint-prompt").waitForDisplayed({ timeout: 10_000 });
+  const value = await placeholderFits("breakpoint-value");
+  assert.ok(value.fits, `the breakpoint's value box cuts its placeholder: ${JSON.stringify(value)}`);
+  await hover("breakpoint-continue");
+  const button = await looks(browser, '[data-testid="breakpoint-continue"]');
+  assert.ok(button.contrast >= READABLE, `Continue under the mouse: ${button.color} on ${button.background} is ${button.contrast}:1`);
+  await shot(browser, "look-05-breakpoint");
+  await byTestId(browser, "breakpoint-continue").click();
+
+  // The approval's prompt on the node, at the zoom it is shown at.
+  await waitForStatus(browser, "review", "paused");
+  await byTestId(browser, "approval-prompt").waitForDisplayed();
+  await browser.pause(400); // the view glides to the prompt
+  const zoom = await canvasZoom(browser);
+  // The message a person decides on reads larger than the form around it.
+  const least = { '[data-testid="approval-message"]': 13, '[data-testid="approval-prompt"] .field-label': 12, '[data-testid="approval-note"]': 12 };
+  for (const [selector, size] of Object.entries(least)) {
+    const text = await looks(browser, selector);
+    const shown = Math.round(text.fontSize * zoom * 10) / 10;
+    console.log(`# ${selector}: ${text.fontSize} px at zoom ${zoom} = ${shown} px`);
+    assert.ok(shown >= size, `${selector} shows at ${shown} px`);
+  }
+  await shot(browser, "look-05-approval-text");
+  await byTestId(browser, "panel-reject").click();
+  await waitForRunStatus(browser, "completed");
+  await selectNode("start");
+  await byTestId(browser, "breakpoint-when").selectByAttribute("value", "none");
 });
