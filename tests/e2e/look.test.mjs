@@ -18,6 +18,7 @@ import {
   byTestId,
   canvasZoom,
   contrastOf,
+  drag,
   inboxItem,
   looks,
   node,
@@ -313,4 +314,25 @@ test("node text and prompts read at the zoom they are shown at; placeholders sho
   await waitForRunStatus(browser, "completed");
   await selectNode("start");
   await byTestId(browser, "breakpoint-when").selectByAttribute("value", "none");
+});
+
+test("the minimap gives way when the log is raised, and comes back with the room", async () => {
+  await openFile(browser, formFile);
+  await node(browser, "review").waitForExist();
+  await byTestId(browser, "rf__minimap").waitForExist({ timeout: 5_000 });
+  if ((await byTestId(browser, "log").getAttribute("data-collapsed")) === "true") await byTestId(browser, "log-toggle").click();
+  const splitter = byTestId(browser, "log-splitter");
+  await splitter.waitForDisplayed();
+  const where = await splitter.getLocation();
+  await drag(browser, splitter, { x: Math.round(where.x + 200), y: Math.round(where.y - 260) });
+  const canvas = await byTestId(browser, "canvas").getSize();
+  console.log(`# canvas ${canvas.width}×${canvas.height} with the log raised`);
+  await waitUntilGone(browser, "rf__minimap");
+  assert.equal(await readTestId(browser, "canvas", "data-minimap"), "no-room");
+  await shot(browser, "look-06-minimap-gives-way");
+
+  const raised = await splitter.getLocation();
+  await drag(browser, splitter, { x: Math.round(raised.x + 200), y: Math.round(raised.y + 260) });
+  await byTestId(browser, "rf__minimap").waitForExist({ timeout: 5_000 });
+  await byTestId(browser, "log-toggle").click();
 });

@@ -27,6 +27,9 @@ import { promptNodeOf } from '../runStore';
 const NO_IDS: ReadonlySet<string> = new Set();
 /** The minimap's size, in pixels: a glance at where the view is, not a second canvas. */
 const MINIMAP = { width: 150, height: 100, margin: 15 };
+/** Below this size the canvas has no room to spare for the minimap: it would cover the nodes
+ *  (with the log raised, or the side panel widened), so it is left out until there is room. */
+const MINIMAP_ROOM = { width: 4 * MINIMAP.width, height: 4 * MINIMAP.height };
 /** Where a new flow's start node sits on the canvas, in pixels from its top left corner. */
 const NEW_FLOW_MARGIN = { x: 80, y: 140 };
 
@@ -64,6 +67,18 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
   const fitReadable = useFitReadable();
   const [quickAdd, setQuickAdd] = useState<{ at: { x: number; y: number }; source: string; sourceHandle: string | null } | null>(null);
   const [minimapTop, setMinimapTop] = useState(false);
+  const paneRef = useRef<HTMLDivElement>(null);
+  const [roomy, setRoomy] = useState(true);
+  useEffect(() => {
+    const element = paneRef.current;
+    if (!element || typeof ResizeObserver === 'undefined') return;
+    const observer = new ResizeObserver(() => {
+      const { width, height } = element.getBoundingClientRect();
+      setRoomy(width >= MINIMAP_ROOM.width && height >= MINIMAP_ROOM.height);
+    });
+    observer.observe(element);
+    return () => observer.disconnect();
+  }, []);
 
   const flow = viewing?.flow ?? editedFlow;
   const readOnly = viewing !== null;
@@ -255,7 +270,7 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
   );
 
   return (
-    <div className={`canvas ${readOnly ? 'read-only' : ''}`} data-testid="canvas">
+    <div ref={paneRef} className={`canvas ${readOnly ? 'read-only' : ''}`} data-testid="canvas" data-minimap={showMinimap ? (roomy ? 'shown' : 'no-room') : 'hidden'}>
       <ReactFlow<CanvasNode, CanvasEdge>
         nodes={nodes}
         edges={edges}
@@ -277,7 +292,7 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
         proOptions={{ hideAttribution: true }}
       >
         <Background gap={20} size={1} />
-        {showMinimap && (
+        {showMinimap && roomy && (
           <MiniMap
             pannable
             zoomable
@@ -292,7 +307,9 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
           </ControlButton>
           <ControlButton
             data-testid="minimap-toggle"
-            title={showMinimap ? 'Hide the minimap' : 'Show the minimap'}
+            title={
+              !showMinimap ? 'Show the minimap' : roomy ? 'Hide the minimap' : 'The minimap shows again when the canvas has room (hide it for good)'
+            }
             onClick={() => session.layout.set({ minimap: !showMinimap })}
           >
             ▣
