@@ -336,3 +336,65 @@ test("the minimap gives way when the log is raised, and comes back with the room
   await byTestId(browser, "rf__minimap").waitForExist({ timeout: 5_000 });
   await byTestId(browser, "log-toggle").click();
 });
+
+test("Compare takes the canvas's room, and the earlier run is A whichever was checked first", async () => {
+  const file = path.join(TMP, "look-compare.json");
+  const at = (x) => ({ x, y: 0 });
+  writeFileSync(
+    file,
+    JSON.stringify({
+      version: 1,
+      name: "Greeting",
+      nodes: [
+        { id: "start", type: "start", position: at(0), data: {} },
+        { id: "greet", type: "template", position: at(260), data: { template: "Hello {{ PREVIOUS_OUTPUT }}, your refund of 40 EUR is on its way" } },
+      ],
+      edges: [{ id: "e1", source: "start", target: "greet" }],
+    }),
+  );
+  await openFile(browser, file);
+  await node(browser, "greet").waitForExist();
+  const runIds = [];
+  for (const name of ["Ada", "Bob"]) {
+    await typeInto(browser, byTestId(browser, "run-input"), name);
+    await byTestId(browser, "run").click();
+    await waitForRunStatus(browser, "completed");
+    await waitForStatus(browser, "greet", "done");
+    runIds.push(await readTestId(browser, "log", "data-run-id"));
+  }
+  const [earlier, later] = runIds;
+
+  // Checked top-down in History (newest first): the later run first.
+  await byTestId(browser, "tab-history").click();
+  await browser.waitUntil(async () => (await readTestId(browser, "history-row", "data-run-id")) === later, {
+    timeout: 5_000,
+    timeoutMsg: "the later run is not at the top of History",
+  });
+  const checks = await browser.$$('[data-testid="history-check"]');
+  await checks[0].click();
+  await checks[1].click();
+  await byTestId(browser, "history-compare").click();
+  await byTestId(browser, "compare").waitForDisplayed({ timeout: 5_000 });
+  assert.equal(await readTestId(browser, "compare-a", "data-run-id"), earlier, "A is the earlier run");
+  assert.equal(await readTestId(browser, "compare-b", "data-run-id"), later);
+  assert.match(await readTestId(browser, "compare-a"), /no LLM calls/);
+
+  const box = (selector) => browser.execute((query) => document.querySelector(query).getBoundingClientRect().toJSON(), selector);
+  const compare = await box('[data-testid="compare"]');
+  const canvas = await box('[data-testid="canvas"]');
+  console.log(`# compare ${compare.width}×${compare.height} at ${compare.left}, the canvas ${canvas.width}×${canvas.height} at ${canvas.left}`);
+  assert.ok(compare.width >= canvas.width - 1 && compare.left <= canvas.left + 1, "Compare takes the canvas's width");
+  // The header, each side's line and each changed line of output read on one line (under
+  // two lines' height), not wrapped word by word.
+  for (const selector of [".compare-head strong", '[data-testid="compare-a"]', '[data-testid="compare-b"]', ".diff-removed", ".diff-added"]) {
+    const { height, fontSize } = await browser.execute((query) => {
+      const element = document.querySelector(query);
+      return { height: element.getBoundingClientRect().height, fontSize: parseFloat(getComputedStyle(element).fontSize) };
+    }, selector);
+    console.log(`# ${selector}: ${height} px tall at ${fontSize} px`);
+    assert.ok(height < 2 * fontSize * 1.2, `${selector} wraps: ${height} px tall at ${fontSize} px`);
+  }
+  await shot(browser, "look-07-compare");
+  await byTestId(browser, "compare-close").click();
+  await waitUntilGone(browser, "compare");
+});

@@ -7,7 +7,7 @@ import { ReactFlowProvider } from '@xyflow/react';
 import { Canvas, useFitReadable } from './components/Canvas';
 import { ConfirmDialog } from './components/ConfirmDialog';
 import { HelpPanel } from './components/HelpPanel';
-import { HistoryPanel } from './components/HistoryPanel';
+import { CompareView, HistoryPanel } from './components/HistoryPanel';
 import { InboxPanel, PausedApprovalCard } from './components/InboxPanel';
 import { Inspector } from './components/Inspector';
 import { LogPanel } from './components/LogPanel';
@@ -341,6 +341,7 @@ function Shell() {
             <ViewingBanner />
           </div>
           <Canvas theme={theme} />
+          <CompareView />
         </div>
         {layout.sideCollapsed ? (
           <span />
