@@ -71,8 +71,21 @@ function shownByWeft(runId) {
   return JSON.parse(execFileSync(weft, ["show", runId, "--db", process.env.WEFT_DB, "--json"]).toString()).run;
 }
 
-/** Moves the mouse onto the element with data-testid `id` and waits until it is hovered. */
+/** Moves the mouse onto the element with data-testid `id` once it stands still (the view may
+ *  still be gliding to a prompt), and waits until it is hovered. */
 async function hover(id) {
+  const where = () =>
+    browser.execute((testId) => JSON.stringify(document.querySelector(`[data-testid="${testId}"]`)?.getBoundingClientRect()), id);
+  let last = null;
+  await browser.waitUntil(
+    async () => {
+      const now = await where();
+      const still = now === last;
+      last = now;
+      return still;
+    },
+    { timeout: 3_000, interval: 200, timeoutMsg: `${id} does not stand still` },
+  );
   await byTestId(browser, id).moveTo();
   await browser.waitUntil(
     () => browser.execute((testId) => document.querySelector(`[data-testid="${testId}"]`)?.matches(":hover") ?? false, id),

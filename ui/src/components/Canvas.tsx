@@ -15,6 +15,7 @@ import {
   type EdgeChange,
   type FinalConnectionState,
   type NodeChange,
+  type Viewport,
 } from '@xyflow/react';
 import { defaultData, handlesOf, kindOf, type KindDescription } from '../catalog';
 import { overlaps, readableViewport } from '../viewport';
@@ -35,6 +36,8 @@ const NEW_FLOW_MARGIN = { x: 80, y: 140 };
 
 /** The zoom at which a node's text is its natural size: a prompt is shown at least so large. */
 const READABLE_ZOOM = 1;
+/** Room above a node that needs the person when it is too tall to be centred, in pixels. */
+const PROMPT_MARGIN = 16;
 
 /** Fits the flow shown so that its text stays readable: whole when it can be, else panned. */
 export function useFitReadable(): () => void {
@@ -63,7 +66,7 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
 
   const loads = useCanvas((state) => state.loads);
   const showMinimap = useLayout((layout) => layout.minimap);
-  const { setViewport, setCenter, getZoom, getNode, flowToScreenPosition, screenToFlowPosition } = useReactFlow();
+  const { setViewport, getViewport, setCenter, getZoom, getNode, flowToScreenPosition, screenToFlowPosition } = useReactFlow();
   const fitReadable = useFitReadable();
   const [quickAdd, setQuickAdd] = useState<{ at: { x: number; y: number }; source: string; sourceHandle: string | null } | null>(null);
   const [minimapTop, setMinimapTop] = useState(false);
@@ -115,16 +118,29 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
 
   // The node that needs the person (an approval, a breakpoint) is brought to the middle of the
   // view, zoomed in to at least its natural size, so its prompt is readable and not off screen
-  // or under the minimap.
+  // or under the minimap; once the prompt is drawn (and each time it grows) again, and a node
+  // too tall for the view then shows from its top, where the question is. When nothing waits
+  // any more, the view goes back to where it was.
+  const promptHeight = promptNode ? measured.current.get(promptNode)?.height ?? 0 : 0;
+  const beforePrompt = useRef<Viewport | null>(null);
   useEffect(() => {
-    if (!promptNode) return;
+    if (!promptNode) {
+      if (beforePrompt.current) void setViewport(beforePrompt.current, { duration: 150 });
+      beforePrompt.current = null;
+      return;
+    }
     const node = getNode(promptNode);
     if (!node) return;
+    beforePrompt.current ??= getViewport();
     const width = node.measured?.width ?? 0;
     const height = node.measured?.height ?? 0;
     const zoom = Math.max(getZoom(), READABLE_ZOOM);
-    void setCenter(node.position.x + width / 2, node.position.y + height / 2, { zoom, duration: 150 });
-  }, [promptNode, getNode, getZoom, setCenter]);
+    const pane = document.querySelector<HTMLElement>('[data-testid="canvas"]')?.getBoundingClientRect();
+    const room = pane ? pane.height / zoom : Infinity;
+    const margin = PROMPT_MARGIN / zoom;
+    const y = height + 2 * margin > room ? node.position.y - margin + room / 2 : node.position.y + height / 2;
+    void setCenter(node.position.x + width / 2, y, { zoom, duration: 150 });
+  }, [promptNode, promptHeight, getNode, getZoom, getViewport, setCenter, setViewport]);
 
   const raised = useMemo(() => new Set(promptNode ? [promptNode] : []), [promptNode]);
   const nodes = useMemo(

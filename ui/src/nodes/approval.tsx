@@ -36,7 +36,7 @@ function BreakpointPrompt({ message }: { message: string }) {
         {message}
       </div>
       <label className="approval-field">
-        <span className="field-label">Go on with another value (optional)</span>
+        <span className="field-label">Another value (optional)</span>
         <textarea
           className="approval-note mono"
           data-testid="breakpoint-value"
