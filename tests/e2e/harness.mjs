@@ -2,7 +2,8 @@
 // run.sh starts the display, the scripted LLM server and tauri-driver, and exports where
 // the app keeps its files; these helpers open sessions and act like a person would.
 
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { remote } from "webdriverio";
@@ -292,4 +293,31 @@ export async function setTheme(browser, theme) {
     timeout: 5_000,
     timeoutMsg: `the ${theme} theme did not apply`,
   });
+}
+
+let axeSource = null;
+
+/** What axe-core finds wrong in the window as shown, as serious or critical: one line each,
+ *  its rule, impact, help and the elements (CSS selectors) it names. */
+export async function accessibilityProblems(browser) {
+  axeSource ??= readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+  if (!(await browser.execute(() => typeof window.axe !== "undefined"))) await browser.execute(axeSource);
+  const found = await browser.executeAsync((done) => {
+    window.axe
+      .run(document, { resultTypes: ["violations"] })
+      .then((results) =>
+        done(
+          results.violations.map((violation) => ({
+            id: violation.id,
+            impact: violation.impact,
+            help: violation.help,
+            targets: violation.nodes.map((node) => node.target.join(" ")),
+          })),
+        ),
+      )
+      .catch((error) => done([{ id: "axe-failed", impact: "critical", help: String(error), targets: [] }]));
+  });
+  return found
+    .filter((violation) => violation.impact === "serious" || violation.impact === "critical")
+    .map((violation) => `${violation.id} (${violation.impact}): ${violation.help}: ${violation.targets.slice(0, 6).join(", ")}${violation.targets.length > 6 ? ` and ${violation.targets.length - 6} more` : ""}`);
 }

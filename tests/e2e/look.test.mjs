@@ -13,6 +13,7 @@ import { after, before, test } from "node:test";
 
 import {
   APP,
+  accessibilityProblems,
   ROOT,
   TMP,
   byTestId,
@@ -107,6 +108,36 @@ function placeholderFits(id) {
     copy.remove();
     return { fits, ...seen };
   }, id);
+}
+
+/** Writes a two-node flow to FILE (in the scratch folder), opens it and runs it for Ada, then
+ *  Bob: the two run ids. */
+async function greetTwice(file) {
+  const flowFile = path.join(TMP, file);
+  const at = (x) => ({ x, y: 0 });
+  writeFileSync(
+    flowFile,
+    JSON.stringify({
+      version: 1,
+      name: "Greeting",
+      nodes: [
+        { id: "start", type: "start", position: at(0), data: {} },
+        { id: "greet", type: "template", position: at(260), data: { template: "Hello {{ PREVIOUS_OUTPUT }}, your refund of 40 EUR is on its way" } },
+      ],
+      edges: [{ id: "e1", source: "start", target: "greet" }],
+    }),
+  );
+  await openFile(browser, flowFile);
+  await node(browser, "greet").waitForExist();
+  const runIds = [];
+  for (const name of ["Ada", "Bob"]) {
+    await typeInto(browser, byTestId(browser, "run-input"), name);
+    await byTestId(browser, "run").click();
+    await waitForRunStatus(browser, "completed");
+    await waitForStatus(browser, "greet", "done");
+    runIds.push(await readTestId(browser, "log", "data-run-id"));
+  }
+  return runIds;
 }
 
 test("Reject needs no required answer: a run rejected from the inbox with its required field empty goes the reject way", async () => {
@@ -351,31 +382,7 @@ test("the minimap gives way when the log is raised, and comes back with the room
 });
 
 test("Compare takes the canvas's room, and the earlier run is A whichever was checked first", async () => {
-  const file = path.join(TMP, "look-compare.json");
-  const at = (x) => ({ x, y: 0 });
-  writeFileSync(
-    file,
-    JSON.stringify({
-      version: 1,
-      name: "Greeting",
-      nodes: [
-        { id: "start", type: "start", position: at(0), data: {} },
-        { id: "greet", type: "template", position: at(260), data: { template: "Hello {{ PREVIOUS_OUTPUT }}, your refund of 40 EUR is on its way" } },
-      ],
-      edges: [{ id: "e1", source: "start", target: "greet" }],
-    }),
-  );
-  await openFile(browser, file);
-  await node(browser, "greet").waitForExist();
-  const runIds = [];
-  for (const name of ["Ada", "Bob"]) {
-    await typeInto(browser, byTestId(browser, "run-input"), name);
-    await byTestId(browser, "run").click();
-    await waitForRunStatus(browser, "completed");
-    await waitForStatus(browser, "greet", "done");
-    runIds.push(await readTestId(browser, "log", "data-run-id"));
-  }
-  const [earlier, later] = runIds;
+  const [earlier, later] = await greetTwice("look-compare.json");
 
   // Checked top-down in History (newest first): the later run first.
   await byTestId(browser, "tab-history").click();
@@ -410,4 +417,60 @@ test("Compare takes the canvas's room, and the earlier run is A whichever was ch
   await shot(browser, "look-07-compare");
   await byTestId(browser, "compare-close").click();
   await waitUntilGone(browser, "compare");
+});
+
+test("axe-core finds no serious or critical problem on the main screens, in both themes", async () => {
+  const testsFile = approvalFile.replace(/\.json$/, ".tests.json");
+  copyFileSync(path.join(ROOT, "tests/e2e/flows/approval.tests.json"), testsFile);
+  const found = [];
+  const check = async (screen) => {
+    const theme = await browser.$(".app").getAttribute("data-theme");
+    for (const problem of await accessibilityProblems(browser)) found.push(`${theme} ${screen}: ${problem}`);
+  };
+  for (const theme of ["light", "dark"]) {
+    await setTheme(browser, theme);
+    await check("Settings");
+    // The canvas with a flow, a node in the inspector, the problems.
+    await openFile(browser, formFile);
+    await node(browser, "review").waitForExist();
+    await selectNode("review");
+    await check("canvas and inspector");
+    await byTestId(browser, "tab-problems").click();
+    await check("Problems");
+    // A run waiting at an approval: the prompt on the node and in the side panel, the inbox.
+    await byTestId(browser, "run").click();
+    await waitForStatus(browser, "review", "paused");
+    await byTestId(browser, "approval-prompt").waitForDisplayed();
+    await byTestId(browser, "tab-inbox").click();
+    await byTestId(browser, "inbox-item").waitForDisplayed({ timeout: 10_000 });
+    await check("approval and Inbox");
+    await byTestId(browser, "panel-reject").click();
+    await waitForRunStatus(browser, "completed");
+    // History, a past run shown, Compare.
+    await greetTwice(`look-axe-${theme}.json`);
+    await byTestId(browser, "tab-history").click();
+    await byTestId(browser, "history-row").waitForDisplayed();
+    await check("History");
+    const checks = await browser.$$('[data-testid="history-check"]');
+    await checks[0].click();
+    await checks[1].click();
+    await byTestId(browser, "history-compare").click();
+    await byTestId(browser, "compare").waitForDisplayed({ timeout: 5_000 });
+    await check("Compare");
+    await byTestId(browser, "compare-close").click();
+    await byTestId(browser, "history-row").click();
+    await byTestId(browser, "viewing-banner").waitForDisplayed({ timeout: 5_000 });
+    await check("a past run");
+    await byTestId(browser, "back-to-editing").click();
+    // The Tests tab with a passing and a failing case.
+    await openFile(browser, approvalFile);
+    await node(browser, "writer").waitForExist();
+    await byTestId(browser, "tab-tests").click();
+    await byTestId(browser, "tests-run-all").click();
+    await byTestId(browser, "tests-summary").waitForDisplayed({ timeout: 20_000 });
+    await check("Tests");
+    await shot(browser, `look-08-checked-${theme}`);
+  }
+  await setTheme(browser, "light");
+  assert.deepEqual(found, [], `axe-core found:\n${found.join("\n")}`);
 });

@@ -359,36 +359,39 @@ function Shell() {
           <CollapsedBar testId="side-expand" label="Show the side panel" arrow="‹" onOpen={() => session.layout.set({ sideCollapsed: false })} />
         ) : (
         <aside className="side-panel" data-testid="side-panel">
-          <nav className="tabs" role="tablist">
-            {TABS.map(({ id, label }) => (
-              <button
-                key={id}
-                type="button"
-                role="tab"
-                aria-selected={tab === id}
-                className={`tab ${tab === id ? 'active' : ''}`}
-                data-testid={`tab-${id}`}
-                onClick={() => setTab(id)}
-              >
-                {label}
-                {id === 'problems' && problemCount > 0 && <span className="tab-count">{problemCount}</span>}
-                {id === 'inbox' && inboxCount > 0 && (
-                  <span className="tab-count" data-testid="inbox-count">
-                    {inboxCount}
-                  </span>
-                )}
-              </button>
-            ))}
+          <div className="tabs-row">
+            <nav className="tabs" role="tablist">
+              {TABS.map(({ id, label }) => (
+                <button
+                  key={id}
+                  type="button"
+                  role="tab"
+                  aria-selected={tab === id}
+                  className={`tab ${tab === id ? 'active' : ''}`}
+                  data-testid={`tab-${id}`}
+                  onClick={() => setTab(id)}
+                >
+                  {label}
+                  {id === 'problems' && problemCount > 0 && <span className="tab-count">{problemCount}</span>}
+                  {id === 'inbox' && inboxCount > 0 && (
+                    <span className="tab-count" data-testid="inbox-count">
+                      {inboxCount}
+                    </span>
+                  )}
+                </button>
+              ))}
+            </nav>
             <button
               type="button"
               className="icon-button side-collapse"
               data-testid="side-collapse"
               title="Hide the side panel"
+              aria-label="Hide the side panel"
               onClick={() => session.layout.set({ sideCollapsed: true })}
             >
               ›
             </button>
-          </nav>
+          </div>
           <PausedApprovalCard />
           <div className="tab-panel">
             {tab === 'inspector' && <Inspector />}
