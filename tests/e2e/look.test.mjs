@@ -474,3 +474,82 @@ test("axe-core finds no serious or critical problem on the main screens, in both
   await setTheme(browser, "light");
   assert.deepEqual(found, [], `axe-core found:\n${found.join("\n")}`);
 });
+
+test("the keyboard reaches every control, and each shows where the keyboard is", async () => {
+  await openFile(browser, formFile);
+  await node(browser, "review").waitForExist();
+  await selectNode("review");
+  await browser.execute(() => document.activeElement?.blur());
+  /** The element with the keyboard's focus: a name for it, and whether its focus shows: an
+   *  outline of 2 px or more at 3:1 against what is behind it (WCAG's least for a control's
+   *  parts); on an edge, its line in the accent colour. */
+  const focused = () =>
+    browser.execute(() => {
+      const element = document.activeElement;
+      if (!element || element === document.body) return null;
+      const parse = (text) => {
+        const parts = /rgba?\(([^)]*)\)/.exec(text)?.[1].split(/[\s,/]+/).filter(Boolean).map(Number) ?? [0, 0, 0, 0];
+        return { rgb: parts.slice(0, 3), alpha: parts.length > 3 ? parts[3] : 1 };
+      };
+      const over = (top, bottom) => top.rgb.map((value, i) => value * top.alpha + bottom[i] * (1 - top.alpha));
+      const behind = (start) => {
+        const layers = [];
+        for (let at = start; at; at = at.parentElement) {
+          const layer = parse(getComputedStyle(at).backgroundColor);
+          if (layer.alpha > 0) layers.push(layer);
+          if (layer.alpha >= 1) break;
+        }
+        return layers.reverse().reduce((below, layer) => over(layer, below), [255, 255, 255]);
+      };
+      const luminance = (rgb) => {
+        const [r, g, b] = rgb.map((value) => {
+          const v = value / 255;
+          return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+        });
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+      };
+      const contrast = (a, b) => {
+        const [light, dark] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+        return (light + 0.05) / (dark + 0.05);
+      };
+      const named = element.classList.contains("react-flow__node") ? element.firstElementChild : element;
+      const name =
+        named.getAttribute("data-testid") ??
+        element.getAttribute("aria-label") ??
+        element.getAttribute("title") ??
+        `${element.tagName.toLowerCase()} “${element.textContent.trim().slice(0, 30)}”`;
+      if (element.classList.contains("react-flow__edge")) {
+        const accent = getComputedStyle(document.querySelector(".app")).getPropertyValue("--accent").trim();
+        const rgb = `rgb(${[1, 3, 5].map((i) => parseInt(accent.slice(i, i + 2), 16)).join(", ")})`;
+        const line = getComputedStyle(element.querySelector(".react-flow__edge-path"));
+        return { name: `edge ${name}`, shown: line.stroke === rgb, how: `stroke ${line.stroke}` };
+      }
+      const drawn = element.classList.contains("react-flow__node") ? element.firstElementChild : element;
+      const style = getComputedStyle(drawn);
+      const ground = behind(drawn.parentElement ?? drawn);
+      const ratio = contrast(over(parse(style.outlineColor), ground), ground);
+      const shown = style.outlineStyle !== "none" && parseFloat(style.outlineWidth) >= 2 && ratio >= 3;
+      return { name, shown, how: `${style.outlineStyle} ${style.outlineWidth} ${style.outlineColor}, ${ratio.toFixed(2)}:1` };
+    });
+  const reached = [];
+  const unseen = [];
+  for (let presses = 0; presses < 250; presses++) {
+    await browser.keys(["Tab"]);
+    const now = await focused();
+    if (!now) continue;
+    if (reached.includes(now.name) && now.name === reached[0]) break; // round again
+    reached.push(now.name);
+    if (!now.shown) unseen.push(`${now.name} (${now.how})`);
+  }
+  console.log(`# ${reached.length} stops: ${reached.join(", ")}`);
+  for (const control of ["file-new", "file-open", "file-save", "run-input", "run", "palette-search", "palette-agent", "node-review", "fit-readable", "minimap-toggle", "tab-inspector", "tab-settings", "field-label", "log-toggle"]) {
+    assert.ok(reached.includes(control), `Tab never reaches ${control}`);
+  }
+  assert.deepEqual(unseen, [], "controls whose focus does not show");
+
+  // Usable by keyboard: a tab opens with Enter.
+  for (let presses = 0; presses < 250 && (await focused())?.name !== "tab-settings"; presses++) await browser.keys(["Tab"]);
+  await browser.keys(["Enter"]);
+  await byTestId(browser, "settings-theme").waitForDisplayed({ timeout: 5_000 });
+  await shot(browser, "look-09-keyboard-focus");
+});
