@@ -560,6 +560,8 @@ test("a breakpoint after a node stops the run there; a replaced value goes on do
   await byTestId(browser, "breakpoint-continue").click();
   await waitForRunStatus(browser, "completed");
   await waitForStatus(browser, "output-1", "done");
+  // The node it stopped after ran: once the run went on it reads done, not paused.
+  assert.equal(await node(browser, "agent-1").getAttribute("data-status"), "done");
   assert.equal(await latestOutput(browser, "output-1"), "Replaced by a person");
   await shot(browser, "22-breakpoint-continued");
 });
