@@ -15,6 +15,7 @@ import {
   TMP,
   allByTestId,
   byTestId,
+  canvasZoom,
   connect,
   drag,
   dropKind,
@@ -559,6 +560,8 @@ test("a breakpoint after a node stops the run there; a replaced value goes on do
   await byTestId(browser, "breakpoint-continue").click();
   await waitForRunStatus(browser, "completed");
   await waitForStatus(browser, "output-1", "done");
+  // The node it stopped after ran: once the run went on it reads done, not paused.
+  assert.equal(await node(browser, "agent-1").getAttribute("data-status"), "done");
   assert.equal(await latestOutput(browser, "output-1"), "Replaced by a person");
   await shot(browser, "22-breakpoint-continued");
 });
@@ -878,15 +881,6 @@ test("an approval nobody decides in time goes on along `timeout` while the app i
     timeoutMsg: "the run that timed out stays in the inbox",
   });
 });
-
-/** The zoom of the canvas's view, from xyflow's viewport transform. */
-async function canvasZoom(browser) {
-  return browser.execute(() => {
-    const viewport = document.querySelector(".react-flow__viewport");
-    const scale = /scale\(([0-9.]+)\)/.exec(viewport?.style.transform ?? "");
-    return scale ? Number(scale[1]) : null;
-  });
-}
 
 test("room to work: panels resize and collapse (remembered), the palette searches, a dropped edge adds a wired node, flows fit readably", async () => {
   // flows/triage.json fits at ~0.47: it is shown at a readable zoom instead, panned from its start.

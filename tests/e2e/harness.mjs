@@ -2,7 +2,8 @@
 // run.sh starts the display, the scripted LLM server and tauri-driver, and exports where
 // the app keeps its files; these helpers open sessions and act like a person would.
 
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { remote } from "webdriverio";
@@ -220,4 +221,103 @@ export async function waitUntilGone(browser, id, timeout = 5_000) {
     () => browser.execute((testId) => document.querySelector(`[data-testid="${testId}"]`) === null, id),
     { timeout, timeoutMsg: `${id} did not go away` },
   );
+}
+
+/** What a person sees of the element matching `selector`: its text colour, the colour behind
+ *  it (the backgrounds of it and its ancestors laid over each other), their contrast ratio as
+ *  WCAG counts it, and its font size in CSS pixels. Null when nothing matches. */
+export function looks(browser, selector, index = 0) {
+  return browser.execute((query, at) => {
+    const element = document.querySelectorAll(query)[at];
+    if (!element) return null;
+    const parse = (text) => {
+      const parts = /rgba?\(([^)]*)\)/.exec(text)?.[1].split(/[\s,/]+/).filter(Boolean).map(Number) ?? [0, 0, 0, 0];
+      return { rgb: parts.slice(0, 3), alpha: parts.length > 3 ? parts[3] : 1 };
+    };
+    const over = (top, bottom) => top.rgb.map((value, i) => value * top.alpha + bottom[i] * (1 - top.alpha));
+    const layers = [];
+    for (let at = element; at; at = at.parentElement) {
+      const layer = parse(getComputedStyle(at).backgroundColor);
+      if (layer.alpha > 0) layers.push(layer);
+      if (layer.alpha >= 1) break;
+    }
+    let background = [255, 255, 255];
+    for (const layer of layers.reverse()) background = over(layer, background);
+    const style = getComputedStyle(element);
+    const color = over(parse(style.color), background);
+    const luminance = (rgb) => {
+      const [r, g, b] = rgb.map((value) => {
+        const v = value / 255;
+        return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+      });
+      return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    };
+    const [light, dark] = [luminance(color), luminance(background)].sort((a, b) => b - a);
+    const hex = (rgb) => `#${rgb.map((v) => Math.round(v).toString(16).padStart(2, "0")).join("")}`;
+    return {
+      color: hex(color),
+      background: hex(background),
+      contrast: Math.round(((light + 0.05) / (dark + 0.05)) * 100) / 100,
+      fontSize: parseFloat(style.fontSize),
+    };
+  }, selector, index);
+}
+
+/** The contrast ratio of two colours (#rrggbb) as WCAG counts it. */
+export function contrastOf(first, second) {
+  const luminance = (hex) => {
+    const [r, g, b] = [1, 3, 5].map((i) => {
+      const v = parseInt(hex.slice(i, i + 2), 16) / 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const [light, dark] = [luminance(first), luminance(second)].sort((a, b) => b - a);
+  return Math.round(((light + 0.05) / (dark + 0.05)) * 100) / 100;
+}
+
+/** The zoom of the canvas's view, from xyflow's viewport transform. */
+export function canvasZoom(browser) {
+  return browser.execute(() => {
+    const viewport = document.querySelector(".react-flow__viewport");
+    const scale = /scale\(([0-9.]+)\)/.exec(viewport?.style.transform ?? "");
+    return scale ? Number(scale[1]) : null;
+  });
+}
+
+/** Switches the theme in Settings and waits until the window draws it. */
+export async function setTheme(browser, theme) {
+  await byTestId(browser, "tab-settings").click();
+  await byTestId(browser, "settings-theme").selectByAttribute("value", theme);
+  await browser.waitUntil(async () => (await browser.$(".app").getAttribute("data-theme")) === theme, {
+    timeout: 5_000,
+    timeoutMsg: `the ${theme} theme did not apply`,
+  });
+}
+
+let axeSource = null;
+
+/** What axe-core finds wrong in the window as shown, as serious or critical: one line each,
+ *  its rule, impact, help and the elements (CSS selectors) it names. */
+export async function accessibilityProblems(browser) {
+  axeSource ??= readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+  if (!(await browser.execute(() => typeof window.axe !== "undefined"))) await browser.execute(axeSource);
+  const found = await browser.executeAsync((done) => {
+    window.axe
+      .run(document, { resultTypes: ["violations"] })
+      .then((results) =>
+        done(
+          results.violations.map((violation) => ({
+            id: violation.id,
+            impact: violation.impact,
+            help: violation.help,
+            targets: violation.nodes.map((node) => node.target.join(" ")),
+          })),
+        ),
+      )
+      .catch((error) => done([{ id: "axe-failed", impact: "critical", help: String(error), targets: [] }]));
+  });
+  return found
+    .filter((violation) => violation.impact === "serious" || violation.impact === "critical")
+    .map((violation) => `${violation.id} (${violation.impact}): ${violation.help}: ${violation.targets.slice(0, 6).join(", ")}${violation.targets.length > 6 ? ` and ${violation.targets.length - 6} more` : ""}`);
 }

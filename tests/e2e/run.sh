@@ -66,7 +66,9 @@ export XDG_DATA_HOME="$tmp/data"
 export WEFT_APP_BINARY="$app" TAURI_DRIVER_PORT="$port" WEFT_E2E_LLM_ROOT="$root_url"
 # WebKit's sandbox needs user namespaces that containers often lack.
 export WEBKIT_DISABLE_SANDBOX_THIS_IS_DANGEROUS=1
-tauri-driver --port "$port" >"$tmp/driver.log" 2>&1 &
+# Who decides an approval comes from the app's Settings alone, as on a machine with no login
+# name: the tests see the same on every machine.
+env -u WEFT_USER -u USER tauri-driver --port "$port" >"$tmp/driver.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
 
@@ -76,12 +78,15 @@ if [ "${1:-}" = bench ]; then
   node bench.mjs
   exit
 fi
+# WEFT_E2E_FILE picks the test files, WEFT_E2E_NAME the tests whose names match a pattern.
+filter=()
+[ -n "${WEFT_E2E_NAME:-}" ] && filter=(--test-name-pattern="$WEFT_E2E_NAME")
 set +e
 node --test --test-concurrency=1 --test-reporter=spec --test-reporter-destination=stdout \
-  --test-reporter=tap --test-reporter-destination="$tmp/tap" ${WEFT_E2E_FILE:-app.test.mjs}
+  --test-reporter=tap --test-reporter-destination="$tmp/tap" ${filter[@]+"${filter[@]}"} ${WEFT_E2E_FILE:-app.test.mjs look.test.mjs}
 status=$?
 set -e
-passed="$(grep -c '^ok ' "$tmp/tap" || true)"
+passed="$(grep '^ok ' "$tmp/tap" | grep -vc '# SKIP' || true)"
 failed="$(grep -c '^not ok ' "$tmp/tap" || true)"
 if [ "$status" -ne 0 ]; then
   echo "--- tauri-driver log ---" >&2; tail -n 40 "$tmp/driver.log" >&2

@@ -7,7 +7,7 @@ import { ReactFlowProvider } from '@xyflow/react';
 import { Canvas, useFitReadable } from './components/Canvas';
 import { ConfirmDialog } from './components/ConfirmDialog';
 import { HelpPanel } from './components/HelpPanel';
-import { HistoryPanel } from './components/HistoryPanel';
+import { CompareView, HistoryPanel } from './components/HistoryPanel';
 import { InboxPanel, PausedApprovalCard } from './components/InboxPanel';
 import { Inspector } from './components/Inspector';
 import { LogPanel } from './components/LogPanel';
@@ -314,11 +314,6 @@ function Shell() {
         onInput={setInput}
         onRun={actions.run}
       />
-      <div className="banners">
-        <ErrorBanner />
-        <PausedBanner />
-        <ViewingBanner />
-      </div>
       <main className="workspace" style={{ gridTemplateColumns: columns }}>
         {layout.paletteCollapsed ? (
           <CollapsedBar testId="palette-expand" label="Show the palette" arrow="›" onOpen={() => session.layout.set({ paletteCollapsed: false })} />
@@ -337,7 +332,17 @@ function Shell() {
             onResize={(paletteWidth) => session.layout.set({ paletteWidth })}
           />
         )}
-        <Canvas theme={theme} />
+        {/* The banners float over the top of the canvas: the canvas does not move when one
+            comes or goes (a node grabbed at that moment would be missed). */}
+        <div className="canvas-column">
+          <div className="banners">
+            <ErrorBanner />
+            <PausedBanner />
+            <ViewingBanner />
+          </div>
+          <Canvas theme={theme} />
+          <CompareView />
+        </div>
         {layout.sideCollapsed ? (
           <span />
         ) : (
@@ -354,36 +359,39 @@ function Shell() {
           <CollapsedBar testId="side-expand" label="Show the side panel" arrow="‹" onOpen={() => session.layout.set({ sideCollapsed: false })} />
         ) : (
         <aside className="side-panel" data-testid="side-panel">
-          <nav className="tabs" role="tablist">
-            {TABS.map(({ id, label }) => (
-              <button
-                key={id}
-                type="button"
-                role="tab"
-                aria-selected={tab === id}
-                className={`tab ${tab === id ? 'active' : ''}`}
-                data-testid={`tab-${id}`}
-                onClick={() => setTab(id)}
-              >
-                {label}
-                {id === 'problems' && problemCount > 0 && <span className="tab-count">{problemCount}</span>}
-                {id === 'inbox' && inboxCount > 0 && (
-                  <span className="tab-count" data-testid="inbox-count">
-                    {inboxCount}
-                  </span>
-                )}
-              </button>
-            ))}
+          <div className="tabs-row">
+            <nav className="tabs" role="tablist">
+              {TABS.map(({ id, label }) => (
+                <button
+                  key={id}
+                  type="button"
+                  role="tab"
+                  aria-selected={tab === id}
+                  className={`tab ${tab === id ? 'active' : ''}`}
+                  data-testid={`tab-${id}`}
+                  onClick={() => setTab(id)}
+                >
+                  {label}
+                  {id === 'problems' && problemCount > 0 && <span className="tab-count">{problemCount}</span>}
+                  {id === 'inbox' && inboxCount > 0 && (
+                    <span className="tab-count" data-testid="inbox-count">
+                      {inboxCount}
+                    </span>
+                  )}
+                </button>
+              ))}
+            </nav>
             <button
               type="button"
               className="icon-button side-collapse"
               data-testid="side-collapse"
               title="Hide the side panel"
+              aria-label="Hide the side panel"
               onClick={() => session.layout.set({ sideCollapsed: true })}
             >
               ›
             </button>
-          </nav>
+          </div>
           <PausedApprovalCard />
           <div className="tab-panel">
             {tab === 'inspector' && <Inspector />}

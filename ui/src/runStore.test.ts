@@ -85,6 +85,30 @@ describe('node statuses', () => {
     expect(view.activeEdges).toEqual([]);
   });
 
+  it('reads a node stopped after as done once the run goes on, also when it was the last', () => {
+    const stop = 'breakpoint after `summary` (visit 1): its output is x';
+    const stopped = replay([
+      event(1, 'run_start', null, 'x'),
+      event(2, 'step_start', 'start', 'Request'),
+      event(3, 'step_end', 'start', 'x'),
+      event(4, 'step_start', 'summary', 'Summarize'),
+      event(5, 'step_end', 'summary', 'x'),
+      event(6, 'wait_input', 'summary', stop),
+    ]);
+    expect(stopped.nodeStatus.summary).toBe('paused');
+    const goneOn = replay([event(7, 'step_start', 'large', 'Large?')], stopped);
+    expect(goneOn.nodeStatus).toMatchObject({ summary: 'done', large: 'running' });
+    expect(goneOn.waiting).toBeNull();
+    const ended = replay([event(7, 'run_end', null, '{"error":null,"result":"x","status":"completed"}')], stopped);
+    expect(ended.nodeStatus.summary).toBe('done');
+
+    // Continued in the app: it reads done at once.
+    const store = new RunStore(() => {});
+    store.show(stopped);
+    store.resume();
+    expect(store.getSnapshot().nodeStatus.summary).toBe('done');
+  });
+
   it('ignores events of nested runs for the statuses, but logs them', () => {
     const view = replay([
       event(1, 'run_start', null, 'hi'),

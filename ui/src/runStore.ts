@@ -82,6 +82,16 @@ function waitingAt(nodeId: string, content: string): Waiting {
   return breakpoint ? { nodeId, message: content, breakpoint } : { nodeId, message: content };
 }
 
+/**
+ * The view once a run went on from a stop after a node: that node ran before it stopped, so it
+ * reads done again (the engine sends no event for the node when the run goes on).
+ */
+function goneOnFromStopAfter(view: RunView): RunView {
+  const waiting = view.waiting;
+  if (waiting?.breakpoint !== 'after' || view.nodeStatus[waiting.nodeId] !== 'paused') return view;
+  return { ...view, nodeStatus: { ...view.nodeStatus, [waiting.nodeId]: 'done' }, waiting: null };
+}
+
 /** The node a waiting approval is shown at: a nested one (`sub/review`) at its subflow node. */
 export function promptNodeOf(waiting: Waiting | null): string | null {
   if (!waiting) return null;
@@ -100,6 +110,7 @@ export function reduceRunEvent(view: RunView, event: RunEvent): RunView {
   }
   if (event.scope) return reduceNestedEvent(view, event, event.scope);
   const nodeId = event.nodeId ?? null;
+  if (event.type === 'step_start' || event.type === 'run_end') view = goneOnFromStopAfter(view);
   switch (event.type) {
     case 'step_start': {
       if (!nodeId) return view;
@@ -352,7 +363,7 @@ export class RunStore {
    * to the same view. */
   resume(): void {
     this.flush();
-    this.set({ ...this.view, status: 'running', waiting: null });
+    this.set({ ...goneOnFromStopAfter(this.view), status: 'running', waiting: null });
   }
 
   push(event: RunEvent): void {

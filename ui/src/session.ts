@@ -66,7 +66,7 @@ export interface SessionState {
   history: RunSummary[];
   /** What each run in `history` cost, by run id. */
   historyCosts: Record<string, Cost>;
-  /** Two past runs compared, shown in History. */
+  /** Two past runs compared, shown over the canvas. */
   comparison: RunComparison | null;
   /**
    * Breakpoints by flow file (`''` for a flow not saved yet), then by node: debugging state,

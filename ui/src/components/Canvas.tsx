@@ -15,6 +15,7 @@ import {
   type EdgeChange,
   type FinalConnectionState,
   type NodeChange,
+  type Viewport,
 } from '@xyflow/react';
 import { defaultData, handlesOf, kindOf, type KindDescription } from '../catalog';
 import { overlaps, readableViewport } from '../viewport';
@@ -27,11 +28,16 @@ import { promptNodeOf } from '../runStore';
 const NO_IDS: ReadonlySet<string> = new Set();
 /** The minimap's size, in pixels: a glance at where the view is, not a second canvas. */
 const MINIMAP = { width: 150, height: 100, margin: 15 };
+/** Below this size the canvas has no room to spare for the minimap: it would cover the nodes
+ *  (with the log raised, or the side panel widened), so it is left out until there is room. */
+const MINIMAP_ROOM = { width: 4 * MINIMAP.width, height: 4 * MINIMAP.height };
 /** Where a new flow's start node sits on the canvas, in pixels from its top left corner. */
 const NEW_FLOW_MARGIN = { x: 80, y: 140 };
 
 /** The zoom at which a node's text is its natural size: a prompt is shown at least so large. */
 const READABLE_ZOOM = 1;
+/** Room above a node that needs the person when it is too tall to be centred, in pixels. */
+const PROMPT_MARGIN = 16;
 
 /** Fits the flow shown so that its text stays readable: whole when it can be, else panned. */
 export function useFitReadable(): () => void {
@@ -60,10 +66,22 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
 
   const loads = useCanvas((state) => state.loads);
   const showMinimap = useLayout((layout) => layout.minimap);
-  const { setViewport, setCenter, getZoom, getNode, flowToScreenPosition, screenToFlowPosition } = useReactFlow();
+  const { setViewport, getViewport, setCenter, getZoom, getNode, flowToScreenPosition, screenToFlowPosition } = useReactFlow();
   const fitReadable = useFitReadable();
   const [quickAdd, setQuickAdd] = useState<{ at: { x: number; y: number }; source: string; sourceHandle: string | null } | null>(null);
   const [minimapTop, setMinimapTop] = useState(false);
+  const paneRef = useRef<HTMLDivElement>(null);
+  const [roomy, setRoomy] = useState(true);
+  useEffect(() => {
+    const element = paneRef.current;
+    if (!element || typeof ResizeObserver === 'undefined') return;
+    const observer = new ResizeObserver(() => {
+      const { width, height } = element.getBoundingClientRect();
+      setRoomy(width >= MINIMAP_ROOM.width && height >= MINIMAP_ROOM.height);
+    });
+    observer.observe(element);
+    return () => observer.disconnect();
+  }, []);
 
   const flow = viewing?.flow ?? editedFlow;
   const readOnly = viewing !== null;
@@ -100,16 +118,29 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
 
   // The node that needs the person (an approval, a breakpoint) is brought to the middle of the
   // view, zoomed in to at least its natural size, so its prompt is readable and not off screen
-  // or under the minimap.
+  // or under the minimap; once the prompt is drawn (and each time it grows) again, and a node
+  // too tall for the view then shows from its top, where the question is. When nothing waits
+  // any more, the view goes back to where it was.
+  const promptHeight = promptNode ? measured.current.get(promptNode)?.height ?? 0 : 0;
+  const beforePrompt = useRef<Viewport | null>(null);
   useEffect(() => {
-    if (!promptNode) return;
+    if (!promptNode) {
+      if (beforePrompt.current) void setViewport(beforePrompt.current, { duration: 150 });
+      beforePrompt.current = null;
+      return;
+    }
     const node = getNode(promptNode);
     if (!node) return;
+    beforePrompt.current ??= getViewport();
     const width = node.measured?.width ?? 0;
     const height = node.measured?.height ?? 0;
     const zoom = Math.max(getZoom(), READABLE_ZOOM);
-    void setCenter(node.position.x + width / 2, node.position.y + height / 2, { zoom, duration: 150 });
-  }, [promptNode, getNode, getZoom, setCenter]);
+    const pane = document.querySelector<HTMLElement>('[data-testid="canvas"]')?.getBoundingClientRect();
+    const room = pane ? pane.height / zoom : Infinity;
+    const margin = PROMPT_MARGIN / zoom;
+    const y = height + 2 * margin > room ? node.position.y - margin + room / 2 : node.position.y + height / 2;
+    void setCenter(node.position.x + width / 2, y, { zoom, duration: 150 });
+  }, [promptNode, promptHeight, getNode, getZoom, getViewport, setCenter, setViewport]);
 
   const raised = useMemo(() => new Set(promptNode ? [promptNode] : []), [promptNode]);
   const nodes = useMemo(
@@ -255,7 +286,7 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
   );
 
   return (
-    <div className={`canvas ${readOnly ? 'read-only' : ''}`} data-testid="canvas">
+    <div ref={paneRef} className={`canvas ${readOnly ? 'read-only' : ''}`} data-testid="canvas" data-minimap={showMinimap ? (roomy ? 'shown' : 'no-room') : 'hidden'}>
       <ReactFlow<CanvasNode, CanvasEdge>
         nodes={nodes}
         edges={edges}
@@ -277,7 +308,7 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
         proOptions={{ hideAttribution: true }}
       >
         <Background gap={20} size={1} />
-        {showMinimap && (
+        {showMinimap && roomy && (
           <MiniMap
             pannable
             zoomable
@@ -292,7 +323,9 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
           </ControlButton>
           <ControlButton
             data-testid="minimap-toggle"
-            title={showMinimap ? 'Hide the minimap' : 'Show the minimap'}
+            title={
+              !showMinimap ? 'Show the minimap' : roomy ? 'Hide the minimap' : 'The minimap shows again when the canvas has room (hide it for good)'
+            }
             onClick={() => session.layout.set({ minimap: !showMinimap })}
           >
             ▣

@@ -4,7 +4,7 @@
 // become a test case.
 
 import { useEffect, useState } from 'react';
-import type { NodeComparison, NodeRun, RunComparison } from '../bindings';
+import type { Cost, NodeComparison, NodeRun, RunSide, RunSummary } from '../bindings';
 import { costText, tokensText } from '../cost';
 import { useRun, useSession, useSessionState } from '../hooks';
 import { TestDraftEditor } from './TestsPanel';
@@ -67,12 +67,32 @@ function OutputChanges({ node }: { node: NodeComparison }) {
   );
 }
 
-/** Two runs side by side: a verdict, then per node status, time, tokens, cost and output. */
-function ComparePanel({ comparison }: { comparison: RunComparison }) {
+/** What a run's LLM calls cost, in words: a dash alone reads like a typo. */
+function costWords(cost: Cost): string {
+  return cost.calls === 0 ? 'no LLM calls' : costText(cost);
+}
+
+/** One side of a comparison: which run, and how it went. */
+function CompareSide({ side, label, run, when }: { side: 'a' | 'b'; label: string; run: RunSide; when: string }) {
+  return (
+    <div className="compare-side" data-testid={`compare-${side}`} data-run-id={run.id}>
+      <strong className="compare-letter">{label}</strong> {when} · <code>{run.id.slice(0, 8)}</code> · {run.status} ·{' '}
+      {millisText(run.durationMs)} · {costWords(run.cost)}
+    </div>
+  );
+}
+
+/**
+ * Two runs side by side, over the canvas (a diff needs the room): a verdict, then per node
+ * status, time, tokens, cost and output. A is the earlier run of the two.
+ */
+export function CompareView() {
   const session = useSession();
+  const comparison = useSessionState((state) => state.comparison);
+  if (!comparison) return null;
   const differing = comparison.nodes.filter((node) => !node.sameOutput).length;
   return (
-    <div className="compare" data-testid="compare" data-equal={comparison.equal ? 'true' : 'false'}>
+    <section className="compare" data-testid="compare" data-equal={comparison.equal ? 'true' : 'false'} aria-label="Two runs compared">
       <div className="compare-head">
         <strong data-testid="compare-verdict">
           {comparison.equal
@@ -83,9 +103,8 @@ function ComparePanel({ comparison }: { comparison: RunComparison }) {
           Close
         </button>
       </div>
-      <div className="muted mono">
-        A {comparison.a.id.slice(0, 8)} · {costText(comparison.a.cost)} — B {comparison.b.id.slice(0, 8)} · {costText(comparison.b.cost)}
-      </div>
+      <CompareSide side="a" label="A" run={comparison.a} when="earlier" />
+      <CompareSide side="b" label="B" run={comparison.b} when="later" />
       <table className="compare-table">
         <thead>
           <tr>
@@ -113,8 +132,16 @@ function ComparePanel({ comparison }: { comparison: RunComparison }) {
           ))}
         </tbody>
       </table>
-    </div>
+    </section>
   );
+}
+
+/** The two checked runs, the earlier first: a comparison reads from before to after,
+ *  whichever was checked first. */
+function earlierFirst(checked: string[], history: RunSummary[]): [string, string] {
+  const started = (id: string) => Date.parse(history.find((run) => run.id === id)?.startedAt ?? '') || 0;
+  const [first, second] = checked;
+  return started(second) < started(first) ? [second, first] : [first, second];
 }
 
 const HISTORY_POLL_MS = 1_000;
@@ -123,7 +150,6 @@ export function HistoryPanel() {
   const session = useSession();
   const history = useSessionState((state) => state.history);
   const costs = useSessionState((state) => state.historyCosts);
-  const comparison = useSessionState((state) => state.comparison);
   const viewing = useSessionState((state) => state.viewing);
   const busy = useSessionState((state) => state.busy);
   const [checked, setChecked] = useState<string[]>([]);
@@ -162,7 +188,7 @@ export function HistoryPanel() {
           data-testid="history-compare"
           disabled={checked.length !== 2}
           title="Compare the two checked runs node by node"
-          onClick={() => void session.compareRuns(checked[0], checked[1])}
+          onClick={() => void session.compareRuns(...earlierFirst(checked, history))}
         >
           Compare
         </button>
@@ -189,7 +215,6 @@ export function HistoryPanel() {
         {blocked && <span className="muted">{blocked}</span>}
       </div>
       <TestDraftEditor />
-      {comparison && <ComparePanel comparison={comparison} />}
       {history.length === 0 && <p className="muted">No runs yet.</p>}
       <ul className="history-list">
         {history.map((run) => (

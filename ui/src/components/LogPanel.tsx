@@ -171,7 +171,7 @@ export function LogPanel() {
           {collapsed ? '▸' : '▾'}
         </button>
         <span className="panel-title">Log</span>
-        <select className="input small" data-testid="log-filter-node" value={nodeFilter} onChange={(event) => setNodeFilter(event.target.value)}>
+        <select className="input small" data-testid="log-filter-node" aria-label="Show the events of" value={nodeFilter} onChange={(event) => setNodeFilter(event.target.value)}>
           <option value="">All nodes</option>
           {flow.nodes.map((node) => (
             <option key={node.id} value={node.id}>
@@ -179,7 +179,7 @@ export function LogPanel() {
             </option>
           ))}
         </select>
-        <select className="input small" data-testid="log-filter-type" value={typeFilter} onChange={(event) => setTypeFilter(event.target.value)}>
+        <select className="input small" data-testid="log-filter-type" aria-label="Show the events of type" value={typeFilter} onChange={(event) => setTypeFilter(event.target.value)}>
           <option value="">All events</option>
           {types.map((type) => (
             <option key={type} value={type}>

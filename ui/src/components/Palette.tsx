@@ -143,7 +143,9 @@ export function Palette({ onCollapse }: { onCollapse?: () => void }) {
       <input
         className="input palette-search"
         data-testid="palette-search"
-        placeholder="Search… (Enter adds)"
+        placeholder="Search kinds"
+        aria-label="Search the node kinds (Enter adds the first match)"
+        title="Type to filter the kinds; Enter adds the first match"
         value={query}
         disabled={viewing}
         onChange={(event) => setQuery(event.target.value)}
@@ -181,7 +183,7 @@ export function Palette({ onCollapse }: { onCollapse?: () => void }) {
           </li>
         ))}
       </ul>
-      <p className="palette-hint muted">Drag onto the canvas, or click to add in the middle.</p>
+      <p className="palette-hint muted">Drag onto the canvas, or click to add in the middle; Enter in the search adds the first match.</p>
       {drag?.moved && (
         <div className="drag-ghost" style={{ left: drag.x, top: drag.y }} data-testid="drag-ghost">
           {drag.kind.title}

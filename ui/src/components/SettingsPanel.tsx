@@ -167,10 +167,13 @@ function ThemeSettings() {
   const theme = useLayout((layout) => layout.theme);
   return (
     <section className="provider">
-      <h3 className="section-title">Theme</h3>
+      <h3 className="section-title" id="settings-theme-title">
+        Theme
+      </h3>
       <select
         className="input"
         data-testid="settings-theme"
+        aria-labelledby="settings-theme-title"
         value={theme}
         onChange={(event) => session.layout.set({ theme: event.target.value as Theme })}
       >

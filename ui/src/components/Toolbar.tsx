@@ -97,6 +97,7 @@ export function Toolbar(props: ToolbarProps) {
         <input
           className="input run-input"
           data-testid="run-input"
+          aria-label="The run's input"
           value={props.input}
           placeholder={placeholder}
           title="The run's input; empty uses the start node's initial input"

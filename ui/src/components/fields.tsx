@@ -47,6 +47,7 @@ function TextEditor({ field, value, onChange, readOnly }: EditorProps) {
       type="text"
       className="input"
       data-testid={`field-${field.name}`}
+      id={controlId(field.name)}
       value={textOf(value)}
       readOnly={readOnly}
       placeholder={typeof field.default === 'string' ? field.default : undefined}
@@ -69,6 +70,7 @@ function ModelEditor({ field, value, onChange, readOnly }: EditorProps) {
         type="text"
         className="input"
         data-testid={`field-${field.name}`}
+        id={controlId(field.name)}
         list={listId}
         value={textOf(value)}
         readOnly={readOnly}
@@ -118,6 +120,7 @@ function TemplateEditor({ field, value, onChange, readOnly, templateNames }: Edi
         ref={area}
         className="input mono"
         data-testid={`field-${field.name}`}
+        id={controlId(field.name)}
         rows={4}
         value={textOf(value)}
         readOnly={readOnly}
@@ -155,6 +158,7 @@ function NumberEditor({ field, value, onChange, readOnly }: EditorProps) {
       type="number"
       className="input"
       data-testid={`field-${field.name}`}
+      id={controlId(field.name)}
       value={draft}
       readOnly={readOnly}
       step={integer ? 1 : 'any'}
@@ -180,6 +184,7 @@ function BooleanEditor({ field, value, onChange, readOnly }: EditorProps) {
       type="checkbox"
       className="checkbox"
       data-testid={`field-${field.name}`}
+      id={controlId(field.name)}
       checked={checked}
       disabled={readOnly}
       onChange={(event) => onChange(event.target.checked)}
@@ -194,6 +199,7 @@ function ChoiceEditor({ field, value, onChange, readOnly }: EditorProps) {
     <select
       className="input"
       data-testid={`field-${field.name}`}
+      id={controlId(field.name)}
       value={current}
       disabled={readOnly}
       onChange={(event) => onChange(event.target.value === '' ? undefined : event.target.value)}
@@ -214,6 +220,7 @@ function CodeEditor({ field, value, onChange, readOnly }: EditorProps) {
     <textarea
       className="input mono code"
       data-testid={`field-${field.name}`}
+      id={controlId(field.name)}
       rows={8}
       spellCheck={false}
       value={textOf(value)}
@@ -255,6 +262,7 @@ function JsonEditor({ field, value, onChange, readOnly }: EditorProps) {
       <textarea
         className={`input mono ${error ? 'has-error' : ''}`}
         data-testid={`field-${field.name}`}
+        id={controlId(field.name)}
         rows={4}
         spellCheck={false}
         value={draft}
@@ -460,14 +468,23 @@ const EDITORS: Record<FieldDescription['fieldType']['type'], (props: EditorProps
   flowPath: TextEditor,
 };
 
+/** The id of a field's control, which its label names. */
+function controlId(name: string): string {
+  return `inspector-field-${name}`;
+}
+
+/** Editors of several controls (rows): their label names none of them. */
+const ROWS = new Set<FieldDescription['fieldType']['type']>(['conditions', 'stringList', 'stringMap']);
+
 /** A field's editor with its label and help. */
 export function FieldRow(props: EditorProps) {
   const { field } = props;
   const Editor = EDITORS[field.fieldType.type] ?? TextEditor;
   const inline = field.fieldType.type === 'boolean';
+  const labelled = !inline && !ROWS.has(field.fieldType.type);
   return (
     <div className={`field field-type-${field.fieldType.type} ${inline ? 'inline' : ''}`}>
-      <label className="field-label">
+      <label className="field-label" htmlFor={labelled ? controlId(field.name) : undefined}>
         {inline && <Editor {...props} />}
         <span>
           {field.label}

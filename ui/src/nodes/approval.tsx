@@ -35,14 +35,17 @@ function BreakpointPrompt({ message }: { message: string }) {
       <div className="approval-message" data-testid="breakpoint-message">
         {message}
       </div>
-      <textarea
-        className="approval-note mono"
-        data-testid="breakpoint-value"
-        placeholder='Replace the value (JSON, optional): "new text" or {"label": "bug"}'
-        rows={2}
-        value={replacement}
-        onChange={(event) => setReplacement(event.target.value)}
-      />
+      <label className="approval-field">
+        <span className="field-label">Another value (optional)</span>
+        <textarea
+          className="approval-note mono"
+          data-testid="breakpoint-value"
+          placeholder='JSON: "new text" or {"label": "bug"}'
+          rows={3}
+          value={replacement}
+          onChange={(event) => setReplacement(event.target.value)}
+        />
+      </label>
       {problem && (
         <div className="field-error" data-testid="breakpoint-problem">
           {problem}
