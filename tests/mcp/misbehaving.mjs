@@ -9,6 +9,7 @@
 //   children    like `hang`, and starts a child process that outlives a plain kill of this one
 //   count       behaves: answers each call with "done N" and appends a line to the file
 //               $WEFT_MCP_COUNT_FILE, so a test can tell how often a tool really ran
+// $WEFT_MCP_TOOLS (names, comma-separated) replaces its one tool `work` with tools of those names.
 // Written by hand (no SDK) so that it can break the protocol on purpose.
 import { spawn } from "node:child_process";
 import { appendFileSync, readFileSync } from "node:fs";
@@ -25,7 +26,11 @@ if (mode === "children") {
 }
 
 const send = (message) => process.stdout.write(JSON.stringify(message) + "\n");
-const tool = { name: "work", description: "Does some work", inputSchema: { type: "object", properties: { task: { type: "string" } } } };
+const tools = (process.env.WEFT_MCP_TOOLS ?? "work").split(",").map((name) => ({
+  name,
+  description: "Does some work",
+  inputSchema: { type: "object", properties: { task: { type: "string" } } },
+}));
 
 createInterface({ input: process.stdin }).on("line", (line) => {
   const request = JSON.parse(line);
@@ -34,7 +39,7 @@ createInterface({ input: process.stdin }).on("line", (line) => {
     if (mode === "silent") return;
     send({ jsonrpc: "2.0", id: request.id, result: { protocolVersion: request.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "misbehaving", version: "1.0.0" } } });
   } else if (request.method === "tools/list") {
-    send({ jsonrpc: "2.0", id: request.id, result: { tools: [tool] } });
+    send({ jsonrpc: "2.0", id: request.id, result: { tools } });
   } else if (request.method === "tools/call") {
     if (mode === "count") {
       const file = process.env.WEFT_MCP_COUNT_FILE;

@@ -573,6 +573,10 @@ describe('App', () => {
       startedAt: '2026-11-21T20:56:18.000Z',
       durationMs: 1500,
       cost,
+      toolCalls:
+        n === 1
+          ? [{ server: 'files', tool: 'read_text_file', arguments: { path: 'a.md' }, result: '# A', isError: false, error: null, durationMs: 12 }]
+          : [],
     });
     const runVisits = vi.fn((_runId: string) =>
       Promise.resolve({
@@ -613,6 +617,8 @@ describe('App', () => {
     expect(screen.getByTestId('visit-input').textContent).toBe('first ticket');
     expect(screen.getByTestId('visit-output').textContent).toBe('first summary');
     expect(screen.getByTestId('visit-facts').textContent).toBe('completed · 1.50 s · 1 LLM call · tokens 10/1 · cost $0.001000');
+    // Its MCP tool calls, with their arguments, time and result.
+    expect(screen.getByTestId('visit-tool-calls').textContent).toBe('files/read_text_file {"path":"a.md"} · 12 ms · # A');
     await act(async () => fireEvent.click(screen.getByTestId('pin-visit')));
     expect(savePins).toHaveBeenLastCalledWith('/flows/offline.json', { summary: 'first summary' });
 

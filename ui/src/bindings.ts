@@ -564,6 +564,8 @@ export type NodeVisit = {
 	durationMs: number | null,
 	/**  The LLM calls of this visit: its own, its subagents' and those of the steps inside it. */
 	cost: Cost,
+	/**  The MCP tool calls this step made, in the order they were made. */
+	toolCalls: VisitToolCall[],
 };
 
 /**  A flow file as opened: its absolute path and its content in the normalized form. */
@@ -956,6 +958,22 @@ export type Usage = {
 };
 
 export type Value = null | boolean | number | string | Value[] | { [key in string]: Value };
+
+/**  One MCP tool call of a visit, as its events tell it. */
+export type VisitToolCall = {
+	server: string,
+	tool: string,
+	arguments: Value,
+	/**
+	 *  The result as the model got it (cut at 64 KiB, as in the event); `None` until it came,
+	 *  and for a call that failed.
+	 */
+	result: string | null,
+	/**  The tool reported an error, or the call failed (`error` says why). */
+	isError: boolean,
+	error: string | null,
+	durationMs: number | null,
+};
 
 /**
  *  What a paused run waits for: the node (a path such as `sub/review` for one inside a

@@ -47,6 +47,27 @@ pub struct NodeVisit {
     pub duration_ms: Option<u64>,
     /// The LLM calls of this visit: its own, its subagents' and those of the steps inside it.
     pub cost: Cost,
+    /// The MCP tool calls this step made, in the order they were made.
+    pub tool_calls: Vec<VisitToolCall>,
+}
+
+/// One MCP tool call of a visit, as its events tell it.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VisitToolCall {
+    pub server: String,
+    pub tool: String,
+    pub arguments: Value,
+    /// The result as the model got it (cut at 64 KiB, as in the event); `None` until it came,
+    /// and for a call that failed.
+    pub result: Option<String>,
+    /// The tool reported an error, or the call failed (`error` says why).
+    pub is_error: bool,
+    pub error: Option<String>,
+    pub duration_ms: Option<u64>,
+    #[serde(skip)]
+    call_id: String,
 }
 
 /// Every visit of the stored run `record`, in the order the steps started, with the cost of
@@ -188,6 +209,7 @@ impl<'a> Walk<'a> {
                         started_at: event.ts.to_string(),
                         duration_ms: None,
                         cost: Cost::default(),
+                        tool_calls: Vec::new(),
                     },
                     call_key: call_key.clone(),
                     input_is_output,
@@ -212,6 +234,54 @@ impl<'a> Walk<'a> {
                 } else {
                     open.visit.status = NodeStatus::Failed;
                     open.visit.error = Some(event.content.clone());
+                }
+            }
+            EventType::ToolCall => {
+                let Some(&index) = self.latest.get(&call_key) else {
+                    return;
+                };
+                let call: Value = serde_json::from_str(&event.content).unwrap_or_default();
+                let text = |name: &str| call[name].as_str().unwrap_or_default().to_string();
+                let calls = &mut self.visits[index].visit.tool_calls;
+                // A step run again after a pause (a tool approval) logs its calls again.
+                if calls.iter().any(|seen| {
+                    seen.call_id == text("callId") && seen.arguments == call["arguments"]
+                }) {
+                    return;
+                }
+                calls.push(VisitToolCall {
+                    server: text("server"),
+                    tool: text("tool"),
+                    arguments: call["arguments"].clone(),
+                    result: None,
+                    is_error: false,
+                    error: None,
+                    duration_ms: None,
+                    call_id: text("callId"),
+                });
+            }
+            EventType::ToolResult | EventType::ToolError => {
+                let Some(&index) = self.latest.get(&call_key) else {
+                    return;
+                };
+                let ended: Value = serde_json::from_str(&event.content).unwrap_or_default();
+                let call_id = ended["callId"].as_str().unwrap_or_default();
+                let Some(call) = self.visits[index]
+                    .visit
+                    .tool_calls
+                    .iter_mut()
+                    .rev()
+                    .find(|call| call.call_id == call_id)
+                else {
+                    return;
+                };
+                call.duration_ms = ended["durationMs"].as_u64();
+                if event.kind == EventType::ToolResult {
+                    call.result = ended["content"].as_str().map(str::to_string);
+                    call.is_error = ended["isError"] == true;
+                } else {
+                    call.is_error = true;
+                    call.error = ended["error"].as_str().map(str::to_string);
                 }
             }
             EventType::WaitInput => self.mark_open(&call_key, NodeStatus::Waiting),

@@ -102,6 +102,28 @@ function Visits({ nodeId, visits, readOnly }: { nodeId: string; visits: NodeVisi
           </pre>
         </>
       )}
+      {visit.toolCalls.length > 0 && (
+        <>
+          <h3 className="section-title">Tool calls ({visit.toolCalls.length})</h3>
+          <ul className="tool-calls" data-testid="visit-tool-calls">
+            {visit.toolCalls.map((call, position) => (
+              <li key={position} className={call.isError ? 'error' : undefined}>
+                <code>
+                  {call.server}/{call.tool}
+                </code>{' '}
+                {JSON.stringify(call.arguments)}
+                {millisText(call.durationMs) && ` · ${millisText(call.durationMs)}`}
+                {' · '}
+                {call.error !== null
+                  ? `failed: ${call.error}`
+                  : call.result === null
+                    ? 'no result'
+                    : `${call.isError ? 'error: ' : ''}${call.result}`}
+              </li>
+            ))}
+          </ul>
+        </>
+      )}
       {readOnly && several && visit.outerVisit === null && visit.output !== null && (
         <button
           type="button"

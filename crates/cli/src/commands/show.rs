@@ -124,6 +124,26 @@ fn show_visits(detail: &RunDetail, node: &str, json: bool) -> anyhow::Result<Exi
         } else {
             text.push_str(&format!("    output  {}\n", shown(&visit.output)));
         }
+        for call in &visit.tool_calls {
+            let took = call
+                .duration_ms
+                .map(|ms| output::duration(ms as f64 / 1000.0))
+                .unwrap_or_default();
+            let ended = match (&call.error, &call.result) {
+                (Some(error), _) => style.red(&format!("failed: {}", output::one_line(error, 80))),
+                (None, Some(result)) if call.is_error => {
+                    style.red(&format!("error: {}", output::one_line(result, 80)))
+                }
+                (None, Some(result)) => output::one_line(result, 80),
+                (None, None) => style.dim("(no result)"),
+            };
+            text.push_str(&format!(
+                "    tool    {}/{} {}  {took}  {ended}\n",
+                call.server,
+                call.tool,
+                output::one_line(&call.arguments.to_string(), 60)
+            ));
+        }
     }
     output::out(&text)?;
     Ok(Exit::Success)

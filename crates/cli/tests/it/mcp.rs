@@ -220,6 +220,15 @@ async fn a_run_calls_a_tool_and_its_server_ends_with_the_process_a_secret_nowher
     let shown = sandbox.run_within(&["show", id, "--db", &db], None, LIMIT);
     assert!(shown.stdout.contains("tool calls"), "{}", shown.stdout);
     assert!(shown.stdout.contains("everything/echo"), "{}", shown.stdout);
+    let visits = sandbox.run_within(&["show", id, "--db", &db, "--node", "agent"], None, LIMIT);
+    assert!(
+        visits
+            .stdout
+            .contains("tool    everything/echo {\"message\":\"rivers\"}")
+            && visits.stdout.contains("Echo: rivers"),
+        "the visit shows its tool call: {}",
+        visits.stdout
+    );
     let everything_said = [ran.stdout, ran.stderr, shown.stdout, shown.stderr].concat();
     assert!(!everything_said.contains(secret));
     let bytes = sandbox.db_bytes();
@@ -579,6 +588,21 @@ async fn weft_resume_approves_a_tool_call_with_an_edited_argument() {
     assert_eq!(ran.stdout.trim(), "done");
     let made = std::fs::read_to_string(&count_file).expect("called");
     assert_eq!(made.trim(), r#"{"task":"tidy the desk"}"#);
+
+    // The visit lists the call once (its step ran again after the approval), as it was made.
+    let visits = sandbox.run_within(
+        &["show", &run_id, "--db", &db, "--node", "agent", "--json"],
+        None,
+        LIMIT,
+    );
+    let visits: Value = serde_json::from_str(&visits.stdout).expect("JSON");
+    assert_eq!(
+        visits[0]["toolCalls"].as_array().map(Vec::len),
+        Some(1),
+        "{visits}"
+    );
+    assert_eq!(visits[0]["toolCalls"][0]["tool"], "work");
+    assert_eq!(visits[0]["toolCalls"][0]["result"], "done 1", "{visits}");
 }
 
 #[test]

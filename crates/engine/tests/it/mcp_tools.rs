@@ -723,3 +723,28 @@ async fn a_tool_breakpoint_stops_before_the_call_and_takes_replaced_arguments() 
         "{problems:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_tools_offered_under_one_name_fail_the_step_naming_both() {
+    let dir = tempfile::tempdir().expect("dir");
+    let server = ScriptedLlm::start(calling(Vec::new()))
+        .await
+        .expect("server");
+    let engine = engine(&server, &dir.path().join("runs.db"));
+    let mut twins = counting(&dir.path().join("calls.txt"));
+    twins["env"]["WEFT_MCP_TOOLS"] = json!("read.file,read_file");
+    let outcome = engine
+        .start(
+            research_flow(json!({"twins": twins}), json!(["twins"])),
+            RunOptions::default(),
+        )
+        .await
+        .expect("runs");
+    assert_eq!(outcome.status, RunStatus::Failed);
+    let error = outcome.error.expect("an error");
+    assert!(
+        error.contains("`twins/read_file` and `twins/read.file` are both offered to the model as `twins__read_file`"),
+        "{error}"
+    );
+    assert!(server.requests().is_empty(), "the model is not asked");
+}
