@@ -26,11 +26,12 @@ import {
   openFile,
   problems,
   shot,
+  standsStill,
   typeInto,
   waitForEdges,
-  waitUntilGone,
   waitForRunStatus,
   waitForStatus,
+  waitUntilGone,
 } from "./harness.mjs";
 
 const STREAMED = "Cold water wakes up and runs past the old stones toward the sea at last";
@@ -39,6 +40,7 @@ const approvalFile = path.join(TMP, "approval.json");
 
 /** Clicks a node on the canvas (selecting it and showing it in the inspector). */
 async function selectNode(browser, nodeId) {
+  await standsStill(browser, `node-${nodeId}`);
   await node(browser, nodeId).click();
   await byTestId(browser, "tab-inspector").click();
 }

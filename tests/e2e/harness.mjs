@@ -57,6 +57,23 @@ export function node(browser, nodeId) {
   return byTestId(browser, `node-${nodeId}`);
 }
 
+/** Waits until the element with data-testid `id` stands still on screen: the view glides to a
+ *  prompt, and back once it is answered, and a click meanwhile can land beside its target. */
+export async function standsStill(browser, id, timeout = 3_000) {
+  const where = () =>
+    browser.execute((testId) => JSON.stringify(document.querySelector(`[data-testid="${testId}"]`)?.getBoundingClientRect()), id);
+  let last = null;
+  await browser.waitUntil(
+    async () => {
+      const now = await where();
+      const still = now === last;
+      last = now;
+      return still;
+    },
+    { timeout, interval: 200, timeoutMsg: `${id} does not stand still` },
+  );
+}
+
 /** Reads an attribute (or, with attribute null, the text) of the element with data-testid
  *  `id` inside the page, or null when there is none: a poll that cannot hit a stale element. */
 export function readTestId(browser, id, attribute = null) {

@@ -13,9 +13,9 @@ import { after, before, test } from "node:test";
 
 import {
   APP,
-  accessibilityProblems,
   ROOT,
   TMP,
+  accessibilityProblems,
   byTestId,
   canvasZoom,
   contrastOf,
@@ -28,6 +28,7 @@ import {
   readTestId,
   setTheme,
   shot,
+  standsStill,
   typeInto,
   waitForRunStatus,
   waitForStatus,
@@ -53,6 +54,7 @@ after(async () => {
 });
 
 async function selectNode(nodeId) {
+  await standsStill(browser, `node-${nodeId}`);
   await node(browser, nodeId).click();
   await byTestId(browser, "tab-inspector").click();
 }
@@ -75,18 +77,7 @@ function shownByWeft(runId) {
 /** Moves the mouse onto the element with data-testid `id` once it stands still (the view may
  *  still be gliding to a prompt), and waits until it is hovered. */
 async function hover(id) {
-  const where = () =>
-    browser.execute((testId) => JSON.stringify(document.querySelector(`[data-testid="${testId}"]`)?.getBoundingClientRect()), id);
-  let last = null;
-  await browser.waitUntil(
-    async () => {
-      const now = await where();
-      const still = now === last;
-      last = now;
-      return still;
-    },
-    { timeout: 3_000, interval: 200, timeoutMsg: `${id} does not stand still` },
-  );
+  await standsStill(browser, id);
   await byTestId(browser, id).moveTo();
   await browser.waitUntil(
     () => browser.execute((testId) => document.querySelector(`[data-testid="${testId}"]`)?.matches(":hover") ?? false, id),
