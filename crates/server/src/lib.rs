@@ -673,15 +673,10 @@ impl Api {
         let flow = Flow::load(&path).map_err(|error| ApiError::bad_request(error.to_string()))?;
         let checked = check_for_run(flow, Some(&path), self.weft.engine().llm().settings())
             .map_err(|problems| {
-                let lines: Vec<String> = problems
-                    .iter()
-                    .filter(|problem| problem.is_error())
-                    .map(ToString::to_string)
-                    .collect();
                 ApiError::new(
                     StatusCode::BAD_REQUEST,
                     "invalid_flow",
-                    format!("the flow `{name}` is not valid: {}", lines.join("; ")),
+                    invalid_flow(name, &problems),
                 )
             })?;
         let request = StartRequest {
@@ -695,6 +690,16 @@ impl Api {
         let handle = self.weft.start(checked, request).await?;
         Ok(handle.run_id)
     }
+}
+
+/// "the flow `NAME` is not valid: …" with each of `problems`' errors, for the API and `/mcp`.
+fn invalid_flow(name: &str, problems: &[weft_nodes::Problem]) -> String {
+    let lines: Vec<String> = problems
+        .iter()
+        .filter(|problem| problem.is_error())
+        .map(ToString::to_string)
+        .collect();
+    format!("the flow `{name}` is not valid: {}", lines.join("; "))
 }
 
 async fn start_run(

@@ -83,17 +83,7 @@ impl FlowTools {
         };
         let checked = match check_for_run(flow, Some(&path), self.weft.engine().llm().settings()) {
             Ok(checked) => checked,
-            Err(problems) => {
-                let lines: Vec<String> = problems
-                    .iter()
-                    .filter(|problem| problem.is_error())
-                    .map(ToString::to_string)
-                    .collect();
-                return Ok(error_result(format!(
-                    "the flow `{name}` is not valid: {}",
-                    lines.join("; ")
-                )));
-            }
+            Err(problems) => return Ok(error_result(crate::invalid_flow(name, &problems))),
         };
         let (on_event, progress) = progress_of(context).unzip();
         let request = StartRequest {
