@@ -100,6 +100,8 @@ fi
 
 if wants e2e; then
   begin "e2e: the desktop app through WebDriver"
+  # The MCP servers the app's tool tests start (installed already when the rust stage ran).
+  bash scripts/setup-mcp.sh
   lint_while_building
   # The app, `weft`, the scripted LLM server and the throwaway PostgreSQL: what the rust stage
   # built (the same command, so nothing is built again when it ran).

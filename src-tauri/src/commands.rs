@@ -141,6 +141,7 @@ pub async fn validate_flow(
     path: Option<String>,
 ) -> Result<Vec<Problem>, AppError> {
     let weft = state.weft();
+    let flow = state.with_app_servers(flow);
     blocking(move || {
         let path = path.map(PathBuf::from);
         Ok(weft.engine().check(&flow, path.as_deref()))
@@ -183,7 +184,7 @@ pub async fn start_run(
     request: RunRequest,
     events: Channel<RunEvent>,
 ) -> Result<String, AppError> {
-    let request_flow = request.flow;
+    let request_flow = state.with_app_servers(request.flow);
     let start = StartRequest {
         input: request.input.filter(|input| !input.trim().is_empty()),
         flow_path: request.path.map(PathBuf::from),
@@ -365,6 +366,10 @@ pub struct SettingsView {
     pub user_name: String,
     /// The price overrides typed in Settings, as JSON text (empty: none).
     pub prices: String,
+    /// The MCP servers every flow may use, as JSON text (empty: none).
+    pub mcp_servers: String,
+    /// The names of the variables set for MCP servers' `${NAME}`s (their values stay here).
+    pub variables: Vec<String>,
     /// Where the settings live (the file is readable by its owner only).
     pub settings_file: String,
     /// The run store.
@@ -383,6 +388,19 @@ pub struct SettingsChange {
     /// Prices by model (`{"openai/gpt-4o": {"input": 2.5, "output": 10}}`, US dollars per
     /// million tokens) that add to or replace the shipped ones; empty removes them.
     pub prices: Option<String>,
+    /// MCP servers for every flow, in the form of a flow's `settings.mcpServers`; empty
+    /// removes them.
+    pub mcp_servers: Option<String>,
+    /// A variable MCP server definitions read as `${NAME}`; an empty value removes it.
+    pub variable: Option<VariableChange>,
+}
+
+/// A variable for MCP servers' `${NAME}`s, written into the settings file only.
+#[derive(Debug, Clone, Deserialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct VariableChange {
+    pub name: String,
+    pub value: String,
 }
 
 #[tauri::command]
@@ -420,6 +438,12 @@ pub fn save_settings(
         if let Some(prices) = &change.prices {
             updated.set_prices(prices)?;
         }
+        if let Some(servers) = &change.mcp_servers {
+            updated.set_mcp_servers(servers)?;
+        }
+        if let Some(variable) = &change.variable {
+            updated.set_variable(&variable.name, &variable.value)?;
+        }
         updated.save(&state.paths.settings_file())?;
         *settings = updated;
     }
@@ -439,6 +463,67 @@ pub async fn test_connection(
         .check_connection(provider)
         .await
         .map_err(|e| AppError::new(ErrorCode::Provider, e.to_string()))
+}
+
+/// One MCP server's tools as Settings and the flow's settings panel list them.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerTools {
+    pub name: String,
+    /// `stdio` or `http`.
+    pub transport: String,
+    /// Defined in the app's Settings for every flow, not in the flow.
+    pub from_settings: bool,
+    pub tools: Vec<McpTool>,
+    /// Why it could not be listed (it did not start, an unset `${NAME}`, ...).
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct McpTool {
+    pub name: String,
+    pub description: String,
+    pub input_schema: serde_json::Value,
+}
+
+/// Connects to the MCP servers `flow` may use (its own and the app's; the app's alone without
+/// a flow) and lists their tools: Settings' and the flow panel's "Test connection", and what
+/// the agent inspector's tool picker offers. A server that cannot be listed says why.
+#[tauri::command]
+#[specta::specta]
+pub async fn list_mcp_tools(
+    state: State<'_, AppState>,
+    flow: Option<Flow>,
+    path: Option<String>,
+) -> Result<Vec<McpServerTools>, AppError> {
+    let app_servers = crate::lock(&state.settings).mcp_servers();
+    let servers = match flow {
+        Some(flow) => weft_api::tools::servers_of(&state.with_app_servers(flow))
+            .map_err(|problems| AppError::new(ErrorCode::InvalidFlow, problems.join("\n")))?,
+        None => app_servers.clone(),
+    };
+    let path = path.map(PathBuf::from);
+    let weft = state.weft();
+    let listed = weft_api::tools::list_tools(weft.engine().mcp(), &servers, path.as_deref()).await;
+    Ok(listed
+        .into_iter()
+        .map(|server| McpServerTools {
+            from_settings: app_servers.get(&server.name) == servers.get(&server.name),
+            transport: server.transport.to_string(),
+            tools: server
+                .tools
+                .into_iter()
+                .map(|tool| McpTool {
+                    name: tool.name,
+                    description: tool.description,
+                    input_schema: tool.input_schema,
+                })
+                .collect(),
+            error: server.error,
+            name: server.name,
+        })
+        .collect())
 }
 
 /// Runs store work off the async runtime's threads.
@@ -537,6 +622,12 @@ impl AppState {
                 .as_ref()
                 .map(|table| serde_json::to_string_pretty(table).unwrap_or_default())
                 .unwrap_or_default(),
+            mcp_servers: settings
+                .mcp_servers
+                .as_ref()
+                .map(|servers| serde_json::to_string_pretty(servers).unwrap_or_default())
+                .unwrap_or_default(),
+            variables: settings.variables(),
             settings_file: self.paths.settings_file().display().to_string(),
             run_store: self.paths.store.shown(),
         }
@@ -629,8 +720,9 @@ pub async fn run_tests(
     let engine = weft.engine();
     let prices = weft.prices().clone();
     let path = PathBuf::from(&request.path);
+    let flow = state.with_app_servers(request.flow);
     let checked =
-        check_for_run(request.flow, Some(&path), engine.llm().settings()).map_err(|problems| {
+        check_for_run(flow, Some(&path), engine.llm().settings()).map_err(|problems| {
             AppError::new(
                 ErrorCode::InvalidFlow,
                 problems

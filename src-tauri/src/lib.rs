@@ -9,7 +9,7 @@ mod commands;
 mod error;
 mod settings;
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tauri::Manager;
 use weft_api::{Keeper, Lifetime, Weft};
@@ -25,7 +25,8 @@ pub const BINDINGS_PATH: &str = "../ui/src/bindings.ts";
 /// What the commands share.
 pub struct AppState {
     paths: AppPaths,
-    settings: Mutex<SettingsFile>,
+    /// Shared with the MCP hub, which reads `${NAME}`s from it when a server starts.
+    settings: Arc<Mutex<SettingsFile>>,
     /// Rebuilt when the settings change; runs going keep theirs and stay known to the new one.
     weft: Mutex<Weft>,
     /// Settles approval deadlines as they pass and marks runs of dead processes interrupted,
@@ -38,17 +39,24 @@ pub struct AppState {
 impl AppState {
     /// Opens the run store and reads the settings. `startup_file` is a flow to open first.
     pub fn open(paths: AppPaths, startup_file: Option<String>) -> Result<AppState, AppError> {
-        let settings = SettingsFile::load(&paths.settings_file())?;
-        let weft = Weft::open(
-            paths.store.clone(),
-            Lifetime::Service,
-            settings.provider_settings(env),
-        )?
-        .with_host(std::sync::Arc::new(weft_restate::RestateIngress::default()))
-        .with_prices(settings.prices()?);
+        let settings = Arc::new(Mutex::new(SettingsFile::load(&paths.settings_file())?));
+        let hub = {
+            let settings = Arc::clone(&settings);
+            weft_mcp::Hub::new(Arc::new(move |name: &str| {
+                lock(&settings).variable(name, env)
+            }))
+        };
+        let (providers, prices) = {
+            let settings = lock(&settings);
+            (settings.provider_settings(env), settings.prices()?)
+        };
+        let weft = Weft::open(paths.store.clone(), Lifetime::Service, providers)?
+            .with_host(Arc::new(weft_restate::RestateIngress::default()))
+            .with_mcp(Arc::new(hub))
+            .with_prices(prices);
         Ok(AppState {
             paths,
-            settings: Mutex::new(settings),
+            settings,
             weft: Mutex::new(weft),
             keeper: Mutex::new(None),
             startup_file,
@@ -93,6 +101,12 @@ impl AppState {
     /// The price table runs are costed at: shipped, `WEFT_PRICES`, then the app's settings.
     fn prices(&self) -> Result<Prices, AppError> {
         lock(&self.settings).prices()
+    }
+
+    /// `flow` with the MCP servers Settings add for every flow (its own win).
+    pub(crate) fn with_app_servers(&self, flow: weft_flow::Flow) -> weft_flow::Flow {
+        let servers = lock(&self.settings).mcp_servers();
+        weft_api::tools::with_shared_servers(flow, &servers)
     }
 
     fn provider_settings(&self) -> ProviderSettings {
@@ -174,6 +188,7 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::get_settings,
             commands::save_settings,
             commands::test_connection,
+            commands::list_mcp_tools,
         ])
 }
 

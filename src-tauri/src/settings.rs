@@ -72,6 +72,16 @@ pub enum Setting {
 }
 
 impl Setting {
+    pub const ALL: [Setting; 7] = [
+        Setting::OpenAiKey,
+        Setting::OpenAiBaseUrl,
+        Setting::AnthropicKey,
+        Setting::AnthropicBaseUrl,
+        Setting::OllamaHost,
+        Setting::DefaultModel,
+        Setting::UserName,
+    ];
+
     pub fn variable(self) -> &'static str {
         match self {
             Setting::OpenAiKey => "OPENAI_API_KEY",
@@ -95,6 +105,14 @@ pub struct SettingsFile {
     /// `WEFT_PRICES` file: `{"openai/gpt-4o": {"input": 2.5, "output": 10}}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prices: Option<serde_json::Value>,
+    /// MCP servers every flow may use, in the form of a flow's `settings.mcpServers`; a flow's
+    /// own server of the same name wins.
+    #[serde(
+        default,
+        rename = "mcpServers",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub mcp_servers: Option<serde_json::Value>,
 }
 
 impl SettingsFile {
@@ -174,6 +192,80 @@ impl SettingsFile {
                 .map_err(|error| refused(error.to_string())),
             None => Ok(prices),
         }
+    }
+
+    /// Sets the MCP servers for every flow from the text typed in Settings (empty: none),
+    /// refused with each problem named by its path, as in a flow file.
+    pub fn set_mcp_servers(&mut self, text: &str) -> Result<(), AppError> {
+        if text.trim().is_empty() {
+            self.mcp_servers = None;
+            return Ok(());
+        }
+        let refused = |message: String| AppError::new(ErrorCode::BadRequest, message);
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|error| refused(error.to_string()))?;
+        weft_mcp::parse_servers(Some(&value)).map_err(|problems| refused(problems.join("; ")))?;
+        self.mcp_servers = Some(value);
+        Ok(())
+    }
+
+    /// The MCP servers for every flow (none when the file's are unusable: they were checked
+    /// when typed, so only a hand-edited file gets here).
+    pub fn mcp_servers(&self) -> weft_mcp::Servers {
+        weft_mcp::parse_servers(self.mcp_servers.as_ref()).unwrap_or_default()
+    }
+
+    /// Sets (or, with an empty value, removes) a variable that MCP server definitions read as
+    /// `${NAME}`. Provider settings have fields of their own and are refused here.
+    pub fn set_variable(&mut self, name: &str, value: &str) -> Result<(), AppError> {
+        let name = name.trim();
+        let refused = |message: String| AppError::new(ErrorCode::BadRequest, message);
+        let well_formed = name
+            .chars()
+            .next()
+            .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !well_formed {
+            return Err(refused(format!(
+                "`{name}` cannot be a variable's name: use letters, digits and _ (like GITHUB_TOKEN)"
+            )));
+        }
+        if Setting::ALL
+            .iter()
+            .any(|setting| setting.variable() == name)
+        {
+            return Err(refused(format!(
+                "{name} is a provider setting: set it with the provider's fields above"
+            )));
+        }
+        if value.is_empty() {
+            self.values.remove(name);
+        } else {
+            self.values.insert(name.to_string(), value.to_string());
+        }
+        Ok(())
+    }
+
+    /// The names of the variables set for MCP servers (never their values).
+    pub fn variables(&self) -> Vec<String> {
+        self.values
+            .keys()
+            .filter(|name| {
+                !Setting::ALL
+                    .iter()
+                    .any(|setting| setting.variable() == *name)
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// What `${NAME}` reads: a value set here, else the environment's.
+    pub fn variable(&self, name: &str, env: impl Fn(&str) -> Option<String>) -> Option<String> {
+        self.values
+            .get(name)
+            .filter(|value| !value.is_empty())
+            .cloned()
+            .or_else(|| env(name))
     }
 
     /// Who decides in this app: the name set in Settings, else who decides on this machine
@@ -356,6 +448,53 @@ mod tests {
             settings.prices().expect("prices").price("openai/gpt-4o"),
             Some(shipped)
         );
+    }
+
+    #[test]
+    fn mcp_servers_and_variables_typed_in_settings_are_checked_and_kept() {
+        let mut settings = SettingsFile::default();
+        settings
+            .set_mcp_servers(r#"{"tracker": {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer ${TRACKER_TOKEN}"}}}"#)
+            .expect("a valid server");
+        assert_eq!(settings.mcp_servers().len(), 1);
+        let error = settings
+            .set_mcp_servers(r#"{"both": {"command": "x", "url": "http://y"}}"#)
+            .expect_err("command and url");
+        assert!(
+            error.message.contains("settings.mcpServers.both"),
+            "{}",
+            error.message
+        );
+        assert_eq!(
+            settings.mcp_servers().len(),
+            1,
+            "a refused list leaves the one before"
+        );
+
+        settings
+            .set_variable("TRACKER_TOKEN", "t-secret")
+            .expect("a variable");
+        settings.set(Setting::OpenAiKey, "sk-secret");
+        assert_eq!(settings.variables(), ["TRACKER_TOKEN"]);
+        assert_eq!(
+            settings.variable("TRACKER_TOKEN", |_| Some("from-env".into())),
+            Some("t-secret".into())
+        );
+        assert_eq!(
+            settings.variable("HOME_DIR", |_| Some("from-env".into())),
+            Some("from-env".into())
+        );
+        assert!(settings.set_variable("OPENAI_API_KEY", "x").is_err());
+        assert!(settings.set_variable("not a name", "x").is_err());
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("settings.json");
+        settings.save(&path).expect("save");
+        assert_eq!(SettingsFile::load(&path).expect("load"), settings);
+        settings.set_variable("TRACKER_TOKEN", "").expect("removed");
+        assert!(settings.variables().is_empty());
+        settings.set_mcp_servers(" ").expect("cleared");
+        assert!(settings.mcp_servers().is_empty());
     }
 
     #[test]

@@ -83,7 +83,7 @@ filter=()
 [ -n "${WEFT_E2E_NAME:-}" ] && filter=(--test-name-pattern="$WEFT_E2E_NAME")
 set +e
 node --test --test-concurrency=1 --test-reporter=spec --test-reporter-destination=stdout \
-  --test-reporter=tap --test-reporter-destination="$tmp/tap" ${filter[@]+"${filter[@]}"} ${WEFT_E2E_FILE:-app.test.mjs look.test.mjs}
+  --test-reporter=tap --test-reporter-destination="$tmp/tap" ${filter[@]+"${filter[@]}"} ${WEFT_E2E_FILE:-app.test.mjs tools.test.mjs look.test.mjs}
 status=$?
 set -e
 passed="$(grep '^ok ' "$tmp/tap" | grep -vc '# SKIP' || true)"

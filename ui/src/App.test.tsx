@@ -49,7 +49,7 @@ function pastRun(id: string): RunSummary {
 }
 
 function settingsView(): SettingsView {
-  return { providers: [], defaultModel: '', userName: '', prices: '', settingsFile: '/c/settings.json', runStore: '/d/runs.db' };
+  return { providers: [], defaultModel: '', userName: '', prices: '', mcpServers: '', variables: [], settingsFile: '/c/settings.json', runStore: '/d/runs.db' };
 }
 
 function fakeApi(overrides: Partial<Api> = {}): Api {
@@ -83,6 +83,7 @@ function fakeApi(overrides: Partial<Api> = {}): Api {
     getSettings: fail,
     saveSettings: fail,
     testConnection: fail,
+    listMcpTools: fail,
     ...overrides,
   };
 }
@@ -651,6 +652,8 @@ describe('App', () => {
       defaultModel: '',
       userName: '',
       prices,
+      mcpServers: '',
+      variables: [],
       settingsFile: '/config/settings.json',
       runStore: '/data/runs.db',
     });
@@ -883,6 +886,66 @@ describe('App', () => {
     await act(async () => fireEvent.click(screen.getByTestId('tab-settings')));
     fireEvent.change(await screen.findByTestId('settings-theme'), { target: { value: 'dark' } });
     expect(document.querySelector('.app')?.getAttribute('data-theme')).toBe('dark');
+  });
+
+  it('lists the MCP servers’ tools and picks an agent’s tools and those it asks approval for', async () => {
+    const listMcpTools = vi.fn(() =>
+      Promise.resolve([
+        {
+          name: 'files',
+          transport: 'stdio',
+          fromSettings: false,
+          tools: [
+            { name: 'read_file', description: 'Reads a file', inputSchema: {} },
+            { name: 'write_file', description: 'Writes a file', inputSchema: {} },
+          ],
+          error: null,
+        },
+        { name: 'tracker', transport: 'http', fromSettings: true, tools: [], error: 'MCP server `tracker`: TRACKER_TOKEN is not set' },
+      ]),
+    );
+    const session = await mount(fakeApi({ listMcpTools }));
+    // The flow panel: servers typed as JSON are one undoable edit of the flow's settings.
+    const servers = screen.getByTestId('flow-mcp-servers');
+    fireEvent.change(servers, { target: { value: '{"files": {"command": "mcp-files"' } });
+    expect(screen.getByTestId('flow-mcp-syntax').textContent).toContain('Not JSON yet');
+    expect(session.canvas.getSnapshot().flow.settings?.mcpServers).toBeUndefined();
+    fireEvent.change(servers, { target: { value: '{"files": {"command": "mcp-files"}}' } });
+    expect(session.canvas.getSnapshot().flow.settings?.mcpServers).toEqual({ files: { command: 'mcp-files' } });
+    await act(async () => fireEvent.click(screen.getByTestId('flow-mcp-test')));
+    const listed = within(screen.getByTestId('flow-mcp-tools'));
+    expect(listed.getAllByTestId('mcp-tool').map((tool) => tool.textContent)).toEqual(['read_file Reads a file', 'write_file Writes a file']);
+    expect(listed.getByTestId('mcp-server-error').textContent).toContain('TRACKER_TOKEN is not set');
+
+    const agent = { id: '' };
+    act(() => {
+      agent.id = session.canvas.addNode('agent', { label: 'Reader', model: 'gpt-4o-mini' }, { x: 0, y: 0 });
+    });
+    const picker = within(screen.getByTestId('field-tools.mcp'));
+    const box = (entry: string) => picker.getAllByTestId('mcp-pick').find((input) => input.dataset.entry === entry) as HTMLInputElement;
+    fireEvent.click(box('files/read_file'));
+    const tools = () => (session.canvas.getSnapshot().flow.nodes.find((node) => node.id === agent.id)!.data as { tools?: { mcp?: string[] } }).tools?.mcp;
+    expect(tools()).toEqual(['files/read_file']);
+    // "All its tools" stands for the single ones, which it replaces.
+    fireEvent.click(box('files'));
+    expect(tools()).toEqual(['files']);
+    expect(box('files/write_file').checked).toBe(true);
+    expect(box('files/write_file').disabled).toBe(true);
+    // An unreachable server's entry can still be typed, and is kept as a removable row.
+    fireEvent.change(screen.getByTestId('field-tools.mcp-typed'), { target: { value: 'tracker/create_issue' } });
+    fireEvent.keyDown(screen.getByTestId('field-tools.mcp-typed'), { key: 'Enter' });
+    expect(tools()).toEqual(['files', 'tracker/create_issue']);
+    expect(picker.getByTestId('mcp-entry').textContent).toContain('tracker/create_issue');
+
+    const approvals = within(screen.getByTestId('field-approveTools'));
+    fireEvent.click(approvals.getAllByTestId('mcp-pick').find((input) => input.dataset.entry === 'files/*')!);
+    expect(session.canvas.getSnapshot().flow.nodes.find((node) => node.id === agent.id)!.data?.approveTools).toEqual(['files/*']);
+    // Listed once for the whole session, not per field.
+    expect(listMcpTools).toHaveBeenCalledTimes(1);
+    // The breakpoint "stop before tool calls" is offered on agents.
+    expect(within(screen.getByTestId('breakpoint-when')).getByText('stop before tool calls')).toBeTruthy();
+    session.canvas.undo();
+    expect(tools()).toEqual(['files', 'tracker/create_issue']);
   });
 
   it('filters the palette as you type and adds the first match with Enter', async () => {

@@ -12,6 +12,7 @@ import type {
   ConnectionReport,
   Flow,
   KindCatalog,
+  McpServerTools,
   OpenedFlow,
   ProviderKind,
   Problem,
@@ -85,6 +86,8 @@ export interface Api {
   getSettings(): Promise<SettingsView>;
   saveSettings(change: SettingsChange): Promise<SettingsView>;
   testConnection(provider: ProviderKind): Promise<ConnectionReport>;
+  /** The tools of the MCP servers `flow` may use (its own and Settings'; Settings' alone without a flow). */
+  listMcpTools(flow: Flow | null, path: string | null): Promise<McpServerTools[]>;
 }
 
 function channelTo(onEvent: EventListener): Channel<RunEvent> {
@@ -137,4 +140,5 @@ export const tauriApi: Api = {
   getSettings: () => commands.getSettings(),
   saveSettings: (change) => commands.saveSettings(change),
   testConnection: (provider) => commands.testConnection(provider),
+  listMcpTools: (flow, path) => commands.listMcpTools(flow, path),
 };

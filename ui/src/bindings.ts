@@ -116,6 +116,12 @@ export const commands = {
 	saveSettings: (change: SettingsChange) => __TAURI_INVOKE<SettingsView>("save_settings", { change }),
 	/**  Asks a provider for its model list with the current settings. */
 	testConnection: (provider: ProviderKind) => __TAURI_INVOKE<ConnectionReport>("test_connection", { provider }),
+	/**
+	 *  Connects to the MCP servers `flow` may use (its own and the app's; the app's alone without
+	 *  a flow) and lists their tools: Settings' and the flow panel's "Test connection", and what
+	 *  the agent inspector's tool picker offers. A server that cannot be listed says why.
+	 */
+	listMcpTools: (flow: Flow | null, path: string | null) => __TAURI_INVOKE<McpServerTools[]>("list_mcp_tools", { flow, path }),
 };
 
 /* Types */
@@ -472,6 +478,24 @@ export type KindDescription = {
 	 *  replaces it.
 	 */
 	fields: FieldDescription[],
+};
+
+/**  One MCP server's tools as Settings and the flow's settings panel list them. */
+export type McpServerTools = {
+	name: string,
+	/**  `stdio` or `http`. */
+	transport: string,
+	/**  Defined in the app's Settings for every flow, not in the flow. */
+	fromSettings: boolean,
+	tools: McpTool[],
+	/**  Why it could not be listed (it did not start, an unset `${NAME}`, ...). */
+	error: string | null,
+};
+
+export type McpTool = {
+	name: string,
+	description: string,
+	inputSchema: Value,
 };
 
 /**
@@ -881,6 +905,13 @@ export type SettingsChange = {
 	 *  million tokens) that add to or replace the shipped ones; empty removes them.
 	 */
 	prices: string | null,
+	/**
+	 *  MCP servers for every flow, in the form of a flow's `settings.mcpServers`; empty
+	 *  removes them.
+	 */
+	mcpServers: string | null,
+	/**  A variable MCP server definitions read as `${NAME}`; an empty value removes it. */
+	variable: VariableChange | null,
 };
 
 export type SettingsView = {
@@ -890,6 +921,10 @@ export type SettingsView = {
 	userName: string,
 	/**  The price overrides typed in Settings, as JSON text (empty: none). */
 	prices: string,
+	/**  The MCP servers every flow may use, as JSON text (empty: none). */
+	mcpServers: string,
+	/**  The names of the variables set for MCP servers' `${NAME}`s (their values stay here). */
+	variables: string[],
 	/**  Where the settings live (the file is readable by its owner only). */
 	settingsFile: string,
 	/**  The run store. */
@@ -958,6 +993,12 @@ export type Usage = {
 };
 
 export type Value = null | boolean | number | string | Value[] | { [key in string]: Value };
+
+/**  A variable for MCP servers' `${NAME}`s, written into the settings file only. */
+export type VariableChange = {
+	name: string,
+	value: string,
+};
 
 /**  One MCP tool call of a visit, as its events tell it. */
 export type VisitToolCall = {

@@ -3,7 +3,7 @@
 // without a DOM: one history step per user action, typing into one field is one step, a
 // drag is one step at its end, and "dirty" means "differs from the file as last saved".
 
-import type { Flow } from './bindings';
+import type { Flow, Value } from './bindings';
 import {
   canonicalJson,
   canvasFlow,
@@ -137,6 +137,17 @@ export class CanvasStore {
 
   setFlowName(name: string): void {
     this.update((flow) => (flow.name === name ? flow : { ...flow, name }), 'flow-name');
+  }
+
+  /** Sets (or, with `undefined`, removes) one of the flow's `settings`, as one undoable step. */
+  setFlowSetting(key: string, value: Value | undefined): void {
+    this.update((flow) => {
+      const settings = { ...(flow.settings ?? {}) };
+      if (JSON.stringify(settings[key]) === JSON.stringify(value)) return flow;
+      if (value === undefined) delete settings[key];
+      else settings[key] = value;
+      return { ...flow, settings };
+    });
   }
 
   /** Adds a node of `kind` with `data` at `position`, selects it and returns its id. */

@@ -218,6 +218,25 @@ describe('log rows', () => {
     ]);
     expect([rows[1].seq, rows[1].lastSeq]).toEqual([2, 3]);
   });
+
+  it('reads tool calls in words, a result named by its call', () => {
+    const rows = logRowsOf([
+      event(1, 'tool_call', 'a', '{"server":"files","tool":"read_file","arguments":{"path":"a.txt"},"callId":"c1"}'),
+      event(2, 'tool_call', 'a', '{"server":"files","tool":"stat","arguments":{},"callId":"c2"}'),
+      event(3, 'tool_result', 'a', '{"callId":"c1","content":"hello","isError":false,"durationMs":12}'),
+      event(4, 'tool_error', 'a', '{"server":"files","tool":"stat","callId":"c2","error":"MCP server `files` stopped","durationMs":3}'),
+      event(5, 'tool_result', 'a', '{"callId":"c9","content":"no such file","isError":true,"durationMs":1}'),
+    ]);
+    expect(rows.map((row) => row.summary)).toEqual([
+      'files/read_file {"path":"a.txt"}',
+      'files/stat {}',
+      'files/read_file (12 ms) → hello',
+      'files/stat (3 ms) failed: MCP server `files` stopped',
+      'tool (1 ms) → error: no such file',
+    ]);
+    // Opened, a row shows the event as it is.
+    expect(rows[0].content).toContain('"callId":"c1"');
+  });
 });
 
 describe('RunStore', () => {

@@ -425,6 +425,37 @@ export interface LogRow {
   content: string;
   /** On a `run_end` row: how the run ended, to colour it. */
   status: RunStatus | null;
+  /**
+   * What a collapsed tool row reads: `files/read_file {"path":"a.txt"}`, `files/read_file
+   * (12 ms) → …`; the row opens on the event's JSON.
+   */
+  summary: string | null;
+}
+
+/** The parsed JSON of an event's content, or `null`. */
+function parsedContent(content: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(content);
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Tool events in words, naming the tool (a result names it by its call's id). */
+function toolSummary(type: string, content: string, tools: Map<string, string>): string | null {
+  if (type !== 'tool_call' && type !== 'tool_result' && type !== 'tool_error') return null;
+  const event = parsedContent(content);
+  if (!event) return null;
+  const callId = typeof event.callId === 'string' ? event.callId : '';
+  const named = typeof event.server === 'string' && typeof event.tool === 'string' ? `${event.server}/${event.tool}` : null;
+  if (named && callId) tools.set(callId, named);
+  const tool = named ?? tools.get(callId) ?? 'tool';
+  const took = typeof event.durationMs === 'number' ? ` (${event.durationMs} ms)` : '';
+  if (type === 'tool_call') return `${tool} ${JSON.stringify(event.arguments ?? {})}`;
+  if (type === 'tool_error') return `${tool}${took} failed: ${String(event.error ?? content)}`;
+  const failed = event.isError === true ? 'error: ' : '';
+  return `${tool}${took} → ${failed}${String(event.content ?? '')}`;
 }
 
 /**
@@ -433,6 +464,7 @@ export interface LogRow {
  */
 export function logRowsOf(events: readonly RunEvent[]): LogRow[] {
   const rows: LogRow[] = [];
+  const tools = new Map<string, string>();
   for (const event of events) {
     const nodeId = event.nodeId ?? null;
     const scope = event.scope ?? null;
@@ -459,6 +491,7 @@ export function logRowsOf(events: readonly RunEvent[]): LogRow[] {
       item,
       content: event.content,
       status: event.type === 'run_end' ? parseRunEnd(event.content).status ?? null : null,
+      summary: toolSummary(event.type, event.content, tools),
     });
   }
   return rows;

@@ -11,6 +11,7 @@ import type {
   Continue,
   Cost,
   KindCatalog,
+  McpServerTools,
   Problem,
   RunComparison,
   RunDetail,
@@ -107,6 +108,15 @@ export interface SessionState {
    * `null` until asked.
    */
   models: string[] | null;
+  /**
+   * The tools of the MCP servers the edited flow may use, as last listed (Test connection, or
+   * the tool picker when first opened); `null` until asked.
+   */
+  mcpTools: McpServerTools[] | null;
+  /** Listing them is going. */
+  mcpToolsLoading: boolean;
+  /** Why they could not be listed at all (the flow's servers are not valid). */
+  mcpToolsProblem: string | null;
   /** A run or resume command is going. */
   busy: boolean;
   pausedBannerDismissed: boolean;
@@ -157,6 +167,9 @@ export class Session {
     testDraft: null,
     inbox: [],
     models: null,
+    mcpTools: null,
+    mcpToolsLoading: false,
+    mcpToolsProblem: null,
     busy: false,
     pausedBannerDismissed: false,
   };
@@ -507,6 +520,23 @@ export class Session {
       for (const model of report.value.models) names.add(provider === 'openai' ? model : `${provider}/${model}`);
     });
     this.set({ models: [...names].sort() });
+  }
+
+  // --- MCP tools ------------------------------------------------------------------------
+
+  /**
+   * Connects to the MCP servers the edited flow may use and keeps their tools, for the flow
+   * panel's list and the agents' tool picker. A server that cannot be listed says why in its
+   * entry; servers that are not valid at all leave the problem.
+   */
+  async loadMcpTools(): Promise<void> {
+    const { flow, path } = this.canvas.getSnapshot();
+    this.set({ mcpToolsLoading: true });
+    try {
+      this.set({ mcpTools: await this.api.listMcpTools(flow, path), mcpToolsProblem: null, mcpToolsLoading: false });
+    } catch (error) {
+      this.set({ mcpTools: null, mcpToolsProblem: errorMessage(error), mcpToolsLoading: false });
+    }
   }
 
   // --- the inbox ------------------------------------------------------------------------

@@ -17,6 +17,7 @@ mod error;
 mod hosts;
 mod keeper;
 mod location;
+pub mod tools;
 pub mod views;
 
 use std::sync::Arc;
@@ -88,6 +89,13 @@ impl Weft {
     /// The same Weft, costing runs at `prices`.
     pub fn with_prices(mut self, prices: Prices) -> Weft {
         self.prices = prices;
+        self
+    }
+
+    /// The same Weft, its runs' MCP servers connected through `hub` (which reads `${NAME}`s
+    /// the host's way).
+    pub fn with_mcp(mut self, hub: Arc<weft_mcp::Hub>) -> Weft {
+        self.engine = self.engine.with_mcp(hub);
         self
     }
 

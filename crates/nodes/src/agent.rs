@@ -93,6 +93,7 @@ pub struct AgentTools {
     pub subagents: bool,
     /// MCP tools the model may call: `server` (all of that server's) or `server/tool`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(title = "MCP tools")]
     pub mcp: Vec<String>,
 }
 

@@ -14,6 +14,7 @@ import { costText, tokensText } from '../cost';
 import { getPath } from '../flowMapping';
 import { useCanvas, useRun, useSession, useSessionState } from '../hooks';
 import { FieldRow } from './fields';
+import { FlowMcpServers } from './McpTools';
 
 /** A visit as the picker lists it: `visit 2`, or `visit 1 › item 0 › draft #1` for a step inside. */
 export function visitLabel(visit: NodeVisit): string {
@@ -328,7 +329,7 @@ function PinField({ nodeId, readOnly }: { nodeId: string; readOnly: boolean }) {
 }
 
 /** Where the next run stops at this node (F9 toggles "before"): debugging state, not the flow's. */
-function BreakpointField({ nodeId }: { nodeId: string }) {
+function BreakpointField({ nodeId, callsTools }: { nodeId: string; callsTools: boolean }) {
   const session = useSession();
   const flowPath = useCanvas((state) => state.path);
   const breakpoint = useSessionState((state) => state.breakpoints[flowPath ?? '']?.[nodeId]);
@@ -351,6 +352,7 @@ function BreakpointField({ nodeId }: { nodeId: string }) {
         <option value="none">none</option>
         <option value="before">stop before it runs</option>
         <option value="after">stop after it ran</option>
+        {(callsTools || when === 'tool') && <option value="tool">stop before tool calls</option>}
       </select>
       {when && (
         <input
@@ -398,6 +400,7 @@ export function Inspector() {
                 onChange={(event) => session.canvas.setFlowName(event.target.value)}
               />
             </div>
+            <FlowMcpServers readOnly={readOnly} />
             <p className="muted">Select a node to edit its fields.</p>
           </>
         )}
@@ -430,7 +433,7 @@ export function Inspector() {
         {!kind && <p className="field-error">The engine does not know the kind “{node.type}”.</p>}
         {readOnly && <p className="muted">A past run's flow: read only.</p>}
         {!readOnly && kind && <PartialRunButtons nodeId={node.id} />}
-        {!readOnly && kind && <BreakpointField nodeId={node.id} />}
+        {!readOnly && kind && <BreakpointField nodeId={node.id} callsTools={node.type === 'agent'} />}
         {pinnable(kind) && <PinField nodeId={node.id} readOnly={readOnly} />}
       </header>
       {fields.map((field) => (

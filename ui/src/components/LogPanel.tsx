@@ -48,7 +48,7 @@ interface LogRowProps {
 
 function LogRowView({ row, open, name, onToggle }: LogRowProps) {
   // Long text opens in full; JSON, however short, opens indented.
-  const long = row.content.length > PREVIEW_LENGTH || row.content.includes('\n') || readable(row.content) !== row.content;
+  const long = row.summary !== null || row.content.length > PREVIEW_LENGTH || row.content.includes('\n') || readable(row.content) !== row.content;
   return (
     <div
       className={`log-row type-${row.type} ${row.status ? `status-${row.status}` : ''} ${row.scope ? 'scoped' : ''} ${open ? 'open' : ''} ${long ? 'expandable' : ''}`}
@@ -72,7 +72,7 @@ function LogRowView({ row, open, name, onToggle }: LogRowProps) {
         </pre>
       ) : (
         <span className="log-content">
-          {preview(row.content)}
+          {preview(row.summary ?? row.content)}
         </span>
       )}
     </div>

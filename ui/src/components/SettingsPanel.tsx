@@ -1,11 +1,28 @@
-// Provider keys and addresses, and the default model. A key is never shown back: the panel
-// only says whether one is set and where it comes from.
+// Provider keys and addresses, the default model, MCP servers for every flow and the variables
+// their `${NAME}`s read. A key or a variable's value is never shown back: the panel only says
+// whether one is set and where it comes from.
 
 import { useEffect, useState } from 'react';
-import type { ProviderKind, ProviderSettingsView, SettingsView } from '../bindings';
+import type { McpServerTools, ProviderKind, ProviderSettingsView, SettingsChange, SettingsView } from '../bindings';
 import { errorMessage } from '../errors';
 import { useLayout, useSession } from '../hooks';
 import type { Theme } from '../layout';
+import { McpServerList } from './McpTools';
+
+/** A change of the settings named in `change`, leaving every other one as it is. */
+function changeOf(change: Partial<SettingsChange>): SettingsChange {
+  return {
+    provider: null,
+    key: null,
+    address: null,
+    defaultModel: null,
+    userName: null,
+    prices: null,
+    mcpServers: null,
+    variable: null,
+    ...change,
+  };
+}
 
 function keyPlaceholder(provider: ProviderSettingsView): string {
   if (provider.keyFromEnvironment) return 'from environment';
@@ -24,14 +41,7 @@ function ProviderSettings({ provider, onSaved }: { provider: ProviderSettingsVie
 
   const save = async () => {
     try {
-      const view = await session.api.saveSettings({
-        provider: name,
-        key: key === '' ? null : key,
-        address,
-        defaultModel: null,
-        prices: null,
-        userName: null,
-      });
+      const view = await session.api.saveSettings(changeOf({ provider: name, key: key === '' ? null : key, address }));
       setKey('');
       onSaved(view);
     } catch (error) {
@@ -117,14 +127,7 @@ function PriceSettings({ view, onSaved }: { view: SettingsView; onSaved: (view: 
   useEffect(() => setPrices(view.prices), [view.prices]);
   const save = async () => {
     try {
-      const settings = await session.api.saveSettings({
-        provider: null,
-        key: null,
-        address: null,
-        defaultModel: null,
-        prices,
-        userName: null,
-      });
+      const settings = await session.api.saveSettings(changeOf({ prices }));
       setProblem(null);
       onSaved(settings);
     } catch (error) {
@@ -161,6 +164,162 @@ function PriceSettings({ view, onSaved }: { view: SettingsView; onSaved: (view: 
   );
 }
 
+const APP_SERVERS_EXAMPLE = '{\n  "tracker": { "url": "https://tracker.example/mcp", "headers": { "Authorization": "Bearer ${TRACKER_TOKEN}" } }\n}';
+
+/**
+ * MCP servers every flow may use (a flow's own server of the same name wins), checked when
+ * saved like a flow's, and Test connection listing their tools.
+ */
+function McpSettings({ view, onSaved }: { view: SettingsView; onSaved: (view: SettingsView) => void }) {
+  const session = useSession();
+  const [servers, setServers] = useState(view.mcpServers);
+  const [problem, setProblem] = useState<string | null>(null);
+  const [listed, setListed] = useState<McpServerTools[] | null>(null);
+  const [testing, setTesting] = useState(false);
+  useEffect(() => setServers(view.mcpServers), [view.mcpServers]);
+  const save = async () => {
+    try {
+      const settings = await session.api.saveSettings(changeOf({ mcpServers: servers }));
+      setProblem(null);
+      onSaved(settings);
+    } catch (error) {
+      setProblem(errorMessage(error));
+    }
+  };
+  const test = async () => {
+    setTesting(true);
+    try {
+      setListed(await session.api.listMcpTools(null, null));
+      setProblem(null);
+    } catch (error) {
+      setProblem(errorMessage(error));
+    } finally {
+      setTesting(false);
+    }
+  };
+  return (
+    <section className="provider" data-testid="settings-mcp-section">
+      <h3 className="section-title">MCP servers for every flow</h3>
+      <textarea
+        className="input mono"
+        data-testid="settings-mcp-servers"
+        aria-label="MCP servers for every flow, as JSON"
+        rows={5}
+        value={servers}
+        placeholder={APP_SERVERS_EXAMPLE}
+        spellCheck={false}
+        onChange={(event) => setServers(event.target.value)}
+      />
+      {problem && (
+        <div className="field-error" data-testid="settings-mcp-error">
+          {problem}
+        </div>
+      )}
+      <div className="button-row">
+        <button type="button" className="button primary small" data-testid="settings-save-mcp" onClick={() => void save()}>
+          Save
+        </button>
+        <button type="button" className="button small" data-testid="settings-test-mcp" disabled={testing} onClick={() => void test()}>
+          {testing ? 'Connecting…' : 'Test connection'}
+        </button>
+      </div>
+      <span className="field-help">
+        The form of a flow's settings.mcpServers. Agents of any flow opened here may use them; a flow's own server of the same
+        name wins. `weft` on the command line knows only the flow's own.
+      </span>
+      {listed && <McpServerList servers={listed} testId="settings-mcp-tools" />}
+    </section>
+  );
+}
+
+/** Values MCP server definitions read as `${NAME}` (tokens, folders), kept in the settings file only. */
+function VariableSettings({ view, onSaved }: { view: SettingsView; onSaved: (view: SettingsView) => void }) {
+  const session = useSession();
+  const [name, setName] = useState('');
+  const [value, setValue] = useState('');
+  const [problem, setProblem] = useState<string | null>(null);
+  const change = async (variable: { name: string; value: string }) => {
+    try {
+      onSaved(await session.api.saveSettings(changeOf({ variable })));
+      setProblem(null);
+      return true;
+    } catch (error) {
+      setProblem(errorMessage(error));
+      return false;
+    }
+  };
+  return (
+    <section className="provider" data-testid="settings-variables">
+      <h3 className="section-title">Variables</h3>
+      {view.variables.length > 0 && (
+        <ul className="variable-list">
+          {view.variables.map((variable) => (
+            <li key={variable} className="list-row" data-testid="settings-variable" data-name={variable}>
+              <code>{variable}</code>
+              <span className="muted">set</span>
+              <button
+                type="button"
+                className="icon-button"
+                title={`Remove ${variable}`}
+                aria-label={`Remove ${variable}`}
+                onClick={() => void change({ name: variable, value: '' })}
+              >
+                ×
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
+      <div className="button-row">
+        <input
+          className="input mono"
+          data-testid="settings-variable-name"
+          aria-label="Variable name"
+          placeholder="NAME"
+          value={name}
+          spellCheck={false}
+          onChange={(event) => setName(event.target.value)}
+        />
+        <input
+          type="password"
+          className="input"
+          data-testid="settings-variable-value"
+          aria-label="Variable value"
+          placeholder="value"
+          autoComplete="off"
+          value={value}
+          onChange={(event) => setValue(event.target.value)}
+        />
+        <button
+          type="button"
+          className="button primary small"
+          data-testid="settings-save-variable"
+          disabled={name.trim() === '' || value === ''}
+          onClick={() =>
+            void change({ name, value }).then((saved) => {
+              if (saved) {
+                setName('');
+                setValue('');
+              }
+            })
+          }
+        >
+          Set
+        </button>
+      </div>
+      {problem && (
+        <div className="field-error" data-testid="settings-variable-error">
+          {problem}
+        </div>
+      )}
+      <span className="field-help">
+        Read by MCP servers' env and headers as {'${NAME}'} when a server starts (before the environment's). Values stay in the
+        settings file (readable by you only) and are never shown, logged or stored with a run.
+      </span>
+    </section>
+  );
+}
+
 /** Light, dark, or as the system says (kept with the window's layout). */
 function ThemeSettings() {
   const session = useSession();
@@ -192,7 +351,7 @@ function UserNameSettings({ view, onSaved }: { view: SettingsView; onSaved: (vie
   useEffect(() => setName(view.userName), [view.userName]);
   const save = async () => {
     try {
-      onSaved(await session.api.saveSettings({ provider: null, key: null, address: null, defaultModel: null, prices: null, userName: name }));
+      onSaved(await session.api.saveSettings(changeOf({ userName: name })));
     } catch (error) {
       session.reportError(error);
     }
@@ -233,7 +392,7 @@ export function SettingsPanel() {
 
   const saveModel = async () => {
     try {
-      const settings = await session.api.saveSettings({ provider: null, key: null, address: null, defaultModel: model, prices: null, userName: null });
+      const settings = await session.api.saveSettings(changeOf({ defaultModel: model }));
       setView(settings);
       setModel(settings.defaultModel);
       // Agents with no model of their own may be runnable now (or no longer).
@@ -281,6 +440,8 @@ export function SettingsPanel() {
       <ThemeSettings />
       <UserNameSettings view={view} onSaved={setView} />
       <PriceSettings view={view} onSaved={pricesSaved} />
+      <McpSettings view={view} onSaved={saved} />
+      <VariableSettings view={view} onSaved={setView} />
       <section className="settings-paths muted">
         <div>
           Settings file: <code data-testid="settings-file">{view.settingsFile}</code>

@@ -6,6 +6,7 @@ import { useRef, useState, type ReactNode } from 'react';
 import type { FieldDescription } from '../bindings';
 import type { JsonValue } from '../flowMapping';
 import { useSession, useSessionState } from '../hooks';
+import { McpToolPicker } from './McpTools';
 
 export interface EditorProps {
   field: FieldDescription;
@@ -468,6 +469,12 @@ const EDITORS: Record<FieldDescription['fieldType']['type'], (props: EditorProps
   flowPath: TextEditor,
 };
 
+/** Fields whose entries are picked from what the flow's MCP servers list. */
+const PICKERS: Record<string, (props: EditorProps) => ReactNode> = {
+  'tools.mcp': (props) => <McpToolPicker {...props} mode="use" />,
+  approveTools: (props) => <McpToolPicker {...props} mode="approve" />,
+};
+
 /** The id of a field's control, which its label names. */
 function controlId(name: string): string {
   return `inspector-field-${name}`;
@@ -479,7 +486,7 @@ const ROWS = new Set<FieldDescription['fieldType']['type']>(['conditions', 'stri
 /** A field's editor with its label and help. */
 export function FieldRow(props: EditorProps) {
   const { field } = props;
-  const Editor = EDITORS[field.fieldType.type] ?? TextEditor;
+  const Editor = PICKERS[field.name] ?? EDITORS[field.fieldType.type] ?? TextEditor;
   const inline = field.fieldType.type === 'boolean';
   const labelled = !inline && !ROWS.has(field.fieldType.type);
   return (

@@ -37,6 +37,8 @@ export const catalog = {
         { name: 'model', label: 'Model', help: '', fieldType: { type: 'text' }, default: '', required: false },
         { name: 'tools.web_search', label: 'Web search', help: '', fieldType: { type: 'boolean' }, default: false, required: false },
         { name: 'tools.subagents', label: 'Subagents', help: '', fieldType: { type: 'boolean' }, default: false, required: false },
+        { name: 'tools.mcp', label: 'MCP tools', help: '', fieldType: { type: 'stringList' }, default: null, required: false },
+        { name: 'approveTools', label: 'Approve tools', help: '', fieldType: { type: 'stringList' }, default: null, required: false },
         { name: 'description', label: 'Description', help: 'Told to a parent agent.', fieldType: { type: 'text' }, default: null, required: false },
       ],
     },

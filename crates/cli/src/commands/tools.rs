@@ -4,26 +4,14 @@
 
 use std::path::Path;
 
-use serde::Serialize;
 use serde_json::{Value, json};
+use weft_api::tools::ServerTools;
 use weft_flow::Flow;
-use weft_mcp::{Hub, ServerDef, Servers, ToolInfo};
-use weft_nodes::{Problem, ProblemCode, Severity};
+use weft_mcp::{Hub, Servers};
+use weft_nodes::Problem;
 
 use crate::output::{self, Style};
 use crate::{Exit, ToolsArgs, usage_error};
-
-/// One server's answer.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ServerTools {
-    name: String,
-    /// `stdio` or `http`.
-    transport: &'static str,
-    tools: Vec<ToolInfo>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-}
 
 pub(crate) async fn tools(args: ToolsArgs) -> anyhow::Result<Exit> {
     let flow = super::load_flow(&args.flow)?;
@@ -47,42 +35,15 @@ pub(crate) async fn tools(args: ToolsArgs) -> anyhow::Result<Exit> {
 
 /// The flow's servers; definitions that cannot be used are a usage error naming them.
 fn servers_of(flow: &Flow) -> anyhow::Result<Servers> {
-    weft_mcp::parse_servers(flow.settings.get("mcpServers"))
-        .map_err(|problems| usage_error(problems.join("; ")))
+    weft_api::tools::servers_of(flow).map_err(|problems| usage_error(problems.join("; ")))
 }
 
-/// Every server's tools, listed concurrently.
+/// Every server's tools, through a hub of this command's own (stopped once listed).
 async fn list_all(servers: &Servers, flow_path: &Path) -> Vec<ServerTools> {
     let hub = Hub::default();
-    let folder = flow_path.parent();
-    let lists = futures_util::future::join_all(
-        servers
-            .iter()
-            .map(|(name, def)| hub.tools(name, def, folder)),
-    )
-    .await;
-    let listed = servers
-        .iter()
-        .zip(lists)
-        .map(|((name, def), list)| {
-            let (tools, error) = match list {
-                Ok(tools) => (tools, None),
-                Err(error) => (Vec::new(), Some(error.to_string())),
-            };
-            ServerTools {
-                name: name.clone(),
-                transport: transport(def),
-                tools,
-                error,
-            }
-        })
-        .collect();
+    let listed = weft_api::tools::list_tools(&hub, servers, Some(flow_path)).await;
     hub.stop();
     listed
-}
-
-fn transport(def: &ServerDef) -> &'static str {
-    if def.url.is_some() { "http" } else { "stdio" }
 }
 
 /// Each server, how it is reached, and its tools: name, description, arguments.
@@ -153,59 +114,9 @@ fn arguments_of(schema: &Value) -> String {
 /// `weft validate --connect`: a problem for each server an agent names that cannot be listed,
 /// and for each `server/tool` entry whose server does not list the tool.
 pub(crate) async fn connected_problems(flow: &Flow, flow_path: &Path) -> Vec<Problem> {
-    let Ok(servers) = weft_mcp::parse_servers(flow.settings.get("mcpServers")) else {
-        // Already an error of the validator.
-        return Vec::new();
-    };
-    let entries: Vec<(&str, String)> = flow
-        .nodes
-        .iter()
-        .filter(|node| node.kind == "agent")
-        .flat_map(|node| {
-            node.data
-                .get("tools")
-                .and_then(|tools| tools.get("mcp"))
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(move |entry| (node.id.as_str(), entry.to_string()))
-        })
-        .collect();
-    let used: Servers = servers
-        .into_iter()
-        .filter(|(name, _)| {
-            entries
-                .iter()
-                .any(|(_, entry)| weft_nodes::mcp_tools::split_entry(entry).0 == name)
-        })
-        .collect();
-    let listed = list_all(&used, flow_path).await;
-    let mut problems = Vec::new();
-    for (node_id, entry) in &entries {
-        let (server, tool) = weft_nodes::mcp_tools::split_entry(entry);
-        let Some(found) = listed.iter().find(|listed| listed.name == server) else {
-            continue;
-        };
-        let message = match (&found.error, tool) {
-            (Some(error), _) => format!("tools.mcp: `{entry}`: {error}"),
-            (None, Some(tool)) if !found.tools.iter().any(|listed| listed.name == tool) => {
-                let names: Vec<&str> = found.tools.iter().map(|tool| tool.name.as_str()).collect();
-                format!(
-                    "tools.mcp: MCP server `{server}` has no tool `{tool}` (its tools: {})",
-                    names.join(", ")
-                )
-            }
-            _ => continue,
-        };
-        problems.push(Problem {
-            severity: Severity::Error,
-            code: ProblemCode::McpTool,
-            node_id: Some((*node_id).to_string()),
-            edge_id: None,
-            message,
-        });
-    }
+    let hub = Hub::default();
+    let problems = weft_api::tools::connected_problems(&hub, flow, Some(flow_path)).await;
+    hub.stop();
     problems
 }
 
