@@ -196,7 +196,10 @@ impl Connection {
                     })?;
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
                 config.custom_headers = custom;
-                let transport = StreamableHttpClientTransport::with_client(client, config);
+                let transport = StreamableHttpClientTransport::with_client(
+                    crate::http_retry::RetryingClient::new(client, stderr.clone()),
+                    config,
+                );
                 let service = initialize(server, ().serve(transport), &stderr, None).await?;
                 (service, None)
             }
@@ -318,7 +321,7 @@ impl Connection {
             .and_then(|group| group.exit_status())
             .map(|status| format!(" ({status})"))
             .unwrap_or_default();
-        let last = last_words(&self.stderr, &self.secrets);
+        let last = last_words(&self.stderr, &self.secrets, self.child.is_none());
         match &self.child {
             Some(_) => format!("the server stopped{status}{last}"),
             None => format!("the connection closed{last}"),
@@ -355,7 +358,7 @@ where
                 McpErrorKind::Start,
                 format!(
                     "did not initialize{status}: {reason}{}",
-                    last_words(stderr, &[])
+                    last_words(stderr, &[], group.is_none())
                 ),
             ))
         }
@@ -365,15 +368,18 @@ where
             format!(
                 "did not answer `initialize` within {} s{}",
                 INIT_TIMEOUT.as_secs(),
-                last_words(stderr, &[])
+                last_words(stderr, &[], group.is_none())
             ),
         )),
     }
 }
 
-fn last_words(stderr: &Mutex<VecDeque<String>>, secrets: &[String]) -> String {
+/// What the server said last: a stdio server's last stderr line, or the last error status an
+/// HTTP server answered with (kept by the HTTP client in the same place).
+fn last_words(stderr: &Mutex<VecDeque<String>>, secrets: &[String], http: bool) -> String {
     let lines = lock(stderr);
     match lines.back() {
+        Some(line) if http => format!("; {line}"),
         Some(line) => format!("; its last words: {}", redact(line, secrets)),
         None => String::new(),
     }

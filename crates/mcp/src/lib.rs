@@ -7,6 +7,7 @@
 
 pub mod config;
 mod connection;
+mod http_retry;
 
 use std::collections::HashMap;
 use std::path::Path;

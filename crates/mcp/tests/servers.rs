@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::{
-    args, def, everything_stdio, gone, marker, misbehaving, processes_marked, servers_dir,
+    args, def, everything_http, everything_stdio, flaky_proxy, gone, marker, misbehaving,
+    processes_marked, servers_dir,
 };
 use tokio_util::sync::CancellationToken;
 use weft_mcp::{Hub, JsonObject, McpErrorKind};
@@ -159,6 +160,93 @@ async fn a_streamable_http_server_gets_its_headers_with_names_read_at_run_time()
         "{error}"
     );
     let _ = server.kill().await;
+}
+
+#[tokio::test]
+async fn a_busy_http_server_is_asked_again_but_a_tool_call_it_may_have_run_is_not() {
+    let (_server, upstream) = everything_http().await;
+    let dir = tempfile_dir();
+    let log = dir.join("posts.log");
+    // Busy twice while starting, once when the tool is called (429), then a 500 on a call.
+    let (_proxy, url) =
+        flaky_proxy(&upstream, &["initialize:503:2", "tools/call:429:1"], &log).await;
+    let hub = Hub::default();
+    let remote = def(json!({ "url": url }));
+    let cancel = CancellationToken::new();
+    let sum = hub
+        .call(
+            "remote",
+            &remote,
+            None,
+            "get-sum",
+            args(json!({"a": 1, "b": 2})),
+            &cancel,
+        )
+        .await
+        .expect("the call goes through after the busy answers");
+    assert!(sum.text().contains('3'), "{}", sum.text());
+    let posts = std::fs::read_to_string(&log).expect("the log");
+    let seen: Vec<&str> = posts
+        .lines()
+        .filter(|line| line.starts_with("initialize") || line.starts_with("tools/call"))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            "initialize 503",
+            "initialize 503",
+            "initialize forwarded",
+            "tools/call 429",
+            "tools/call forwarded"
+        ]
+    );
+
+    // A 500 on a tool call is not sent again: the tool may have run. The error names it.
+    let log = dir.join("posts-500.log");
+    let (_proxy, url) = flaky_proxy(&upstream, &["tools/call:500:1"], &log).await;
+    let remote = def(json!({ "url": url }));
+    let error = hub
+        .call(
+            "remote",
+            &remote,
+            None,
+            "get-sum",
+            args(json!({"a": 1, "b": 2})),
+            &cancel,
+        )
+        .await
+        .expect_err("a 500 on a call");
+    assert!(
+        error
+            .to_string()
+            .contains("it answered `tools/call` with HTTP 500"),
+        "{error}"
+    );
+    let posts = std::fs::read_to_string(&log).expect("the log");
+    assert_eq!(posts.matches("tools/call").count(), 1, "{posts}");
+
+    // A server that stays busy is given up on after three tries, naming the status.
+    let log = dir.join("posts-busy.log");
+    let (_proxy, url) = flaky_proxy(&upstream, &["initialize:503:9"], &log).await;
+    let error = hub
+        .tools("busy", &def(json!({ "url": url })), None)
+        .await
+        .expect_err("always busy");
+    assert!(
+        error
+            .to_string()
+            .contains("it answered `initialize` with HTTP 503 (3 tries)"),
+        "{error}"
+    );
+    let posts = std::fs::read_to_string(&log).expect("the log");
+    assert_eq!(posts.matches("initialize 503").count(), 3, "{posts}");
+}
+
+/// A fresh folder for one test's files.
+fn tempfile_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("weft-mcp-test-{}", marker()));
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    dir
 }
 
 #[tokio::test]

@@ -101,3 +101,68 @@ pub async fn running(marker: &str, count: usize) -> bool {
     }
     false
 }
+
+/// server-everything over streamable HTTP on a free loopback port: the process (killed when
+/// dropped) and its endpoint.
+pub async fn everything_http() -> (tokio::process::Child, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("a port")
+        .local_addr()
+        .expect("address")
+        .port();
+    let server = tokio::process::Command::new("node")
+        .arg(
+            servers_dir()
+                .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
+        )
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("server-everything starts");
+    let started = std::time::Instant::now();
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the HTTP server did not listen"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    (server, format!("http://127.0.0.1:{port}/mcp"))
+}
+
+/// tests/mcp/flaky-proxy.mjs in front of `upstream`, failing POSTs as `plans` say
+/// (`METHOD:STATUS:COUNT`): the process (killed when dropped), its endpoint, and the file its
+/// log of POSTs goes to.
+pub async fn flaky_proxy(
+    upstream: &str,
+    plans: &[&str],
+    log: &Path,
+) -> (tokio::process::Child, String) {
+    use tokio::io::AsyncBufReadExt;
+    let mut proxy = tokio::process::Command::new("node")
+        .arg(servers_dir().join("flaky-proxy.mjs"))
+        .arg(upstream)
+        .args(plans)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(log).expect("the proxy's log"))
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the proxy starts");
+    let stdout = proxy.stdout.take().expect("stdout");
+    let mut line = String::new();
+    tokio::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .await
+        .expect("the proxy's address");
+    let url = serde_json::from_str::<Value>(&line).expect("JSON")["url"]
+        .as_str()
+        .expect("a url")
+        .to_string();
+    (proxy, url)
+}
