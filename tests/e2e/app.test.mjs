@@ -884,12 +884,85 @@ test("an approval nobody decides in time goes on along `timeout` while the app i
   });
 });
 
+/** Where each node of the canvas is, in the flow's coordinates, and its drawn size. */
+function nodeBoxes(browser) {
+  return browser.execute(() =>
+    Object.fromEntries(
+      [...document.querySelectorAll(".react-flow__node")].map((element) => {
+        const at = /translate\(\s*(-?[\d.]+)px,\s*(-?[\d.]+)px\)/.exec(element.style.transform);
+        return [element.dataset.id, { x: Number(at[1]), y: Number(at[2]), width: element.offsetWidth, height: element.offsetHeight }];
+      }),
+    ),
+  );
+}
+
+test("Tidy up lays a messy flow out in layers, left to right or top down, and Ctrl+Z puts it back", async () => {
+  const messyFile = path.join(TMP, "messy.json");
+  copyFileSync(path.join(ROOT, "tests/e2e/flows/messy.json"), messyFile);
+  const flow = JSON.parse(readFileSync(messyFile, "utf8"));
+  const execution = flow.edges.filter((edge) => edge.sourceHandle !== "subagent");
+  await openFile(browser, messyFile);
+  await waitForEdges(browser, flow.edges.length, "the messy flow");
+  await browser.waitUntil(async () => Object.keys(await nodeBoxes(browser)).length === flow.nodes.length);
+  const before = await nodeBoxes(browser);
+  await shot(browser, "40-messy");
+
+  for (const direction of ["right", "down"]) {
+    await byTestId(browser, "tidy-direction").selectByAttribute("value", direction);
+    await byTestId(browser, "tidy-up").click();
+    let tidied = before;
+    await browser.waitUntil(async () => JSON.stringify((tidied = await nodeBoxes(browser))) !== JSON.stringify(before), {
+      timeout: 5_000,
+      timeoutMsg: `Tidy up (${direction}) moved no node`,
+    });
+    assert.equal(await byTestId(browser, "title").getAttribute("data-dirty"), "true", "a tidied flow is unsaved");
+    const ids = Object.keys(tidied);
+    for (const [i, a] of ids.entries()) {
+      for (const b of ids.slice(i + 1)) {
+        const [p, q] = [tidied[a], tidied[b]];
+        const apart = p.x + p.width <= q.x || q.x + q.width <= p.x || p.y + p.height <= q.y || q.y + q.height <= p.y;
+        assert.ok(apart, `${direction}: ${a} ${JSON.stringify(p)} overlaps ${b} ${JSON.stringify(q)}`);
+      }
+    }
+    for (const edge of execution) {
+      const [from, to] = [tidied[edge.source], tidied[edge.target]];
+      const onwards = direction === "right" ? from.x + from.width < to.x : from.y + from.height < to.y;
+      assert.ok(onwards, `${direction}: the edge ${edge.id} goes back (${JSON.stringify(from)} → ${JSON.stringify(to)})`);
+    }
+    await shot(browser, `41-tidied-${direction}`);
+
+    // One Ctrl+Z puts every node back where it was, exactly. (Focus leaves the toolbar first, as
+    // with a click on the canvas: shortcuts do not fire in a select.)
+    await browser.execute(() => document.activeElement?.blur());
+    await browser.keys(["Control", "z"]);
+    await browser.waitUntil(async () => JSON.stringify(await nodeBoxes(browser)) === JSON.stringify(before), {
+      timeout: 5_000,
+      timeoutMsg: `Ctrl+Z did not put the nodes back after Tidy up (${direction})`,
+    });
+    assert.equal(await byTestId(browser, "title").getAttribute("data-dirty"), "false", "undone, the flow is as saved");
+  }
+  await byTestId(browser, "tidy-direction").selectByAttribute("value", "right");
+});
+
 test("room to work: panels resize and collapse (remembered), the palette searches, a dropped edge adds a wired node, flows fit readably", async () => {
-  // flows/triage.json fits at ~0.47: it is shown at a readable zoom instead, panned from its start.
-  const triageFile = path.join(TMP, "triage.json");
-  copyFileSync(path.join(ROOT, "flows/triage.json"), triageFile);
-  await openFile(browser, triageFile);
-  await node(browser, "classify").waitForExist();
+  // Eight nodes in a row fit at ~0.4: the flow is shown at a readable zoom instead, panned from
+  // its start.
+  const wideFile = path.join(TMP, "wide.json");
+  const steps = Array.from({ length: 7 }, (_, i) => `step${i + 1}`);
+  writeFileSync(
+    wideFile,
+    JSON.stringify({
+      version: 1,
+      name: "Wide",
+      nodes: [
+        { id: "start", type: "start", position: { x: 0, y: 0 }, data: {} },
+        ...steps.map((id, i) => ({ id, type: "template", position: { x: 240 * (i + 1), y: 0 }, data: { template: "{{ PREVIOUS_OUTPUT }}" } })),
+      ],
+      edges: steps.map((id, i) => ({ id: `e${i}`, source: i === 0 ? "start" : steps[i - 1], target: id })),
+    }),
+  );
+  await openFile(browser, wideFile);
+  await node(browser, "step7").waitForExist();
   await browser.waitUntil(async () => ((await canvasZoom(browser)) ?? 0) >= 0.75, {
     timeout: 5_000,
     timeoutMsg: "the flow was shrunk past a readable zoom",

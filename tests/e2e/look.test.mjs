@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { copyFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
 
@@ -37,6 +37,8 @@ import {
 
 /** WCAG's least contrast for text (AA, normal size). */
 const READABLE = 4.5;
+/** The least zoom a flow is fitted at, its text still readable (READABLE_FIT_ZOOM in ui/src/viewport.ts). */
+const READABLE_ZOOM = 0.75;
 const weft = path.join(path.dirname(APP), "weft");
 const formFile = path.join(TMP, "look-form.json");
 const approvalFile = path.join(TMP, "look-approval.json");
@@ -349,6 +351,55 @@ test("node text and prompts read at the zoom they are shown at; placeholders sho
   await waitForRunStatus(browser, "completed");
   await selectNode("start");
   await byTestId(browser, "breakpoint-when").selectByAttribute("value", "none");
+});
+
+/** The zoom, and the nodes drawn, with those not wholly inside the canvas. */
+function whatTheCanvasShows() {
+  return browser.execute(() => {
+    const pane = document.querySelector('[data-testid="canvas"]').getBoundingClientRect();
+    const scale = /scale\(([0-9.]+)\)/.exec(document.querySelector(".react-flow__viewport")?.style.transform ?? "");
+    const nodes = [...document.querySelectorAll(".react-flow__node")];
+    const outside = nodes
+      .filter((element) => {
+        const box = element.getBoundingClientRect();
+        return box.width === 0 || box.left < pane.left || box.right > pane.right || box.top < pane.top || box.bottom > pane.bottom;
+      })
+      .map((element) => element.dataset.id);
+    return { zoom: scale ? Number(scale[1]) : null, drawn: nodes.length, outside, pane: { width: pane.width, height: pane.height } };
+  });
+}
+
+test("every example flow shows whole at a readable zoom in a 1280×800 window with both side panels open", async () => {
+  const size = await browser.execute(() => ({ width: window.innerWidth, height: window.innerHeight }));
+  assert.deepEqual(size, { width: 1280, height: 800 }, "the window is 1280×800");
+  // As a newcomer sees the window: the palette and the side panel open, the log not yet.
+  if (await byTestId(browser, "palette-expand").isExisting()) await byTestId(browser, "palette-expand").click();
+  if (await byTestId(browser, "side-expand").isExisting()) await byTestId(browser, "side-expand").click();
+  if ((await byTestId(browser, "log").getAttribute("data-collapsed")) === "false") await byTestId(browser, "log-toggle").click();
+  // flows/triage.json first: the example the README opens, whose point is its approval step.
+  const examples = readdirSync(path.join(ROOT, "flows"))
+    .filter((name) => name.endsWith(".json") && !name.endsWith(".tests.json"))
+    .sort((a, b) => (b === "triage.json") - (a === "triage.json") || a.localeCompare(b));
+  const failures = [];
+  for (const name of examples) {
+    const file = path.join(TMP, `example-${name}`);
+    copyFileSync(path.join(ROOT, "flows", name), file);
+    const count = JSON.parse(readFileSync(file, "utf8")).nodes.length;
+    await openFile(browser, file);
+    let shown;
+    const fits = await browser
+      .waitUntil(
+        async () => {
+          shown = await whatTheCanvasShows();
+          return shown.drawn === count && shown.zoom >= READABLE_ZOOM && shown.outside.length === 0;
+        },
+        { timeout: 5_000 },
+      )
+      .then(() => true, () => false);
+    if (name === "triage.json") await shot(browser, fits ? "look-06-triage-fits" : "failed-look-06-triage");
+    if (!fits) failures.push(`${name}: at zoom ${shown.zoom} in a ${shown.pane.width}×${shown.pane.height} canvas, ${shown.outside.join(", ")} not wholly in view`);
+  }
+  assert.deepEqual(failures, [], "flows that do not fit");
 });
 
 test("the minimap gives way when the log is raised, and comes back with the room", async () => {

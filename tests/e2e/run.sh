@@ -68,7 +68,9 @@ export WEFT_APP_BINARY="$app" TAURI_DRIVER_PORT="$port" WEFT_E2E_LLM_ROOT="$root
 export WEBKIT_DISABLE_SANDBOX_THIS_IS_DANGEROUS=1
 # Who decides an approval comes from the app's Settings alone, as on a machine with no login
 # name: the tests see the same on every machine.
-env -u WEFT_USER -u USER tauri-driver --port "$port" >"$tmp/driver.log" 2>&1 &
+# WebKitWebDriver listens on the next port (tauri-driver's own default is always 4445): two runs
+# with different TAURI_DRIVER_PORTs then do not take each other's.
+env -u WEFT_USER -u USER tauri-driver --port "$port" --native-port "$((port + 1))" >"$tmp/driver.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
 

@@ -948,6 +948,40 @@ describe('App', () => {
     expect(tools()).toEqual(['files', 'tracker/create_issue']);
   });
 
+  it('tidies the flow up as one undoable step, in the direction chosen (remembered), also with Shift+T', async () => {
+    const stored = new Map<string, string>();
+    const storage = { getItem: (key: string) => stored.get(key) ?? null, setItem: (key: string, value: string) => void stored.set(key, value) };
+    const session = new Session(fakeApi(), {
+      canvas: new CanvasStore(offlineFlow(), '/flows/offline.json'),
+      run: new RunStore((flush) => flush()),
+      layout: new LayoutStore(storage),
+    });
+    await act(() => session.init());
+    render(<App session={session} />);
+    const placed = () => Object.fromEntries(session.canvas.getSnapshot().flow.nodes.map((node) => [node.id, node.position]));
+    const before = placed();
+    const edges = session.canvas.getSnapshot().flow.edges;
+
+    fireEvent.click(screen.getByTestId('tidy-up'));
+    const across = placed();
+    expect(across).not.toEqual(before);
+    for (const edge of edges) expect(Number(across[edge.target]?.x), `${edge.source}→${edge.target}`).toBeGreaterThan(Number(across[edge.source]?.x));
+    expect(screen.getByTestId('title').dataset.dirty).toBe('true');
+
+    fireEvent.change(screen.getByTestId('tidy-direction'), { target: { value: 'down' } });
+    expect(JSON.parse(stored.get('weft.layout') ?? '{}')).toMatchObject({ tidyDirection: 'down' });
+    fireEvent.keyDown(window, { key: 'T', shiftKey: true });
+    const downwards = placed();
+    for (const edge of edges) expect(Number(downwards[edge.target]?.y), `${edge.source}→${edge.target}`).toBeGreaterThan(Number(downwards[edge.source]?.y));
+
+    // Each tidy-up is one step back.
+    fireEvent.click(screen.getByTestId('undo'));
+    expect(placed()).toEqual(across);
+    fireEvent.click(screen.getByTestId('undo'));
+    expect(placed()).toEqual(before);
+    expect(screen.getByTestId('title').dataset.dirty).toBe('false');
+  });
+
   it('filters the palette as you type and adds the first match with Enter', async () => {
     const session = await mount(fakeApi());
     const search = screen.getByTestId('palette-search');

@@ -4,7 +4,7 @@
 
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { ReactFlowProvider } from '@xyflow/react';
-import { Canvas, useFitReadable } from './components/Canvas';
+import { Canvas, useFitReadable, useTidyUp } from './components/Canvas';
 import { ConfirmDialog } from './components/ConfirmDialog';
 import { HelpPanel } from './components/HelpPanel';
 import { CompareView, HistoryPanel } from './components/HistoryPanel';
@@ -154,6 +154,7 @@ function useSystemTheme(theme: Theme): 'light' | 'dark' {
 function Shell() {
   const session = useSession();
   const fitReadable = useFitReadable();
+  const tidyUp = useTidyUp();
   const dirty = useCanvas((state) => state.dirty);
   const path = useCanvas((state) => state.path);
   const selection = useCanvas((state) => state.selection);
@@ -228,7 +229,8 @@ function Shell() {
     paste: () => !session.getSnapshot().viewing && session.canvas.paste(),
     delete: () => !session.getSnapshot().viewing && session.canvas.deleteSelection(),
     selectAll: () => !session.getSnapshot().viewing && session.canvas.selectAll(),
-    fitView: fitReadable,
+    fitView: () => fitReadable(),
+    tidy: () => !session.getSnapshot().viewing && tidyUp(session.layout.getSnapshot().tidyDirection),
     run: () => void session.startRun(input),
     breakpoint: () => {
       const selected = session.canvas.getSnapshot().selection.nodes;
@@ -309,6 +311,7 @@ function Shell() {
         onSave={actions.save}
         onSaveAs={actions.saveAs}
         onFitView={actions.fitView}
+        onTidy={actions.tidy}
         onHelp={() => setHelp(true)}
         input={input}
         onInput={setInput}

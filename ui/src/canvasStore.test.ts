@@ -12,6 +12,24 @@ const field = (s: CanvasStore, id: string, name: string) =>
   getPath(s.getSnapshot().flow.nodes.find((node) => node.id === id)?.data, name);
 
 describe('undo and redo', () => {
+  it('undoes a tidy-up (nodes placed anew) in one step, and redoes it', () => {
+    const s = store();
+    const before = s.getSnapshot().flow;
+    const positions = new Map(before.nodes.map((node, i) => [node.id, { x: i * 300.4, y: 10 }]));
+    s.placeNodes(positions);
+    expect(s.getSnapshot().flow.nodes.map((node) => node.position)).toEqual(before.nodes.map((_, i) => ({ x: Math.round(i * 300.4), y: 10 })));
+    expect(s.getSnapshot().dirty).toBe(true);
+    s.undo();
+    expect(s.getSnapshot().flow).toBe(before);
+    expect(s.getSnapshot().dirty).toBe(false);
+    s.redo();
+    expect(s.getSnapshot().flow.nodes[1].position).toEqual({ x: 300, y: 10 });
+    // Placing nodes where they already are is no step at all.
+    s.placeNodes(positions);
+    s.undo();
+    expect(s.getSnapshot().flow).toBe(before);
+  });
+
   it('undoes and redoes adding a node and editing it', () => {
     const s = store();
     const id = s.addNode('agent', { label: 'Agent' }, { x: 10, y: 20 });

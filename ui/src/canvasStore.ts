@@ -267,6 +267,23 @@ export class CanvasStore {
     if (flow !== this.state.flow) this.set(this.makeState(flow, this.state.path, this.state.selection));
   }
 
+  /** Moves nodes to `positions` (rounded as files keep them) as one step: a tidy-up. */
+  placeNodes(positions: ReadonlyMap<string, { x: number; y: number }>): void {
+    this.update((flow) => {
+      let moved = false;
+      const nodes = flow.nodes.map((node) => {
+        const place = positions.get(node.id);
+        if (!place) return node;
+        const x = Math.round(place.x);
+        const y = Math.round(place.y);
+        if (node.position?.x === x && node.position?.y === y) return node;
+        moved = true;
+        return { ...node, position: { x, y } };
+      });
+      return moved ? { ...flow, nodes } : flow;
+    });
+  }
+
   /** Removes the selected nodes and edges (and every edge of a removed node). */
   deleteSelection(): void {
     const { nodes, edges } = this.state.selection;

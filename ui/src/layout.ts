@@ -1,6 +1,9 @@
 // How the window is divided, as the person left it: the palette's and the side panel's widths,
-// the log's height, which of them are collapsed, whether the minimap shows, and the theme.
+// the log's height, which of them are collapsed, whether the minimap shows, the theme, and
+// which way "Tidy up" lays a flow out.
 // Kept in localStorage, so the app opens as it was closed.
+
+import type { TidyArrangement } from './tidy';
 
 export type Theme = 'system' | 'light' | 'dark';
 
@@ -14,6 +17,7 @@ export interface Layout {
   logCollapsed: boolean;
   minimap: boolean;
   theme: Theme;
+  tidyDirection: TidyArrangement;
 }
 
 export const DEFAULT_LAYOUT: Layout = {
@@ -25,6 +29,7 @@ export const DEFAULT_LAYOUT: Layout = {
   logCollapsed: true,
   minimap: true,
   theme: 'system',
+  tidyDirection: 'right',
 };
 
 /** How far each panel may be dragged, in pixels. */
@@ -60,6 +65,7 @@ export function loadLayout(storage: Pick<Storage, 'getItem'> | undefined = globa
     logCollapsed: DEFAULT_LAYOUT.logCollapsed,
     minimap: flag(saved.minimap, DEFAULT_LAYOUT.minimap),
     theme: saved.theme === 'light' || saved.theme === 'dark' ? saved.theme : 'system',
+    tidyDirection: saved.tidyDirection === 'down' || saved.tidyDirection === 'rows' ? saved.tidyDirection : 'right',
   };
 }
 

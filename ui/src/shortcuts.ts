@@ -13,6 +13,7 @@ export type ShortcutAction =
   | 'delete'
   | 'selectAll'
   | 'fitView'
+  | 'tidy'
   | 'run'
   | 'breakpoint'
   | 'help'
@@ -42,6 +43,7 @@ export const SHORTCUTS: readonly Shortcut[] = [
   { action: null, keys: ['Shift+Click'], description: 'Add a node or edge to the selection' },
   { action: null, keys: ['Shift+Drag'], description: 'Select with a box' },
   { action: 'fitView', keys: ['F'], description: 'Fit the flow into view' },
+  { action: 'tidy', keys: ['Shift+T'], description: 'Tidy up: lay the flow out in layers, in the direction chosen beside the button' },
   { action: 'run', keys: ['Mod+Enter'], description: 'Run the flow', inInputs: true },
   { action: 'breakpoint', keys: ['F9'], description: 'Stop before the selected node when the flow runs (again: no longer)' },
   { action: 'help', keys: ['?'], description: 'Show or hide this help' },

@@ -12,7 +12,7 @@ describe('readableViewport', () => {
   });
 
   it('pans instead of shrinking a wide flow past the readable zoom, starting at its left', () => {
-    // flows/triage.json is about 1,500 px wide: a plain fit would be ~0.47.
+    // Six layers of nodes in one row are about 1,500 px wide: a plain fit would be ~0.47.
     const view = readableViewport({ x: -20, y: 0, width: 1500, height: 400 }, pane);
     expect(view.zoom).toBe(READABLE_FIT_ZOOM);
     expect(view.x).toBeCloseTo(FIT_MARGIN + 20 * READABLE_FIT_ZOOM);

@@ -18,9 +18,10 @@ import {
   type Viewport,
 } from '@xyflow/react';
 import { defaultData, handlesOf, kindOf, type KindDescription } from '../catalog';
-import { overlaps, readableViewport } from '../viewport';
+import { FIT_MARGIN, READABLE_FIT_ZOOM, overlaps, readableViewport, type Rect } from '../viewport';
+import { tidyFlow, type TidyArrangement } from '../tidy';
 import { QuickAdd } from './QuickAdd';
-import { toCanvasEdges, toCanvasNodes, type CanvasEdge, type CanvasNode } from '../flowMapping';
+import { toCanvasEdges, toCanvasNodes, type CanvasEdge, type CanvasNode, type FlowNode } from '../flowMapping';
 import { useCanvas, useLayout, useRun, useSession, useSessionState } from '../hooks';
 import { nodeTypesFor } from '../nodes/nodeTypes';
 import { promptNodeOf } from '../runStore';
@@ -40,15 +41,50 @@ const READABLE_ZOOM = 1;
 const PROMPT_MARGIN = 16;
 
 /** Fits the flow shown so that its text stays readable: whole when it can be, else panned. */
-export function useFitReadable(): () => void {
+export function useFitReadable(): (bounds?: Rect) => void {
   const { getNodes, setViewport } = useReactFlow();
-  return useCallback(() => {
-    const nodes = getNodes();
-    const pane = document.querySelector<HTMLElement>('[data-testid="canvas"]')?.getBoundingClientRect();
-    if (nodes.length === 0 || !pane) return;
-    void setViewport(readableViewport(getNodesBounds(nodes), { width: pane.width, height: pane.height }));
-  }, [getNodes, setViewport]);
+  return useCallback(
+    (bounds?: Rect) => {
+      const nodes = getNodes();
+      const pane = document.querySelector<HTMLElement>('[data-testid="canvas"]')?.getBoundingClientRect();
+      if (nodes.length === 0 || !pane) return;
+      void setViewport(readableViewport(bounds ?? getNodesBounds(nodes), { width: pane.width, height: pane.height }));
+    },
+    [getNodes, setViewport],
+  );
 }
+
+/** Lays the edited flow out in layers (one undoable step) and fits the result into view. */
+export function useTidyUp(): (arrangement: TidyArrangement) => void {
+  const session = useSession();
+  const { getNodes } = useReactFlow();
+  const fitReadable = useFitReadable();
+  return useCallback(
+    (arrangement: TidyArrangement) => {
+      if (session.getSnapshot().viewing) return;
+      // Rows as wide as the canvas shows at the least readable zoom: the whole flow then fits
+      // in view readably when it can.
+      const pane = document.querySelector<HTMLElement>('[data-testid="canvas"]')?.getBoundingClientRect();
+      const wrap = arrangement === 'rows' && pane ? Math.max(1, pane.width - 2 * FIT_MARGIN) / READABLE_FIT_ZOOM : undefined;
+      const direction = arrangement === 'down' ? 'down' : 'right';
+      const catalog = session.getSnapshot().catalog;
+      const sizes = new Map(getNodes().map((node) => [node.id, node.measured]));
+      const flow = session.canvas.getSnapshot().flow;
+      const handles = (node: FlowNode) => handlesOf(kindOf(catalog, node.type), node.data).map((handle) => handle.id);
+      const positions = tidyFlow(flow, direction, sizes, handles, wrap);
+      session.canvas.placeNodes(positions);
+      // Fitted to where the nodes go: xyflow draws them there only after the next render.
+      const boxes = [...positions].map(([id, at]) => ({ ...at, width: sizes.get(id)?.width ?? 0, height: sizes.get(id)?.height ?? 0 }));
+      const left = Math.min(...boxes.map((box) => box.x));
+      const top = Math.min(...boxes.map((box) => box.y));
+      const right = Math.max(...boxes.map((box) => box.x + box.width));
+      const bottom = Math.max(...boxes.map((box) => box.y + box.height));
+      if (boxes.length > 0) fitReadable({ x: left, y: top, width: right - left, height: bottom - top });
+    },
+    [session, getNodes, fitReadable],
+  );
+}
+
 
 export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
   const session = useSession();
@@ -318,7 +354,7 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
           />
         )}
         <Controls showInteractive={false} showFitView={false}>
-          <ControlButton data-testid="fit-readable" title="Fit the flow (text stays readable: a wide flow is panned, not shrunk)" onClick={fitReadable}>
+          <ControlButton data-testid="fit-readable" title="Fit the flow (text stays readable: a wide flow is panned, not shrunk)" onClick={() => fitReadable()}>
             ⤢
           </ControlButton>
           <ControlButton

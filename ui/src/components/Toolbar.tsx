@@ -3,7 +3,8 @@
 
 import { labelOf } from '../catalog';
 import { getPath } from '../flowMapping';
-import { useCanvas, useRun, useSession, useSessionState } from '../hooks';
+import { useCanvas, useLayout, useRun, useSession, useSessionState } from '../hooks';
+import type { TidyArrangement } from '../tidy';
 import { earliestStale, staleNodes } from '../stale';
 
 export interface ToolbarProps {
@@ -12,6 +13,8 @@ export interface ToolbarProps {
   onSave: () => void;
   onSaveAs: () => void;
   onFitView: () => void;
+  /** Lays the flow out in the direction chosen beside the button. */
+  onTidy: () => void;
   onHelp: () => void;
   input: string;
   onInput: (input: string) => void;
@@ -40,6 +43,8 @@ export function Toolbar(props: ToolbarProps) {
   useSessionState((state) => state.busy);
   useSessionState((state) => state.catalog);
   const viewing = useSessionState((state) => state.viewing !== null);
+  const tidyDirection = useLayout((layout) => layout.tidyDirection);
+  const across = { right: 'left to right', down: 'top down', rows: 'left to right in rows as wide as the view' }[tidyDirection];
 
   const blocked = session.runBlockedReason();
   const running = runStatus === 'running';
@@ -83,6 +88,29 @@ export function Toolbar(props: ToolbarProps) {
         <button type="button" className="icon-button" data-testid="fit-view" onClick={props.onFitView} title="Fit view (F)">
           ⤢
         </button>
+        <span className="toolbar-separator" />
+        <button
+          type="button"
+          className="button"
+          data-testid="tidy-up"
+          disabled={viewing}
+          onClick={props.onTidy}
+          title={`Tidy up: lay the flow out in layers, ${across} (Shift+T; Ctrl+Z undoes it)`}
+        >
+          Tidy up
+        </button>
+        <select
+          className="input small tidy-direction"
+          data-testid="tidy-direction"
+          aria-label="Direction Tidy up lays the flow out in"
+          title="Which way Tidy up lays the flow out"
+          value={tidyDirection}
+          onChange={(event) => session.layout.set({ tidyDirection: event.target.value as TidyArrangement })}
+        >
+          <option value="right">→ Left to right</option>
+          <option value="down">↓ Top down</option>
+          <option value="rows">↵ In rows</option>
+        </select>
       </div>
       <div className="title" data-testid="title" data-dirty={dirty ? 'true' : 'false'} title={path ?? 'Not saved yet'}>
         <span className="title-file">{fileNameOf(path)}</span>
