@@ -45,10 +45,7 @@ function firstSentence(text: string): string {
   return line.length > 90 ? `${line.slice(0, 90)}…` : line;
 }
 
-const SERVERS_EXAMPLE = `{
-  "files": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."] },
-  "tracker": { "url": "https://tracker.example/mcp", "headers": { "Authorization": "Bearer \${TRACKER_TOKEN}" } }
-}`;
+const SERVERS_EXAMPLE = 'None. For example: {"files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]}}';
 
 /**
  * The flow's MCP servers (`settings.mcpServers`) as JSON, applied when the text is valid JSON
@@ -94,7 +91,7 @@ export function FlowMcpServers({ readOnly }: { readOnly: boolean }) {
         id="flow-mcp-servers"
         className="input mono"
         data-testid="flow-mcp-servers"
-        rows={Math.min(12, Math.max(4, draft.split('\n').length))}
+        rows={draft === '' ? 2 : Math.min(12, Math.max(4, draft.split('\n').length))}
         value={draft}
         placeholder={SERVERS_EXAMPLE}
         spellCheck={false}
