@@ -822,6 +822,7 @@ mod tests {
             item: None,
             from: None,
             usage: None,
+            model: None,
         }
     }
 

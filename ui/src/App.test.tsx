@@ -578,6 +578,8 @@ describe('App', () => {
         n === 1
           ? [{ server: 'files', tool: 'read_text_file', arguments: { path: 'a.md' }, result: '# A', isError: false, error: null, durationMs: 12 }]
           : [],
+      // The first visit was answered by a fallback model.
+      models: n === 1 ? ['ollama/llama3.2'] : ['openai/gpt-4o-mini'],
     });
     const runVisits = vi.fn((_runId: string) =>
       Promise.resolve({
@@ -617,7 +619,9 @@ describe('App', () => {
     fireEvent.change(picker, { target: { value: '0' } });
     expect(screen.getByTestId('visit-input').textContent).toBe('first ticket');
     expect(screen.getByTestId('visit-output').textContent).toBe('first summary');
-    expect(screen.getByTestId('visit-facts').textContent).toBe('completed · 1.50 s · 1 LLM call · tokens 10/1 · cost $0.001000');
+    expect(screen.getByTestId('visit-facts').textContent).toBe(
+      'completed · 1.50 s · 1 LLM call · tokens 10/1 · cost $0.001000 · answered by ollama/llama3.2',
+    );
     // Its MCP tool calls, with their arguments, time and result.
     expect(screen.getByTestId('visit-tool-calls').textContent).toBe('files/read_text_file {"path":"a.md"} · 12 ms · # A');
     await act(async () => fireEvent.click(screen.getByTestId('pin-visit')));

@@ -590,6 +590,11 @@ export type NodeVisit = {
 	cost: Cost,
 	/**  The MCP tool calls this step made, in the order they were made. */
 	toolCalls: VisitToolCall[],
+	/**
+	 *  The models that answered this step (`provider/model`), in order, each once: a fallback
+	 *  model shows here when the node's own failed for good.
+	 */
+	models: string[],
 };
 
 /**  A flow file as opened: its absolute path and its content in the normalized form. */
@@ -789,6 +794,11 @@ export type RunEvent = {
 	from?: string | null,
 	/**  Tokens used, on `llm_response` events (and the run's total on `run_end`). */
 	usage?: Usage | null,
+	/**
+	 *  On `llm_response` events: the model that answered, as `provider/model` (a fallback
+	 *  model when the node's own failed for good).
+	 */
+	model?: string | null,
 };
 
 /**

@@ -474,6 +474,7 @@ mod tests {
             item: None,
             from: None,
             usage: None,
+            model: None,
         }
     }
 

@@ -363,6 +363,7 @@ fn store_events_per_second(count: u64) {
                 item: None,
                 from: None,
                 usage: None,
+                model: None,
             },
             None,
         );

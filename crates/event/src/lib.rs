@@ -108,6 +108,10 @@ pub struct RunEvent {
     /// Tokens used, on `llm_response` events (and the run's total on `run_end`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// On `llm_response` events: the model that answered, as `provider/model` (a fallback
+    /// model when the node's own failed for good).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// A run's status (docs/flows.md#running).

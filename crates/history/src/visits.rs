@@ -49,6 +49,9 @@ pub struct NodeVisit {
     pub cost: Cost,
     /// The MCP tool calls this step made, in the order they were made.
     pub tool_calls: Vec<VisitToolCall>,
+    /// The models that answered this step (`provider/model`), in order, each once: a fallback
+    /// model shows here when the node's own failed for good.
+    pub models: Vec<String>,
 }
 
 /// One MCP tool call of a visit, as its events tell it.
@@ -210,6 +213,7 @@ impl<'a> Walk<'a> {
                         duration_ms: None,
                         cost: Cost::default(),
                         tool_calls: Vec::new(),
+                        models: Vec::new(),
                     },
                     call_key: call_key.clone(),
                     input_is_output,
@@ -282,6 +286,15 @@ impl<'a> Walk<'a> {
                 } else {
                     call.is_error = true;
                     call.error = ended["error"].as_str().map(str::to_string);
+                }
+            }
+            EventType::LlmResponse => {
+                let (Some(&index), Some(model)) = (self.latest.get(&call_key), &event.model) else {
+                    return;
+                };
+                let models = &mut self.visits[index].visit.models;
+                if !models.contains(model) {
+                    models.push(model.clone());
                 }
             }
             EventType::WaitInput => self.mark_open(&call_key, NodeStatus::Waiting),

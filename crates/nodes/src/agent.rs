@@ -35,6 +35,10 @@ pub struct AgentConfig {
     /// `provider/name` or a bare name; empty uses the default model.
     #[serde(default)]
     pub model: String,
+    /// Models tried in order when the model's call fails for good (a rate limit, a server
+    /// error, a timeout, a refused connection).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallback_models: Vec<String>,
     /// How hard a reasoning model thinks.
     #[serde(default)]
     pub reasoning_effort: Option<ReasoningEffort>,
@@ -125,6 +129,7 @@ impl Kind for AgentConfig {
     fn model(&self) -> Option<ModelUse<'_>> {
         Some(ModelUse {
             model: &self.model,
+            fallbacks: &self.fallback_models,
             web_search: self.tools.web_search,
         })
     }
@@ -179,7 +184,13 @@ pub(crate) fn run_agent<'a>(
 ) -> BoxFuture<'a, Result<AgentEnd, StepError>> {
     let Turn { env, visit, .. } = turn;
     async move {
-        let route = route_for(env, node_id, &config.model, config.tools.web_search)?;
+        let routes = routes_for(
+            env,
+            node_id,
+            &config.model,
+            &config.fallback_models,
+            config.tools.web_search,
+        )?;
         let tools = if config.tools.subagents {
             subagent_tools(env, node_id)
         } else {
@@ -217,7 +228,7 @@ pub(crate) fn run_agent<'a>(
             temperature: config.temperature,
             web_search: config.tools.web_search,
             response_schema: config.output_schema.clone(),
-            ..ChatRequest::new(route.model.clone(), Vec::new())
+            ..ChatRequest::new(routes[0].model.clone(), Vec::new())
         };
 
         for round in 0..MAX_TOOL_ROUNDS {
@@ -225,7 +236,7 @@ pub(crate) fn run_agent<'a>(
                 messages: messages.clone(),
                 ..base.clone()
             };
-            let response = call_model(env, node_id, visit, &route, &request).await?;
+            let response = call_model(env, node_id, visit, &routes, &request).await?;
             if response.tool_calls.is_empty() || base.tools.is_empty() {
                 messages.push(ChatMessage::Assistant {
                     content: response.content.clone(),
@@ -242,7 +253,7 @@ pub(crate) fn run_agent<'a>(
                             env,
                             node_id,
                             visit,
-                            &route,
+                            &routes,
                             repair,
                             &mut messages,
                             schema,
@@ -298,53 +309,59 @@ pub(crate) fn run_agent<'a>(
     .boxed()
 }
 
-/// The provider and model an LLM node of `node_id` uses, checked for web search support.
-pub(crate) fn route_for(
+/// The providers and models an LLM node of `node_id` asks, in order: its model, then its
+/// fallback models; each checked for web search support.
+pub(crate) fn routes_for(
     env: &dyn StepEnv,
     node_id: &str,
     model: &str,
+    fallbacks: &[String],
     web_search: bool,
-) -> Result<ModelRoute, StepError> {
-    let route =
-        route_model(model, env.llm().settings()).map_err(|error| llm_failure(env, node_id, error))?;
-    if web_search && !supports_web_search(route.provider) {
-        let error = StepError::new(
-            StepErrorKind::Provider,
-            format!(
-                "tools.web_search: provider {} has no web search; use an openai/ or anthropic/ model",
-                route.provider.as_str()
-            ),
-        );
-        env.emit(node_id, EventType::LlmError, error.message.clone(), None);
-        return Err(error);
-    }
-    Ok(route)
+) -> Result<Vec<ModelRoute>, StepError> {
+    std::iter::once(model)
+        .chain(fallbacks.iter().map(String::as_str))
+        .map(|model| {
+            let route = route_model(model, env.llm().settings())
+                .map_err(|error| llm_failure(env, node_id, error))?;
+            if web_search && !supports_web_search(route.provider) {
+                let error = StepError::new(
+                    StepErrorKind::Provider,
+                    format!(
+                        "tools.web_search: provider {} has no web search; use an openai/ or anthropic/ model",
+                        route.provider.as_str()
+                    ),
+                );
+                env.emit(node_id, EventType::LlmError, error.message.clone(), None);
+                return Err(error);
+            }
+            Ok(route)
+        })
+        .collect()
 }
 
-/// One model call: streams `llm_delta` events, then `llm_response` with the tokens used
+/// One model call (its fallback models tried in order when it fails for good): streams
+/// `llm_delta` events, then `llm_response` with the tokens used and the model that answered
 /// (a call that only asks for tools logs no `llm_response`), and records the usage.
 async fn call_model(
     env: &dyn StepEnv,
     node_id: &str,
     visit: u64,
-    route: &ModelRoute,
+    routes: &[ModelRoute],
     request: &ChatRequest,
 ) -> Result<ChatResponse, StepError> {
     let on_delta = |piece: &str| env.emit(node_id, EventType::LlmDelta, piece.to_string(), None);
-    let response = env
-        .complete(node_id, visit, route, request, &on_delta)
+    let (response, answered) = env
+        .complete(node_id, visit, routes, request, &on_delta)
         .await
         .map_err(|error| llm_failure(env, node_id, error))?;
     if let Some(usage) = response.usage {
         env.record_usage(node_id, usage);
     }
     if response.tool_calls.is_empty() || request.tools.is_empty() {
-        env.emit(
-            node_id,
-            EventType::LlmResponse,
-            response.content.clone(),
-            response.usage,
-        );
+        let model = routes
+            .get(answered)
+            .map(|route| format!("{}/{}", route.provider.as_str(), route.model));
+        env.emit_answer(node_id, response.content.clone(), response.usage, model);
         if !response.sources.is_empty() {
             let sources: Vec<&str> = response
                 .sources
@@ -365,7 +382,7 @@ async fn structured_answer(
     env: &dyn StepEnv,
     node_id: &str,
     visit: u64,
-    route: &ModelRoute,
+    routes: &[ModelRoute],
     request: ChatRequest,
     messages: &mut Vec<ChatMessage>,
     schema: &Value,
@@ -387,7 +404,7 @@ async fn structured_answer(
         messages: messages.clone(),
         ..request
     };
-    let response = call_model(env, node_id, visit, route, &retry).await?;
+    let response = call_model(env, node_id, visit, routes, &retry).await?;
     messages.push(ChatMessage::Assistant {
         content: response.content.clone(),
         tool_calls: Vec::new(),
@@ -408,12 +425,12 @@ pub(crate) async fn complete_structured(
     env: &dyn StepEnv,
     node_id: &str,
     visit: u64,
-    route: &ModelRoute,
+    routes: &[ModelRoute],
     mut request: ChatRequest,
     schema: &Value,
 ) -> Result<Value, StepError> {
     request.response_schema = Some(schema.clone());
-    let response = call_model(env, node_id, visit, route, &request).await?;
+    let response = call_model(env, node_id, visit, routes, &request).await?;
     let mut messages = request.messages.clone();
     messages.push(ChatMessage::Assistant {
         content: response.content.clone(),
@@ -423,7 +440,7 @@ pub(crate) async fn complete_structured(
         env,
         node_id,
         visit,
-        route,
+        routes,
         request,
         &mut messages,
         schema,

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::agent::{ReasoningEffort, complete_structured, route_for};
+use super::agent::{ReasoningEffort, complete_structured, routes_for};
 use super::{Handle, Kind, ModelUse, Scheduling};
 use weft_event::EventType;
 use weft_providers::{ChatMessage, ChatRequest};
@@ -27,6 +27,10 @@ pub struct GateConfig {
     /// `provider/name` or a bare name; empty uses the default model.
     #[serde(default)]
     pub model: String,
+    /// Models tried in order when the model's call fails for good (a rate limit, a server
+    /// error, a timeout, a refused connection).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallback_models: Vec<String>,
     /// How hard a reasoning model thinks.
     #[serde(default)]
     pub reasoning_effort: Option<ReasoningEffort>,
@@ -51,13 +55,14 @@ impl Kind for GateConfig {
     fn model(&self) -> Option<ModelUse<'_>> {
         Some(ModelUse {
             model: &self.model,
+            fallbacks: &self.fallback_models,
             web_search: false,
         })
     }
 
     async fn run(&self, step: &Step<'_>, env: &dyn StepEnv) -> Result<StepOutput, StepError> {
         let criteria = env.render(step.node_id, "criteria", step.input)?;
-        let route = route_for(env, step.node_id, &self.model, false)?;
+        let routes = routes_for(env, step.node_id, &self.model, &self.fallback_models, false)?;
         let schema = json!({
             "type": "object",
             "properties": {
@@ -69,7 +74,7 @@ impl Kind for GateConfig {
         let request = ChatRequest {
             reasoning_effort: self.reasoning_effort.map(|effort| effort.as_str().to_string()),
             ..ChatRequest::new(
-                route.model.clone(),
+                routes[0].model.clone(),
                 vec![
                     ChatMessage::System {
                         content: JUDGE_INSTRUCTIONS.into(),
@@ -84,7 +89,7 @@ impl Kind for GateConfig {
             )
         };
         let verdict =
-            complete_structured(env, step.node_id, step.visit, &route, request, &schema).await?;
+            complete_structured(env, step.node_id, step.visit, &routes, request, &schema).await?;
         let passed = verdict
             .get("pass")
             .and_then(Value::as_bool)
@@ -121,6 +126,7 @@ mod tests {
         let config = GateConfig {
             criteria: "x".into(),
             model: "judge".into(),
+            fallback_models: Vec::new(),
             reasoning_effort: None,
         };
         let draft = json!("a draft that goes on and on");

@@ -123,6 +123,8 @@ impl FieldError {
 pub struct ModelUse<'a> {
     /// `provider/name`, a bare name, or empty for the default model.
     pub model: &'a str,
+    /// Models tried in order when `model`'s call fails for good (`fallbackModels`).
+    pub fallbacks: &'a [String],
     pub web_search: bool,
 }
 

@@ -540,6 +540,7 @@ fn provider_problems_of<'a>(
         let Some(model) = config.model() else {
             continue;
         };
+        fallback_problems(&node.id, model.model, model.fallbacks, settings, &mut problems);
         let checked = route_model(model.model, settings)
             .and_then(|route| settings.check_configured(route.provider));
         match checked {
@@ -559,6 +560,44 @@ fn provider_problems_of<'a>(
     problems
 }
 
+/// `fallbackModels`: an empty entry, or one the node tries already, is an error naming it; a
+/// provider it needs that the settings leave unconfigured is a warning, as for the model.
+fn fallback_problems(
+    node_id: &str,
+    model: &str,
+    fallbacks: &[String],
+    settings: &ProviderSettings,
+    problems: &mut Vec<Problem>,
+) {
+    for (index, fallback) in fallbacks.iter().enumerate() {
+        let field = format!("fallbackModels[{index}]");
+        let tried_before = std::iter::once(model)
+            .chain(fallbacks[..index].iter().map(String::as_str))
+            .any(|earlier| earlier.trim() == fallback.trim());
+        if fallback.trim().is_empty() {
+            problems.push(Problem::node_error(
+                node_id,
+                ProblemCode::Provider,
+                format!("{field}: empty; name a model such as `ollama/llama3.2` or remove it"),
+            ));
+        } else if tried_before {
+            problems.push(Problem::node_error(
+                node_id,
+                ProblemCode::Provider,
+                format!("{field}: `{fallback}` is tried before it already"),
+            ));
+        } else if let Err(error) = route_model(fallback, settings)
+            .and_then(|route| settings.check_configured(route.provider))
+        {
+            problems.push(Problem::node_warning(
+                node_id,
+                ProblemCode::Provider,
+                format!("{field}: {error}"),
+            ));
+        }
+    }
+}
+
 /// Web search on a model whose provider has none is refused before the run starts.
 fn check_web_search(node_id: &str, config: &NodeConfig, problems: &mut Vec<Problem>) {
     let Some(model) = config.model() else {
@@ -567,9 +606,11 @@ fn check_web_search(node_id: &str, config: &NodeConfig, problems: &mut Vec<Probl
     if !model.web_search || model.model.trim().is_empty() {
         return;
     }
-    if let Ok(route) = route_model(model.model, &ProviderSettings::default())
-        && !supports_web_search(route.provider)
-    {
+    let models = std::iter::once(model.model).chain(model.fallbacks.iter().map(String::as_str));
+    for route in models.filter_map(|model| route_model(model, &ProviderSettings::default()).ok()) {
+        if supports_web_search(route.provider) {
+            continue;
+        }
         problems.push(Problem::node_error(
             node_id,
             ProblemCode::WebSearch,

@@ -445,6 +445,19 @@ pub enum ProviderError {
     NotRecorded(String),
 }
 
+impl ProviderError {
+    /// Whether the call failed for good after its retries for a reason another model may not
+    /// share (a rate limit, a server error, a timeout, a refused connection): what makes an
+    /// agent try its `fallbackModels`. A request the provider refused as wrong is not.
+    pub fn fails_for_good(&self) -> bool {
+        match self {
+            ProviderError::Http { status, .. } => *status == 429 || (500..=599).contains(status),
+            ProviderError::Connect { .. } | ProviderError::Timeout { .. } => true,
+            _ => false,
+        }
+    }
+}
+
 /// The clients of every provider, sharing one HTTP connection pool.
 #[derive(Debug, Clone)]
 pub struct LlmClients {

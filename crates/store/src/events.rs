@@ -42,6 +42,8 @@ struct StoredEventRef<'a> {
     from: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     usage: Option<Usage>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
 }
 
 impl<'a> From<&'a RunEvent> for StoredEventRef<'a> {
@@ -56,6 +58,7 @@ impl<'a> From<&'a RunEvent> for StoredEventRef<'a> {
             item: event.item,
             from: event.from.as_deref(),
             usage: event.usage,
+            model: event.model.as_deref(),
         }
     }
 }
@@ -80,6 +83,8 @@ struct StoredEvent {
     from: Option<String>,
     #[serde(default)]
     usage: Option<Usage>,
+    #[serde(default)]
+    model: Option<String>,
 }
 
 impl StoredEvent {
@@ -95,6 +100,7 @@ impl StoredEvent {
             item: self.item,
             from: self.from,
             usage: self.usage,
+            model: self.model,
         }
     }
 }

@@ -35,6 +35,7 @@ fn event(run_id: &str, seq: u64, kind: EventType, node_id: Option<&str>) -> RunE
         item: None,
         from: None,
         usage: None,
+        model: None,
     }
 }
 

@@ -48,6 +48,7 @@ function visitFacts(visit: NodeVisit): string {
     facts.push(`tokens ${tokensText(visit.cost)}`);
     facts.push(`cost ${costText(visit.cost)}`);
   }
+  if (visit.models.length > 0) facts.push(`answered by ${visit.models.join(', ')}`);
   return facts.join(' · ');
 }
 

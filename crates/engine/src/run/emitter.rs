@@ -142,6 +142,20 @@ impl Emitter {
         self.emit_event(kind, node_id, content, None, None);
     }
 
+    /// Emits a model's answer (`llm_response`) with the tokens it used and the model that
+    /// answered.
+    pub(crate) fn emit_answer(
+        &self,
+        node_id: &str,
+        content: String,
+        usage: Option<Usage>,
+        model: Option<String>,
+    ) {
+        let mut event = self.unnumbered(EventType::LlmResponse, Some(node_id), content, None, usage);
+        event.model = model;
+        self.send_numbered(event);
+    }
+
     /// Emits one event; `from` only on `step_start`, `usage` on `llm_response` and `run_end`.
     pub(crate) fn emit_event(
         &self,
@@ -206,6 +220,7 @@ impl Emitter {
             item: self.item,
             from: from.map(str::to_string),
             usage,
+            model: None,
         }
     }
 

@@ -26,7 +26,147 @@ use super::llm_log::{Recorded, request_hash, tool_call_hash};
 use weft_mcp::{McpError, McpErrorKind, ToolInfo, ToolOutcome};
 use weft_nodes::step::ToolCallRequest;
 
+/// How one model's call of [`StepEnv::complete`] ended when it gave no answer.
+enum Attempt {
+    Failed(ProviderError),
+    /// The run's record says this call failed for good, and a fallback model answered.
+    FailedWhenRecorded(String),
+}
+
+/// What is kept of a call that failed for good before a fallback model was asked.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FailedCall {
+    failed_for_good: String,
+}
+
+/// `provider/model`, as recordings and events name a model.
+fn model_name(route: &ModelRoute) -> String {
+    format!("{}/{}", route.provider.as_str(), route.model)
+}
+
 impl RunContext {
+    /// One model's call for [`StepEnv::complete`]: its answer kept with the run (or one kept
+    /// already given back), and with `falls_back`, a failure for good kept too, so that the
+    /// same path is taken again without a call.
+    async fn complete_one(
+        &self,
+        node_id: &str,
+        visit: u64,
+        route: &ModelRoute,
+        request: &ChatRequest,
+        on_delta: &(dyn Fn(&str) + Send + Sync),
+        falls_back: bool,
+    ) -> Result<ChatResponse, Attempt> {
+        {
+            let node_key = self.call_key(node_id);
+            let log = &self.shared.llm_log;
+            let call = log.next_call(&node_key, visit);
+            let hash = request_hash(route, request);
+            // Keeps an answer (or a failure a fallback followed) as this run's call `call` of the
+            // node in this visit.
+            let keep = |response: Value| {
+                let recorded = RecordedCall {
+                    node_key: node_key.clone(),
+                    visit,
+                    call,
+                    request_hash: hash.clone(),
+                    model: model_name(route),
+                    response,
+                    tool: None,
+                };
+                self.store()
+                    .record_llm_call(&self.run_id, &recorded, &now());
+            };
+            let record = |answer: &ChatResponse| keep(serde_json::to_value(answer).unwrap_or_default());
+            match log.recorded::<FailedCall>(&node_key, visit, call, &hash) {
+                Some(Recorded::Own(failed)) => {
+                    return Err(Attempt::FailedWhenRecorded(failed.failed_for_good));
+                }
+                Some(Recorded::Replayed(failed) | Recorded::Given(failed)) => {
+                    self.events.emit(
+                        EventType::LogicCheck,
+                        Some(node_id),
+                        format!(
+                            "`{}` failed for good when this call was recorded: {} (no provider call)",
+                            model_name(route),
+                            failed.failed_for_good
+                        ),
+                    );
+                    keep(serde_json::to_value(&failed).unwrap_or_default());
+                    return Err(Attempt::FailedWhenRecorded(failed.failed_for_good));
+                }
+                Some(Recorded::Missing(_)) | None => {}
+            }
+            if let Some(recorded) = log.recorded::<ChatResponse>(&node_key, visit, call, &hash) {
+                let answer = match recorded {
+                    // Its tokens were counted (and paid) when it was first asked.
+                    Recorded::Own(answer) => ChatResponse {
+                        usage: None,
+                        ..answer
+                    },
+                    Recorded::Replayed(answer) => {
+                        let answer = ChatResponse {
+                            usage: None,
+                            ..answer
+                        };
+                        // A replay keeps the call as its own, costing nothing, so that the run
+                        // is complete in itself (to replay again, to compare).
+                        let from_run = log.replayed_run().unwrap_or_default();
+                        self.events.emit(
+                            EventType::LogicCheck,
+                            Some(node_id),
+                            format!("replayed: the answer run {from_run} recorded for this request (no provider call)"),
+                        );
+                        record(&answer);
+                        answer
+                    }
+                    // A flow test offline: the answer keeps the tokens it used when recorded,
+                    // so a test's limits on tokens and cost hold as they would live.
+                    Recorded::Given(answer) => {
+                        self.events.emit(
+                            EventType::LogicCheck,
+                            Some(node_id),
+                            "answered from the test's recording (no provider call)".to_string(),
+                        );
+                        record(&answer);
+                        answer
+                    }
+                    Recorded::Missing(why) => {
+                        return Err(Attempt::Failed(ProviderError::NotRecorded(why)));
+                    }
+                };
+                // Shown as one piece.
+                if !answer.content.is_empty() {
+                    on_delta(&answer.content);
+                }
+                return Ok(answer);
+            }
+            log.went_live(&node_key);
+            match self
+                .services
+                .llm
+                .complete(route, request, on_delta, &self.cancel)
+                .await
+            {
+                Ok(answer) => {
+                    record(&answer);
+                    Ok(answer)
+                }
+                Err(error) => {
+                    if falls_back && error.fails_for_good() {
+                        let failed = FailedCall {
+                            failed_for_good: error.to_string(),
+                        };
+                        keep(serde_json::to_value(&failed).unwrap_or_default());
+                    }
+                    Err(Attempt::Failed(error))
+                }
+            }
+        }
+    }
+
+
     /// The folder of this flow's file (what relative paths in it are relative to).
     fn flow_folder(&self) -> Option<&std::path::Path> {
         self.flow_path.as_deref().and_then(std::path::Path::parent)
@@ -204,81 +344,61 @@ impl StepEnv for RunContext {
         &'a self,
         node_id: &'a str,
         visit: u64,
-        route: &'a ModelRoute,
+        routes: &'a [ModelRoute],
         request: &'a ChatRequest,
         on_delta: &'a (dyn Fn(&str) + Send + Sync),
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+    ) -> BoxFuture<'a, Result<(ChatResponse, usize), ProviderError>> {
         async move {
-            let node_key = self.call_key(node_id);
-            let log = &self.shared.llm_log;
-            let call = log.next_call(&node_key, visit);
-            let hash = request_hash(route, request);
-            // Keeps an answer as this run's call `call` of the node in this visit.
-            let record = |answer: &ChatResponse| {
-                let recorded = RecordedCall {
-                    node_key: node_key.clone(),
-                    visit,
-                    call,
-                    request_hash: hash.clone(),
-                    model: format!("{}/{}", route.provider.as_str(), route.model),
-                    response: serde_json::to_value(answer).unwrap_or_default(),
-                    tool: None,
+            for (index, route) in routes.iter().enumerate() {
+                let next = routes.get(index + 1);
+                let asked = ChatRequest {
+                    model: route.model.clone(),
+                    ..request.clone()
                 };
-                self.store()
-                    .record_llm_call(&self.run_id, &recorded, &now());
-            };
-            if let Some(recorded) = log.recorded::<ChatResponse>(&node_key, visit, call, &hash) {
-                let answer = match recorded {
-                    // Its tokens were counted (and paid) when it was first asked.
-                    Recorded::Own(answer) => ChatResponse {
-                        usage: None,
-                        ..answer
-                    },
-                    Recorded::Replayed(answer) => {
-                        let answer = ChatResponse {
-                            usage: None,
-                            ..answer
-                        };
-                        // A replay keeps the call as its own, costing nothing, so that the run
-                        // is complete in itself (to replay again, to compare).
-                        let from_run = log.replayed_run().unwrap_or_default();
-                        self.events.emit(
-                            EventType::LogicCheck,
-                            Some(node_id),
-                            format!("replayed: the answer run {from_run} recorded for this request (no provider call)"),
-                        );
-                        record(&answer);
-                        answer
+                let why = match self
+                    .complete_one(node_id, visit, route, &asked, on_delta, next.is_some())
+                    .await
+                {
+                    Ok(answer) => return Ok((answer, index)),
+                    Err(Attempt::Failed(error)) if next.is_some() && error.fails_for_good() => {
+                        self.events
+                            .emit(EventType::LlmError, Some(node_id), error.to_string());
+                        error.to_string()
                     }
-                    // A flow test offline: the answer keeps the tokens it used when recorded,
-                    // so a test's limits on tokens and cost hold as they would live.
-                    Recorded::Given(answer) => {
-                        self.events.emit(
-                            EventType::LogicCheck,
-                            Some(node_id),
-                            "answered from the test's recording (no provider call)".to_string(),
-                        );
-                        record(&answer);
-                        answer
+                    Err(Attempt::Failed(error)) => return Err(error),
+                    Err(Attempt::FailedWhenRecorded(why)) if next.is_some() => why,
+                    Err(Attempt::FailedWhenRecorded(why)) => {
+                        return Err(ProviderError::NotRecorded(format!(
+                            "`{}` failed for good when this call was recorded ({why}), and the node names no fallback model after it now",
+                            model_name(route)
+                        )));
                     }
-                    Recorded::Missing(why) => return Err(ProviderError::NotRecorded(why)),
                 };
-                // Shown as one piece.
-                if !answer.content.is_empty() {
-                    on_delta(&answer.content);
+                if let Some(next) = next {
+                    self.events.emit(
+                        EventType::LogicCheck,
+                        Some(node_id),
+                        format!(
+                            "`{}` failed for good ({why}); falling back to `{}`",
+                            model_name(route),
+                            model_name(next)
+                        ),
+                    );
                 }
-                return Ok(answer);
             }
-            log.went_live(&node_key);
-            let answer = self
-                .services
-                .llm
-                .complete(route, request, on_delta, &self.cancel)
-                .await?;
-            record(&answer);
-            Ok(answer)
+            Err(ProviderError::NoModel)
         }
         .boxed()
+    }
+
+    fn emit_answer(
+        &self,
+        node_id: &str,
+        content: String,
+        usage: Option<Usage>,
+        model: Option<String>,
+    ) {
+        self.events.emit_answer(node_id, content, usage, model);
     }
 
     fn mcp_tools<'a>(

@@ -607,6 +607,7 @@ fn order_checks_catch_a_join_that_fires_early_and_a_step_started_during_a_pause(
             item: None,
             from: from.map(str::to_string),
             usage: None,
+            model: None,
         }
     }
     use EventType::{InputReceived, StepEnd, StepStart, WaitInput};

@@ -8,6 +8,7 @@ mod cost;
 mod crash_safety;
 mod debugging;
 mod engine_runs;
+mod fallbacks;
 mod fuzz;
 mod golden;
 mod llama_peer;

@@ -256,13 +256,26 @@ impl StepEnv for FakeEnv {
         &'a self,
         _node_id: &'a str,
         _visit: u64,
-        route: &'a ModelRoute,
+        routes: &'a [ModelRoute],
         request: &'a ChatRequest,
         on_delta: &'a (dyn Fn(&str) + Send + Sync),
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        self.llm
-            .complete(route, request, on_delta, &self.cancel)
-            .boxed()
+    ) -> BoxFuture<'a, Result<(ChatResponse, usize), ProviderError>> {
+        async move {
+            let mut index = 0;
+            loop {
+                let route = &routes[index];
+                let asked = ChatRequest {
+                    model: route.model.clone(),
+                    ..request.clone()
+                };
+                match self.llm.complete(route, &asked, on_delta, &self.cancel).await {
+                    Ok(answer) => return Ok((answer, index)),
+                    Err(error) if error.fails_for_good() && index + 1 < routes.len() => index += 1,
+                    Err(error) => return Err(error),
+                }
+            }
+        }
+        .boxed()
     }
 
     fn mcp_tools<'a>(

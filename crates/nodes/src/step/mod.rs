@@ -275,17 +275,33 @@ pub trait StepEnv: Send + Sync {
 
     fn llm(&self) -> &LlmClients;
 
-    /// Sends `request` for `node_id` (in its visit `visit`) to the provider `route` names,
-    /// passing streamed text to `on_delta`; the answer is kept with the run. A run continued
-    /// after an interruption gets an answer it already had for the same request without a call.
+    /// Sends `request` for `node_id` (in its visit `visit`) to the provider `routes[0]` names,
+    /// passing streamed text to `on_delta`; when that call fails for good
+    /// ([`ProviderError::fails_for_good`]), to the next route's model, and so on. Returns the
+    /// answer and the index of the route that gave it. Answers are kept with the run, and so
+    /// is a failure a fallback followed, so that a run continued after an interruption, a
+    /// replay or an offline test takes the same path without a call.
     fn complete<'a>(
         &'a self,
         node_id: &'a str,
         visit: u64,
-        route: &'a ModelRoute,
+        routes: &'a [ModelRoute],
         request: &'a ChatRequest,
         on_delta: &'a (dyn Fn(&str) + Send + Sync),
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>>;
+    ) -> BoxFuture<'a, Result<(ChatResponse, usize), ProviderError>>;
+
+    /// Emits a model's answer (`llm_response`) with its tokens and the model that answered
+    /// (`provider/model`).
+    fn emit_answer(
+        &self,
+        node_id: &str,
+        content: String,
+        usage: Option<Usage>,
+        model: Option<String>,
+    ) {
+        let _ = model;
+        self.emit(node_id, EventType::LlmResponse, content, usage);
+    }
 
     /// The tools MCP server `server` (of the flow's `settings.mcpServers`) lists, for
     /// `node_id` in its visit `visit`, starting or connecting to it when needed. Kept with the
