@@ -199,3 +199,27 @@ async fn a_refused_request_or_the_last_model_failing_ends_the_step_with_the_prov
         failed.error
     );
 }
+
+#[test]
+fn fallback_models_are_checked_before_a_run_naming_the_entry() {
+    let flow = flow(json!(["", "primary-model", "ollama/llama3.2", "anthropic/claude-x"]));
+    let settings = ProviderSettings {
+        openai_api_key: Some(Secret::new("sk-fallbacks")),
+        ..ProviderSettings::default()
+    };
+    let problems: Vec<String> = weft_nodes::provider_problems(&flow, &settings)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let named = |needle: &str| problems.iter().any(|problem| problem.contains(needle));
+    assert!(named("error: fallbackModels[0]: empty"), "{problems:?}");
+    assert!(
+        named("error: fallbackModels[1]: `primary-model` is tried before it already"),
+        "{problems:?}"
+    );
+    assert!(
+        named("warning: fallbackModels[3]: anthropic is not configured: set ANTHROPIC_API_KEY"),
+        "{problems:?}"
+    );
+    assert!(!named("fallbackModels[2]"), "Ollama needs no key: {problems:?}");
+}
