@@ -637,6 +637,8 @@ describe('App', () => {
     runVisits.mockClear();
     act(() => {
       session.api.startRun = startRun;
+      // With a budget, the toolbar says what the run spent of it.
+      session.canvas.setFlowSetting('budget', { maxCostUsd: 0.002, maxTokens: 100 });
     });
     await act(async () => fireEvent.click(screen.getByTestId('run')));
     await act(async () => {
@@ -648,6 +650,9 @@ describe('App', () => {
     // Once for the burst of events, not once each.
     expect(runVisits.mock.calls).toEqual([['live-run']]);
     expect(screen.getByTestId('cost-summary').textContent).toBe('$0.003000');
+    const spent = screen.getByTestId('run-spent');
+    expect(spent.textContent).toBe('$0.003000 of $0.002000 · 25 of 100 tokens');
+    expect(spent.classList.contains('over')).toBe(true);
   });
 
   it('saves price overrides in Settings, and shows the engine’s refusal of a wrong table', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Cost } from './bindings';
-import { costText, tokensText, usdText } from './cost';
+import { budgetOf, costText, spentText, tokensText, usdText } from './cost';
 
 const cost = (usd: number, unpricedModels: string[] = [], calls = 1): Cost => ({
   calls,
@@ -25,5 +25,17 @@ describe('cost text', () => {
     expect(costText(cost(0, [], 0))).toBe('—');
     expect(costText(undefined)).toBe('—');
     expect(tokensText(cost(0.1))).toBe('12/4');
+  });
+});
+
+describe('budget', () => {
+  it('is read from the flow’s settings, and what was spent said against it', () => {
+    expect(budgetOf(undefined)).toBeNull();
+    expect(budgetOf({ budget: 'lots' })).toBeNull();
+    expect(budgetOf({ budget: { onExceed: 'approve' } })).toBeNull();
+    const budget = budgetOf({ budget: { maxCostUsd: 0.5, maxTokens: 200000, onExceed: 'approve' } });
+    expect(budget).toEqual({ maxCostUsd: 0.5, maxTokens: 200000 });
+    expect(spentText(cost(0.61), budget!)).toBe('$0.6100 of $0.50 · 16 of 200,000 tokens');
+    expect(spentText(null, { maxTokens: 10 })).toBe('0 of 10 tokens');
   });
 });

@@ -26,3 +26,36 @@ export function tokensText(cost: Cost | undefined | null): string {
   if (!cost || cost.calls === 0) return '—';
   return `${cost.inputTokens}/${cost.outputTokens}`;
 }
+
+/** A flow's `settings.budget`, as far as the canvas shows it. */
+export interface BudgetLimits {
+  maxCostUsd?: number;
+  maxTokens?: number;
+}
+
+/** The budget `settings` give, if any. */
+export function budgetOf(settings: Record<string, unknown> | undefined): BudgetLimits | null {
+  const budget = settings?.budget;
+  if (typeof budget !== 'object' || budget === null || Array.isArray(budget)) return null;
+  const { maxCostUsd, maxTokens } = budget as Record<string, unknown>;
+  const limits: BudgetLimits = {};
+  if (typeof maxCostUsd === 'number') limits.maxCostUsd = maxCostUsd;
+  if (typeof maxTokens === 'number') limits.maxTokens = maxTokens;
+  return limits.maxCostUsd === undefined && limits.maxTokens === undefined ? null : limits;
+}
+
+/** What a run spent of its budget: `$0.60 of $0.50 · 1,200 of 5,000 tokens`. */
+export function spentText(cost: Cost | undefined | null, budget: BudgetLimits): string {
+  const parts: string[] = [];
+  if (budget.maxCostUsd !== undefined) {
+    // A limit is shown as it was written: $0.50, not $0.5000.
+    const cents = budget.maxCostUsd * 100;
+    const limit = Math.abs(cents - Math.round(cents)) < 1e-9 ? `$${budget.maxCostUsd.toFixed(2)}` : usdText(budget.maxCostUsd);
+    parts.push(`${usdText(cost?.usd ?? 0)} of ${limit}`);
+  }
+  if (budget.maxTokens !== undefined) {
+    const tokens = (cost?.inputTokens ?? 0) + (cost?.outputTokens ?? 0);
+    parts.push(`${tokens.toLocaleString('en')} of ${budget.maxTokens.toLocaleString('en')} tokens`);
+  }
+  return parts.join(' · ');
+}

@@ -79,15 +79,16 @@ impl Weft {
     /// `location`.
     pub fn over(engine: Engine, location: StoreLocation) -> Weft {
         Weft {
-            engine,
+            engine: engine.with_pricer(pricer(Prices::shipped())),
             location,
             prices: Prices::shipped(),
             hosts: hosts::Hosts::default(),
         }
     }
 
-    /// The same Weft, costing runs at `prices`.
+    /// The same Weft, costing runs at `prices` (in views, and against budgets).
     pub fn with_prices(mut self, prices: Prices) -> Weft {
+        self.engine = self.engine.with_pricer(pricer(prices.clone()));
         self.prices = prices;
         self
     }
@@ -136,4 +137,9 @@ impl Weft {
     pub fn prices(&self) -> &Prices {
         &self.prices
     }
+}
+
+/// `prices` as the engine costs answers against a run's budget.
+fn pricer(prices: Prices) -> weft_engine::Pricer {
+    Arc::new(move |model: &str, usage| prices.price(model).map(|price| price.of(usage)))
 }

@@ -15,6 +15,7 @@ use weft_providers::{
     route_model, supports_web_search,
 };
 use crate::mcp_tools::{McpTool, ToolApprovals, ToolReply, ToolStep, call_mcp_tool, mcp_tools};
+use crate::decision::DecisionChoice;
 use crate::step::{ChildPause, Step, StepEnv, StepError, StepErrorKind, StepOutput, Wait};
 use weft_template::output_text;
 
@@ -232,6 +233,9 @@ pub(crate) fn run_agent<'a>(
         };
 
         for round in 0..MAX_TOOL_ROUNDS {
+            if let Some(pause) = budget_pause(turn, node_id)? {
+                return Ok(AgentEnd::Wait(pause));
+            }
             let request = ChatRequest {
                 messages: messages.clone(),
                 ..base.clone()
@@ -307,6 +311,53 @@ pub(crate) fn run_agent<'a>(
         Err(error)
     }
     .boxed()
+}
+
+/// Before a model call of a run whose budget is spent with `onExceed: approve`: the pause that
+/// asks a person, or, once a person approved, nothing more (the run goes on without its
+/// limit); a rejection fails the step. With `onExceed: fail` the call itself is refused.
+fn budget_pause(turn: Turn<'_>, node_id: &str) -> Result<Option<ChildPause>, StepError> {
+    const KEY: &str = "budget";
+    let env = turn.env;
+    let Some(stop) = env.over_budget().filter(|stop| stop.approve) else {
+        return Ok(None);
+    };
+    let Some(decision) = turn.approvals.decision(KEY) else {
+        return Ok(Some(ChildPause {
+            path: KEY.to_string(),
+            message: format!("{}. Go on without the limit?", stop.message),
+            fields: Vec::new(),
+            breakpoint: false,
+            deadline: None,
+            input: Value::Null,
+            state: turn.approvals.state(KEY),
+        }));
+    };
+    env.emit(
+        node_id,
+        EventType::InputReceived,
+        decision.event_content().to_string(),
+        None,
+    );
+    let by = decision
+        .by
+        .as_deref()
+        .map(|by| format!(" by {by}"))
+        .unwrap_or_default();
+    if decision.decision != DecisionChoice::Approve {
+        return Err(StepError::new(
+            StepErrorKind::Budget,
+            format!("{}; going on was rejected{by}", stop.message),
+        ));
+    }
+    env.lift_budget();
+    env.emit(
+        node_id,
+        EventType::LogicCheck,
+        format!("{}; going on without the limit, as approved{by}", stop.message),
+        None,
+    );
+    Ok(None)
 }
 
 /// The providers and models an LLM node of `node_id` asks, in order: its model, then its
@@ -455,7 +506,12 @@ fn llm_failure(env: &dyn StepEnv, node_id: &str, error: ProviderError) -> StepEr
     }
     let message = error.to_string();
     env.emit(node_id, EventType::LlmError, message.clone(), None);
-    StepError::new(StepErrorKind::Provider, message)
+    let kind = if matches!(error, ProviderError::OverBudget(_)) {
+        StepErrorKind::Budget
+    } else {
+        StepErrorKind::Provider
+    };
+    StepError::new(kind, message)
 }
 
 /// `content` as JSON matching `schema`, or what is wrong with it.

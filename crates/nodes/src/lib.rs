@@ -16,6 +16,7 @@ mod kind;
 pub mod mcp_tools;
 mod registry;
 pub mod step;
+pub mod budget;
 pub mod validate;
 
 use std::any::Any;

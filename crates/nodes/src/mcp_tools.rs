@@ -83,12 +83,12 @@ impl ToolApprovals {
             .cloned()
     }
 
-    fn decision(&self, key: &str) -> Option<Decision> {
+    pub(crate) fn decision(&self, key: &str) -> Option<Decision> {
         serde_json::from_value(self.answer(key)?).ok()
     }
 
     /// The state a pause at call `key` keeps: every answer so far, and the call waited at.
-    fn state(&self, key: &str) -> Value {
+    pub(crate) fn state(&self, key: &str) -> Value {
         let answered = self
             .answered
             .lock()

@@ -623,7 +623,7 @@ fn check_web_search(node_id: &str, config: &NodeConfig, problems: &mut Vec<Probl
 }
 
 /// The keys of `settings` Weft reads.
-const SETTINGS_KEYS: &[&str] = &["maxNodeVisits", "vars", "mcpServers"];
+const SETTINGS_KEYS: &[&str] = &["maxNodeVisits", "vars", "mcpServers", "budget"];
 
 /// A warning for each key of `node.data` its kind does not read (its own fields and the
 /// common ones), and for each unknown key of an object whose keys the kind names
@@ -780,6 +780,13 @@ fn check_settings(flow: &Flow, problems: &mut Vec<Problem>) {
             ProblemCode::InvalidSetting,
             format!("settings.vars must be an object of names and values, found {value}"),
         ));
+    }
+    if let Err(found) = crate::budget::parse_budget(flow.settings.get("budget")) {
+        problems.extend(
+            found
+                .into_iter()
+                .map(|message| Problem::flow_error(ProblemCode::InvalidSetting, message)),
+        );
     }
     if let Err(found) = weft_mcp::parse_servers(flow.settings.get("mcpServers")) {
         problems.extend(

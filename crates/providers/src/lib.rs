@@ -443,6 +443,9 @@ pub enum ProviderError {
     /// A flow test offline: the recording it was given has no answer for this request.
     #[error("{0}")]
     NotRecorded(String),
+    /// The run had spent its budget before this call, which was not made.
+    #[error("{0}")]
+    OverBudget(String),
 }
 
 impl ProviderError {

@@ -6,6 +6,7 @@ import { getPath } from '../flowMapping';
 import { useCanvas, useLayout, useRun, useSession, useSessionState } from '../hooks';
 import type { TidyArrangement } from '../tidy';
 import { earliestStale, staleNodes } from '../stale';
+import { budgetOf, spentText } from '../cost';
 
 export interface ToolbarProps {
   onNew: () => void;
@@ -43,6 +44,14 @@ export function Toolbar(props: ToolbarProps) {
   useSessionState((state) => state.busy);
   useSessionState((state) => state.catalog);
   const viewing = useSessionState((state) => state.viewing !== null);
+  // The budget of the run shown (a past run's own flow, else the edited one's).
+  const shownSettings = useSessionState((state) => state.viewing?.flow.settings);
+  const budget = budgetOf(shownSettings ?? flow.settings);
+  const spent = useSessionState((state) => state.visits?.cost.total);
+  const over =
+    budget !== null &&
+    ((budget.maxCostUsd !== undefined && (spent?.usd ?? 0) >= budget.maxCostUsd) ||
+      (budget.maxTokens !== undefined && (spent?.inputTokens ?? 0) + (spent?.outputTokens ?? 0) >= budget.maxTokens));
   const tidyDirection = useLayout((layout) => layout.tidyDirection);
   const across = { right: 'left to right', down: 'top down', rows: 'left to right in rows as wide as the view' }[tidyDirection];
 
@@ -175,6 +184,15 @@ export function Toolbar(props: ToolbarProps) {
           <button type="button" className="button danger" data-testid="cancel" onClick={() => void session.cancelRun()}>
             ■ Cancel
           </button>
+        )}
+        {budget && runId && (
+          <span
+            className={`run-spent${over ? ' over' : ''}`}
+            data-testid="run-spent"
+            title="What the run shown spent of the flow's budget (settings.budget)"
+          >
+            {spentText(spent, budget)}
+          </span>
         )}
         <span
           className={`run-status status-${runStatus ?? 'none'}`}

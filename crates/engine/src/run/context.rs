@@ -30,6 +30,8 @@ pub(crate) struct Services {
     pub store: Store,
     /// The MCP servers agents call, connected on first use and kept for later runs.
     pub mcp: Arc<weft_mcp::Hub>,
+    /// Prices answers for runs with a budget in US dollars (none: tokens only).
+    pub pricer: Option<super::budget::Pricer>,
 }
 
 /// What one run (with its nested runs) shares beyond the services: its LLM call log and its
@@ -76,6 +78,8 @@ pub(crate) struct ContextSeed {
     pub histories: HashMap<String, Vec<ChatMessage>>,
     /// Outputs that stand for their nodes, which then do not run ([`crate::pins`]).
     pub pins: Pins,
+    /// A person let the run go on past its budget.
+    pub budget_lifted: bool,
 }
 
 impl RunContext {

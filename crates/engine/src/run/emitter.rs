@@ -54,6 +54,8 @@ struct EventLog {
     usage: Mutex<Usage>,
     /// Events that announce a pause, numbered but not yet sent (see [`Emitter::emit_held`]).
     held: Mutex<Vec<RunEvent>>,
+    /// What the run may spend (`settings.budget` of the run's own flow), when it has a budget.
+    budget: std::sync::OnceLock<super::budget::BudgetTracker>,
 }
 
 /// Emits the events of one (possibly nested) run into its run's log.
@@ -93,6 +95,7 @@ impl Emitter {
                 next_seq: Mutex::new(next_seq),
                 usage: Mutex::new(usage),
                 held: Mutex::new(Vec::new()),
+                budget: std::sync::OnceLock::new(),
             }),
             scope: None,
             call_scope: None,
@@ -231,6 +234,20 @@ impl Emitter {
 
     pub(crate) fn add_usage(&self, usage: Usage) {
         *lock(&self.log.usage) += usage;
+    }
+
+    /// Gives the run (and its nested runs) its budget.
+    pub(crate) fn arm_budget(&self, tracker: super::budget::BudgetTracker) {
+        let _ = self.log.budget.set(tracker);
+    }
+
+    pub(crate) fn budget(&self) -> Option<&super::budget::BudgetTracker> {
+        self.log.budget.get()
+    }
+
+    /// Whether this emitter is the run's own (not a nested run's).
+    pub(crate) fn is_root(&self) -> bool {
+        self.scope.is_none()
     }
 
     pub(crate) fn total_usage(&self) -> Usage {

@@ -16,6 +16,8 @@
 //! # Ok(()) }
 //! ```
 
+mod budget;
+pub use budget::Pricer;
 mod context;
 mod emitter;
 mod graph;
@@ -296,6 +298,7 @@ impl Engine {
                 sandbox: weft_sandbox::Sandbox::new(),
                 store,
                 mcp: Arc::default(),
+                pricer: None,
             },
             active: Arc::default(),
             host: None,
@@ -337,6 +340,13 @@ impl Engine {
     /// from its settings too).
     pub fn with_mcp(mut self, hub: Arc<weft_mcp::Hub>) -> Engine {
         self.services.mcp = hub;
+        self
+    }
+
+    /// The same engine, costing the answers of runs with a budget (`settings.budget`) with
+    /// `pricer`; without one, only `maxTokens` can be reached.
+    pub fn with_pricer(mut self, pricer: Pricer) -> Engine {
+        self.services.pricer = Some(pricer);
         self
     }
 
@@ -493,6 +503,7 @@ impl Engine {
             approval: None,
             histories: HashMap::new(),
             pins: options.pins,
+            budget_lifted: false,
         };
         let events = Emitter::new(
             Arc::from(run_id.as_str()),
@@ -724,6 +735,7 @@ impl Engine {
             approval: state.approval.clone(),
             histories: state.histories.clone(),
             pins: state.pins.clone(),
+            budget_lifted: state.budget_lifted,
         };
         let events = Emitter::new(
             Arc::from(run_id.as_str()),
@@ -845,6 +857,7 @@ impl Engine {
             approval: state.approval.clone(),
             histories: state.histories.clone(),
             pins: state.pins.clone(),
+            budget_lifted: state.budget_lifted,
         };
         let events = Emitter::new(
             Arc::from(run_id.as_str()),
@@ -1140,6 +1153,21 @@ impl Engine {
         decisions: HashMap<String, Decision>,
         shared: RunShared,
     ) -> Arc<RunContext> {
+        // The run's own flow says what the run, nested runs included, may spend. A budget that
+        // does not parse was refused before the run (`check_for_run`); one edited into a
+        // stored flow since is ignored rather than stopping the run.
+        if events.is_root()
+            && let Ok(Some(budget)) = weft_nodes::budget::parse_budget(flow.settings.get("budget"))
+        {
+            events.arm_budget(budget::BudgetTracker::new(
+                budget,
+                self.services.pricer.clone(),
+                &self.services.store,
+                events.run_id(),
+                events.next_seq() > 1,
+                seed.budget_lifted,
+            ));
+        }
         Arc::new(RunContext::build(
             Arc::clone(events.run_id()),
             Arc::new(flow),

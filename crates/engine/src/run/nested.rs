@@ -62,6 +62,8 @@ pub(crate) async fn run_child(
                 histories: saved.state.histories.clone(),
                 // Pins are of the top-level flow's nodes.
                 pins: Pins::new(),
+                // The budget is the top-level run's.
+                budget_lifted: false,
             };
             (
                 seed,
@@ -88,6 +90,7 @@ pub(crate) async fn run_child(
                 approval: None,
                 histories: HashMap::new(),
                 pins: Pins::new(),
+                budget_lifted: false,
             };
             (seed, queue, SavedState::default(), None)
         }

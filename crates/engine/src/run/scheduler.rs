@@ -44,6 +44,9 @@ pub const MAX_RUN_OUTPUT_BYTES: u64 = 256 * 1024 * 1024;
 #[serde(rename_all = "camelCase")]
 pub(crate) struct SavedState {
     pub next_seq: u64,
+    /// A person let the run go on past its budget (`settings.budget`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub budget_lifted: bool,
     /// Counted on every step, so with the graph's faster hash ([`ByNode`]).
     #[serde(default)]
     pub visits: ByNode<u64>,
@@ -1193,6 +1196,11 @@ impl Scheduler {
     fn saved_state(&self) -> SavedState {
         SavedState {
             next_seq: self.ctx.events.next_seq(),
+            budget_lifted: self
+                .ctx
+                .events
+                .budget()
+                .is_some_and(super::budget::BudgetTracker::lifted),
             visits: ByNode::default(),
             approval: self.ctx.approval().map(Arc::unwrap_or_clone),
             histories: self

@@ -349,6 +349,9 @@ impl StepEnv for RunContext {
         on_delta: &'a (dyn Fn(&str) + Send + Sync),
     ) -> BoxFuture<'a, Result<(ChatResponse, usize), ProviderError>> {
         async move {
+            if let Some(stop) = self.over_budget() {
+                return Err(ProviderError::OverBudget(stop.message));
+            }
             for (index, route) in routes.iter().enumerate() {
                 let next = routes.get(index + 1);
                 let asked = ChatRequest {
@@ -359,7 +362,12 @@ impl StepEnv for RunContext {
                     .complete_one(node_id, visit, route, &asked, on_delta, next.is_some())
                     .await
                 {
-                    Ok(answer) => return Ok((answer, index)),
+                    Ok(answer) => {
+                        if let (Some(budget), Some(usage)) = (self.events.budget(), answer.usage) {
+                            budget.spent(&model_name(route), usage);
+                        }
+                        return Ok((answer, index));
+                    }
                     Err(Attempt::Failed(error)) if next.is_some() && error.fails_for_good() => {
                         self.events
                             .emit(EventType::LlmError, Some(node_id), error.to_string());
@@ -389,6 +397,16 @@ impl StepEnv for RunContext {
             Err(ProviderError::NoModel)
         }
         .boxed()
+    }
+
+    fn over_budget(&self) -> Option<weft_nodes::budget::BudgetStop> {
+        self.events.budget()?.reached(self.events.total_usage())
+    }
+
+    fn lift_budget(&self) {
+        if let Some(budget) = self.events.budget() {
+            budget.lift();
+        }
     }
 
     fn emit_answer(

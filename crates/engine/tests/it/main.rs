@@ -4,6 +4,7 @@
 
 mod anthropic_client;
 mod approvals;
+mod budgets;
 mod cost;
 mod crash_safety;
 mod debugging;

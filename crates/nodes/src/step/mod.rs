@@ -120,6 +120,8 @@ pub enum StepErrorKind {
     ForEach,
     /// An MCP server an agent's `tools.mcp` names could not be reached or has no such tool.
     Tool,
+    // The run had spent its budget (`settings.budget`) before an LLM call.
+    Budget,
     /// Weft itself went wrong (a bug); the message says where.
     Internal,
 }
@@ -289,6 +291,15 @@ pub trait StepEnv: Send + Sync {
         request: &'a ChatRequest,
         on_delta: &'a (dyn Fn(&str) + Send + Sync),
     ) -> BoxFuture<'a, Result<(ChatResponse, usize), ProviderError>>;
+
+    /// The budget stop the run has reached (`settings.budget` spent and not lifted by a
+    /// person), if any.
+    fn over_budget(&self) -> Option<crate::budget::BudgetStop> {
+        None
+    }
+
+    /// A person approved going on past the budget: the run has no limit from now on.
+    fn lift_budget(&self) {}
 
     /// Emits a model's answer (`llm_response`) with its tokens and the model that answered
     /// (`provider/model`).
