@@ -17,6 +17,7 @@ mod error;
 mod hosts;
 mod keeper;
 mod location;
+pub mod schedules;
 pub mod tools;
 pub mod views;
 

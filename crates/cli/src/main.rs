@@ -103,6 +103,9 @@ enum Command {
     /// Serve an HTTP API: start runs of the flows in a folder, follow their events (SSE), list
     /// and decide approvals, cancel, webhooks. Every request needs a bearer token.
     Serve(ServeArgs),
+    /// List the schedules of the flows in a folder (settings.schedules) with their next
+    /// occurrences. Exits 1 when a flow's schedules cannot be used.
+    Schedules(SchedulesArgs),
     /// Serve the flows of a folder as MCP tools over standard input and output, for an MCP
     /// client that starts `weft mcp` (an IDE assistant): each flow is a tool named by its file.
     Mcp(McpArgs),
@@ -408,6 +411,19 @@ pub(crate) struct DiffArgs {
 }
 
 #[derive(Debug, Args)]
+pub(crate) struct SchedulesArgs {
+    /// The folder whose flows' schedules to list.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub flows: PathBuf,
+    /// Print `{"schedules": [...], "problems": [...]}` as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// How many occurrences of each schedule to list.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub count: usize,
+}
+
+#[derive(Debug, Args)]
 pub(crate) struct KindsArgs {
     /// Print `{"kinds": [...], "commonFields": [...]}` as JSON: what a canvas draws nodes from.
     #[arg(long, conflicts_with = "markdown")]
@@ -480,6 +496,7 @@ fn main() -> ExitCode {
         Command::Show(args) => commands::show::show(&args),
         Command::Diff(args) => commands::diff::diff(&args),
         Command::Kinds(args) => commands::kinds::kinds(&args),
+        Command::Schedules(args) => commands::schedules::schedules(&args),
         Command::Test(args) => block_on(Threads::Pool, commands::test::test(args)),
         Command::Serve(args) => block_on(Threads::Pool, commands::serve::serve(args)),
         Command::Restate(args) => block_on(Threads::Pool, commands::restate::restate(args)),

@@ -15,7 +15,7 @@ pub mod pins;
 pub mod run;
 
 pub use run::{
-    Continue, DecideError, Engine, Entry, MAX_RUN_OUTPUT_BYTES, MAX_VALUE_BYTES, PauseAnswer, Pricer,
-    RecordedAnswers, ResumeOptions, RunError, RunHandle, RunOptions, RunOutcome, Waiting,
+    Continue, DecideError, Engine, Entry, MAX_RUN_OUTPUT_BYTES, MAX_VALUE_BYTES, PauseAnswer,
+    Pricer, RecordedAnswers, ResumeOptions, RunError, RunHandle, RunOptions, RunOutcome, Waiting,
     check_decisions, waiting_of,
 };

@@ -114,11 +114,17 @@ mod tests {
         assert_eq!(budget.on_exceed, OnExceed::Approve);
         assert_eq!(parse_budget(None), Ok(None));
         let problems = |value: Value| parse_budget(Some(&value)).expect_err("invalid").join("; ");
-        assert!(problems(json!({"maxCostUsd": -1})).contains("settings.budget.maxCostUsd: must be a positive"));
+        assert!(
+            problems(json!({"maxCostUsd": -1}))
+                .contains("settings.budget.maxCostUsd: must be a positive")
+        );
         assert!(problems(json!({"maxTokens": 0})).contains("settings.budget.maxTokens"));
         assert!(problems(json!({})).contains("give maxCostUsd, maxTokens or both"));
         assert!(problems(json!({"maxCost": 1})).contains("unknown field `maxCost`"));
-        assert!(problems(json!({"maxTokens": 5, "onExceed": "warn"})).contains("unknown variant `warn`"));
+        assert!(
+            problems(json!({"maxTokens": 5, "onExceed": "warn"}))
+                .contains("unknown variant `warn`")
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //!   provides it, a kind's unit tests a fake.
 //! - [`validate()`]: every problem of a flow at once, each naming its node or edge.
 
+pub mod budget;
 mod common;
 pub mod decision;
 mod describe;
@@ -16,7 +17,6 @@ mod kind;
 pub mod mcp_tools;
 mod registry;
 pub mod step;
-pub mod budget;
 pub mod validate;
 
 use std::any::Any;

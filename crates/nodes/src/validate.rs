@@ -540,7 +540,13 @@ fn provider_problems_of<'a>(
         let Some(model) = config.model() else {
             continue;
         };
-        fallback_problems(&node.id, model.model, model.fallbacks, settings, &mut problems);
+        fallback_problems(
+            &node.id,
+            model.model,
+            model.fallbacks,
+            settings,
+            &mut problems,
+        );
         let checked = route_model(model.model, settings)
             .and_then(|route| settings.check_configured(route.provider));
         match checked {
@@ -623,7 +629,7 @@ fn check_web_search(node_id: &str, config: &NodeConfig, problems: &mut Vec<Probl
 }
 
 /// The keys of `settings` Weft reads.
-const SETTINGS_KEYS: &[&str] = &["maxNodeVisits", "vars", "mcpServers", "budget"];
+const SETTINGS_KEYS: &[&str] = &["maxNodeVisits", "vars", "mcpServers", "budget", "schedules"];
 
 /// A warning for each key of `node.data` its kind does not read (its own fields and the
 /// common ones), and for each unknown key of an object whose keys the kind names
@@ -780,6 +786,13 @@ fn check_settings(flow: &Flow, problems: &mut Vec<Problem>) {
             ProblemCode::InvalidSetting,
             format!("settings.vars must be an object of names and values, found {value}"),
         ));
+    }
+    if let Err(found) = weft_schedule::parse_schedules(flow.settings.get("schedules")) {
+        problems.extend(
+            found
+                .into_iter()
+                .map(|message| Problem::flow_error(ProblemCode::InvalidSetting, message)),
+        );
     }
     if let Err(found) = crate::budget::parse_budget(flow.settings.get("budget")) {
         problems.extend(

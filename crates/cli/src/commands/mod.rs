@@ -9,6 +9,7 @@ pub(crate) mod restate;
 pub(crate) mod resume;
 pub(crate) mod run;
 pub(crate) mod runs;
+pub(crate) mod schedules;
 pub(crate) mod serve;
 pub(crate) mod show;
 pub(crate) mod test;

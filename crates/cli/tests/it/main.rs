@@ -16,6 +16,7 @@ mod mcp;
 mod postgres;
 #[cfg(unix)]
 mod restate;
+mod schedules;
 mod serve;
 #[cfg(unix)]
 mod serve_limits;

@@ -59,7 +59,11 @@ impl BudgetTracker {
         if self.lifted() {
             return None;
         }
-        let usd = self.earlier + *self.spent_here.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let usd = self.earlier
+            + *self
+                .spent_here
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
         self.budget
             .reached(usd, tokens.input_tokens + tokens.output_tokens)
     }
@@ -67,7 +71,10 @@ impl BudgetTracker {
     /// Counts what one answer of `model` cost.
     pub(crate) fn spent(&self, model: &str, usage: Usage) {
         if let Some(usd) = self.pricer.as_ref().and_then(|price| price(model, usage)) {
-            *self.spent_here.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) += usd;
+            *self
+                .spent_here
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()) += usd;
         }
     }
 

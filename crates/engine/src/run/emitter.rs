@@ -154,7 +154,8 @@ impl Emitter {
         usage: Option<Usage>,
         model: Option<String>,
     ) {
-        let mut event = self.unnumbered(EventType::LlmResponse, Some(node_id), content, None, usage);
+        let mut event =
+            self.unnumbered(EventType::LlmResponse, Some(node_id), content, None, usage);
         event.model = model;
         self.send_numbered(event);
     }

@@ -78,7 +78,8 @@ impl RunContext {
                 self.store()
                     .record_llm_call(&self.run_id, &recorded, &now());
             };
-            let record = |answer: &ChatResponse| keep(serde_json::to_value(answer).unwrap_or_default());
+            let record =
+                |answer: &ChatResponse| keep(serde_json::to_value(answer).unwrap_or_default());
             match log.recorded::<FailedCall>(&node_key, visit, call, &hash) {
                 Some(Recorded::Own(failed)) => {
                     return Err(Attempt::FailedWhenRecorded(failed.failed_for_good));
@@ -165,7 +166,6 @@ impl RunContext {
             }
         }
     }
-
 
     /// The folder of this flow's file (what relative paths in it are relative to).
     fn flow_folder(&self) -> Option<&std::path::Path> {

@@ -24,8 +24,9 @@ fn engine(server: &ScriptedLlm, store: &Store) -> Engine {
         initial_backoff: Duration::from_millis(1),
         ..ProviderSettings::default()
     };
-    Engine::new(LlmClients::new(settings), store.clone())
-        .with_pricer(Arc::new(|model: &str, _usage| (model == "openai/priced").then_some(0.30)))
+    Engine::new(LlmClients::new(settings), store.clone()).with_pricer(Arc::new(
+        |model: &str, _usage| (model == "openai/priced").then_some(0.30),
+    ))
 }
 
 fn agent(id: &str) -> Value {
@@ -105,7 +106,11 @@ async fn a_spent_budget_fails_the_next_call_naming_it_inside_a_subflow_too() {
         .await
         .expect("runs");
     assert_eq!(outcome.status, RunStatus::Failed);
-    assert_eq!(server.request_count(), 2, "the call over budget was not made");
+    assert_eq!(
+        server.request_count(),
+        2,
+        "the call over budget was not made"
+    );
     let error = outcome.error.unwrap_or_default();
     assert!(
         error.contains("budget reached: $0.60 of $0.50 (settings.budget.maxCostUsd)"),
@@ -147,10 +152,16 @@ async fn over_budget_with_approve_pauses_and_an_approval_lets_the_run_finish_wit
             agent("three"),
         );
         // After the pause, a subflow's agent runs too: the limit is lifted for the whole run.
-        flow.nodes
-            .push(serde_json::from_value(json!({"id": "sub", "type": "subflow", "data": {"flow": child}})).expect("node"));
-        flow.edges
-            .push(serde_json::from_value(json!({"id": "d", "source": "three", "target": "sub"})).expect("edge"));
+        flow.nodes.push(
+            serde_json::from_value(
+                json!({"id": "sub", "type": "subflow", "data": {"flow": child}}),
+            )
+            .expect("node"),
+        );
+        flow.edges.push(
+            serde_json::from_value(json!({"id": "d", "source": "three", "target": "sub"}))
+                .expect("edge"),
+        );
         flow
     };
 
@@ -173,7 +184,9 @@ async fn over_budget_with_approve_pauses_and_an_approval_lets_the_run_finish_wit
     let ended = engine(&server, &second)
         .resume(
             &paused.run_id,
-            Decision::parse("approve", "worth it").expect("decision").by(Some("ada".into())),
+            Decision::parse("approve", "worth it")
+                .expect("decision")
+                .by(Some("ada".into())),
             ResumeOptions::default(),
         )
         .await
@@ -203,10 +216,9 @@ async fn over_budget_with_approve_pauses_and_an_approval_lets_the_run_finish_wit
         .expect("resumes");
     assert_eq!(failed.status, RunStatus::Failed);
     assert!(
-        failed
-            .error
-            .as_deref()
-            .is_some_and(|error| error.contains("budget reached") && error.contains("going on was rejected")),
+        failed.error.as_deref().is_some_and(
+            |error| error.contains("budget reached") && error.contains("going on was rejected")
+        ),
         "{:?}",
         failed.error
     );

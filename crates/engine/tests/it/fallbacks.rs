@@ -70,7 +70,10 @@ async fn a_model_that_fails_for_good_is_answered_by_the_next_fallback_and_a_repl
     let script = Script::default()
         .with_rule(on_model("primary-model", busy()))
         .with_rule(on_model("second-model", busy()))
-        .with_rule(on_model("third-model", Reply::text("answered by the third")));
+        .with_rule(on_model(
+            "third-model",
+            Reply::text("answered by the third"),
+        ));
     let server = ScriptedLlm::start(script).await.expect("server");
     let dir = tempfile::tempdir().expect("dir");
     let store = Store::open(&dir.path().join("runs.db")).expect("store");
@@ -88,7 +91,13 @@ async fn a_model_that_fails_for_good_is_answered_by_the_next_fallback_and_a_repl
     // Each failing model had its retries (two attempts), then the next was asked.
     assert_eq!(
         asked_models(&server),
-        ["primary-model", "primary-model", "second-model", "second-model", "third-model"]
+        [
+            "primary-model",
+            "primary-model",
+            "second-model",
+            "second-model",
+            "third-model"
+        ]
     );
     let events = store.events(&outcome.run_id).expect("events");
     let of = |kind: EventType| -> Vec<&str> {
@@ -116,7 +125,10 @@ async fn a_model_that_fails_for_good_is_answered_by_the_next_fallback_and_a_repl
     let outputs = store.node_outputs(&outcome.run_id).expect("outputs");
     let cost = run_cost(&store, &record, &Prices::shipped()).expect("cost");
     let visits = node_visits(&record, &events, &outputs, &cost);
-    let ask = visits.iter().find(|visit| visit.key == "ask").expect("a visit");
+    let ask = visits
+        .iter()
+        .find(|visit| visit.key == "ask")
+        .expect("a visit");
     assert_eq!(ask.models, ["openai/third-model"]);
 
     // A replay takes the same path from the record: no model is asked at all.
@@ -133,11 +145,19 @@ async fn a_model_that_fails_for_good_is_answered_by_the_next_fallback_and_a_repl
         .expect("replays");
     assert_eq!(replay.status, RunStatus::Completed, "{:?}", replay.error);
     assert_eq!(replay.result, outcome.result);
-    assert_eq!(server.request_count(), asked_before, "the replay asked a model");
+    assert_eq!(
+        server.request_count(),
+        asked_before,
+        "the replay asked a model"
+    );
     let replayed = store.events(&replay.run_id).expect("events");
     assert!(
-        replayed.iter().any(|event| event.kind == EventType::LogicCheck
-            && event.content.starts_with("`openai/primary-model` failed for good when this call was recorded")),
+        replayed
+            .iter()
+            .any(|event| event.kind == EventType::LogicCheck
+                && event.content.starts_with(
+                    "`openai/primary-model` failed for good when this call was recorded"
+                )),
         "the replay says why it skipped the model"
     );
     assert_eq!(
@@ -180,7 +200,11 @@ async fn a_refused_request_or_the_last_model_failing_ends_the_step_with_the_prov
         "{:?}",
         refused.error
     );
-    assert_eq!(asked_models(&server), ["primary-model"], "a 400 is not retried elsewhere");
+    assert_eq!(
+        asked_models(&server),
+        ["primary-model"],
+        "a 400 is not retried elsewhere"
+    );
 
     let mut busy_flow = flow(json!(["busy-model"]));
     busy_flow.nodes[1].data["model"] = json!("busy-model");
@@ -202,7 +226,12 @@ async fn a_refused_request_or_the_last_model_failing_ends_the_step_with_the_prov
 
 #[test]
 fn fallback_models_are_checked_before_a_run_naming_the_entry() {
-    let flow = flow(json!(["", "primary-model", "ollama/llama3.2", "anthropic/claude-x"]));
+    let flow = flow(json!([
+        "",
+        "primary-model",
+        "ollama/llama3.2",
+        "anthropic/claude-x"
+    ]));
     let settings = ProviderSettings {
         openai_api_key: Some(Secret::new("sk-fallbacks")),
         ..ProviderSettings::default()
@@ -221,5 +250,8 @@ fn fallback_models_are_checked_before_a_run_naming_the_entry() {
         named("warning: fallbackModels[3]: anthropic is not configured: set ANTHROPIC_API_KEY"),
         "{problems:?}"
     );
-    assert!(!named("fallbackModels[2]"), "Ollama needs no key: {problems:?}");
+    assert!(
+        !named("fallbackModels[2]"),
+        "Ollama needs no key: {problems:?}"
+    );
 }

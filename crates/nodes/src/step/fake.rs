@@ -268,7 +268,11 @@ impl StepEnv for FakeEnv {
                     model: route.model.clone(),
                     ..request.clone()
                 };
-                match self.llm.complete(route, &asked, on_delta, &self.cancel).await {
+                match self
+                    .llm
+                    .complete(route, &asked, on_delta, &self.cancel)
+                    .await
+                {
                     Ok(answer) => return Ok((answer, index)),
                     Err(error) if error.fails_for_good() && index + 1 < routes.len() => index += 1,
                     Err(error) => return Err(error),
