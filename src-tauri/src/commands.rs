@@ -193,6 +193,7 @@ pub async fn start_run(
         replay: request.replay,
         breakpoints: request.breakpoints,
         pins: request.pins,
+        trigger: Some(weft_store::Trigger::of(weft_store::TriggerKind::Manual)),
         ..StartRequest::default()
     };
     Ok(state.weft().start(request_flow, start).await?.run_id)

@@ -56,6 +56,8 @@ pub struct StartRequest {
     pub on_event: Option<EventListener>,
     /// Cancelling it cancels the run.
     pub cancel: CancellationToken,
+    /// What starts the run (kept with it).
+    pub trigger: Option<weft_store::Trigger>,
 }
 
 /// Refuses what a run of `flow` could not start with, before anything is stored: an advance
@@ -111,6 +113,7 @@ impl Weft {
             pins: request.pins,
             replay: request.replay.map(|run| run.trim().to_string()),
             breakpoints: request.breakpoints,
+            trigger: request.trigger,
             ..RunOptions::default()
         };
         Ok(self.engine.spawn(flow, options).await?)

@@ -85,3 +85,264 @@ pub fn upcoming(flows: &[ScheduledFlow], now: DateTime<Utc>, count: usize) -> Ve
         })
         .collect()
 }
+
+/// Starts the runs a folder's schedules call for, as a server does: each occurrence is claimed
+/// in the store first, so several servers on one store start it once. [`Schedules::tick`] is
+/// one look at the clock (a test gives the time); [`Weft::start_schedules`] calls it as time
+/// passes.
+pub struct Schedules {
+    weft: crate::Weft,
+    dir: PathBuf,
+    on_event: Option<weft_event::EventListener>,
+    /// Occurrences up to here were looked at by this process.
+    looked_until: std::sync::Mutex<Option<DateTime<Utc>>>,
+}
+
+/// What a look at the schedules did: the runs it started, `(flow, occurrence, run id)`.
+pub type Started = Vec<(String, DateTime<Utc>, String)>;
+
+/// How long a server sleeps at most between looks: an edited flow's schedules are read again
+/// by then.
+const LOOK_AT_LEAST_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl Schedules {
+    pub fn new(
+        weft: crate::Weft,
+        dir: PathBuf,
+        on_event: Option<weft_event::EventListener>,
+    ) -> Schedules {
+        Schedules {
+            weft,
+            dir,
+            on_event,
+            looked_until: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The first look of a process: an occurrence missed since the latest one any server
+    /// claimed is started once (`missed: once`), or not (`skip`). A schedule never claimed
+    /// has missed nothing.
+    pub async fn catch_up(&self, now: DateTime<Utc>) -> Started {
+        let mut started = Vec::new();
+        for flow in self.flows() {
+            let Ok(schedules) = &flow.schedules else {
+                continue;
+            };
+            for schedule in schedules {
+                let index = schedule.index as u64;
+                let name = flow.name.clone();
+                let latest = crate::hosts::blocking(self.weft.store(), move |store| {
+                    store.latest_claim(&name, index)
+                })
+                .await;
+                let latest = match latest {
+                    Ok(Some(latest)) => latest,
+                    Ok(None) => continue,
+                    Err(error) => {
+                        tracing::warn!("the schedules of {} could not be read: {error}", flow.name);
+                        continue;
+                    }
+                };
+                let Ok(since) = DateTime::parse_from_rfc3339(&latest) else {
+                    continue;
+                };
+                let missed = schedule.latest_missed(since.with_timezone(&Utc), now);
+                match (missed, schedule.def.missed) {
+                    (Some(occurrence), weft_schedule::Missed::Once) => {
+                        if let Some(run) = self.start(&flow, schedule, occurrence).await {
+                            started.push(run);
+                        }
+                    }
+                    (Some(occurrence), weft_schedule::Missed::Skip) => tracing::info!(
+                        "{}[{}]: the occurrences missed up to {occurrence} are skipped (missed: skip)",
+                        flow.name,
+                        schedule.index
+                    ),
+                    (None, _) => {}
+                }
+            }
+        }
+        *self
+            .looked_until
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(now);
+        started
+    }
+
+    /// Starts the latest occurrence of each schedule that came since the last look (and at or
+    /// before `now`), unless another server claimed it. Returns when the next one comes.
+    pub async fn tick(&self, now: DateTime<Utc>) -> (Started, Option<DateTime<Utc>>) {
+        let since = self
+            .looked_until
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .replace(now)
+            .unwrap_or(now);
+        let mut started = Vec::new();
+        let mut next: Option<DateTime<Utc>> = None;
+        for flow in self.flows() {
+            let Ok(schedules) = &flow.schedules else {
+                continue;
+            };
+            for schedule in schedules {
+                if let Some(occurrence) = schedule.latest_missed(since, now)
+                    && let Some(run) = self.start(&flow, schedule, occurrence).await
+                {
+                    started.push(run);
+                }
+                if let Some(upcoming) = schedule.next_after(now) {
+                    next = Some(next.map_or(upcoming, |next| next.min(upcoming)));
+                }
+            }
+        }
+        (started, next)
+    }
+
+    fn flows(&self) -> Vec<ScheduledFlow> {
+        match scheduled_flows(&self.dir) {
+            Ok(flows) => flows,
+            Err(error) => {
+                tracing::warn!(
+                    "the flows of {} could not be read: {error}",
+                    self.dir.display()
+                );
+                Vec::new()
+            }
+        }
+    }
+
+    /// Claims `occurrence` and, when this process is the first, starts the run.
+    async fn start(
+        &self,
+        flow: &ScheduledFlow,
+        schedule: &Schedule,
+        occurrence: DateTime<Utc>,
+    ) -> Option<(String, DateTime<Utc>, String)> {
+        let at = occurrence.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let (name, index, claimed_at) = (flow.name.clone(), schedule.index as u64, at.clone());
+        let claimed = crate::hosts::blocking(self.weft.store(), move |store| {
+            store.claim_occurrence(&name, index, &claimed_at, &Utc::now().to_rfc3339())
+        })
+        .await;
+        match claimed {
+            Ok(true) => {}
+            Ok(false) => return None,
+            Err(error) => {
+                tracing::warn!(
+                    "{}[{}] at {at} could not be claimed: {error}",
+                    flow.name,
+                    schedule.index
+                );
+                return None;
+            }
+        }
+        let started = self.run(flow, schedule, &at).await;
+        match started {
+            Ok(run_id) => {
+                tracing::info!("{}[{}] at {at}: run {run_id}", flow.name, schedule.index);
+                Some((flow.name.clone(), occurrence, run_id))
+            }
+            Err(error) => {
+                tracing::warn!(
+                    "{}[{}] at {at} could not start: {error}",
+                    flow.name,
+                    schedule.index
+                );
+                None
+            }
+        }
+    }
+
+    async fn run(
+        &self,
+        flow: &ScheduledFlow,
+        schedule: &Schedule,
+        at: &str,
+    ) -> Result<String, String> {
+        let loaded = Flow::load(&flow.path).map_err(|error| error.to_string())?;
+        let checked = weft_nodes::check_for_run(
+            loaded,
+            Some(&flow.path),
+            self.weft.engine().llm().settings(),
+        )
+        .map_err(|problems| {
+            problems
+                .iter()
+                .filter(|problem| problem.is_error())
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
+        })?;
+        let input = schedule.def.input.as_ref().map(|input| match input {
+            serde_json::Value::String(text) => text.clone(),
+            other => other.to_string(),
+        });
+        let request = crate::StartRequest {
+            input,
+            flow_path: Some(flow.path.clone()),
+            on_event: self.on_event.clone(),
+            trigger: Some(weft_store::Trigger {
+                kind: weft_store::TriggerKind::Schedule,
+                occurrence: Some(at.to_string()),
+                schedule: Some(schedule.index as u64),
+            }),
+            ..crate::StartRequest::default()
+        };
+        let handle = self
+            .weft
+            .start(checked, request)
+            .await
+            .map_err(|error| error.to_string())?;
+        Ok(handle.run_id)
+    }
+}
+
+/// A folder's schedules, running in the background (see [`crate::Weft::start_schedules`]).
+pub struct ScheduleTask {
+    stop: tokio_util::sync::CancellationToken,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl crate::Weft {
+    /// Starts the schedules of the flows in `dir` on the current tokio runtime: missed
+    /// occurrences first, then each as it comes.
+    pub fn start_schedules(
+        &self,
+        dir: PathBuf,
+        on_event: Option<weft_event::EventListener>,
+    ) -> ScheduleTask {
+        let schedules = Schedules::new(self.clone(), dir, on_event);
+        let stop = tokio_util::sync::CancellationToken::new();
+        let stopped = stop.clone();
+        let task = tokio::spawn(async move {
+            schedules.catch_up(Utc::now()).await;
+            while !stopped.is_cancelled() {
+                let (_, next) = schedules.tick(Utc::now()).await;
+                let wait = next
+                    .and_then(|next| (next - Utc::now()).to_std().ok())
+                    .unwrap_or_default()
+                    .min(LOOK_AT_LEAST_EVERY)
+                    // Just past the occurrence, so that it counts as come.
+                    + std::time::Duration::from_millis(5);
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => {}
+                    () = stopped.cancelled() => {}
+                }
+            }
+        });
+        ScheduleTask {
+            stop,
+            task: Some(task),
+        }
+    }
+}
+
+impl ScheduleTask {
+    /// Stops starting runs (the runs started go on).
+    pub async fn stop(mut self) {
+        self.stop.cancel();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}

@@ -347,6 +347,7 @@ fn store_events_per_second(count: u64) {
         input: Value::Null,
         started_at: "2026-01-01T00:00:00.000Z".into(),
         host: None,
+        trigger: None,
     });
     store.flush().expect("flush");
     let started = Instant::now();

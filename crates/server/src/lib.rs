@@ -26,6 +26,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use weft_store::{Trigger, TriggerKind};
 
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
@@ -130,10 +131,13 @@ pub async fn serve(
     grace: Duration,
 ) -> std::io::Result<()> {
     let header_timeout = config.header_timeout;
+    let flows_dir = config.flows_dir.clone();
     let (router, api) = router_and_state(weft.clone(), config)?;
     // Approvals nobody decided in time (also those that ran out while no process ran), runs
     // of processes that died.
     let keeper = weft.keep(Some(api.wake()));
+    // The flows' schedules (settings.schedules), each occurrence claimed in the store first.
+    let schedules = weft.start_schedules(flows_dir, Some(api.wake()));
     let connections = connections::Connections::new(router, header_timeout);
     connections.accept(&listener, shutdown).await;
     // New connections are refused from here on.
@@ -141,6 +145,7 @@ pub async fn serve(
     // Event streams end so that the connections they hold can close.
     api.stopping.cancel();
     connections.stop(DRAIN).await;
+    schedules.stop().await;
     keeper.stop().await;
     if !weft.engine().shutdown(grace).await {
         tracing::warn!("some runs were still going when the server stopped");
@@ -668,6 +673,7 @@ impl Api {
         name: &str,
         input: Option<String>,
         decisions: std::collections::HashMap<String, Decision>,
+        trigger: TriggerKind,
     ) -> Result<String, ApiError> {
         let path = self.flow_path(name)?;
         let flow = Flow::load(&path).map_err(|error| ApiError::bad_request(error.to_string()))?;
@@ -684,6 +690,7 @@ impl Api {
             decisions,
             flow_path: Some(path),
             on_event: Some(self.wake()),
+            trigger: Some(Trigger::of(trigger)),
             ..StartRequest::default()
         };
         check_start(checked.flow(), &request)?;
@@ -717,7 +724,9 @@ async fn start_run(
         Value::String(text) => text,
         other => other.to_string(),
     });
-    let run_id = api.start(&request.flow, input, decisions).await?;
+    let run_id = api
+        .start(&request.flow, input, decisions, TriggerKind::Api)
+        .await?;
     Ok((
         StatusCode::CREATED,
         Json(Going {
@@ -742,7 +751,12 @@ async fn webhook(
         Err(_) => Some(text),
     };
     let run_id = api
-        .start(&flow, input, std::collections::HashMap::new())
+        .start(
+            &flow,
+            input,
+            std::collections::HashMap::new(),
+            TriggerKind::Hook,
+        )
         .await?;
     Ok((StatusCode::ACCEPTED, Json(Started { run_id })))
 }

@@ -91,6 +91,7 @@ impl FlowTools {
             flow_path: Some(path),
             on_event,
             cancel: context.ct.clone(),
+            trigger: Some(weft_store::Trigger::of(weft_store::TriggerKind::Mcp)),
             ..StartRequest::default()
         };
         check_start(checked.flow(), &request).map_err(|error| failed(error.to_string()))?;

@@ -50,7 +50,7 @@ use std::thread::JoinHandle;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use sql::{Db, Dialect};
+use sql::{Db, Dialect, params};
 use weft_event::{EventListener, RunEvent, RunStatus};
 use weft_providers::Usage;
 use writer::{Message, Reply, Write};
@@ -186,6 +186,64 @@ pub struct NewRun {
     /// `restate INGRESS-URL` for a run that is a Restate workflow (decided through that
     /// ingress). Set at creation, never changed.
     pub host: Option<String>,
+    /// What started it; `None` when the host did not say.
+    pub trigger: Option<Trigger>,
+}
+
+/// What started a run.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Trigger {
+    pub kind: TriggerKind,
+    /// For a schedule: the occurrence it started for (RFC 3339, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub occurrence: Option<String>,
+    /// For a schedule: its place in the flow's `settings.schedules`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<u64>,
+}
+
+/// Who or what started a run.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TriggerKind {
+    // A person: `weft run`, the app's Run.
+    Manual,
+    // A request to `weft serve`'s API.
+    Api,
+    // A webhook of `weft serve`.
+    Hook,
+    // A schedule of the flow (`settings.schedules`), started by a server.
+    Schedule,
+    // An MCP client calling the flow as a tool.
+    Mcp,
+}
+
+impl Trigger {
+    pub fn of(kind: TriggerKind) -> Trigger {
+        Trigger {
+            kind,
+            occurrence: None,
+            schedule: None,
+        }
+    }
+
+    /// `schedule 2026-11-30T08:00:00Z`, `api`, … as `weft runs` shows it.
+    pub fn text(&self) -> String {
+        let kind = match self.kind {
+            TriggerKind::Manual => "manual",
+            TriggerKind::Api => "api",
+            TriggerKind::Hook => "hook",
+            TriggerKind::Schedule => "schedule",
+            TriggerKind::Mcp => "mcp",
+        };
+        match &self.occurrence {
+            Some(at) => format!("{kind} {at}"),
+            None => kind.to_string(),
+        }
+    }
 }
 
 /// One step waiting to run: a node, the input it will get and the node it came from.
@@ -252,6 +310,8 @@ pub struct RunSummary {
     pub updated_at: String,
     /// The node a paused run waits on.
     pub waiting_node_id: Option<String>,
+    /// What started it (`None` for runs stored before triggers were kept).
+    pub trigger: Option<Trigger>,
 }
 
 /// Everything stored about a run except its events and node outputs.
@@ -861,6 +921,42 @@ impl Store {
         self.read(|db| runs::interrupt_abandoned(db, owner, &lease::now_text()))
     }
 
+    /// Claims occurrence `occurrence` (RFC 3339) of schedule `schedule` of flow `flow` for this
+    /// process: `true` when it is the first to, and so starts the run; `false` when another
+    /// process (or an earlier start of this one) already did.
+    pub fn claim_occurrence(
+        &self,
+        flow: &str,
+        schedule: u64,
+        occurrence: &str,
+        at: &str,
+    ) -> Result<bool, StoreError> {
+        let owner = &self.inner.owner;
+        let schedule = to_i64("a schedule's number", schedule)?;
+        self.read(|db| {
+            Ok(db.execute(
+                "INSERT INTO schedule_claims (flow, schedule, occurrence, claimed_by, claimed_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+                &params![flow, schedule, occurrence, owner.as_str(), at],
+            )? == 1)
+        })
+    }
+
+    /// The latest occurrence of schedule `schedule` of flow `flow` any process claimed.
+    pub fn latest_claim(&self, flow: &str, schedule: u64) -> Result<Option<String>, StoreError> {
+        let schedule = to_i64("a schedule's number", schedule)?;
+        self.read(|db| {
+            db.query_opt(
+                "SELECT MAX(occurrence) AS latest FROM schedule_claims \
+                 WHERE flow = ?1 AND schedule = ?2",
+                &params![flow, schedule],
+            )?
+            .map(|row| row.opt_text("latest"))
+            .transpose()
+            .map(Option::flatten)
+        })
+    }
+
     /// The largest event `seq` of a run (0 for none): where its numbering goes on.
     pub fn last_seq(&self, run_id: &str) -> Result<u64, StoreError> {
         self.read(|db| events::last_seq(db, run_id))
@@ -1216,6 +1312,10 @@ fn creation(run: &NewRun) -> Write {
         input_json: run.input.to_string(),
         started_at: run.started_at.clone(),
         host: run.host.clone(),
+        trigger_json: run
+            .trigger
+            .as_ref()
+            .and_then(|trigger| serde_json::to_string(trigger).ok()),
     }))
 }
 

@@ -30,7 +30,13 @@ const MIGRATION_LOCK: i64 = 0x7765_6674; // "weft"
 
 /// The schema, one migration per entry; migration `n` (1-based) brings `weft_schema.version`
 /// from `n - 1` to `n`. A newer Weft adds migrations at the end and never edits earlier ones.
-pub(super) const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4];
+pub(super) const MIGRATIONS: &[&str] = &[
+    MIGRATION_1,
+    MIGRATION_2,
+    MIGRATION_3,
+    MIGRATION_4,
+    MIGRATION_5,
+];
 
 /// Migration 1: SQLite's schema as its migration 8 left it.
 const MIGRATION_1: &str = r#"
@@ -131,6 +137,19 @@ DROP TABLE events;
 
 /// Migration 4: MCP tool calls kept beside the LLM calls (SQLite's migration 12).
 const MIGRATION_4: &str = "ALTER TABLE llm_calls ADD COLUMN tool TEXT;";
+
+/// Migration 5: triggers and the schedules' claims (SQLite's migration 13).
+const MIGRATION_5: &str = r#"
+ALTER TABLE runs ADD COLUMN trigger_json TEXT;
+CREATE TABLE schedule_claims (
+    flow TEXT COLLATE "C" NOT NULL,
+    schedule BIGINT NOT NULL,
+    occurrence TEXT COLLATE "C" NOT NULL,
+    claimed_by TEXT NOT NULL,
+    claimed_at TEXT NOT NULL,
+    PRIMARY KEY (flow, schedule, occurrence)
+);
+"#;
 
 /// Whether `location` names a PostgreSQL database rather than a SQLite file.
 pub fn is_postgres_url(location: &str) -> bool {

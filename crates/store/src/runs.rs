@@ -10,8 +10,8 @@ use weft_providers::Usage;
 
 /// Creates a run, `running` and leased.
 pub(super) const INSERT_RUN: &str = "INSERT INTO runs (id, flow_name, flow_path, status, input_json, \
-     started_at, updated_at, lease_owner, lease_until, host) \
-     VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?5, ?6, ?7, ?8)";
+     started_at, updated_at, lease_owner, lease_until, host, trigger_json) \
+     VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?5, ?6, ?7, ?8, ?9)";
 
 /// Keeps the flow a run started with.
 pub(super) const INSERT_RUN_FLOW: &str =
@@ -40,6 +40,7 @@ pub(super) struct NewRunRow<'a> {
     pub input_json: &'a str,
     pub started_at: &'a str,
     pub host: Option<&'a str>,
+    pub trigger_json: Option<&'a str>,
 }
 
 /// Inserts a run with status `running`, leased to `owner` until `until`.
@@ -59,7 +60,8 @@ pub(super) fn insert(
             run.started_at,
             owner,
             until,
-            run.host
+            run.host,
+            run.trigger_json
         ],
     )?;
     db.execute(INSERT_RUN_FLOW, &params![run.id, run.flow_json])?;
@@ -347,7 +349,7 @@ pub(super) fn list(db: &mut dyn Db, limit: usize) -> Result<Vec<RunSummary>, Sto
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     db.query(
         "SELECT id, flow_name, flow_path, status, started_at, ended_at, updated_at, \
-         waiting_node_id FROM runs ORDER BY started_at DESC, id DESC LIMIT ?1",
+         waiting_node_id, trigger_json FROM runs ORDER BY started_at DESC, id DESC LIMIT ?1",
         &params![limit],
     )?
     .iter()
@@ -386,7 +388,8 @@ pub(super) fn exists(db: &mut dyn Db, run_id: &str) -> Result<bool, StoreError> 
 pub(super) fn load(db: &mut dyn Db, run_id: &str) -> Result<RunRecord, StoreError> {
     let Some(row) = db.query_opt(
         "SELECT id, flow_name, flow_path, status, started_at, ended_at, updated_at, \
-         waiting_node_id, (SELECT flow_json FROM run_flows WHERE run_id = runs.id) AS flow_json, \
+         waiting_node_id, trigger_json, \
+         (SELECT flow_json FROM run_flows WHERE run_id = runs.id) AS flow_json, \
          input_json, result_json, error, waiting_input_json, \
          waiting_source_node_id, state_json, host, \
          (SELECT CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT) FROM node_outputs \
@@ -448,6 +451,10 @@ fn summary(row: &Row) -> Result<RunSummary, StoreError> {
         ended_at: row.opt_text("ended_at")?,
         updated_at: row.text("updated_at")?,
         waiting_node_id: row.opt_text("waiting_node_id")?,
+        // A trigger that does not read is left out: it only says what started the run.
+        trigger: row
+            .opt_text("trigger_json")?
+            .and_then(|text| serde_json::from_str(&text).ok()),
         id,
     })
 }

@@ -34,6 +34,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     MIGRATION_10,
     MIGRATION_11,
     MIGRATION_12,
+    MIGRATION_13,
 ];
 
 /// Migration 1: runs, their events, node outputs and the queue of a paused run.
@@ -210,6 +211,20 @@ ALTER TABLE node_outputs_by_key RENAME TO node_outputs;
 /// a flow test offline get a tool's result back instead of calling it again.
 const MIGRATION_12: &str = "
 ALTER TABLE llm_calls ADD COLUMN tool TEXT;
+";
+
+/// Migration 13: what started each run, and the schedules' occurrences claimed by a server
+/// (one row per occurrence: the first server to insert it starts the run).
+const MIGRATION_13: &str = "
+ALTER TABLE runs ADD COLUMN trigger_json TEXT;
+CREATE TABLE schedule_claims (
+    flow TEXT NOT NULL,
+    schedule INTEGER NOT NULL,
+    occurrence TEXT NOT NULL,
+    claimed_by TEXT NOT NULL,
+    claimed_at TEXT NOT NULL,
+    PRIMARY KEY (flow, schedule, occurrence)
+) WITHOUT ROWID;
 ";
 
 /// A clear message for an error met while opening.

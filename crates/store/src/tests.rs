@@ -20,6 +20,7 @@ fn new_run(id: &str, started_at: &str) -> NewRun {
         input: json!({"question": "why?"}),
         started_at: started_at.to_string(),
         host: None,
+        trigger: None,
     }
 }
 

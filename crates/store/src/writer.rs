@@ -55,6 +55,7 @@ pub(super) struct CreateRun {
     pub input_json: String,
     pub started_at: String,
     pub host: Option<String>,
+    pub trigger_json: Option<String>,
 }
 
 /// One queued write, with its values already serialized. The writes a run sends at every step
@@ -178,6 +179,7 @@ impl Write {
                     input_json: &run.input_json,
                     started_at: &run.started_at,
                     host: run.host.as_deref(),
+                    trigger_json: run.trigger_json.as_deref(),
                 },
                 owner,
                 &lease::until(chrono::Utc::now()),

@@ -27,7 +27,7 @@ pub(crate) fn runs(args: &RunsArgs) -> anyhow::Result<Exit> {
 
 /// The runs as an aligned table with a header.
 fn table(runs: &[RunListing], style: Style) -> String {
-    let rows: Vec<[String; 6]> = runs
+    let rows: Vec<[String; 7]> = runs
         .iter()
         .map(|RunListing { summary: run, cost }| {
             [
@@ -42,12 +42,20 @@ fn table(runs: &[RunListing], style: Style) -> String {
                     40,
                 ),
                 output::date_time(&run.started_at),
+                run.trigger
+                    .as_ref()
+                    .map(|trigger| match trigger.kind {
+                        // The occurrence's time is in `weft show`; the table stays narrow.
+                        weft_store::TriggerKind::Schedule => "schedule".to_string(),
+                        _ => trigger.text(),
+                    })
+                    .unwrap_or_else(|| "—".into()),
                 cost.text(),
                 took(run),
             ]
         })
         .collect();
-    let header = ["ID", "STATUS", "FLOW", "STARTED", "COST", "TOOK"];
+    let header = ["ID", "STATUS", "FLOW", "STARTED", "BY", "COST", "TOOK"];
     let mut widths = header.map(|title| title.chars().count());
     for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
@@ -55,7 +63,7 @@ fn table(runs: &[RunListing], style: Style) -> String {
         }
     }
     let mut text = String::new();
-    let line = |cells: [String; 6], status: Option<RunStatus>| {
+    let line = |cells: [String; 7], status: Option<RunStatus>| {
         let mut line = String::new();
         for (index, (cell, width)) in cells.iter().zip(widths).enumerate() {
             let padded = if index + 1 == cells.len() {
@@ -120,6 +128,7 @@ mod tests {
                 ended_at: ended.map(str::to_string),
                 updated_at: "2024-05-01T10:00:00.000Z".into(),
                 waiting_node_id: waiting.map(str::to_string),
+                trigger: Some(weft_store::Trigger::of(weft_store::TriggerKind::Api)),
             },
             cost: Cost::default(),
         }
@@ -149,6 +158,7 @@ mod tests {
             "{text}"
         );
         assert!(lines[1].ends_with("  2.5 s"), "{text}");
+        assert!(lines[1].contains("  api  "), "the trigger: {text}");
         assert!(lines[2].ends_with("  waiting at review"), "{text}");
     }
 }

@@ -175,6 +175,9 @@ fn summary(
         },
     ));
     rows.push(("started", output::date_time(&run.started_at)));
+    if let Some(trigger) = &run.trigger {
+        rows.push(("by", trigger.text()));
+    }
     if record.usage.input_tokens + record.usage.output_tokens > 0 {
         rows.push(("tokens", output::tokens(&record.usage)));
     }

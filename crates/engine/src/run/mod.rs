@@ -111,6 +111,8 @@ pub struct RunOptions {
     /// The id to give the run (a host that names runs itself: a Restate workflow's key); a
     /// new UUID when `None`. An id already in the store is refused by the store.
     pub run_id: Option<String>,
+    /// What started the run (kept with it: `weft runs`, History, the API).
+    pub trigger: Option<weft_store::Trigger>,
 }
 
 /// How to resume a paused run.
@@ -492,6 +494,7 @@ impl Engine {
             input: initial.clone(),
             started_at: now(),
             host: self.host.clone(),
+            trigger: options.trigger.clone(),
         };
         let seeded: Vec<(String, Value)> = outputs
             .iter()
