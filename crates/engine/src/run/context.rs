@@ -30,6 +30,8 @@ pub(crate) struct Services {
     pub store: Store,
     /// The MCP servers agents call, connected on first use and kept for later runs.
     pub mcp: Arc<weft_mcp::Hub>,
+    /// Told what runs do, when traces are exported ([`crate::trace`]).
+    pub tracer: Option<Arc<dyn crate::trace::Tracer>>,
 }
 
 /// What one run (with its nested runs) shares beyond the services: its LLM call log and its

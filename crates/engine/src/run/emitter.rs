@@ -14,6 +14,8 @@ use weft_event::{EventType, RunEvent};
 use weft_providers::Usage;
 use weft_store::Store;
 
+use crate::trace::RunTrace;
+
 /// The current time as stored in events and the store (RFC 3339, milliseconds, UTC).
 pub(crate) fn now() -> String {
     now_shared().to_string()
@@ -54,6 +56,8 @@ struct EventLog {
     usage: Mutex<Usage>,
     /// Events that announce a pause, numbered but not yet sent (see [`Emitter::emit_held`]).
     held: Mutex<Vec<RunEvent>>,
+    /// The run's trace, when the engine has a tracer ([`crate::trace`]).
+    trace: Option<Arc<dyn RunTrace>>,
 }
 
 /// Emits the events of one (possibly nested) run into its run's log.
@@ -84,6 +88,7 @@ impl Emitter {
         listener: Option<EventListener>,
         next_seq: u64,
         usage: Usage,
+        trace: Option<Arc<dyn RunTrace>>,
     ) -> Emitter {
         Emitter {
             log: Arc::new(EventLog {
@@ -93,6 +98,7 @@ impl Emitter {
                 next_seq: Mutex::new(next_seq),
                 usage: Mutex::new(usage),
                 held: Mutex::new(Vec::new()),
+                trace,
             }),
             scope: None,
             call_scope: None,
@@ -181,6 +187,10 @@ impl Emitter {
         event.seq = *next_seq;
         event.ts = now_shared();
         *next_seq += 1;
+        // Under the lock, so the tracer sees the events in their order too.
+        if let Some(trace) = &self.log.trace {
+            trace.event(&event);
+        }
         self.log
             .store
             .append_event(event, self.log.listener.clone());
@@ -207,6 +217,16 @@ impl Emitter {
             from: from.map(str::to_string),
             usage,
         }
+    }
+
+    /// The run's trace, if it is traced.
+    pub(crate) fn trace(&self) -> Option<&Arc<dyn RunTrace>> {
+        self.log.trace.as_ref()
+    }
+
+    /// The scope of this emitter's run (`None` at the top), as its events carry it.
+    pub(crate) fn scope(&self) -> Option<&str> {
+        self.scope.as_deref()
     }
 
     /// The run's id, as its events carry it.

@@ -25,6 +25,7 @@ mod nested;
 mod scheduler;
 pub use scheduler::{MAX_RUN_OUTPUT_BYTES, MAX_VALUE_BYTES};
 mod step_env;
+mod trace;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -43,6 +44,7 @@ pub use llm_log::RecordedAnswers;
 
 use crate::breakpoints::{BreakWhen, Breakpoint, check_breakpoints};
 use crate::pins::{Pins, check_pins};
+use crate::trace::{RunTrace, TraceStart, Tracer};
 use context::{ContextSeed, RunContext, RunShared, Services};
 use emitter::{Emitter, now};
 use graph::Graph;
@@ -109,6 +111,9 @@ pub struct RunOptions {
     /// The id to give the run (a host that names runs itself: a Restate workflow's key); a
     /// new UUID when `None`. An id already in the store is refused by the store.
     pub run_id: Option<String>,
+    /// A W3C `traceparent` (an HTTP request's header, `TRACEPARENT`): the run's span is its
+    /// child when the engine has a tracer ([`Engine::with_tracer`]).
+    pub traceparent: Option<String>,
 }
 
 /// How to resume a paused run.
@@ -118,6 +123,8 @@ pub struct ResumeOptions {
     pub decisions: HashMap<String, Decision>,
     pub on_event: Option<EventListener>,
     pub cancel: CancellationToken,
+    /// As [`RunOptions::traceparent`]; without one, the resumed run continues its trace.
+    pub traceparent: Option<String>,
 }
 
 /// Where a run stands when it ended or paused.
@@ -296,6 +303,7 @@ impl Engine {
                 sandbox: weft_sandbox::Sandbox::new(),
                 store,
                 mcp: Arc::default(),
+                tracer: None,
             },
             active: Arc::default(),
             host: None,
@@ -338,6 +346,29 @@ impl Engine {
     pub fn with_mcp(mut self, hub: Arc<weft_mcp::Hub>) -> Engine {
         self.services.mcp = hub;
         self
+    }
+
+    /// The same engine, telling `tracer` what its runs do ([`crate::trace`]).
+    pub fn with_tracer(mut self, tracer: Arc<dyn Tracer>) -> Engine {
+        self.services.tracer = Some(tracer);
+        self
+    }
+
+    /// The trace of a run's segment starting here, when this engine has a tracer.
+    fn trace(
+        &self,
+        run_id: &str,
+        flow_name: &str,
+        parent: Option<&str>,
+        earlier: Option<&str>,
+    ) -> Option<Arc<dyn RunTrace>> {
+        let tracer = self.services.tracer.as_ref()?;
+        Some(tracer.run(TraceStart {
+            run_id,
+            flow_name,
+            parent,
+            earlier,
+        }))
     }
 
     /// The MCP servers this engine's runs use.
@@ -500,6 +531,7 @@ impl Engine {
             options.on_event,
             1,
             Usage::default(),
+            self.trace(&run_id, &flow.name, options.traceparent.as_deref(), None),
         );
         let cancel = self.track(&run_id, &options.cancel);
         let graph = Graph::from_parsed(&flow, parsed);
@@ -731,6 +763,12 @@ impl Engine {
             options.on_event,
             state.next_seq.max(1),
             record.usage,
+            self.trace(
+                &run_id,
+                &flow.name,
+                options.traceparent.as_deref(),
+                state.trace.as_deref(),
+            ),
         );
         let flow_path = record.summary.flow_path.as_ref().map(PathBuf::from);
         let cancel = self.track(&run_id, &options.cancel);
@@ -852,6 +890,12 @@ impl Engine {
             options.on_event,
             last_seq + 1,
             record.usage,
+            self.trace(
+                &run_id,
+                &flow.name,
+                options.traceparent.as_deref(),
+                state.trace.as_deref(),
+            ),
         );
         let flow_path = record.summary.flow_path.as_ref().map(PathBuf::from);
         let cancel = self.track(&run_id, &options.cancel);
@@ -995,6 +1039,7 @@ impl Engine {
             on_event,
             state.next_seq.max(1),
             record.usage,
+            None,
         );
         let error = "the run was cancelled while it waited for a person".to_string();
         let content =
@@ -1073,6 +1118,10 @@ impl Engine {
         let engine = self.clone();
         let task = self.active.tracker.spawn(async move {
             let outcome = engine.finish(&ctx, scheduler).await;
+            if let Some(trace) = ctx.events.trace() {
+                let status = outcome.as_ref().ok().map(|outcome| outcome.status);
+                trace.end(status);
+            }
             engine.active.tokens().remove(&*ctx.run_id);
             engine.active.pauses().remove(&*ctx.run_id);
             if engine.ends_with_process

@@ -44,6 +44,9 @@ pub const MAX_RUN_OUTPUT_BYTES: u64 = 256 * 1024 * 1024;
 #[serde(rename_all = "camelCase")]
 pub(crate) struct SavedState {
     pub next_seq: u64,
+    /// The `traceparent` of the run's first span, which a resumed run's span links to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
     /// Counted on every step, so with the graph's faster hash ([`ByNode`]).
     #[serde(default)]
     pub visits: ByNode<u64>,
@@ -1193,6 +1196,11 @@ impl Scheduler {
     fn saved_state(&self) -> SavedState {
         SavedState {
             next_seq: self.ctx.events.next_seq(),
+            trace: self
+                .ctx
+                .events
+                .trace()
+                .and_then(|trace| trace.traceparent()),
             visits: ByNode::default(),
             approval: self.ctx.approval().map(Arc::unwrap_or_clone),
             histories: self

@@ -208,7 +208,7 @@ impl StepEnv for RunContext {
         request: &'a ChatRequest,
         on_delta: &'a (dyn Fn(&str) + Send + Sync),
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        async move {
+        let call = async move {
             let node_key = self.call_key(node_id);
             let log = &self.shared.llm_log;
             let call = log.next_call(&node_key, visit);
@@ -277,8 +277,8 @@ impl StepEnv for RunContext {
                 .await?;
             record(&answer);
             Ok(answer)
-        }
-        .boxed()
+        };
+        super::trace::traced_llm_call(self, node_id, route, request, call).boxed()
     }
 
     fn mcp_tools<'a>(
