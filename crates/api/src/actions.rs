@@ -56,6 +56,9 @@ pub struct StartRequest {
     pub on_event: Option<EventListener>,
     /// Cancelling it cancels the run.
     pub cancel: CancellationToken,
+    /// A W3C `traceparent` the request came with: the run's span is its child when traces are
+    /// exported (docs/traces.md).
+    pub traceparent: Option<String>,
 }
 
 /// Refuses what a run of `flow` could not start with, before anything is stored: an advance
@@ -111,6 +114,7 @@ impl Weft {
             pins: request.pins,
             replay: request.replay.map(|run| run.trim().to_string()),
             breakpoints: request.breakpoints,
+            traceparent: request.traceparent,
             ..RunOptions::default()
         };
         Ok(self.engine.spawn(flow, options).await?)

@@ -81,6 +81,7 @@ async fn run_checked(args: RunArgs, checked: CheckedFlow) -> anyhow::Result<Exit
         pins,
         replay: args.replay,
         breakpoints: args.breakpoints,
+        traceparent: super::traceparent(),
         ..StartRequest::default()
     };
     // Checked before the store is opened, so a wrong target leaves no trace.

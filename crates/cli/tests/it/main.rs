@@ -19,3 +19,4 @@ mod restate;
 mod serve;
 #[cfg(unix)]
 mod serve_limits;
+mod traces;
