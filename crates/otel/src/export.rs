@@ -10,9 +10,14 @@ use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 
 /// opentelemetry-otlp's HTTP/protobuf exporter (which reads the endpoint, headers and timeout
 /// from the `OTEL_EXPORTER_OTLP_*` variables itself), warning once when spans are lost.
-pub(crate) fn exporter(endpoint: &str) -> Result<WarnOnce, String> {
-    let inner = opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
+/// `url`, when given, is the full URL spans are posted to (else the variables say).
+pub(crate) fn exporter(endpoint: &str, url: Option<&str>) -> Result<WarnOnce, String> {
+    use opentelemetry_otlp::WithExportConfig;
+    let mut builder = opentelemetry_otlp::SpanExporter::builder().with_http();
+    if let Some(url) = url {
+        builder = builder.with_endpoint(url);
+    }
+    let inner = builder
         .build()
         .map_err(|error| format!("the OTLP exporter for {endpoint} could not be made: {error}"))?;
     Ok(WarnOnce {

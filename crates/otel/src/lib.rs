@@ -56,8 +56,7 @@ pub fn installed() -> Option<&'static Telemetry> {
 /// exits; spans of runs still going then are lost.
 pub fn shutdown() {
     if let Some(telemetry) = installed() {
-        // An error here is the collector being down or slow, already warned about once.
-        let _ = telemetry.provider.shutdown_with_timeout(SHUTDOWN_WAIT);
+        telemetry.shutdown();
     }
 }
 
@@ -82,32 +81,54 @@ fn from_env(service: &str, var: &dyn Fn(&str) -> Option<String>) -> Option<Telem
         );
         return None;
     }
-    let exporter = match export::exporter(&endpoint) {
-        Ok(exporter) => exporter,
-        Err(message) => {
-            tracing::warn!("no traces are exported: {message}");
-            return None;
-        }
-    };
-    let mut resource = Resource::builder();
-    if set("OTEL_SERVICE_NAME").is_none() {
-        resource = resource.with_service_name(service.to_string());
-    }
-    let provider = SdkTracerProvider::builder()
-        .with_span_processor(BatchSpanProcessor::builder(exporter).build())
-        .with_resource(resource.build())
-        .build();
-    let tracer = provider.tracer("weft");
     let capture_content =
         set(CAPTURE_CONTENT_ENV).is_some_and(|value| value.trim().eq_ignore_ascii_case("true"));
-    Some(Telemetry {
-        provider,
-        tracer,
-        capture_content,
-    })
+    let service = set("OTEL_SERVICE_NAME").is_none().then_some(service);
+    match Telemetry::build(&endpoint, None, service, capture_content) {
+        Ok(telemetry) => Some(telemetry),
+        Err(message) => {
+            tracing::warn!("no traces are exported: {message}");
+            None
+        }
+    }
 }
 
 impl Telemetry {
+    /// An exporter posting spans to `url` (the whole URL, `…/v1/traces`), whatever the
+    /// environment says: for benchmarks and tests that start their own collector.
+    pub fn to_url(url: &str, capture_content: bool) -> Result<Telemetry, String> {
+        Telemetry::build(url, Some(url), Some("weft"), capture_content)
+    }
+
+    fn build(
+        endpoint: &str,
+        url: Option<&str>,
+        service: Option<&str>,
+        capture_content: bool,
+    ) -> Result<Telemetry, String> {
+        let exporter = export::exporter(endpoint, url)?;
+        let mut resource = Resource::builder();
+        if let Some(service) = service {
+            resource = resource.with_service_name(service.to_string());
+        }
+        let provider = SdkTracerProvider::builder()
+            .with_span_processor(BatchSpanProcessor::builder(exporter).build())
+            .with_resource(resource.build())
+            .build();
+        let tracer = provider.tracer("weft");
+        Ok(Telemetry {
+            provider,
+            tracer,
+            capture_content,
+        })
+    }
+
+    /// Sends what is queued and stops, waiting a few seconds at most.
+    pub fn shutdown(&self) {
+        // An error here is the collector being down or slow, already warned about once.
+        let _ = self.provider.shutdown_with_timeout(SHUTDOWN_WAIT);
+    }
+
     /// The tracer an engine's runs report to, costing LLM calls at `prices`.
     pub fn tracer(&self, prices: &Prices) -> Arc<RunTracer> {
         Arc::new(RunTracer::new(
