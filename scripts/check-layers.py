@@ -29,7 +29,7 @@ LAYERS = [
     ["weft-event", "weft-template"],
     ["weft-store", "weft-nodes"],
     ["weft-engine", "weft-history"],
-    ["weft-testing"],
+    ["weft-testing", "weft-otel"],
     ["weft-api"],
     ["weft-server", "weft-restate"],
     ["weft-cli", "weft-app"],

@@ -212,6 +212,8 @@ pub fn bindings_typescript() -> Result<String, String> {
 /// Opens the window and serves the commands until the window closes. The first argument, if
 /// any, is a flow file to open (`weft-app flows/offline.json`).
 pub fn run() -> Result<(), String> {
+    // Before the store is opened: its engines export traces when the OTEL_* variables ask.
+    weft_otel::init("weft-app");
     let paths = AppPaths::from_env().map_err(|e| e.message)?;
     let startup_file = std::env::args().nth(1).and_then(|arg| {
         std::path::absolute(&arg)
@@ -237,6 +239,7 @@ pub fn run() -> Result<(), String> {
             handle.state::<AppState>().stop_runs(EXIT_GRACE);
             // The MCP servers runs started end with the app (their process groups too).
             weft_mcp::stop_all_servers();
+            weft_otel::shutdown();
         }
     });
     Ok(())

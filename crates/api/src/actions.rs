@@ -58,6 +58,9 @@ pub struct StartRequest {
     pub cancel: CancellationToken,
     /// What starts the run (kept with it).
     pub trigger: Option<weft_store::Trigger>,
+    /// A W3C `traceparent` the request came with: the run's span is its child when traces are
+    /// exported (docs/traces.md).
+    pub traceparent: Option<String>,
 }
 
 /// Refuses what a run of `flow` could not start with, before anything is stored: an advance
@@ -114,6 +117,7 @@ impl Weft {
             replay: request.replay.map(|run| run.trim().to_string()),
             breakpoints: request.breakpoints,
             trigger: request.trigger,
+            traceparent: request.traceparent,
             ..RunOptions::default()
         };
         Ok(self.engine.spawn(flow, options).await?)

@@ -47,6 +47,15 @@ pub struct Weft {
     hosts: hosts::Hosts,
 }
 
+/// `engine`, exporting its runs' traces when this process set an exporter up
+/// ([`weft_otel::init`]), with their LLM calls costed at `prices`.
+fn traced(engine: Engine, prices: &Prices) -> Engine {
+    match weft_otel::installed() {
+        Some(telemetry) => engine.with_tracer(telemetry.tracer(prices)),
+        None => engine,
+    }
+}
+
 /// How long a process expects to live, which decides what it starts at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lifetime {
@@ -79,17 +88,18 @@ impl Weft {
     /// A Weft over an engine made elsewhere (a test's, a Restate worker's) whose store is at
     /// `location`.
     pub fn over(engine: Engine, location: StoreLocation) -> Weft {
+        let prices = Prices::shipped();
         Weft {
-            engine: engine.with_pricer(pricer(Prices::shipped())),
+            engine: traced(engine, &prices).with_pricer(pricer(prices.clone())),
             location,
-            prices: Prices::shipped(),
+            prices,
             hosts: hosts::Hosts::default(),
         }
     }
 
     /// The same Weft, costing runs at `prices` (in views, and against budgets).
     pub fn with_prices(mut self, prices: Prices) -> Weft {
-        self.engine = self.engine.with_pricer(pricer(prices.clone()));
+        self.engine = traced(self.engine, &prices).with_pricer(pricer(prices.clone()));
         self.prices = prices;
         self
     }

@@ -486,6 +486,9 @@ pub(crate) fn usage_error(message: impl Into<String>) -> anyhow::Error {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
+    // Before any store is opened: the engines made from here on export traces when the
+    // OTEL_* variables ask for them.
+    weft_otel::init("weft");
     let result = match cli.command {
         Command::Validate(args) => commands::validate::validate(&args),
         Command::Tools(args) => block_on(Threads::Pool, commands::tools::tools(args)),
@@ -506,6 +509,7 @@ fn main() -> ExitCode {
     // too). A second Ctrl-C quits from the signal handler instead: a server then sees its
     // input close, and a well-behaved one exits.
     weft_mcp::stop_all_servers();
+    weft_otel::shutdown();
     match result {
         Ok(exit) => exit.into(),
         Err(error) => {

@@ -13,6 +13,7 @@
 pub mod breakpoints;
 pub mod pins;
 pub mod run;
+pub mod trace;
 
 pub use run::{
     Continue, DecideError, Engine, Entry, MAX_RUN_OUTPUT_BYTES, MAX_VALUE_BYTES, PauseAnswer,

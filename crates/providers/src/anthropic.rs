@@ -403,6 +403,7 @@ impl<'a> WireFormat for AnthropicFormat<'a> {
             input_tokens: None,
             output_tokens: None,
             stop_reason: None,
+            model: None,
             delivered: false,
         }
     }
@@ -432,6 +433,10 @@ impl<'a> WireFormat for AnthropicFormat<'a> {
         }
         if let Some(usage) = message.get("usage") {
             assembler.usage(usage);
+        }
+        assembler.model_from(Some(&message));
+        if let Some(reason) = message.get("stop_reason").and_then(Value::as_str) {
+            assembler.stop_reason = Some(reason.to_string());
         }
         Ok(assembler.finish())
     }
@@ -471,6 +476,8 @@ struct Assembler<'a> {
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
     stop_reason: Option<String>,
+    /// The model `message_start` names.
+    model: Option<String>,
     /// Whether any piece was passed on (an answer that began is not asked for again).
     delivered: bool,
 }
@@ -603,6 +610,16 @@ impl Assembler<'_> {
             .map(|(_, block)| block)
     }
 
+    /// The model a `message` names.
+    fn model_from(&mut self, message: Option<&Value>) {
+        if let Some(model) = message
+            .and_then(|message| message.get("model"))
+            .and_then(Value::as_str)
+        {
+            self.model = Some(model.to_string());
+        }
+    }
+
     /// Token counts: input (with cache reads and writes) and output. Later counts replace
     /// earlier ones (the API's counts are cumulative).
     fn usage(&mut self, usage: &Value) {
@@ -642,6 +659,7 @@ impl StreamDecoder for Assembler<'_> {
                 if let Some(usage) = value.pointer("/message/usage") {
                     self.usage(usage);
                 }
+                self.model_from(value.get("message"));
             }
             "content_block_start" => {
                 if let Some(block) = value.get("content_block") {
@@ -742,6 +760,8 @@ impl StreamDecoder for Assembler<'_> {
             tool_calls,
             usage,
             sources: self.sources,
+            response_model: self.model,
+            finish_reason: self.stop_reason,
         }
     }
 }

@@ -402,6 +402,14 @@ pub struct ChatResponse {
     pub usage: Option<Usage>,
     /// Pages the provider's web search used (empty without web search).
     pub sources: Vec<WebSource>,
+    /// The model the provider says answered (often a dated snapshot of the one asked for), for
+    /// traces. Not kept in recordings: a replayed answer has no provider.
+    #[serde(skip)]
+    pub response_model: Option<String>,
+    /// Why the model stopped, in the provider's words (`stop`, `tool_calls`, `end_turn`), for
+    /// traces. Not kept in recordings either.
+    #[serde(skip)]
+    pub finish_reason: Option<String>,
 }
 
 /// Why a model call failed. Messages carry what the provider said, with keys redacted.

@@ -87,6 +87,7 @@ impl<'a> WireFormat for OpenAiFormat<'a> {
             usage: None,
             sources: Vec::new(),
             finish_reason: None,
+            model: None,
         }
     }
 
@@ -108,6 +109,7 @@ impl<'a> WireFormat for OpenAiFormat<'a> {
         let Some(choice) = completion.choices.into_iter().next() else {
             return Err(malformed(self.provider, "the answer has no choices"));
         };
+        let finish_reason = choice.finish_reason;
         let message = choice.message.unwrap_or_default();
         let content = message
             .content
@@ -138,6 +140,8 @@ impl<'a> WireFormat for OpenAiFormat<'a> {
             tool_calls,
             usage,
             sources,
+            response_model: completion.model,
+            finish_reason,
         })
     }
 }
@@ -303,6 +307,8 @@ impl WireUsage {
 #[derive(Deserialize)]
 struct Completion {
     #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
     choices: Vec<CompletionChoice>,
     #[serde(default)]
     usage: Option<WireUsage>,
@@ -314,6 +320,8 @@ struct Completion {
 struct CompletionChoice {
     #[serde(default)]
     message: Option<CompletionMessage>,
+    #[serde(default)]
+    finish_reason: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -347,6 +355,8 @@ struct WireFunction {
 /// One `chat.completion.chunk` of a stream.
 #[derive(Deserialize)]
 struct StreamChunk {
+    #[serde(default)]
+    model: Option<String>,
     #[serde(default)]
     choices: Vec<StreamChoice>,
     #[serde(default)]
@@ -390,6 +400,8 @@ struct StreamState<'a> {
     usage: Option<Usage>,
     sources: Vec<WebSource>,
     finish_reason: Option<String>,
+    /// The model the chunks name.
+    model: Option<String>,
 }
 
 impl StreamDecoder for StreamState<'_> {
@@ -409,6 +421,9 @@ impl StreamDecoder for StreamState<'_> {
         }
         if let Some(usage) = chunk.usage {
             self.usage = Some(usage.into_usage());
+        }
+        if self.model.is_none() {
+            self.model = chunk.model.filter(|model| !model.is_empty());
         }
         let Some(choice) = chunk.choices.into_iter().next() else {
             return Ok(false);
@@ -445,6 +460,8 @@ impl StreamDecoder for StreamState<'_> {
                 .collect(),
             usage: self.usage,
             sources: self.sources,
+            response_model: self.model,
+            finish_reason: self.finish_reason,
         }
     }
 }

@@ -31,7 +31,7 @@ use weft_store::{Trigger, TriggerKind};
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Path as UrlPath, Query, Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -674,6 +674,7 @@ impl Api {
         input: Option<String>,
         decisions: std::collections::HashMap<String, Decision>,
         trigger: TriggerKind,
+        traceparent: Option<String>,
     ) -> Result<String, ApiError> {
         let path = self.flow_path(name)?;
         let flow = Flow::load(&path).map_err(|error| ApiError::bad_request(error.to_string()))?;
@@ -691,6 +692,7 @@ impl Api {
             flow_path: Some(path),
             on_event: Some(self.wake()),
             trigger: Some(Trigger::of(trigger)),
+            traceparent,
             ..StartRequest::default()
         };
         check_start(checked.flow(), &request)?;
@@ -709,9 +711,19 @@ fn invalid_flow(name: &str, problems: &[weft_nodes::Problem]) -> String {
     format!("the flow `{name}` is not valid: {}", lines.join("; "))
 }
 
+/// The W3C `traceparent` header a request came with: the run it starts or resumes is a span
+/// of that trace (docs/traces.md).
+fn traceparent(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get("traceparent")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_string)
+}
+
 async fn start_run(
     State(api): State<Arc<Api>>,
     Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Going>), ApiError> {
     let request: StartBody = json_body(body)?;
@@ -725,7 +737,13 @@ async fn start_run(
         other => other.to_string(),
     });
     let run_id = api
-        .start(&request.flow, input, decisions, TriggerKind::Api)
+        .start(
+            &request.flow,
+            input,
+            decisions,
+            TriggerKind::Api,
+            traceparent(&headers),
+        )
         .await?;
     Ok((
         StatusCode::CREATED,
@@ -740,6 +758,7 @@ async fn start_run(
 async fn webhook(
     State(api): State<Arc<Api>>,
     Segment(flow): Segment,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Started>), ApiError> {
     let bytes = body_bytes(body)?;
@@ -756,6 +775,7 @@ async fn webhook(
             input,
             std::collections::HashMap::new(),
             TriggerKind::Hook,
+            traceparent(&headers),
         )
         .await?;
     Ok((StatusCode::ACCEPTED, Json(Started { run_id })))
@@ -793,11 +813,13 @@ async fn decide(
     State(api): State<Arc<Api>>,
     Extension(caller): Extension<Caller>,
     Segment(id): Segment,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Going>, ApiError> {
     let decision: Decision = json_body(body)?;
     let options = ResumeOptions {
         on_event: Some(api.wake()),
+        traceparent: traceparent(&headers),
         ..ResumeOptions::default()
     };
     let handle = api

@@ -52,6 +52,14 @@ pub(crate) fn open_as(location: StoreLocation, lifetime: Lifetime) -> anyhow::Re
 
 /// The price table: the shipped prices and the file `WEFT_PRICES` names; a file that cannot be
 /// used is a usage error (exit 2) naming it and what is wrong.
+/// `TRACEPARENT` (the W3C trace context a calling process hands down): the run's span is its
+/// child when traces are exported (docs/traces.md).
+pub(crate) fn traceparent() -> Option<String> {
+    std::env::var("TRACEPARENT")
+        .ok()
+        .filter(|value| !value.trim().is_empty())
+}
+
 pub(crate) fn prices() -> anyhow::Result<Prices> {
     Prices::from_env().map_err(|error| usage_error(format!("{error} (set by {PRICES_ENV})")))
 }

@@ -64,6 +64,7 @@ pub(crate) async fn resume(args: ResumeArgs) -> anyhow::Result<Exit> {
     let options = ResumeOptions {
         on_event: Some(live.listener.clone()),
         cancel: live.cancel.clone(),
+        traceparent: super::traceparent(),
         ..ResumeOptions::default()
     };
     let by = weft_api::decider(args.by.as_deref());

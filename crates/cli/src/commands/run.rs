@@ -82,6 +82,7 @@ async fn run_checked(args: RunArgs, checked: CheckedFlow) -> anyhow::Result<Exit
         replay: args.replay,
         breakpoints: args.breakpoints,
         trigger: Some(weft_store::Trigger::of(weft_store::TriggerKind::Manual)),
+        traceparent: super::traceparent(),
         ..StartRequest::default()
     };
     // Checked before the store is opened, so a wrong target leaves no trace.

@@ -20,3 +20,4 @@ mod schedules;
 mod serve;
 #[cfg(unix)]
 mod serve_limits;
+mod traces;

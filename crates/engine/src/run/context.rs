@@ -32,6 +32,8 @@ pub(crate) struct Services {
     pub mcp: Arc<weft_mcp::Hub>,
     /// Prices answers for runs with a budget in US dollars (none: tokens only).
     pub pricer: Option<super::budget::Pricer>,
+    /// Told what runs do, when traces are exported ([`crate::trace`]).
+    pub tracer: Option<Arc<dyn crate::trace::Tracer>>,
 }
 
 /// What one run (with its nested runs) shares beyond the services: its LLM call log and its

@@ -14,6 +14,8 @@ use weft_event::{EventType, RunEvent};
 use weft_providers::Usage;
 use weft_store::Store;
 
+use crate::trace::RunTrace;
+
 /// The current time as stored in events and the store (RFC 3339, milliseconds, UTC).
 pub(crate) fn now() -> String {
     now_shared().to_string()
@@ -56,6 +58,8 @@ struct EventLog {
     held: Mutex<Vec<RunEvent>>,
     /// What the run may spend (`settings.budget` of the run's own flow), when it has a budget.
     budget: std::sync::OnceLock<super::budget::BudgetTracker>,
+    /// The run's trace, when the engine has a tracer ([`crate::trace`]).
+    trace: Option<Arc<dyn RunTrace>>,
 }
 
 /// Emits the events of one (possibly nested) run into its run's log.
@@ -86,6 +90,7 @@ impl Emitter {
         listener: Option<EventListener>,
         next_seq: u64,
         usage: Usage,
+        trace: Option<Arc<dyn RunTrace>>,
     ) -> Emitter {
         Emitter {
             log: Arc::new(EventLog {
@@ -96,6 +101,7 @@ impl Emitter {
                 usage: Mutex::new(usage),
                 held: Mutex::new(Vec::new()),
                 budget: std::sync::OnceLock::new(),
+                trace,
             }),
             scope: None,
             call_scope: None,
@@ -199,6 +205,10 @@ impl Emitter {
         event.seq = *next_seq;
         event.ts = now_shared();
         *next_seq += 1;
+        // Under the lock, so the tracer sees the events in their order too.
+        if let Some(trace) = &self.log.trace {
+            trace.event(&event);
+        }
         self.log
             .store
             .append_event(event, self.log.listener.clone());
@@ -226,6 +236,16 @@ impl Emitter {
             usage,
             model: None,
         }
+    }
+
+    /// The run's trace, if it is traced.
+    pub(crate) fn trace(&self) -> Option<&Arc<dyn RunTrace>> {
+        self.log.trace.as_ref()
+    }
+
+    /// The scope of this emitter's run (`None` at the top), as its events carry it.
+    pub(crate) fn scope(&self) -> Option<&str> {
+        self.scope.as_deref()
     }
 
     /// The run's id, as its events carry it.

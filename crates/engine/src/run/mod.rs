@@ -27,6 +27,7 @@ mod nested;
 mod scheduler;
 pub use scheduler::{MAX_RUN_OUTPUT_BYTES, MAX_VALUE_BYTES};
 mod step_env;
+mod trace;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -45,6 +46,7 @@ pub use llm_log::RecordedAnswers;
 
 use crate::breakpoints::{BreakWhen, Breakpoint, check_breakpoints};
 use crate::pins::{Pins, check_pins};
+use crate::trace::{RunTrace, TraceStart, Tracer};
 use context::{ContextSeed, RunContext, RunShared, Services};
 use emitter::{Emitter, now};
 use graph::Graph;
@@ -113,6 +115,9 @@ pub struct RunOptions {
     pub run_id: Option<String>,
     /// What started the run (kept with it: `weft runs`, History, the API).
     pub trigger: Option<weft_store::Trigger>,
+    /// A W3C `traceparent` (an HTTP request's header, `TRACEPARENT`): the run's span is its
+    /// child when the engine has a tracer ([`Engine::with_tracer`]).
+    pub traceparent: Option<String>,
 }
 
 /// How to resume a paused run.
@@ -122,6 +127,8 @@ pub struct ResumeOptions {
     pub decisions: HashMap<String, Decision>,
     pub on_event: Option<EventListener>,
     pub cancel: CancellationToken,
+    /// As [`RunOptions::traceparent`]; without one, the resumed run continues its trace.
+    pub traceparent: Option<String>,
 }
 
 /// Where a run stands when it ended or paused.
@@ -301,6 +308,7 @@ impl Engine {
                 store,
                 mcp: Arc::default(),
                 pricer: None,
+                tracer: None,
             },
             active: Arc::default(),
             host: None,
@@ -350,6 +358,29 @@ impl Engine {
     pub fn with_pricer(mut self, pricer: Pricer) -> Engine {
         self.services.pricer = Some(pricer);
         self
+    }
+
+    /// The same engine, telling `tracer` what its runs do ([`crate::trace`]).
+    pub fn with_tracer(mut self, tracer: Arc<dyn Tracer>) -> Engine {
+        self.services.tracer = Some(tracer);
+        self
+    }
+
+    /// The trace of a run's segment starting here, when this engine has a tracer.
+    fn trace(
+        &self,
+        run_id: &str,
+        flow_name: &str,
+        parent: Option<&str>,
+        earlier: Option<&str>,
+    ) -> Option<Arc<dyn RunTrace>> {
+        let tracer = self.services.tracer.as_ref()?;
+        Some(tracer.run(TraceStart {
+            run_id,
+            flow_name,
+            parent,
+            earlier,
+        }))
     }
 
     /// The MCP servers this engine's runs use.
@@ -514,6 +545,7 @@ impl Engine {
             options.on_event,
             1,
             Usage::default(),
+            self.trace(&run_id, &flow.name, options.traceparent.as_deref(), None),
         );
         let cancel = self.track(&run_id, &options.cancel);
         let graph = Graph::from_parsed(&flow, parsed);
@@ -746,6 +778,12 @@ impl Engine {
             options.on_event,
             state.next_seq.max(1),
             record.usage,
+            self.trace(
+                &run_id,
+                &flow.name,
+                options.traceparent.as_deref(),
+                state.trace.as_deref(),
+            ),
         );
         let flow_path = record.summary.flow_path.as_ref().map(PathBuf::from);
         let cancel = self.track(&run_id, &options.cancel);
@@ -868,6 +906,12 @@ impl Engine {
             options.on_event,
             last_seq + 1,
             record.usage,
+            self.trace(
+                &run_id,
+                &flow.name,
+                options.traceparent.as_deref(),
+                state.trace.as_deref(),
+            ),
         );
         let flow_path = record.summary.flow_path.as_ref().map(PathBuf::from);
         let cancel = self.track(&run_id, &options.cancel);
@@ -1011,6 +1055,7 @@ impl Engine {
             on_event,
             state.next_seq.max(1),
             record.usage,
+            None,
         );
         let error = "the run was cancelled while it waited for a person".to_string();
         let content =
@@ -1089,6 +1134,10 @@ impl Engine {
         let engine = self.clone();
         let task = self.active.tracker.spawn(async move {
             let outcome = engine.finish(&ctx, scheduler).await;
+            if let Some(trace) = ctx.events.trace() {
+                let status = outcome.as_ref().ok().map(|outcome| outcome.status);
+                trace.end(status);
+            }
             engine.active.tokens().remove(&*ctx.run_id);
             engine.active.pauses().remove(&*ctx.run_id);
             if engine.ends_with_process

@@ -47,6 +47,9 @@ pub(crate) struct SavedState {
     /// A person let the run go on past its budget (`settings.budget`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub budget_lifted: bool,
+    /// The `traceparent` of the run's first span, which a resumed run's span links to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
     /// Counted on every step, so with the graph's faster hash ([`ByNode`]).
     #[serde(default)]
     pub visits: ByNode<u64>,
@@ -1201,6 +1204,11 @@ impl Scheduler {
                 .events
                 .budget()
                 .is_some_and(super::budget::BudgetTracker::lifted),
+            trace: self
+                .ctx
+                .events
+                .trace()
+                .and_then(|trace| trace.traceparent()),
             visits: ByNode::default(),
             approval: self.ctx.approval().map(Arc::unwrap_or_clone),
             histories: self

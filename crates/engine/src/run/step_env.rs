@@ -27,7 +27,7 @@ use weft_mcp::{McpError, McpErrorKind, ToolInfo, ToolOutcome};
 use weft_nodes::step::ToolCallRequest;
 
 /// How one model's call of [`StepEnv::complete`] ended when it gave no answer.
-enum Attempt {
+pub(super) enum Attempt {
     Failed(ProviderError),
     /// The run's record says this call failed for good, and a fallback model answered.
     FailedWhenRecorded(String),
@@ -358,8 +358,9 @@ impl StepEnv for RunContext {
                     model: route.model.clone(),
                     ..request.clone()
                 };
-                let why = match self
-                    .complete_one(node_id, visit, route, &asked, on_delta, next.is_some())
+                let attempt =
+                    self.complete_one(node_id, visit, route, &asked, on_delta, next.is_some());
+                let why = match super::trace::traced_llm_call(self, node_id, route, &asked, attempt)
                     .await
                 {
                     Ok(answer) => {

@@ -93,6 +93,11 @@ impl Sandbox {
             "WEFT_LOG",
             "WEFT_PRICES",
             "NO_COLOR",
+            // Traces only where a test asks for them (tests/it/traces.rs).
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+            "TRACEPARENT",
         ] {
             command.env_remove(name);
         }
