@@ -45,6 +45,7 @@ function pastRun(id: string): RunSummary {
     endedAt: '2026-11-21T20:56:19.000Z',
     updatedAt: '2026-11-21T20:56:19.000Z',
     waitingNodeId: null,
+    trigger: { kind: 'schedule', occurrence: '2026-11-21T20:56:00Z', schedule: 0 },
   };
 }
 
@@ -422,6 +423,7 @@ describe('App', () => {
       endedAt: null,
       updatedAt: '2026-11-21T20:56:18.000Z',
       waitingNodeId: null,
+      trigger: null,
     };
     const cut = [
       event(1, 'run_start', null, 'x', { runId: 'cut-run-1' }),
@@ -526,6 +528,8 @@ describe('App', () => {
     await act(async () => fireEvent.click(screen.getByTestId('tab-history')));
     const costs = screen.getAllByTestId('history-cost').map((cell) => cell.textContent);
     expect(costs).toEqual(['$0.0123', '—']);
+    // What started each run: a schedule here (a run started by hand says nothing).
+    expect(screen.getAllByTestId('history-trigger').map((cell) => cell.textContent)).toEqual([' · by schedule', ' · by schedule']);
     const compare = screen.getByTestId('history-compare') as HTMLButtonElement;
     expect(compare.disabled).toBe(true);
     const checks = screen.getAllByTestId('history-check');

@@ -895,6 +895,8 @@ export type RunSummary = {
 	updatedAt: string,
 	/**  The node a paused run waits on. */
 	waitingNodeId: string | null,
+	/**  What started it (`None` for runs stored before triggers were kept). */
+	trigger: Trigger | null,
 };
 
 /**  Every visit of every node of a run, with the run's cost per node and call. */
@@ -995,6 +997,18 @@ export type TestsView = {
 	/**  Why the file cannot be used (its line named); the cases are then empty. */
 	problem: string | null,
 };
+
+/**  What started a run. */
+export type Trigger = {
+	kind: TriggerKind,
+	/**  For a schedule: the occurrence it started for (RFC 3339, UTC). */
+	occurrence?: string | null,
+	/**  For a schedule: its place in the flow's `settings.schedules`. */
+	schedule?: number | null,
+};
+
+/**  Who or what started a run. */
+export type TriggerKind = "manual" | "api" | "hook" | "schedule" | "mcp";
 
 /**  Tokens used by one call, as the provider reported them. */
 export type Usage = {

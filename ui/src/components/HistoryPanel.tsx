@@ -243,6 +243,11 @@ export function HistoryPanel() {
                 {startOf(run.startedAt)} · {durationOf(run.startedAt, run.endedAt)} ·{' '}
                 <span data-testid="history-cost">{costText(costs[run.id])}</span>
                 {run.waitingNodeId ? ` · waits at ${run.waitingNodeId}` : ''}
+                {run.trigger && run.trigger.kind !== 'manual' && (
+                  <span data-testid="history-trigger" title={run.trigger.occurrence ? `the occurrence of ${run.trigger.occurrence}` : undefined}>
+                    {` · by ${run.trigger.kind}`}
+                  </span>
+                )}
               </span>
               <span className="history-id muted mono">{run.id.slice(0, 8)}</span>
             </button>
