@@ -267,6 +267,13 @@ pub(crate) fn request_hash(route: &ModelRoute, request: &ChatRequest) -> String 
     hex(&hasher.finalize())
 }
 
+/// How one model's call of a step's `complete` ended when it gave no answer.
+pub(crate) enum Attempt {
+    Failed(weft_providers::ProviderError),
+    /// The run's record says this call failed for good, and a fallback model answered.
+    FailedWhenRecorded(String),
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,16 +22,9 @@ use weft_template::{RenderLimits, Scope};
 
 use super::context::RunContext;
 use super::emitter::now;
-use super::llm_log::{Recorded, request_hash, tool_call_hash};
+use super::llm_log::{Attempt, Recorded, request_hash, tool_call_hash};
 use weft_mcp::{McpError, McpErrorKind, ToolInfo, ToolOutcome};
 use weft_nodes::step::ToolCallRequest;
-
-/// How one model's call of [`StepEnv::complete`] ended when it gave no answer.
-pub(super) enum Attempt {
-    Failed(ProviderError),
-    /// The run's record says this call failed for good, and a fallback model answered.
-    FailedWhenRecorded(String),
-}
 
 /// What is kept of a call that failed for good before a fallback model was asked.
 #[derive(serde::Serialize, serde::Deserialize)]

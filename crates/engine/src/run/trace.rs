@@ -6,7 +6,7 @@ use std::time::SystemTime;
 use weft_providers::{ChatRequest, ChatResponse, ModelRoute, ProviderError};
 
 use super::context::RunContext;
-use super::step_env::Attempt;
+use super::llm_log::Attempt;
 use crate::trace::LlmCall;
 
 /// Runs `call` (an LLM call of `node_id`) and, when the run is traced, tells its tracer when
