@@ -805,9 +805,10 @@ fn keys_nobody_reads_are_warnings_naming_the_nearest_field() {
         .collect();
     let expected = [
         "`settings.maxNodeVisit` is not a field of the flow's settings (did you mean `settings.maxNodeVisits`?)",
-        "`settings.budgett` is not a field of the flow's settings; it is ignored (fields: settings.maxNodeVisits, settings.vars, settings.mcpServers)",
+        // Fields added since (settings.budget, fallbackModels) are suggested like any other.
+        "`settings.budgett` is not a field of the flow's settings (did you mean `settings.budget`?)",
         "node a: warning: `systemPromt` is not a field of `agent` nodes (did you mean `systemPrompt`?); it is ignored",
-        "node a: warning: `fallbakModels` is not a field of `agent` nodes; it is ignored (fields: systemPrompt,",
+        "node a: warning: `fallbakModels` is not a field of `agent` nodes (did you mean `fallbackModels`?)",
         "node a: warning: `tools.web_serch` is not a field of `agent` nodes (did you mean `tools.web_search`?)",
         "node a: warning: `retry.maxAttempt` is not a field of `agent` nodes (did you mean `retry.maxAttempts`?)",
     ];
