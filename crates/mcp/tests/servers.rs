@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use support::{
     args, def, everything_http, everything_stdio, flaky_proxy, gone, marker, misbehaving,
-    processes_marked, servers_dir,
+    processes_marked,
 };
 use tokio_util::sync::CancellationToken;
 use weft_mcp::{Hub, JsonObject, McpErrorKind};
@@ -98,36 +98,11 @@ async fn a_stdio_server_is_started_once_lists_its_tools_and_answers_calls() {
 
 #[tokio::test]
 async fn a_streamable_http_server_gets_its_headers_with_names_read_at_run_time() {
-    let dir = servers_dir();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("a port")
-        .local_addr()
-        .expect("address")
-        .port();
-    let mut server = tokio::process::Command::new("node")
-        .arg(dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"))
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("server-everything starts");
-    let started = Instant::now();
-    while tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .is_err()
-    {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the HTTP server did not listen"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let (mut server, url) = everything_http().await;
     let lookup = |name: &str| (name == "EVERYTHING_TOKEN").then(|| "t0ken-value".to_string());
     let hub = Hub::new(Arc::new(lookup));
     let http = def(json!({
-        "url": format!("http://127.0.0.1:{port}/mcp"),
+        "url": url,
         "headers": {"X-Api-Key": "${EVERYTHING_TOKEN}"},
     }));
     let cancel = CancellationToken::new();
@@ -145,7 +120,7 @@ async fn a_streamable_http_server_gets_its_headers_with_names_read_at_run_time()
     assert!(outcome.text().contains("42"), "{}", outcome.text());
 
     let unset = def(json!({
-        "url": format!("http://127.0.0.1:{port}/mcp"),
+        "url": url,
         "headers": {"Authorization": "Bearer ${NOT_SET_FOR_THIS_TEST}"},
     }));
     let error = hub
