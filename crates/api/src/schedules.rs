@@ -2,10 +2,14 @@
 //! them and as servers start them.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
 use serde::Serialize;
 use weft_flow::Flow;
+use weft_nodes::CheckedFlow;
 use weft_schedule::Schedule;
 
 /// A flow of the folder that has schedules, or whose schedules cannot be used.
@@ -86,6 +90,53 @@ pub fn upcoming(flows: &[ScheduledFlow], now: DateTime<Utc>, count: usize) -> Ve
         .collect()
 }
 
+/// A run a schedule calls for, claimed and checked: what a [`StartScheduled`] starts.
+pub struct ScheduledRun {
+    /// The flow's name in its folder (`triage`).
+    pub flow: String,
+    pub path: PathBuf,
+    /// The flow, validated.
+    pub checked: CheckedFlow,
+    /// The schedule's `input`: a string as it is, anything else as JSON.
+    pub input: Option<String>,
+    /// `schedule` with its occurrence and place.
+    pub trigger: weft_store::Trigger,
+}
+
+/// How a host starts the runs its schedules call for; returns the run's id. `weft serve` starts
+/// them in its own engine ([`LocalStart`]); a `weft restate` worker hands them to Restate, which
+/// runs each as a durable workflow.
+pub trait StartScheduled: Send + Sync {
+    fn start(&self, run: ScheduledRun) -> BoxFuture<'_, Result<String, String>>;
+}
+
+/// Starts scheduled runs in this process's engine, their events to `on_event`.
+pub struct LocalStart {
+    pub weft: crate::Weft,
+    pub on_event: Option<weft_event::EventListener>,
+}
+
+impl StartScheduled for LocalStart {
+    fn start(&self, run: ScheduledRun) -> BoxFuture<'_, Result<String, String>> {
+        async move {
+            let request = crate::StartRequest {
+                input: run.input,
+                flow_path: Some(run.path),
+                on_event: self.on_event.clone(),
+                trigger: Some(run.trigger),
+                ..crate::StartRequest::default()
+            };
+            let handle = self
+                .weft
+                .start(run.checked, request)
+                .await
+                .map_err(|error| error.to_string())?;
+            Ok(handle.run_id)
+        }
+        .boxed()
+    }
+}
+
 /// Starts the runs a folder's schedules call for, as a server does: each occurrence is claimed
 /// in the store first, so several servers on one store start it once. [`Schedules::tick`] is
 /// one look at the clock (a test gives the time); [`Weft::start_schedules`] calls it as time
@@ -93,7 +144,7 @@ pub fn upcoming(flows: &[ScheduledFlow], now: DateTime<Utc>, count: usize) -> Ve
 pub struct Schedules {
     weft: crate::Weft,
     dir: PathBuf,
-    on_event: Option<weft_event::EventListener>,
+    starter: Arc<dyn StartScheduled>,
     /// Occurrences up to here were looked at by this process.
     looked_until: std::sync::Mutex<Option<DateTime<Utc>>>,
 }
@@ -105,16 +156,33 @@ pub type Started = Vec<(String, DateTime<Utc>, String)>;
 /// by then.
 const LOOK_AT_LEAST_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// How long after an occurrence a server looks, so that it counts as come.
+const JUST_PAST: std::time::Duration = std::time::Duration::from_millis(5);
+
 impl Schedules {
+    /// The schedules of `dir`, their runs started in `weft`'s engine.
     pub fn new(
         weft: crate::Weft,
         dir: PathBuf,
         on_event: Option<weft_event::EventListener>,
     ) -> Schedules {
+        let starter = Arc::new(LocalStart {
+            weft: weft.clone(),
+            on_event,
+        });
+        Schedules::started_by(weft, dir, starter)
+    }
+
+    /// The schedules of `dir`, claimed in `weft`'s store and their runs started by `starter`.
+    pub fn started_by(
+        weft: crate::Weft,
+        dir: PathBuf,
+        starter: Arc<dyn StartScheduled>,
+    ) -> Schedules {
         Schedules {
             weft,
             dir,
-            on_event,
+            starter,
             looked_until: std::sync::Mutex::new(None),
         }
     }
@@ -277,23 +345,19 @@ impl Schedules {
             serde_json::Value::String(text) => text.clone(),
             other => other.to_string(),
         });
-        let request = crate::StartRequest {
-            input,
-            flow_path: Some(flow.path.clone()),
-            on_event: self.on_event.clone(),
-            trigger: Some(weft_store::Trigger {
-                kind: weft_store::TriggerKind::Schedule,
-                occurrence: Some(at.to_string()),
-                schedule: Some(schedule.index as u64),
-            }),
-            ..crate::StartRequest::default()
-        };
-        let handle = self
-            .weft
-            .start(checked, request)
+        self.starter
+            .start(ScheduledRun {
+                flow: flow.name.clone(),
+                path: flow.path.clone(),
+                checked,
+                input,
+                trigger: weft_store::Trigger {
+                    kind: weft_store::TriggerKind::Schedule,
+                    occurrence: Some(at.to_string()),
+                    schedule: Some(schedule.index as u64),
+                },
+            })
             .await
-            .map_err(|error| error.to_string())?;
-        Ok(handle.run_id)
     }
 }
 
@@ -311,19 +375,29 @@ impl crate::Weft {
         dir: PathBuf,
         on_event: Option<weft_event::EventListener>,
     ) -> ScheduleTask {
-        let schedules = Schedules::new(self.clone(), dir, on_event);
+        Schedules::new(self.clone(), dir, on_event).spawn()
+    }
+}
+
+impl Schedules {
+    /// Runs these schedules in the background on the current tokio runtime: missed
+    /// occurrences first, then each as it comes.
+    pub fn spawn(self) -> ScheduleTask {
+        let schedules = self;
         let stop = tokio_util::sync::CancellationToken::new();
         let stopped = stop.clone();
         let task = tokio::spawn(async move {
             schedules.catch_up(Utc::now()).await;
             while !stopped.is_cancelled() {
                 let (_, next) = schedules.tick(Utc::now()).await;
-                let wait = next
-                    .and_then(|next| (next - Utc::now()).to_std().ok())
-                    .unwrap_or_default()
-                    .min(LOOK_AT_LEAST_EVERY)
-                    // Just past the occurrence, so that it counts as come.
-                    + std::time::Duration::from_millis(5);
+                // With no schedule in the folder, the next look is the one that reads an
+                // edited flow's; one due already (negative wait) is looked at now.
+                let wait = next.map_or(LOOK_AT_LEAST_EVERY, |next| {
+                    (next - Utc::now())
+                        .to_std()
+                        .unwrap_or_default()
+                        .min(LOOK_AT_LEAST_EVERY)
+                }) + JUST_PAST;
                 tokio::select! {
                     () = tokio::time::sleep(wait) => {}
                     () = stopped.cancelled() => {}

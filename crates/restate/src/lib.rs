@@ -31,9 +31,13 @@
 
 mod ingress;
 #[cfg(feature = "worker")]
+mod schedules;
+#[cfg(feature = "worker")]
 mod worker;
 
 pub use ingress::RestateIngress;
+#[cfg(feature = "worker")]
+pub use schedules::StartThroughIngress;
 #[cfg(feature = "worker")]
 pub use worker::*;
 

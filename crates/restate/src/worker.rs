@@ -37,6 +37,9 @@ pub struct StartRequest {
     /// through the `proceed` handler.
     #[serde(default)]
     pub breakpoints: Vec<Breakpoint>,
+    /// What started the run (a worker's schedule sends `schedule` with its occurrence).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<weft_store::Trigger>,
 }
 
 /// Where a run stood at the end of a segment (and, for the workflow's result, at its end).
@@ -66,6 +69,7 @@ enum Step {
         flow_path: PathBuf,
         input: Option<String>,
         breakpoints: Vec<Breakpoint>,
+        trigger: Option<weft_store::Trigger>,
     },
     Answer {
         answer: PauseAnswer,
@@ -116,6 +120,7 @@ impl WeftRun {
             other => other.to_string(),
         });
         let breakpoints = request.breakpoints;
+        let trigger = request.trigger;
         let engine = self.engine.clone();
         let id = run_id.clone();
         let mut outcome = ctx
@@ -127,6 +132,7 @@ impl WeftRun {
                         flow_path,
                         input,
                         breakpoints,
+                        trigger,
                     },
                 )
                 .await
@@ -279,6 +285,7 @@ async fn segment(engine: &Engine, run_id: &str, step: Step) -> HandlerResult<Out
                     flow_path,
                     input,
                     breakpoints,
+                    trigger,
                 },
             ) => {
                 let flow = Flow::load(flow_path)
@@ -288,6 +295,7 @@ async fn segment(engine: &Engine, run_id: &str, step: Step) -> HandlerResult<Out
                     input: input.clone(),
                     flow_path: Some(flow_path.clone()),
                     breakpoints: breakpoints.clone(),
+                    trigger: trigger.clone(),
                     ..RunOptions::default()
                 };
                 match engine.spawn(flow, options).await {

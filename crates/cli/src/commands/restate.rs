@@ -1,10 +1,13 @@
 //! `weft restate`: a Restate service endpoint (docs/team-servers.md) on which each run of a flow of
 //! `--flows` is a durable workflow, until SIGTERM or Ctrl-C. Workers share the run store
-//! (`--db postgres://…`), so any of them takes over a run whose worker died.
+//! (`--db postgres://…`), so any of them takes over a run whose worker died, and start the
+//! flows' schedules (each occurrence once).
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use weft_restate::{WeftRun, endpoint, endpoint_url, register, serve};
+use weft_api::schedules::Schedules;
+use weft_restate::{StartThroughIngress, WeftRun, endpoint, endpoint_url, register, serve};
 
 use crate::output::{self, Style};
 use crate::{Exit, RestateArgs, usage_error};
@@ -30,9 +33,8 @@ pub(crate) async fn restate(args: RestateArgs) -> anyhow::Result<Exit> {
     // No settling of approval timeouts here: this worker's engine would continue such a run
     // itself, behind its workflow's back. A workflow waits on a durable timer for its
     // approval's timeout (and the other hosts of the store send the timeout to it).
-    let engine = super::open_as(location.clone(), Lifetime::Service)?
-        .engine()
-        .clone();
+    let weft = super::open_as(location.clone(), Lifetime::Service)?;
+    let engine = weft.engine().clone();
     let workflow = WeftRun::new(engine, &args.flows, &args.ingress)
         .map_err(|error| usage_error(format!("--flows {}: {error}", args.flows.display())))?;
     let listener = tokio::net::TcpListener::bind(&args.addr)
@@ -61,12 +63,21 @@ pub(crate) async fn restate(args: RestateArgs) -> anyhow::Result<Exit> {
             location
         ))
     ));
+    // The flows' schedules: each worker looks, the one that claims an occurrence in the store
+    // hands its run to the ingress.
+    let schedules = Schedules::started_by(
+        weft,
+        args.flows.clone(),
+        Arc::new(StartThroughIngress::new(&args.ingress)),
+    )
+    .spawn();
     // The address first on stdout, so a script (or a test on port 0) can read it.
     output::out(&format!("{url}\n"))?;
     tokio::select! {
         _ = served => {}
         _ = super::serve::stop_signal() => {}
     }
+    schedules.stop().await;
     output::err(&format!("{}\n", style.dim("stopped")));
     Ok(Exit::Success)
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::restate::{Balancer, RestateServer, Worker};
 use common::serve::{Server, TOKEN};
-use common::{Sandbox, edge, node};
+use common::{Sandbox, edge, every_second_flow, node, runs_by_occurrence, wait_for_scheduled_runs};
 use serde_json::{Value, json};
 use weft_scripted_llm::{Match, Reply, Rule, Script, ScriptedLlm};
 
@@ -668,4 +668,35 @@ fn a_worker_that_cannot_register_or_has_no_flows_folder_says_why() {
         ran.stderr.contains("--flows no-such-folder: not a folder"),
         "{ran:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_workers_start_each_occurrence_of_a_schedule_once_as_a_workflow() {
+    let sandbox = sandbox_with_flow(
+        "ticker",
+        &every_second_flow("* * * * * *", "from the schedule"),
+    );
+    let llm = ScriptedLlm::start(Script::default())
+        .await
+        .expect("scripted LLM");
+    let ingress = Ingress::new(RestateServer::start());
+    let (workers, _balancer) = two_workers(&sandbox, &llm, &ingress).await;
+
+    let runs = wait_for_scheduled_runs(&sandbox, 3).await;
+    drop(workers);
+
+    let by_occurrence = runs_by_occurrence(&runs);
+    assert!(by_occurrence.len() >= 3, "{by_occurrence:#?}");
+    for (occurrence, runs) in &by_occurrence {
+        assert_eq!(runs.len(), 1, "occurrence {occurrence}: {runs:#?}");
+    }
+    // Each ran as a Restate workflow keyed by its run id, with the schedule's input.
+    let completed = runs
+        .iter()
+        .find(|run| run["trigger"]["kind"] == "schedule" && run["status"] == "completed")
+        .expect("a completed scheduled run");
+    let id = completed["id"].as_str().expect("id");
+    let result = ingress.result(id).await;
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(result["result"], "tick: from the schedule", "{result}");
 }

@@ -1,10 +1,14 @@
 //! `weft schedules` and the checks of `settings.schedules` (SPEC §15): the next occurrences of
 //! each schedule in its time zone, and a cron expression or zone that does not parse named by
-//! its field, by `weft schedules` and `weft validate` alike.
+//! its field, by `weft schedules` and `weft validate` alike; and two real `weft serve` on one
+//! PostgreSQL store starting a seconds schedule as time passes, each occurrence once.
 
 use serde_json::{Value, json};
 
-use crate::common::{Sandbox, edge, node};
+use crate::common::serve::Server;
+use crate::common::{
+    Sandbox, edge, every_second_flow, node, runs_by_occurrence, wait_for_scheduled_runs,
+};
 
 fn scheduled(schedules: Value) -> Value {
     json!({
@@ -87,5 +91,47 @@ fn lists_the_next_occurrences_in_each_schedules_time_zone_and_names_bad_ones() {
     assert!(
         validated.stdout.contains("settings.schedules[1].timezone"),
         "{validated:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_servers_on_one_postgres_store_start_each_occurrence_once() {
+    let sandbox = Sandbox::on_postgres();
+    std::fs::create_dir_all(sandbox.dir.path().join("flows")).expect("flows");
+    sandbox.flow(
+        "flows/ticker.json",
+        &every_second_flow("* * * * * *", "from the schedule"),
+    );
+    let first = Server::start(&sandbox, &[], None);
+    let second = Server::start(&sandbox, &[], None);
+
+    let runs = wait_for_scheduled_runs(&sandbox, 4).await;
+    drop((first, second));
+
+    let by_occurrence = runs_by_occurrence(&runs);
+    assert!(by_occurrence.len() >= 4, "{by_occurrence:#?}");
+    for (occurrence, runs) in &by_occurrence {
+        assert_eq!(
+            runs.len(),
+            1,
+            "occurrence {occurrence} was started {} times: {runs:#?}",
+            runs.len()
+        );
+        assert!(occurrence.ends_with('Z'), "{occurrence}");
+    }
+    // A scheduled run ran with the schedule's input, not the start node's.
+    let (_, runs) = by_occurrence.iter().next().expect("a run");
+    let shown = sandbox.run(&[
+        "show",
+        runs[0]["id"].as_str().expect("id"),
+        "--db",
+        &sandbox.db_arg(),
+        "--json",
+    ]);
+    assert_eq!(shown.code, Some(0), "{shown:?}");
+    let shown: Value = serde_json::from_str(&shown.stdout).expect("show JSON");
+    assert_eq!(
+        shown["run"]["result"], "tick: from the schedule",
+        "{shown:#}"
     );
 }

@@ -245,3 +245,57 @@ pub fn approval_flow() -> Value {
         ]
     })
 }
+
+/// start → say (template) with one schedule, `cron` (seconds allowed), whose input is `input`.
+pub fn every_second_flow(cron: &str, input: &str) -> Value {
+    json!({
+        "version": 1,
+        "name": "Ticker",
+        "settings": { "schedules": [{ "cron": cron, "input": input }] },
+        "nodes": [
+            node("start", "start", json!({ "initialInput": "by hand" })),
+            node("say", "template", json!({ "template": "tick: {{ PREVIOUS_OUTPUT }}" })),
+        ],
+        "edges": [edge("e1", "start", "say", None)]
+    })
+}
+
+/// The runs of `runs` (as `weft runs --json` lists them) that a schedule started, by the
+/// occurrence they ran for.
+pub fn runs_by_occurrence(runs: &[Value]) -> std::collections::BTreeMap<String, Vec<Value>> {
+    let mut by_occurrence = std::collections::BTreeMap::<String, Vec<Value>>::new();
+    for run in runs
+        .iter()
+        .filter(|run| run["trigger"]["kind"] == "schedule")
+    {
+        let occurrence = run["trigger"]["occurrence"]
+            .as_str()
+            .expect("a scheduled run names its occurrence");
+        by_occurrence
+            .entry(occurrence.to_string())
+            .or_default()
+            .push(run.clone());
+    }
+    by_occurrence
+}
+
+/// Waits until the store holds at least `count` completed runs started by a schedule, and
+/// returns every run then stored.
+pub async fn wait_for_scheduled_runs(sandbox: &Sandbox, count: usize) -> Vec<Value> {
+    let started = Instant::now();
+    loop {
+        let runs = sandbox.runs_within(Duration::from_secs(30));
+        let completed = runs
+            .iter()
+            .filter(|run| run["trigger"]["kind"] == "schedule" && run["status"] == "completed")
+            .count();
+        if completed >= count {
+            return runs;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(40),
+            "{completed} scheduled runs completed in 40 s: {runs:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
