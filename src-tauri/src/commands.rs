@@ -149,6 +149,19 @@ pub async fn validate_flow(
     .await
 }
 
+/// The next `count` occurrences of each of `flow`'s schedules (`settings.schedules`), for the
+/// start node; none while they do not parse (the problems say why).
+#[tauri::command]
+#[specta::specta]
+pub fn upcoming_schedules(flow: Flow, count: u32) -> Vec<weft_api::schedules::Upcoming> {
+    weft_api::schedules::upcoming_of(
+        &flow.name,
+        &flow,
+        chrono::Utc::now(),
+        count.clamp(1, 20) as usize,
+    )
+}
+
 /// What to run.
 #[derive(Debug, Clone, Deserialize, specta::Type)]
 #[serde(rename_all = "camelCase")]

@@ -168,6 +168,7 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::startup_file,
             commands::recent_files,
             commands::validate_flow,
+            commands::upcoming_schedules,
             commands::start_run,
             commands::resume_run,
             commands::continue_run,

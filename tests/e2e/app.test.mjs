@@ -1084,3 +1084,30 @@ test("a new agent with no model says so before Run; a default model in Settings 
   await shot(browser, "34-dark-theme");
   await byTestId(browser, "settings-theme").selectByAttribute("value", "light");
 });
+
+test("a flow's schedule shows when it comes next on the start node; Run now runs it with the schedule's input", async () => {
+  const scheduledFile = path.join(TMP, "scheduled.json");
+  writeFileSync(
+    scheduledFile,
+    JSON.stringify({
+      version: 1,
+      name: "Morning digest",
+      settings: { schedules: [{ cron: "30 7 * * *", timezone: "Asia/Tokyo", input: "from the schedule" }] },
+      nodes: [
+        { id: "start", type: "start", position: { x: 0, y: 0 }, data: { initialInput: "by hand" } },
+        { id: "say", type: "template", position: { x: 320, y: 0 }, data: { template: "digest: {{ PREVIOUS_OUTPUT }}" } },
+      ],
+      edges: [{ id: "e1", source: "start", target: "say" }],
+    }),
+  );
+  await openFile(browser, scheduledFile);
+  const next = byTestId(browser, "schedule-next-0");
+  await next.waitForDisplayed({ timeout: 5_000 });
+  // The time is the zone's wall clock, computed by the engine's cron crate.
+  assert.match(await next.getText(), /^Next (Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{1,2} [A-Z][a-z]{2} 07:30 Asia\/Tokyo$/);
+  await shot(browser, "35-schedule-on-start");
+
+  await byTestId(browser, "run-now-0").click();
+  await waitForRunStatus(browser, "completed");
+  assert.equal(await latestOutput(browser, "say"), "digest: from the schedule");
+});

@@ -64,6 +64,7 @@ function fakeApi(overrides: Partial<Api> = {}): Api {
     onFileDrop: () => Promise.resolve(() => {}),
     startupFile: () => Promise.resolve(null),
     validateFlow: () => Promise.resolve([]),
+    upcomingSchedules: () => Promise.resolve([]),
     startRun: fail,
     resumeRun: fail,
     retryRun: fail,
@@ -993,6 +994,55 @@ describe('App', () => {
     fireEvent.click(screen.getByTestId('undo'));
     expect(placed()).toEqual(before);
     expect(screen.getByTestId('title').dataset.dirty).toBe('false');
+  });
+
+  it('shows when each schedule comes next on the start node, and runs one now with its input', async () => {
+    const upcomingSchedules = vi.fn((flow: CanvasFlow | { settings?: Record<string, Value> }) =>
+      Promise.resolve(
+        Array.isArray(flow.settings?.schedules)
+          ? [
+              {
+                flow: 'Refund desk (offline)',
+                schedule: 0,
+                cron: '0 9 * * 1-5',
+                timezone: 'Europe/Paris',
+                description: 'At 09:00 on Monday through Friday',
+                next: ['2099-11-30T09:00:00+01:00', '2099-12-01T09:00:00+01:00', '2099-12-02T09:00:00+01:00'],
+              },
+            ]
+          : [],
+      ),
+    );
+    const startRun = vi.fn((_request, onEvent: (event: RunEvent) => void) => {
+      offlineEventsToPause().forEach(onEvent);
+      return Promise.resolve('6c4ba313-67fb-4e7c-bbc7-63ab45649f30');
+    });
+    const session = await mount(fakeApi({ upcomingSchedules, startRun }));
+    // Without schedules the start node shows none (and nothing is asked).
+    expect(screen.queryByTestId('schedules-start')).toBeNull();
+    expect(upcomingSchedules).not.toHaveBeenCalled();
+
+    await act(async () => {
+      session.canvas.setFlowSetting('schedules', [
+        { cron: '0 9 * * 1-5', timezone: 'Europe/Paris', input: { amount: 40, customer: 'Grace' } },
+      ]);
+      await session.validateNow();
+    });
+    const next = within(screen.getByTestId('node-start')).getByTestId('schedule-next-0');
+    expect(next.textContent).toBe('Next Mon 30 Nov 09:00 Europe/Paris');
+    expect(screen.getByTestId('schedule-0').title).toContain('At 09:00 on Monday through Friday');
+
+    await act(async () => fireEvent.click(screen.getByTestId('run-now-0')));
+    expect(startRun).toHaveBeenCalledTimes(1);
+    expect(startRun.mock.calls[0][0]).toMatchObject({ input: '{"amount":40,"customer":"Grace"}' });
+    expect(screen.getByTestId('run-status').textContent).toBe('paused');
+
+    // Schedules taken out of the flow: the start node says nothing of them any more.
+    await act(async () => {
+      session.canvas.setFlowSetting('schedules', undefined);
+      await session.validateNow();
+    });
+    expect(screen.queryByTestId('schedules-start')).toBeNull();
   });
 
   it('filters the palette as you type and adds the first match with Enter', async () => {

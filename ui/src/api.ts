@@ -29,6 +29,7 @@ import type {
   SuiteReport,
   TestsRequest,
   TestsView,
+  Upcoming,
   Value,
   SettingsChange,
   SettingsView,
@@ -50,6 +51,8 @@ export interface Api {
   onFileDrop(listener: (paths: string[]) => void): Promise<() => void>;
   startupFile(): Promise<string | null>;
   validateFlow(flow: Flow, path: string | null): Promise<Problem[]>;
+  /** The next `count` occurrences of each of `flow`'s schedules (none while they do not parse). */
+  upcomingSchedules(flow: Flow, count: number): Promise<Upcoming[]>;
   /** Starts a run and answers its id at once; its events follow on `onEvent`. */
   startRun(request: RunRequest, onEvent: EventListener): Promise<string>;
   /** Decides the approval a paused run waits at and answers its id; its events follow on `onEvent`. */
@@ -116,6 +119,7 @@ export const tauriApi: Api = {
     }),
   startupFile: () => commands.startupFile(),
   validateFlow: (flow, path) => commands.validateFlow(flow, path),
+  upcomingSchedules: (flow, count) => commands.upcomingSchedules(flow, count),
   startRun: (request, onEvent) => commands.startRun(request, channelTo(onEvent)),
   resumeRun: (runId, decision, onEvent) => commands.resumeRun(runId, decision, channelTo(onEvent)),
   continueRun: (runId, how, onEvent) => commands.continueRun(runId, how, channelTo(onEvent)),

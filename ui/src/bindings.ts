@@ -30,6 +30,11 @@ export const commands = {
 	 */
 	validateFlow: (flow: Flow, path: string | null) => __TAURI_INVOKE<Problem[]>("validate_flow", { flow, path }),
 	/**
+	 *  The next `count` occurrences of each of `flow`'s schedules (`settings.schedules`), for the
+	 *  start node; none while they do not parse (the problems say why).
+	 */
+	upcomingSchedules: (flow: Flow, count: number) => __TAURI_INVOKE<Upcoming[]>("upcoming_schedules", { flow, count }),
+	/**
 	 *  Starts a flow and returns its run id at once. Its events arrive on `events` as they happen:
 	 *  the first is `run_start`; the run ends with `run_end`, or pauses at a `wait_input`.
 	 */
@@ -1009,6 +1014,19 @@ export type Trigger = {
 
 /**  Who or what started a run. */
 export type TriggerKind = "manual" | "api" | "hook" | "schedule" | "mcp";
+
+/**  One schedule's next occurrences, as `weft schedules --json` prints them. */
+export type Upcoming = {
+	flow: string,
+	/**  Its place in the flow's `settings.schedules`. */
+	schedule: number,
+	cron: string,
+	timezone: string,
+	/**  The expression in words. */
+	description: string,
+	/**  RFC 3339, in the schedule's time zone. */
+	next: string[],
+};
 
 /**  Tokens used by one call, as the provider reported them. */
 export type Usage = {

@@ -22,6 +22,7 @@ import type {
   CaseSpec,
   Decision,
   TestsView,
+  Upcoming,
   Value,
 } from './bindings';
 import { canvasFlow, type CanvasFlow } from './flowMapping';
@@ -62,6 +63,8 @@ export interface SessionState {
   /** Problems by the node they name (the same array object until problems change). */
   problemsByNode: Record<string, Problem[]>;
   problemEdges: ReadonlySet<string>;
+  /** The next occurrences of the edited flow's schedules (`settings.schedules`), as validated. */
+  upcoming: Upcoming[];
   errors: Banner[];
   /** Recent runs from the store, newest first. */
   history: RunSummary[];
@@ -140,6 +143,9 @@ const CHANGES_VISITS: ReadonlySet<string> = new Set([
 ]);
 
 const NO_EDGES: ReadonlySet<string> = new Set();
+const NO_UPCOMING: Upcoming[] = [];
+/** How many occurrences of each schedule the start node knows (the next, and a few in its tooltip). */
+export const UPCOMING_COUNT = 3;
 
 export class Session {
   readonly canvas: CanvasStore;
@@ -151,6 +157,7 @@ export class Session {
     problems: [],
     problemsByNode: {},
     problemEdges: NO_EDGES,
+    upcoming: NO_UPCOMING,
     errors: [],
     history: [],
     historyCosts: {},
@@ -176,6 +183,7 @@ export class Session {
   private listeners = new Set<() => void>();
   private validateTimer: ReturnType<typeof setTimeout> | null = null;
   private validation = 0;
+  private upcomingAsked = 0;
   private nextBannerId = 1;
   /** The live run's view, kept while a past run is shown. */
   private liveView: RunView | null = null;
@@ -331,12 +339,29 @@ export class Session {
     }
     const ticket = ++this.validation;
     const { flow, path } = this.canvas.getSnapshot();
+    void this.refreshUpcoming();
     try {
       const problems = await this.api.validateFlow(flow, path);
       // An answer for an older version of the flow is dropped.
       if (ticket === this.validation) this.setProblems(problems);
     } catch (error) {
       if (ticket === this.validation) this.reportError(error);
+    }
+  }
+
+  /** Asks again when the edited flow's schedules come next (after an edit, and as time passes). */
+  async refreshUpcoming(): Promise<void> {
+    const ticket = ++this.upcomingAsked;
+    const { flow } = this.canvas.getSnapshot();
+    if (flow.settings?.schedules === undefined) {
+      if (this.state.upcoming.length > 0) this.set({ upcoming: NO_UPCOMING });
+      return;
+    }
+    try {
+      const upcoming = await this.api.upcomingSchedules(flow, UPCOMING_COUNT);
+      if (ticket === this.upcomingAsked) this.set({ upcoming });
+    } catch (error) {
+      if (ticket === this.upcomingAsked) this.reportError(error);
     }
   }
 
@@ -431,6 +456,18 @@ export class Session {
       this.set({ busy: false });
       void this.refreshHistory();
     }
+  }
+
+  /**
+   * "Run now" on a schedule: runs the edited flow at once with the input the schedule gives
+   * (the start node's initial input when it gives none), as a person's run.
+   */
+  async runSchedule(index: number): Promise<void> {
+    const schedules = this.canvas.getSnapshot().flow.settings?.schedules;
+    const schedule = Array.isArray(schedules) ? schedules[index] : undefined;
+    const input =
+      schedule && typeof schedule === 'object' && !Array.isArray(schedule) ? schedule.input : undefined;
+    await this.startRun(input === undefined || input === null ? '' : typeof input === 'string' ? input : JSON.stringify(input));
   }
 
   /** The log takes room once there is something in it to follow (it is collapsed until then). */

@@ -54,6 +54,7 @@ pub fn scheduled_flows(dir: &Path) -> std::io::Result<Vec<ScheduledFlow>> {
 }
 
 /// One schedule's next occurrences, as `weft schedules --json` prints them.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Upcoming {
@@ -135,6 +136,20 @@ impl StartScheduled for LocalStart {
         }
         .boxed()
     }
+}
+
+/// The next `count` occurrences after `now` of each schedule of `flow` (named `name`), as a
+/// flow being edited shows them; none when its schedules do not parse (validation says why).
+pub fn upcoming_of(name: &str, flow: &Flow, now: DateTime<Utc>, count: usize) -> Vec<Upcoming> {
+    if !flow.settings.contains_key("schedules") {
+        return Vec::new();
+    }
+    let scheduled = ScheduledFlow {
+        name: name.to_string(),
+        path: PathBuf::new(),
+        schedules: weft_schedule::parse_schedules(flow.settings.get("schedules")),
+    };
+    upcoming(std::slice::from_ref(&scheduled), now, count)
 }
 
 /// Starts the runs a folder's schedules call for, as a server does: each occurrence is claimed

@@ -1,6 +1,6 @@
 // The one node component every kind is drawn with. What differs between kinds (handles,
 // title, summary) comes from the kind's description in the catalog; only a kind that shows
-// something live gets a body of its own (agent: streamed tokens).
+// something live gets a body of its own (agent: streamed tokens; start: its schedules).
 
 import { memo, type ComponentType } from 'react';
 import { Handle, Position, type NodeProps } from '@xyflow/react';
@@ -13,10 +13,12 @@ import { costText, tokensText } from '../cost';
 import type { Problem } from '../bindings';
 import { AgentStream } from './agent';
 import { ApprovalPrompt } from './approval';
+import { StartSchedules } from './start';
 
 /** Bodies of kinds that need one, by kind id. */
 const KIND_BODIES: Record<string, ComponentType<{ nodeId: string }>> = {
   agent: AgentStream,
+  start: StartSchedules,
 };
 
 const NO_PROBLEMS: Problem[] = [];
