@@ -169,6 +169,8 @@ export type AssertionSpec = {
 	rubric?: string | null,
 	/**  The rubric judge's model. */
 	model?: string | null,
+	/**  The models the rubric judge tries, in order, when its model fails for good. */
+	fallbackModels?: string[] | null,
 	/**  A judge flow (relative to the tests file), given `{input, output, expected}`. */
 	judge?: string | null,
 	/**  What a judge compares with (else the case's `expected`). */

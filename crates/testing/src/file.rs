@@ -29,6 +29,9 @@ pub struct TestsFile {
     /// The model of rubric judges that name none (else `WEFT_DEFAULT_MODEL`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge_model: Option<String>,
+    /// The models rubric judges that name none try, in order, when theirs fails for good.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_fallback_models: Option<Vec<String>>,
 }
 
 /// One case as written.
@@ -126,6 +129,9 @@ pub struct AssertionSpec {
     /// The rubric judge's model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The models the rubric judge tries, in order, when its model fails for good.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_models: Option<Vec<String>>,
     /// A judge flow (relative to the tests file), given `{input, output, expected}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<String>,
@@ -534,11 +540,17 @@ fn assertion(
             .clone()
             .or_else(|| file.judge_model.clone())
             .unwrap_or_default();
+        let fallbacks = spec
+            .fallback_models
+            .clone()
+            .or_else(|| file.judge_fallback_models.clone())
+            .unwrap_or_default();
         checks.push((
             "rubric",
             Check::Rubric {
                 rubric: rubric.clone(),
                 model,
+                fallbacks,
             },
         ));
     }
@@ -560,6 +572,11 @@ fn assertion(
     }
     if spec.model.is_some() && spec.rubric.is_none() {
         return Err("model is the model of a rubric judge; this assertion has no rubric".into());
+    }
+    if spec.fallback_models.is_some() && spec.rubric.is_none() {
+        return Err(
+            "fallbackModels are the models of a rubric judge; this assertion has no rubric".into(),
+        );
     }
     let check = match checks.len() {
         1 => checks.pop().map(|(_, check)| check),

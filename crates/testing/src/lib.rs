@@ -109,6 +109,8 @@ pub enum Check {
     Rubric {
         rubric: String,
         model: String,
+        /// Tried in order when `model` fails for good (the gate's `fallbackModels`).
+        fallbacks: Vec<String>,
     },
     /// A flow judges `{input, output, expected}`.
     Judge {

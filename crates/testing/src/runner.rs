@@ -374,8 +374,12 @@ impl Shared {
         let expected = assertion.expected.clone().or_else(|| case.expected.clone());
         let input = facts.input.clone();
         let (flow, flow_path, judge_input) = match &assertion.check {
-            Check::Rubric { rubric, model } => (
-                match rubric_judge(model) {
+            Check::Rubric {
+                rubric,
+                model,
+                fallbacks,
+            } => (
+                match rubric_judge(model, fallbacks) {
                     Ok(flow) => flow,
                     Err(error) => return (verdict(false, error), None),
                 },
@@ -456,8 +460,11 @@ impl Shared {
         let events = blocking(move || store.events(&run_id))
             .await
             .map_err(|error| error.to_string())?;
+        // The gate's verdict is its last check: a model that failed for good was logged
+        // before it, with its fallback.
         let reason = events
             .iter()
+            .rev()
             .filter(|event| {
                 event.kind == EventType::LogicCheck && event.node_id.as_deref() == Some("verdict")
             })
@@ -510,7 +517,7 @@ fn flow_verdict(result: Option<&Value>) -> Result<(bool, String), String> {
 
 /// The flow an LLM rubric judge is: a gate judging the output by the rubric, then `pass` or
 /// `fail` as the result.
-fn rubric_judge(model: &str) -> Result<Flow, String> {
+fn rubric_judge(model: &str, fallbacks: &[String]) -> Result<Flow, String> {
     let flow = json!({
         "version": 1,
         "name": "rubric judge",
@@ -521,7 +528,8 @@ fn rubric_judge(model: &str) -> Result<Flow, String> {
             }},
             {"id": "verdict", "type": "gate", "data": {
                 "criteria": "{{ initial.rubric }}",
-                "model": model
+                "model": model,
+                "fallbackModels": fallbacks
             }},
             {"id": "pass", "type": "template", "data": {"template": "pass"}},
             {"id": "fail", "type": "template", "data": {"template": "fail"}}

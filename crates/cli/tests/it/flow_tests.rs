@@ -362,6 +362,89 @@ async fn judges_an_llm_rubric_through_the_provider_and_a_judge_flow() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rubric_judge_whose_model_is_down_falls_back_to_the_next_model() {
+    // The judges' model is down; the rule answering it comes before those that judge.
+    let mut script = judging_script();
+    script.rules.insert(
+        0,
+        Rule::on(
+            Match {
+                model: Some("judge-down".into()),
+                ..Match::default()
+            },
+            Reply::Status {
+                status: 503,
+                body: json!({"error": {"message": "overloaded"}}),
+                headers: Vec::new(),
+            },
+        ),
+    );
+    let llm = ScriptedLlm::start(script).await.expect("server");
+    let sandbox = Sandbox::new();
+    let flow = sandbox.flow("reply.json", &reply_flow());
+    write(
+        sandbox.dir.path(),
+        "reply.tests.json",
+        &json!({
+            "judgeModel": "judge-down",
+            "judgeFallbackModels": ["gpt-4o-mini"],
+            "cases": [{
+                "name": "judged",
+                "expect": [
+                    { "node": "reply", "rubric": "The reply is polite." },
+                    { "node": "reply", "rubric": "The reply names a price.", "model": "judge-down", "fallbackModels": ["judge-down", "gpt-4o-mini"] }
+                ]
+            }]
+        }),
+    );
+    let ran = sandbox
+        .run_with(&["test", &flow, "--db", &sandbox.db_arg(), "--json"], &llm)
+        .await;
+    assert_eq!(ran.code, Some(1), "{ran:?}");
+    let said: Vec<String> = outcomes(&json_of(&ran), "judged")
+        .iter()
+        .map(|outcome| outcome["actual"].as_str().expect("actual").to_string())
+        .collect();
+    assert_eq!(
+        said,
+        ["pass (it thanks the customer)", "fail (no price is named)"]
+    );
+    let asked: Vec<String> = llm
+        .requests()
+        .iter()
+        .filter(|request| {
+            request
+                .last_user_text()
+                .is_some_and(|text| text.starts_with("Criteria:"))
+        })
+        .filter_map(|request| request.body["model"].as_str().map(str::to_string))
+        .collect();
+    assert!(asked.contains(&"judge-down".to_string()), "{asked:?}");
+    assert_eq!(
+        asked.iter().filter(|model| *model == "gpt-4o-mini").count(),
+        2,
+        "each judge was answered by its fallback: {asked:?}"
+    );
+
+    // Fallbacks without a rubric judge nothing: the tests file is refused, naming them.
+    write(
+        sandbox.dir.path(),
+        "reply.tests.json",
+        &json!({"cases": [{"name": "bare", "expect": [{ "contains": "help", "fallbackModels": ["gpt-4o-mini"] }]}]}),
+    );
+    let ran = sandbox.run(&["test", &flow, "--db", &sandbox.db_arg()]);
+    assert_eq!(ran.code, Some(2), "{ran:?}");
+    assert!(
+        ran.stderr
+            .contains("fallbackModels are the models of a rubric judge")
+            || ran
+                .stdout
+                .contains("fallbackModels are the models of a rubric judge"),
+        "{ran:?}"
+    );
+}
+
 #[test]
 fn datasets_in_jsonl_and_csv_become_cases_with_their_expected_values() {
     let sandbox = Sandbox::new();

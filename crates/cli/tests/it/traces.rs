@@ -3,7 +3,8 @@
 //! and answers its REST API with the spans it stored. `weft run` exports the run, its steps,
 //! the agent's LLM call (against the scripted LLM server) and its MCP tool call (a real MCP
 //! server); a `TRACEPARENT` parents the run; content is there only when switched on; a resumed
-//! run continues its trace with a link; a collector that is down costs one warning, not time.
+//! run continues its trace with a link; `weft serve` takes a `traceparent` header on an API
+//! request and a webhook; a collector that is down costs one warning, not time.
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use weft_scripted_llm::{Match, Reply, Rule, Script, ScriptedLlm, ToolCall};
 
+use crate::common::serve::{Server, TOKEN};
 use crate::common::{Ran, Sandbox, approval_flow, edge, node, paused_run_id};
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -358,6 +360,60 @@ async fn runs_export_their_spans_to_a_real_tracing_backend() {
     assert_eq!(resumed["parent_id"], span_id(&first), "{resumed:#}");
     assert_eq!(attr(resumed, "weft.run.status"), "completed");
     named(&spans, "step out");
+
+    // `weft serve`: a traceparent on an API request or a webhook parents the run it starts.
+    std::fs::create_dir_all(sandbox.dir.path().join("flows")).expect("flows");
+    sandbox.flow("flows/traced.json", &tool_flow());
+    let server = Server::start_with_env(
+        &sandbox,
+        &[],
+        Some(&llm),
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", phoenix.url.as_str()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ],
+    );
+    for (path, body, trace, parent) in [
+        (
+            "/v1/runs",
+            json!({ "flow": "traced" }).to_string(),
+            "5af7651916cd43dd8448eb211c80319d",
+            "c7ad6b7169203332",
+        ),
+        (
+            "/v1/hooks/traced",
+            "\"by a hook\"".to_string(),
+            "6af7651916cd43dd8448eb211c80319e",
+            "d7ad6b7169203333",
+        ),
+    ] {
+        let answer = server
+            .http
+            .post(format!("{}{path}", server.url))
+            .bearer_auth(TOKEN)
+            .header("traceparent", format!("00-{trace}-{parent}-01"))
+            .body(body)
+            .send()
+            .await
+            .expect("the server answers");
+        assert!(answer.status().is_success(), "{path}: {}", answer.status());
+        let started: Value = answer.json().await.expect("JSON");
+        server
+            .wait_for(started["runId"].as_str().expect("id"), "completed")
+            .await;
+        let spans = tokio::task::block_in_place(|| phoenix.trace(trace, 6));
+        let run = named(&spans, "run traced");
+        assert_eq!(
+            run["parent_id"], parent,
+            "{path}: the traceparent parents the run"
+        );
+        assert_eq!(
+            named(&spans, "chat gpt-4o-mini")["context"]["trace_id"],
+            trace,
+            "{path}: the run's LLM call is in the caller's trace"
+        );
+    }
+    drop(server);
 
     // A collector that is down: the run is not held up, and says so once.
     let down = format!("http://127.0.0.1:{}", free_port());

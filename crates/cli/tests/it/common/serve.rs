@@ -41,6 +41,26 @@ impl Server {
         llm: Option<&ScriptedLlm>,
         open_files: Option<u32>,
     ) -> Server {
+        Server::spawn(sandbox, extra, llm, open_files, &[])
+    }
+
+    /// With these environment variables set (the sandbox's command clears the others').
+    pub fn start_with_env(
+        sandbox: &Sandbox,
+        extra: &[&str],
+        llm: Option<&ScriptedLlm>,
+        env: &[(&str, &str)],
+    ) -> Server {
+        Server::spawn(sandbox, extra, llm, None, env)
+    }
+
+    fn spawn(
+        sandbox: &Sandbox,
+        extra: &[&str],
+        llm: Option<&ScriptedLlm>,
+        open_files: Option<u32>,
+        env: &[(&str, &str)],
+    ) -> Server {
         let flows = sandbox.dir.path().join("flows");
         std::fs::create_dir_all(&flows).expect("flows");
         std::fs::write(
@@ -62,6 +82,7 @@ impl Server {
         args.extend(extra.iter().map(|arg| arg.to_string()));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut command = sandbox.command(&args, llm);
+        command.envs(env.iter().copied());
         if let Some(limit) = open_files {
             command = limited(&command, limit);
         }
