@@ -105,7 +105,7 @@ async fn best_run(engine: &Engine, flow: &Flow, rounds: usize) -> Duration {
 
 fn main() {
     let quick = !std::env::args().any(|arg| arg == "--bench");
-    let (length, rounds) = if quick { (20, 1) } else { (5_000, 5) };
+    let (length, rounds) = if quick { (20, 1) } else { (5_000, 15) };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -95,6 +95,7 @@ impl Tracer for RunTracer {
             tracer: self.tracer.clone(),
             prices: self.prices.clone(),
             capture_content: self.capture_content,
+            run_parent: Context::new().with_remote_span_context(run_context.clone()),
             run_context,
             first,
             state: Mutex::new(RunSpans {
@@ -105,14 +106,23 @@ impl Tracer for RunTracer {
     }
 }
 
-/// A step's place in the run: its nested run's scope and its node.
-type StepKey = (Option<String>, String);
+/// A step's place in the run: its nested run's scope (`""` for the run's own steps) and its
+/// node. Borrowed, so that finding a step's span allocates nothing.
+type StepKey<'a> = (&'a str, &'a str);
+
+fn key_of(event: &RunEvent) -> Option<StepKey<'_>> {
+    Some((
+        event.scope.as_deref().unwrap_or(""),
+        event.node_id.as_deref()?,
+    ))
+}
 
 #[derive(Default)]
 struct RunSpans {
     run: Option<Span>,
-    /// Open step spans, oldest first for each step (a node in a loop runs one visit at a time).
-    steps: HashMap<StepKey, Vec<Span>>,
+    /// Open step spans by scope, then node; oldest first for each step (a node in a loop runs
+    /// one visit at a time).
+    steps: HashMap<String, HashMap<String, Vec<Span>>>,
     /// Open tool calls by their call id.
     tools: HashMap<String, Span>,
     cost_usd: f64,
@@ -126,6 +136,8 @@ struct OtelRun {
     prices: Prices,
     capture_content: bool,
     run_context: SpanContext,
+    /// `run_context` as the parent of the run's own steps, made once.
+    run_parent: Context,
     /// The `traceparent` of the run's first span (this one, or the earlier one it continues).
     first: Option<String>,
     state: Mutex<RunSpans>,
@@ -141,50 +153,60 @@ impl OtelRun {
 }
 
 /// The step of the enclosing run that runs the nested run `scope` (`research`, `outer/each[2]`).
-fn enclosing_step(scope: &str) -> StepKey {
-    let (outer, segment) = match scope.rsplit_once('/') {
-        Some((outer, segment)) => (Some(outer.to_string()), segment),
-        None => (None, scope),
-    };
+fn enclosing_step(scope: &str) -> StepKey<'_> {
+    let (outer, segment) = scope.rsplit_once('/').unwrap_or(("", scope));
     let node = segment.split_once('[').map_or(segment, |(node, _)| node);
-    (outer, node.to_string())
+    (outer, node)
 }
 
 impl RunSpans {
-    fn step_context(&self, key: &StepKey) -> Option<SpanContext> {
-        self.steps
-            .get(key)
+    fn open_spans(&self, (scope, node): StepKey<'_>) -> Option<&Vec<Span>> {
+        self.steps.get(scope)?.get(node)
+    }
+
+    fn step_context(&self, key: StepKey<'_>) -> Option<SpanContext> {
+        self.open_spans(key)
             .and_then(|spans| spans.last())
             .map(|span| span.span_context().clone())
     }
 
-    /// The span a step of `scope` is made under: the enclosing step's, else the run's.
-    fn parent_of_scope(&self, scope: Option<&str>, run: &SpanContext) -> SpanContext {
-        scope
-            .and_then(|scope| self.step_context(&enclosing_step(scope)))
-            .unwrap_or_else(|| run.clone())
-    }
-
     /// The latest open span of step `key`, else the run's span.
-    fn span_of(&mut self, key: &StepKey) -> Option<&mut Span> {
-        match self.steps.get_mut(key).and_then(|spans| spans.last_mut()) {
+    fn span_of(&mut self, (scope, node): StepKey<'_>) -> Option<&mut Span> {
+        let step = self
+            .steps
+            .get_mut(scope)
+            .and_then(|nodes| nodes.get_mut(node))
+            .and_then(|spans| spans.last_mut());
+        match step {
             Some(span) => Some(span),
             None => self.run.as_mut(),
         }
     }
 
-    fn take_step(&mut self, key: &StepKey) -> Option<Span> {
-        let spans = self.steps.get_mut(key)?;
+    fn take_step(&mut self, (scope, node): StepKey<'_>) -> Option<Span> {
+        let nodes = self.steps.get_mut(scope)?;
+        let spans = nodes.get_mut(node)?;
         let span = (!spans.is_empty()).then(|| spans.remove(0));
         if spans.is_empty() {
-            self.steps.remove(key);
+            nodes.remove(node);
         }
         span
     }
-}
 
-fn key_of(event: &RunEvent) -> Option<StepKey> {
-    Some((event.scope.clone(), event.node_id.clone()?))
+    fn push_step(&mut self, (scope, node): StepKey<'_>, span: Span) {
+        // The maps keep their entries once made: a step's next visit (and every later step of
+        // the same scope) then allocates no key.
+        let nodes = match self.steps.get_mut(scope) {
+            Some(nodes) => nodes,
+            None => self.steps.entry(scope.to_string()).or_default(),
+        };
+        match nodes.get_mut(node) {
+            Some(spans) => spans.push(span),
+            None => {
+                nodes.insert(node.to_string(), vec![span]);
+            }
+        }
+    }
 }
 
 impl RunTrace for OtelRun {
@@ -193,7 +215,7 @@ impl RunTrace for OtelRun {
             EventType::StepStart => self.step_start(event),
             EventType::StepEnd => {
                 if let Some(key) = key_of(event)
-                    && let Some(mut span) = self.lock().take_step(&key)
+                    && let Some(mut span) = self.lock().take_step(key)
                 {
                     span.end();
                 }
@@ -201,7 +223,7 @@ impl RunTrace for OtelRun {
             EventType::Error => {
                 let mut state = self.lock();
                 let span = match key_of(event) {
-                    Some(key) => state.take_step(&key),
+                    Some(key) => state.take_step(key),
                     None => None,
                 };
                 match span {
@@ -299,9 +321,8 @@ impl RunTrace for OtelRun {
             state.cost_usd += usd;
             state.priced = true;
         }
-        let key = (scope.map(str::to_string), node_id.to_string());
         let parent = state
-            .step_context(&key)
+            .step_context((scope.unwrap_or(""), node_id))
             .unwrap_or_else(|| self.run_context.clone());
         drop(state);
         let builder = SpanBuilder::from_name(format!("chat {model}"))
@@ -329,8 +350,8 @@ impl RunTrace for OtelRun {
         for (_, mut span) in state.tools.drain() {
             span.end_with_timestamp(now);
         }
-        for (_, spans) in state.steps.drain() {
-            for mut span in spans {
+        for (_, nodes) in state.steps.drain() {
+            for mut span in nodes.into_values().flatten() {
                 span.end_with_timestamp(now);
             }
         }
@@ -386,19 +407,22 @@ impl OtelRun {
         if let Some(from) = &event.from {
             attributes.push(KeyValue::new("weft.step.from", from.clone()));
         }
-        let mut state = self.lock();
-        let parent = state.parent_of_scope(event.scope.as_deref(), &self.run_context);
         let builder = SpanBuilder::from_name(format!("step {node_id}"))
             .with_kind(SpanKind::Internal)
             .with_attributes(attributes);
-        let span = self
-            .tracer
-            .build_with_context(builder, &Context::new().with_remote_span_context(parent));
-        state
-            .steps
-            .entry((event.scope.clone(), node_id.clone()))
-            .or_default()
-            .push(span);
+        let mut state = self.lock();
+        // A nested run's step is made under the step that runs it; the run's own, under the run.
+        let enclosing = event
+            .scope
+            .as_deref()
+            .and_then(|scope| state.step_context(enclosing_step(scope)));
+        let span = match enclosing {
+            Some(parent) => self
+                .tracer
+                .build_with_context(builder, &Context::new().with_remote_span_context(parent)),
+            None => self.tracer.build_with_context(builder, &self.run_parent),
+        };
+        state.push_step((event.scope.as_deref().unwrap_or(""), node_id), span);
     }
 
     /// An approval or a breakpoint waited on, or its answer, as an event of its step.
@@ -411,11 +435,11 @@ impl OtelRun {
             _ if event.content.starts_with("breakpoint ") => "weft.breakpoint",
             _ => "weft.approval",
         };
-        let mut attributes = vec![KeyValue::new("weft.node.id", key.1.clone())];
+        let mut attributes = vec![KeyValue::new("weft.node.id", key.1.to_string())];
         if self.capture_content {
             attributes.push(KeyValue::new("weft.message", event.content.clone()));
         }
-        if let Some(span) = self.lock().span_of(&key) {
+        if let Some(span) = self.lock().span_of(key) {
             span.add_event(name, attributes);
         }
     }
@@ -444,7 +468,7 @@ impl OtelRun {
         }
         let mut state = self.lock();
         let parent = key_of(event)
-            .and_then(|key| state.step_context(&key))
+            .and_then(|key| state.step_context(key))
             .unwrap_or_else(|| self.run_context.clone());
         let builder = SpanBuilder::from_name(format!("execute_tool {tool}"))
             .with_kind(SpanKind::Internal)
@@ -503,12 +527,9 @@ mod tests {
 
     #[test]
     fn a_nested_run_belongs_to_the_step_that_runs_it() {
-        assert_eq!(enclosing_step("research"), (None, "research".to_string()));
-        assert_eq!(enclosing_step("each[2]"), (None, "each".to_string()));
-        assert_eq!(
-            enclosing_step("outer/each[2]"),
-            (Some("outer".to_string()), "each".to_string())
-        );
+        assert_eq!(enclosing_step("research"), ("", "research"));
+        assert_eq!(enclosing_step("each[2]"), ("", "each"));
+        assert_eq!(enclosing_step("outer/each[2]"), ("outer", "each"));
     }
 
     #[test]
