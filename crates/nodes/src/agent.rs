@@ -316,7 +316,10 @@ pub(crate) fn run_agent<'a>(
 /// Before a model call of a run whose budget is spent with `onExceed: approve`: the pause that
 /// asks a person, or, once a person approved, nothing more (the run goes on without its
 /// limit); a rejection fails the step. With `onExceed: fail` the call itself is refused.
-fn budget_pause(turn: Turn<'_>, node_id: &str) -> Result<Option<ChildPause>, StepError> {
+pub(crate) fn budget_pause(
+    turn: Turn<'_>,
+    node_id: &str,
+) -> Result<Option<ChildPause>, StepError> {
     const KEY: &str = "budget";
     let env = turn.env;
     let Some(stop) = env.over_budget().filter(|stop| stop.approve) else {

@@ -4,11 +4,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::agent::{ReasoningEffort, complete_structured, routes_for};
+use super::agent::{ReasoningEffort, Turn, budget_pause, complete_structured, routes_for};
 use super::{Handle, Kind, ModelUse, Scheduling};
 use weft_event::EventType;
 use weft_providers::{ChatMessage, ChatRequest};
-use crate::step::{Step, StepEnv, StepError, StepOutput};
+use crate::mcp_tools::ToolApprovals;
+use crate::step::{Step, StepEnv, StepError, StepOutput, Wait};
 use weft_template::output_text;
 
 /// A quality gate: a model judges the previous output against `criteria` and must answer pass
@@ -63,6 +64,17 @@ impl Kind for GateConfig {
     async fn run(&self, step: &Step<'_>, env: &dyn StepEnv) -> Result<StepOutput, StepError> {
         let criteria = env.render(step.node_id, "criteria", step.input)?;
         let routes = routes_for(env, step.node_id, &self.model, &self.fallback_models, false)?;
+        // A spent budget with `onExceed: approve` asks a person before the judge is asked, as
+        // an agent does; the step runs again with the answer.
+        let approvals = ToolApprovals::resumed(step.resume.as_ref(), None);
+        let turn = Turn {
+            env,
+            visit: step.visit,
+            approvals: &approvals,
+        };
+        if let Some(pause) = budget_pause(turn, step.node_id)? {
+            return Ok(StepOutput::waiting(pause.input.clone(), Wait::Tool(pause)));
+        }
         let schema = json!({
             "type": "object",
             "properties": {

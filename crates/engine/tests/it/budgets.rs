@@ -223,3 +223,86 @@ async fn over_budget_with_approve_pauses_and_an_approval_lets_the_run_finish_wit
         failed.error
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gate_over_budget_with_approve_pauses_too_and_judges_once_approved() {
+    let server = ScriptedLlm::start(
+        Script::default()
+            .with_rule(weft_scripted_llm::Rule::on(
+                weft_scripted_llm::Match {
+                    last_user_contains: Some("Criteria:".into()),
+                    ..weft_scripted_llm::Match::default()
+                },
+                Reply::text(r#"{"pass": true, "reason": "short enough"}"#),
+            ))
+            .with_fallback(Reply::text("fine")),
+    )
+    .await
+    .expect("server");
+    let dir = tempfile::tempdir().expect("dir");
+    let store = Store::open(&dir.path().join("runs.db")).expect("store");
+    let gate =
+        json!({"id": "check", "type": "gate", "data": {"model": "priced", "criteria": "Short."}});
+    let flow = chain(json!({"maxCostUsd": 0.5, "onExceed": "approve"}), gate);
+
+    let paused = engine(&server, &store)
+        .start(flow.clone(), options(dir.path()))
+        .await
+        .expect("runs");
+    assert_eq!(paused.status, RunStatus::Paused, "{:?}", paused.error);
+    assert_eq!(
+        paused
+            .waiting
+            .as_ref()
+            .map(|waiting| waiting.node_id.as_str()),
+        Some("check/budget"),
+        "the gate waits, as an agent does"
+    );
+    assert_eq!(server.request_count(), 2, "the judge was not asked yet");
+    assert_eq!(
+        contents(&store, &paused, EventType::WaitInput),
+        ["budget reached: $0.60 of $0.50 (settings.budget.maxCostUsd). Go on without the limit?"]
+    );
+
+    let ended = engine(&server, &store)
+        .resume(
+            &paused.run_id,
+            Decision::parse("approve", "").expect("decision"),
+            ResumeOptions::default(),
+        )
+        .await
+        .expect("resumes");
+    assert_eq!(ended.status, RunStatus::Completed, "{:?}", ended.error);
+    assert_eq!(server.request_count(), 3, "the judge was asked once");
+    assert!(
+        contents(&store, &ended, EventType::LogicCheck)
+            .iter()
+            .any(|check| check == "pass: short enough"),
+        "the gate judged and took `pass`"
+    );
+
+    // Rejected, the gate's step fails naming the budget; no judge is asked.
+    let paused = engine(&server, &store)
+        .start(flow, options(dir.path()))
+        .await
+        .expect("runs");
+    let asked = server.request_count();
+    let failed = engine(&server, &store)
+        .resume(
+            &paused.run_id,
+            Decision::parse("reject", "").expect("decision"),
+            ResumeOptions::default(),
+        )
+        .await
+        .expect("resumes");
+    assert_eq!(failed.status, RunStatus::Failed);
+    assert_eq!(server.request_count(), asked);
+    assert!(
+        failed
+            .error
+            .as_deref()
+            .is_some_and(|error| error.contains("going on was rejected")),
+        "{:?}",
+        failed.error
+    );
+}
