@@ -11,6 +11,7 @@ import {
   ReactFlow,
   getNodesBounds,
   useReactFlow,
+  useStoreApi,
   type Connection,
   type EdgeChange,
   type FinalConnectionState,
@@ -107,6 +108,16 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
   const [quickAdd, setQuickAdd] = useState<{ at: { x: number; y: number }; source: string; sourceHandle: string | null } | null>(null);
   const [minimapTop, setMinimapTop] = useState(false);
   const paneRef = useRef<HTMLDivElement>(null);
+  // The zoom, as a CSS variable: a node's text grows as the view zooms out below its natural
+  // size, so that it still reads at the least zoom a flow is fitted at (styles.css). Set on
+  // the element rather than through React, which would draw the canvas again at every frame
+  // of a zoom.
+  const flowStore = useStoreApi<CanvasNode, CanvasEdge>();
+  useEffect(() => {
+    const show = (zoom: number) => paneRef.current?.style.setProperty('--canvas-zoom', String(zoom));
+    show(flowStore.getState().transform[2]);
+    return flowStore.subscribe((state) => show(state.transform[2]));
+  }, [flowStore]);
   const [roomy, setRoomy] = useState(true);
   useEffect(() => {
     const element = paneRef.current;
