@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FIT_MARGIN, MAX_FIT_ZOOM, READABLE_FIT_ZOOM, overlaps, readableViewport } from './viewport';
+import { FIT_MARGIN, MAX_FIT_ZOOM, READABLE_FIT_ZOOM, overlaps, readableViewport, zoomStep } from './viewport';
 
 describe('readableViewport', () => {
   const pane = { width: 770, height: 530 };
@@ -23,5 +23,16 @@ describe('readableViewport', () => {
   it('tells overlapping rectangles apart', () => {
     expect(overlaps({ x: 0, y: 0, width: 10, height: 10 }, { x: 5, y: 5, width: 10, height: 10 })).toBe(true);
     expect(overlaps({ x: 0, y: 0, width: 10, height: 10 }, { x: 10, y: 0, width: 10, height: 10 })).toBe(false);
+  });
+
+  it('sizes node text for the zoom rounded down to a step, so it never reads smaller than meant', () => {
+    expect(zoomStep(READABLE_FIT_ZOOM)).toBe(0.75);
+    expect(zoomStep(0.7522)).toBe(0.75);
+    expect(zoomStep(0.7999)).toBe(0.75);
+    expect(zoomStep(0.8)).toBe(0.8);
+    expect(zoomStep(1.2)).toBe(1.2);
+    expect(zoomStep(0.01)).toBe(0.05);
+    // Text sized as 11 px / step shows at 11 px or more at the zoom itself.
+    for (const zoom of [0.75, 0.7523, 0.79, 0.81, 0.849]) expect((11 / zoomStep(zoom)) * zoom).toBeGreaterThanOrEqual(11);
   });
 });

@@ -42,3 +42,15 @@ export function readableViewport(bounds: Rect, size: { width: number; height: nu
 export function overlaps(a: Rect, b: Rect): boolean {
   return a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
 }
+
+/** How finely the nodes' text follows the zoom (see `--canvas-zoom` in styles.css). */
+const ZOOM_STEPS_PER_UNIT = 20;
+
+/**
+ * The zoom the nodes' text is sized for: the view's, rounded down to a step (so that text
+ * sized for it reads at least as large as meant on screen, and a zoom lays the text out again
+ * only as it passes a step).
+ */
+export function zoomStep(zoom: number): number {
+  return Math.max(1, Math.floor(zoom * ZOOM_STEPS_PER_UNIT + 1e-9)) / ZOOM_STEPS_PER_UNIT;
+}

@@ -19,7 +19,7 @@ import {
   type Viewport,
 } from '@xyflow/react';
 import { defaultData, handlesOf, kindOf, type KindDescription } from '../catalog';
-import { FIT_MARGIN, READABLE_FIT_ZOOM, overlaps, readableViewport, type Rect } from '../viewport';
+import { FIT_MARGIN, READABLE_FIT_ZOOM, overlaps, readableViewport, zoomStep, type Rect } from '../viewport';
 import { tidyFlow, type TidyArrangement } from '../tidy';
 import { QuickAdd } from './QuickAdd';
 import { toCanvasEdges, toCanvasNodes, type CanvasEdge, type CanvasNode, type FlowNode } from '../flowMapping';
@@ -111,10 +111,17 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
   // The zoom, as a CSS variable: a node's text grows as the view zooms out below its natural
   // size, so that it still reads at the least zoom a flow is fitted at (styles.css). Set on
   // the element rather than through React, which would draw the canvas again at every frame
-  // of a zoom.
+  // of a zoom; and in steps, so that a zoom lays the nodes' text out again a few times, not
+  // at every frame.
   const flowStore = useStoreApi<CanvasNode, CanvasEdge>();
   useEffect(() => {
-    const show = (zoom: number) => paneRef.current?.style.setProperty('--canvas-zoom', String(zoom));
+    let shown = '';
+    const show = (zoom: number) => {
+      const step = String(zoomStep(zoom));
+      if (step === shown) return;
+      shown = step;
+      paneRef.current?.style.setProperty('--canvas-zoom', step);
+    };
     show(flowStore.getState().transform[2]);
     return flowStore.subscribe((state) => show(state.transform[2]));
   }, [flowStore]);
