@@ -106,6 +106,10 @@ enum Command {
     /// List the schedules of the flows in a folder (settings.schedules) with their next
     /// occurrences. Exits 1 when a flow's schedules cannot be used.
     Schedules(SchedulesArgs),
+    /// Write flow files in Weft's canonical form (the form the app saves: keys in a stable
+    /// order, 2-space indent, integer positions), so that a flow under git diffs by what
+    /// changed. Exits 1 with --check when a file is not in that form, 2 when one cannot be read.
+    Fmt(FmtArgs),
     /// Serve the flows of a folder as MCP tools over standard input and output, for an MCP
     /// client that starts `weft mcp` (an IDE assistant): each flow is a tool named by its file.
     Mcp(McpArgs),
@@ -424,6 +428,16 @@ pub(crate) struct SchedulesArgs {
 }
 
 #[derive(Debug, Args)]
+pub(crate) struct FmtArgs {
+    /// The flow files.
+    #[arg(value_name = "FLOW", required = true)]
+    pub flows: Vec<PathBuf>,
+    /// Write nothing: list the files not in canonical form, and exit 1 when there are any.
+    #[arg(long)]
+    pub check: bool,
+}
+
+#[derive(Debug, Args)]
 pub(crate) struct KindsArgs {
     /// Print `{"kinds": [...], "commonFields": [...]}` as JSON: what a canvas draws nodes from.
     #[arg(long, conflicts_with = "markdown")]
@@ -500,6 +514,7 @@ fn main() -> ExitCode {
         Command::Diff(args) => commands::diff::diff(&args),
         Command::Kinds(args) => commands::kinds::kinds(&args),
         Command::Schedules(args) => commands::schedules::schedules(&args),
+        Command::Fmt(args) => commands::fmt::fmt(&args),
         Command::Test(args) => block_on(Threads::Pool, commands::test::test(args)),
         Command::Serve(args) => block_on(Threads::Pool, commands::serve::serve(args)),
         Command::Restate(args) => block_on(Threads::Pool, commands::restate::restate(args)),

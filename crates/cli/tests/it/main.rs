@@ -10,6 +10,7 @@ mod debugging;
 #[cfg(unix)]
 mod files;
 mod flow_tests;
+mod fmt;
 mod hostile;
 mod hosts;
 mod mcp;
