@@ -231,6 +231,16 @@ test("saves the flow and reopens it with the same content", async () => {
   await browser.keys(["Control", "s"]);
   await browser.pause(500);
   assert.equal(readFileSync(builtFile, "utf8"), saved);
+
+  // So does saving an example flow, written by hand in canonical form (`weft fmt --check`).
+  const example = path.join(TMP, "example-triage.json");
+  copyFileSync(path.join(ROOT, "flows/triage.json"), example);
+  const original = readFileSync(example, "utf8");
+  await openFile(browser, example);
+  await node(browser, "review").waitForExist();
+  await browser.keys(["Control", "s"]);
+  await browser.pause(500);
+  assert.equal(readFileSync(example, "utf8"), original, "saving an unchanged flow changes no byte");
 });
 
 test("keyboard: Delete removes the selected node with its edges, Ctrl+Z brings them back", async () => {
