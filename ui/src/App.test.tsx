@@ -494,6 +494,21 @@ describe('App', () => {
     const comparison: RunComparison = {
       a: { id: 'run-a', flowName: 'x', status: 'completed', durationMs: 1000, cost: priced },
       b: { id: 'run-b', flowName: 'x', status: 'completed', durationMs: 900, cost: NO_CALLS },
+      flowChanges: {
+        flow: [],
+        settings: [],
+        nodesAdded: [],
+        nodesRemoved: [],
+        nodesChanged: [
+          {
+            node: { id: 'summary', type: 'template', label: 'Summarize' },
+            fields: [{ field: 'template', a: '{{ customer }}', b: 'Hi {{ customer }}' }],
+          },
+        ],
+        nodesMoved: [],
+        edgesAdded: [],
+        edgesRemoved: [{ id: 'e9', source: 'large', sourceHandle: 'false', target: 'auto' }],
+      },
       nodes: [
         {
           node: 'summary',
@@ -540,6 +555,10 @@ describe('App', () => {
     await act(async () => fireEvent.click(compare));
     expect(compareRuns).toHaveBeenCalledWith('run-a', 'run-b');
     expect(screen.getByTestId('compare-verdict').textContent).toBe('Outputs differ at 1 of 1 nodes');
+    // What changed in the flow between the two runs comes first.
+    const changes = screen.getByTestId('compare-flow-changes');
+    expect(changes.textContent).toContain('node summary: template');
+    expect(changes.textContent).toContain('edge large.false → auto');
     expect(screen.getByTestId('compare-diff').textContent).toContain('- Hello Ada');
     expect(screen.getByTestId('compare-diff').textContent).toContain('+ Hello Bob');
 

@@ -322,6 +322,14 @@ export type Edge = {
 	targetHandle?: string | null,
 } & { [key in string]: Value };
 
+/**  An edge as the diff names it. */
+export type EdgeName = {
+	id: string,
+	source: string,
+	sourceHandle: string,
+	target: string,
+};
+
 /**  What kind of failure a command met. */
 export type ErrorCode = 
 /**  A flow file could not be read, parsed or written. */
@@ -348,6 +356,20 @@ export type ErrorCode =
 
 /**  What happened. Serialized in snake_case (`run_start`, `llm_delta`, ...). */
 export type EventType = "run_start" | "step_start" | "start_prompt" | "logic_check" | "wait_input" | "input_received" | "llm_delta" | "llm_response" | "llm_error" | "subagent_call_start" | "subagent_call_end" | "subagent_call_error" | "tool_call" | "tool_result" | "tool_error" | "step_end" | "error" | "run_end";
+
+/**
+ *  One field whose value differs: `type`, a key of `data` (`userPrompt`), of `settings`, or a
+ *  field Weft does not know.
+ */
+export type FieldChange = {
+	field: string,
+	/**  Absent when the field was added. */
+	a: Value | null,
+	/**  Absent when the field was removed. */
+	b: Value | null,
+	/**  For two texts of which one has several lines: their lines, marked. */
+	lines?: DiffLine[] | null,
+};
 
 /**  One key of a node's `data`, as the inspector edits it. */
 export type FieldDescription = {
@@ -406,6 +428,20 @@ export type Flow = {
 	nodes?: Node[],
 	edges?: Edge[],
 } & { [key in string]: Value };
+
+/**  How flow `b` differs from flow `a`. */
+export type FlowDiff = {
+	/**  `name`, `version` and the root fields Weft does not know. */
+	flow: FieldChange[],
+	settings: FieldChange[],
+	nodesAdded: NodeName[],
+	nodesRemoved: NodeName[],
+	nodesChanged: NodeChange[],
+	/**  Nodes only placed elsewhere on the canvas. */
+	nodesMoved: NodeName[],
+	edgesAdded: EdgeName[],
+	edgesRemoved: EdgeName[],
+};
 
 /**  One question of an approval's form. */
 export type FormField = {
@@ -516,6 +552,12 @@ export type Node = {
 	data?: { [key in string]: Value },
 } & { [key in string]: Value };
 
+/**  A node in both versions whose kind or fields differ. */
+export type NodeChange = {
+	node: NodeName,
+	fields: FieldChange[],
+};
+
 /**  One node in both runs. */
 export type NodeComparison = {
 	/**  The node's key (`draft`, `research/draft` in a subflow, `each[2]/draft` in a forEach). */
@@ -525,6 +567,13 @@ export type NodeComparison = {
 	sameOutput: boolean,
 	/**  `None` when the outputs are the same. */
 	diff: OutputDiff | null,
+};
+
+/**  A node as the diff names it. */
+export type NodeName = {
+	id: string,
+	type: string,
+	label: string,
 };
 
 /**  The latest output of one node in one run. */
@@ -748,6 +797,8 @@ export type RunComparison = {
 	nodes: NodeComparison[],
 	/**  Every node's output is the same in both runs. */
 	equal: boolean,
+	/**  How the flow `b` ran differs from the one `a` ran; `None` when the two ran the same flow. */
+	flowChanges: FlowDiff | null,
 };
 
 /**  A run's cost: in total, per node, per call. */

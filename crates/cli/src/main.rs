@@ -110,6 +110,10 @@ enum Command {
     /// order, 2-space indent, integer positions), so that a flow under git diffs by what
     /// changed. Exits 1 with --check when a file is not in that form, 2 when one cannot be read.
     Fmt(FmtArgs),
+    /// Compare two versions of a flow (flow files, or the flows stored runs ran): nodes added,
+    /// removed, changed field by field, edges and settings. Exits 0 when they are the same, 1
+    /// when they differ, 2 when one cannot be read.
+    FlowDiff(FlowDiffArgs),
     /// Serve the flows of a folder as MCP tools over standard input and output, for an MCP
     /// client that starts `weft mcp` (an IDE assistant): each flow is a tool named by its file.
     Mcp(McpArgs),
@@ -428,6 +432,22 @@ pub(crate) struct SchedulesArgs {
 }
 
 #[derive(Debug, Args)]
+pub(crate) struct FlowDiffArgs {
+    /// The first version: a flow file, or a run's id (or a unique prefix) whose flow to take.
+    #[arg(value_name = "A")]
+    pub a: String,
+    /// The second version, the same way.
+    #[arg(value_name = "B")]
+    pub b: String,
+    /// Print `{"equal", "changes": {flow, settings, nodesAdded, nodesRemoved, nodesChanged,
+    /// nodesMoved, edgesAdded, edgesRemoved}}` as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
 pub(crate) struct FmtArgs {
     /// The flow files.
     #[arg(value_name = "FLOW", required = true)]
@@ -515,6 +535,7 @@ fn main() -> ExitCode {
         Command::Kinds(args) => commands::kinds::kinds(&args),
         Command::Schedules(args) => commands::schedules::schedules(&args),
         Command::Fmt(args) => commands::fmt::fmt(&args),
+        Command::FlowDiff(args) => commands::flow_diff::flow_diff(&args),
         Command::Test(args) => block_on(Threads::Pool, commands::test::test(args)),
         Command::Serve(args) => block_on(Threads::Pool, commands::serve::serve(args)),
         Command::Restate(args) => block_on(Threads::Pool, commands::restate::restate(args)),

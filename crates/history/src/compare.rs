@@ -120,6 +120,8 @@ pub struct RunComparison {
     pub nodes: Vec<NodeComparison>,
     /// Every node's output is the same in both runs.
     pub equal: bool,
+    /// How the flow `b` ran differs from the one `a` ran; `None` when the two ran the same flow.
+    pub flow_changes: Option<crate::flow_diff::FlowDiff>,
 }
 
 /// Compares the stored runs `a` and `b` (ids or unique prefixes), pricing calls at `prices`.
@@ -154,17 +156,27 @@ pub fn compare_runs(
             }
         })
         .collect();
+    // Each run keeps the flow it ran: the edits between them are what may explain the outputs.
+    let flow_changes = match (&a.flow, &b.flow) {
+        (Some(flow_a), Some(flow_b)) => {
+            Some(crate::flow_diff::diff_flows(flow_a, flow_b)).filter(|diff| !diff.is_empty())
+        }
+        _ => None,
+    };
     Ok(RunComparison {
         equal: nodes.iter().all(|node| node.same_output),
         a: a.side,
         b: b.side,
         nodes,
+        flow_changes,
     })
 }
 
 /// What one run stored, gathered by node key.
 struct RunFacts {
     side: RunSide,
+    /// The flow it ran, as stored with it (`None` when it does not parse).
+    flow: Option<weft_flow::Flow>,
     /// Node keys in the order they first appear in the events (then those with only an output).
     order: Vec<String>,
     outputs: HashMap<String, (Value, u64)>,
@@ -209,6 +221,7 @@ impl RunFacts {
             .as_deref()
             .and_then(|ended| millis_between(&run.started_at, ended));
         Ok(RunFacts {
+            flow: weft_flow::Flow::parse(&record.flow_json, "the stored flow").ok(),
             side: RunSide {
                 id: run.id.clone(),
                 flow_name: run.flow_name.clone(),
@@ -305,7 +318,7 @@ fn output_diff(a: Option<&Value>, b: Option<&Value>) -> OutputDiff {
 }
 
 /// The lines of `a` and `b` with what was removed and added (a longest common subsequence).
-fn line_diff(a: &str, b: &str) -> Vec<DiffLine> {
+pub(crate) fn line_diff(a: &str, b: &str) -> Vec<DiffLine> {
     let a: Vec<&str> = a.lines().collect();
     let b: Vec<&str> = b.lines().collect();
     if a.len().saturating_mul(b.len()) > MAX_LINE_PAIRS {

@@ -5,7 +5,9 @@
 //! - [`visits`]: every visit of every node (loops, `forEach` items, steps inside subflows), with
 //!   its input, output, time, tokens and cost.
 //! - [`compare`]: two runs side by side, node by node.
+//! - [`flow_diff`]: two versions of a flow, node by node and field by field.
 
 pub mod compare;
 pub mod cost;
+pub mod flow_diff;
 pub mod visits;

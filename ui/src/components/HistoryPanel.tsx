@@ -4,7 +4,7 @@
 // become a test case.
 
 import { useEffect, useState } from 'react';
-import type { Cost, NodeComparison, NodeRun, RunSide, RunSummary } from '../bindings';
+import type { Cost, EdgeName, FlowDiff, NodeComparison, NodeRun, RunSide, RunSummary } from '../bindings';
 import { costText, tokensText } from '../cost';
 import { useRun, useSession, useSessionState } from '../hooks';
 import { TestDraftEditor } from './TestsPanel';
@@ -73,6 +73,39 @@ function costWords(cost: Cost): string {
 }
 
 /** One side of a comparison: which run, and how it went. */
+function edgeText(edge: EdgeName): string {
+  return `${edge.source}${edge.sourceHandle === 'output' ? '' : `.${edge.sourceHandle}`} → ${edge.target}`;
+}
+
+/** What changed in the flow between the two runs, above their outputs: it may be why they differ. */
+function FlowChanges({ diff }: { diff: FlowDiff }) {
+  const lines: { sign: string; text: string }[] = [
+    ...diff.flow.map((change) => ({ sign: '~', text: `flow ${change.field}` })),
+    ...diff.settings.map((change) => ({ sign: '~', text: `settings.${change.field}` })),
+    ...diff.nodesAdded.map((node) => ({ sign: '+', text: `node ${node.id} (${node.type})` })),
+    ...diff.nodesRemoved.map((node) => ({ sign: '−', text: `node ${node.id} (${node.type})` })),
+    ...diff.nodesChanged.map((change) => ({
+      sign: '~',
+      text: `node ${change.node.id}: ${change.fields.map((field) => field.field).join(', ')}`,
+    })),
+    ...diff.edgesAdded.map((edge) => ({ sign: '+', text: `edge ${edgeText(edge)}` })),
+    ...diff.edgesRemoved.map((edge) => ({ sign: '−', text: `edge ${edgeText(edge)}` })),
+  ];
+  if (diff.nodesMoved.length > 0) lines.push({ sign: '·', text: `moved: ${diff.nodesMoved.map((node) => node.id).join(', ')}` });
+  return (
+    <div className="compare-flow" data-testid="compare-flow-changes">
+      <strong>B ran another version of the flow</strong> (<code>weft flow-diff {'A B'}</code> shows each field):
+      <ul>
+        {lines.map((line, index) => (
+          <li key={index} data-sign={line.sign}>
+            <span className="mono">{line.sign}</span> {line.text}
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
 function CompareSide({ side, label, run, when }: { side: 'a' | 'b'; label: string; run: RunSide; when: string }) {
   return (
     <div className="compare-side" data-testid={`compare-${side}`} data-run-id={run.id}>
@@ -105,6 +138,7 @@ export function CompareView() {
       </div>
       <CompareSide side="a" label="A" run={comparison.a} when="earlier" />
       <CompareSide side="b" label="B" run={comparison.b} when="later" />
+      {comparison.flowChanges && <FlowChanges diff={comparison.flowChanges} />}
       <table className="compare-table">
         <thead>
           <tr>

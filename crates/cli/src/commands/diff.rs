@@ -39,6 +39,11 @@ fn report(comparison: &RunComparison, style: Style) -> String {
     for (label, side) in [("A", &comparison.a), ("B", &comparison.b)] {
         text.push_str(&run_line(label, side, style));
     }
+    // What changed in the flow comes first: it may be why the outputs differ.
+    if let Some(changes) = &comparison.flow_changes {
+        text.push_str(&style.bold("\nthe two runs ran different versions of the flow (A → B):\n"));
+        text.push_str(&super::flow_diff::changes_text(changes, style));
+    }
     let rows: Vec<[String; 6]> = comparison
         .nodes
         .iter()

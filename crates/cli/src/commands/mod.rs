@@ -3,6 +3,7 @@
 
 pub(crate) mod cancel;
 pub(crate) mod diff;
+pub(crate) mod flow_diff;
 pub(crate) mod fmt;
 pub(crate) mod kinds;
 pub(crate) mod mcp;

@@ -9,6 +9,7 @@ mod crash;
 mod debugging;
 #[cfg(unix)]
 mod files;
+mod flow_diff;
 mod flow_tests;
 mod fmt;
 mod hostile;
