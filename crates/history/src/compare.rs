@@ -10,13 +10,13 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::cost::{Cost, Prices, RunCost, run_cost};
+pub use crate::lines::DiffLine;
+use crate::lines::line_diff;
 use weft_event::{EventType, RunEvent, RunStatus};
 use weft_store::{Store, StoreError};
 
 /// Changes listed per node at most (a diff of two unrelated documents says no more).
 const MAX_CHANGES: usize = 200;
-/// Above this many line pairs, two texts are shown as replaced instead of diffed line by line.
-const MAX_LINE_PAIRS: usize = 4_000_000;
 
 /// What happened to a node in one run, from its events.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -47,16 +47,6 @@ pub struct NodeRun {
     /// Time from each `step_start` to its end, over all visits.
     pub duration_ms: Option<u64>,
     pub cost: Cost,
-}
-
-/// One line of a text diff.
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase", tag = "kind", content = "text")]
-pub enum DiffLine {
-    Same(String),
-    Removed(String),
-    Added(String),
 }
 
 /// One changed place in a JSON output: `$` for the whole value, `$.a.b[2]` inside it.
@@ -315,50 +305,6 @@ fn output_diff(a: Option<&Value>, b: Option<&Value>) -> OutputDiff {
             OutputDiff::Json { changes, truncated }
         }
     }
-}
-
-/// The lines of `a` and `b` with what was removed and added (a longest common subsequence).
-pub(crate) fn line_diff(a: &str, b: &str) -> Vec<DiffLine> {
-    let a: Vec<&str> = a.lines().collect();
-    let b: Vec<&str> = b.lines().collect();
-    if a.len().saturating_mul(b.len()) > MAX_LINE_PAIRS {
-        return a
-            .iter()
-            .map(|line| DiffLine::Removed(line.to_string()))
-            .chain(b.iter().map(|line| DiffLine::Added(line.to_string())))
-            .collect();
-    }
-    // common[i][j]: the longest common subsequence of a[i..] and b[j..].
-    let width = b.len() + 1;
-    let mut common = vec![0u32; (a.len() + 1) * width];
-    for i in (0..a.len()).rev() {
-        for j in (0..b.len()).rev() {
-            common[i * width + j] = if a[i] == b[j] {
-                common[(i + 1) * width + j + 1] + 1
-            } else {
-                common[(i + 1) * width + j].max(common[i * width + j + 1])
-            };
-        }
-    }
-    let (mut i, mut j) = (0, 0);
-    let mut lines = Vec::with_capacity(a.len().max(b.len()));
-    while i < a.len() || j < b.len() {
-        if i < a.len() && j < b.len() && a[i] == b[j] {
-            lines.push(DiffLine::Same(a[i].to_string()));
-            i += 1;
-            j += 1;
-        } else if i < a.len()
-            && (j == b.len() || common[(i + 1) * width + j] >= common[i * width + j + 1])
-        {
-            // Removals first, as diffs read.
-            lines.push(DiffLine::Removed(a[i].to_string()));
-            i += 1;
-        } else {
-            lines.push(DiffLine::Added(b[j].to_string()));
-            j += 1;
-        }
-    }
-    lines
 }
 
 /// Appends the paths under `path` where `a` and `b` differ.

@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 use weft_flow::{Edge, Flow, Node};
 
-use crate::compare::{DiffLine, line_diff};
+use crate::lines::{DiffLine, line_diff};
 
 /// A node as the diff names it.
 #[cfg_attr(feature = "specta", derive(specta::Type))]

@@ -6,8 +6,10 @@
 //!   its input, output, time, tokens and cost.
 //! - [`compare`]: two runs side by side, node by node.
 //! - [`flow_diff`]: two versions of a flow, node by node and field by field.
+//! - [`lines`]: two texts line by line.
 
 pub mod compare;
 pub mod cost;
 pub mod flow_diff;
+pub mod lines;
 pub mod visits;
