@@ -241,6 +241,9 @@ test("saves the flow and reopens it with the same content", async () => {
   await browser.keys(["Control", "s"]);
   await browser.pause(500);
   assert.equal(readFileSync(example, "utf8"), original, "saving an unchanged flow changes no byte");
+  // The next tests go on with the built flow.
+  await openFile(browser, builtFile);
+  await node(browser, "agent-1").waitForExist();
 });
 
 test("keyboard: Delete removes the selected node with its edges, Ctrl+Z brings them back", async () => {

@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::Value;
 use weft_flow::Flow;
 use weft_history::compare::DiffLine;
-use weft_history::flow_diff::{FieldChange, FlowDiff, diff_flows};
+use weft_history::flow_diff::{FieldChange, FlowDiff, NodeName, diff_flows};
 
 use crate::output::{self, Style};
 use crate::{Exit, FlowDiffArgs, usage_error};
@@ -70,30 +70,15 @@ pub(crate) fn changes_text(diff: &FlowDiff, style: Style) -> String {
         text.push_str(&field_text("settings.", change, "", style));
     }
     for node in &diff.nodes_added {
-        text.push_str(&style.green(&format!(
-            "+ node {} ({}) {}",
-            node.id,
-            node.kind,
-            quoted(&node.label, &node.id)
-        )));
+        text.push_str(&style.green(&node_line('+', node)));
         text.push('\n');
     }
     for node in &diff.nodes_removed {
-        text.push_str(&style.red(&format!(
-            "- node {} ({}) {}",
-            node.id,
-            node.kind,
-            quoted(&node.label, &node.id)
-        )));
+        text.push_str(&style.red(&node_line('-', node)));
         text.push('\n');
     }
     for node in &diff.nodes_changed {
-        text.push_str(&style.yellow(&format!(
-            "~ node {} ({}) {}",
-            node.node.id,
-            node.node.kind,
-            quoted(&node.node.label, &node.node.id)
-        )));
+        text.push_str(&style.yellow(&node_line('~', &node.node)));
         text.push('\n');
         for change in &node.fields {
             text.push_str(&field_text("", change, "    ", style));
@@ -125,12 +110,14 @@ pub(crate) fn changes_text(diff: &FlowDiff, style: Style) -> String {
     text
 }
 
-fn quoted(label: &str, id: &str) -> String {
-    if label == id {
+/// `+ node draft (agent) “Draft reply”`: the label only where it says more than the id.
+fn node_line(sign: char, node: &NodeName) -> String {
+    let label = if node.label == node.id {
         String::new()
     } else {
-        format!("“{label}”")
-    }
+        format!(" “{}”", node.label)
+    };
+    format!("{sign} node {} ({}){label}", node.id, node.kind)
 }
 
 fn edge_text(source: &str, handle: &str, target: &str) -> String {
