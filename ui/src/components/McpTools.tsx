@@ -5,7 +5,7 @@
 import { useEffect, useState } from 'react';
 import type { McpServerTools, Value } from '../bindings';
 import { useCanvas, useSession, useSessionState } from '../hooks';
-import type { EditorProps } from './fields';
+import type { EditorProps } from './editorProps';
 
 /** Each server with its tools, or why it could not be listed. */
 export function McpServerList({ servers, testId }: { servers: McpServerTools[]; testId: string }) {

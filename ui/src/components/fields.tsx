@@ -6,16 +6,9 @@ import { useRef, useState, type ReactNode } from 'react';
 import type { FieldDescription } from '../bindings';
 import type { JsonValue } from '../flowMapping';
 import { useSession, useSessionState } from '../hooks';
+import type { EditorProps } from './editorProps';
 import { McpToolPicker } from './McpTools';
 
-export interface EditorProps {
-  field: FieldDescription;
-  value: JsonValue | undefined;
-  onChange: (value: JsonValue | undefined) => void;
-  readOnly: boolean;
-  /** Names a template may use (template fields only). */
-  templateNames: string[];
-}
 
 /**
  * Local text for an input whose value is parsed: kept while it still means the stored value
