@@ -1027,6 +1027,7 @@ describe('App', () => {
                 timezone: 'Europe/Paris',
                 description: 'At 09:00 on Monday through Friday',
                 next: ['2099-11-30T09:00:00+01:00', '2099-12-01T09:00:00+01:00', '2099-12-02T09:00:00+01:00'],
+                input: '{"amount":40,"customer":"Grace"}',
               },
             ]
           : [],

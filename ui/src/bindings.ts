@@ -1079,6 +1079,8 @@ export type Upcoming = {
 	description: string,
 	/**  RFC 3339, in the schedule's time zone. */
 	next: string[],
+	/**  The run's input it gives (a text, or JSON as text); `None`: the start node's. */
+	input: string | null,
 };
 
 /**  Tokens used by one call, as the provider reported them. */

@@ -17,6 +17,7 @@ describe('schedule times', () => {
       timezone: 'UTC',
       description: '',
       next: ['2026-11-27T10:00:00+00:00', '2026-11-27T10:01:00+00:00'],
+      input: null,
     };
     expect(nextOccurrence(upcoming, Date.parse('2026-11-27T09:59:59Z'))).toBe('2026-11-27T10:00:00+00:00');
     expect(nextOccurrence(upcoming, Date.parse('2026-11-27T10:00:00Z'))).toBe('2026-11-27T10:01:00+00:00');

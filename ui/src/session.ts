@@ -463,11 +463,8 @@ export class Session {
    * (the start node's initial input when it gives none), as a person's run.
    */
   async runSchedule(index: number): Promise<void> {
-    const schedules = this.canvas.getSnapshot().flow.settings?.schedules;
-    const schedule = Array.isArray(schedules) ? schedules[index] : undefined;
-    const input =
-      schedule && typeof schedule === 'object' && !Array.isArray(schedule) ? schedule.input : undefined;
-    await this.startRun(input === undefined || input === null ? '' : typeof input === 'string' ? input : JSON.stringify(input));
+    const schedule = this.state.upcoming.find((upcoming) => upcoming.schedule === index);
+    await this.startRun(schedule?.input ?? '');
   }
 
   /** The log takes room once there is something in it to follow (it is collapsed until then). */

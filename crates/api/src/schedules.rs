@@ -67,6 +67,17 @@ pub struct Upcoming {
     pub description: String,
     /// RFC 3339, in the schedule's time zone.
     pub next: Vec<String>,
+    /// The run's input it gives (a text, or JSON as text); `None`: the start node's.
+    pub input: Option<String>,
+}
+
+/// The input a run of `schedule` starts with: its `input`, a text as it is and anything else
+/// as JSON.
+fn input_of(schedule: &Schedule) -> Option<String> {
+    schedule.def.input.as_ref().map(|input| match input {
+        serde_json::Value::String(text) => text.clone(),
+        other => other.to_string(),
+    })
 }
 
 /// The next `count` occurrences after `now` of each schedule of `flows`.
@@ -86,6 +97,7 @@ pub fn upcoming(flows: &[ScheduledFlow], now: DateTime<Utc>, count: usize) -> Ve
                     .into_iter()
                     .map(|at| at.with_timezone(&schedule.zone()).to_rfc3339())
                     .collect(),
+                input: input_of(schedule),
             })
         })
         .collect()
@@ -356,10 +368,7 @@ impl Schedules {
                 .collect::<Vec<_>>()
                 .join("; ")
         })?;
-        let input = schedule.def.input.as_ref().map(|input| match input {
-            serde_json::Value::String(text) => text.clone(),
-            other => other.to_string(),
-        });
+        let input = input_of(schedule);
         self.starter
             .start(ScheduledRun {
                 flow: flow.name.clone(),

@@ -90,16 +90,6 @@ impl FlowDiff {
             && self.edges_added.is_empty()
             && self.edges_removed.is_empty()
     }
-
-    /// Whether the two flows differ in more than where nodes sit on the canvas: whether they
-    /// may run differently.
-    pub fn changes_what_runs(&self) -> bool {
-        let moved_only = FlowDiff {
-            nodes_moved: self.nodes_moved.clone(),
-            ..FlowDiff::default()
-        };
-        *self != moved_only && !self.is_empty()
-    }
 }
 
 /// How flow `b` differs from flow `a`.
@@ -310,7 +300,7 @@ mod tests {
         let b = flow(changed);
 
         let diff = diff_flows(&a, &b);
-        assert!(diff.changes_what_runs());
+        assert!(!diff.is_empty());
         assert_eq!(diff.settings[0].field, "maxNodeVisits");
         assert_eq!(
             (diff.settings[0].a.clone(), diff.settings[0].b.clone()),
@@ -376,6 +366,17 @@ mod tests {
         moved["nodes"][1]["position"]["y"] = json!(80);
         let diff = diff_flows(&a, &flow(moved));
         assert!(!diff.is_empty());
-        assert!(!diff.changes_what_runs(), "{diff:?}");
+        // Only moved: listed apart from the changes that can make a run differ.
+        assert_eq!(
+            diff.nodes_moved
+                .iter()
+                .map(|n| n.id.as_str())
+                .collect::<Vec<_>>(),
+            ["draft"]
+        );
+        assert!(
+            diff.nodes_changed.is_empty() && diff.settings.is_empty(),
+            "{diff:?}"
+        );
     }
 }

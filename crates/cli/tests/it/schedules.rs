@@ -39,6 +39,8 @@ fn lists_the_next_occurrences_in_each_schedules_time_zone_and_names_bad_ones() {
     assert_eq!(schedules.len(), 2);
     assert_eq!(schedules[0]["flow"], "morning");
     assert_eq!(schedules[0]["timezone"], "Europe/Paris");
+    assert_eq!(schedules[0]["input"], "Good morning");
+    assert_eq!(schedules[1]["input"], Value::Null, "the start node's input");
     let next: Vec<&str> = schedules[0]["next"]
         .as_array()
         .expect("next")
