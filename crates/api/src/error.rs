@@ -62,8 +62,10 @@ impl Error {
 impl From<StoreError> for Error {
     fn from(error: StoreError) -> Error {
         let kind = match &error {
-            StoreError::NoSuchRun(_) => ErrorKind::NotFound,
-            StoreError::Ambiguous(_) | StoreError::Refused { .. } => ErrorKind::Invalid,
+            StoreError::NoSuchRun(_) | StoreError::NoSuchVersion(_) => ErrorKind::NotFound,
+            StoreError::Ambiguous(_)
+            | StoreError::AmbiguousVersion(_)
+            | StoreError::Refused { .. } => ErrorKind::Invalid,
             StoreError::Finished { .. }
             | StoreError::NotPaused { .. }
             | StoreError::NotInterrupted { .. }

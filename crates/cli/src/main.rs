@@ -66,6 +66,8 @@ Examples:
   weft runs
   weft show 3f2a
   weft diff 3f2a 9bc1               # two runs node by node
+  weft versions flows/triage.json   # the versions it ran in; --restore HASH writes one back
+  weft flow-diff 5d41a2c flows/triage.json   # a kept version against the file
   weft test flows/                  # the cases of every NAME.tests.json, offline when recorded
   weft test flows/triage.json --record --case refund
   weft serve --flows flows --tokens tokens.txt   # the HTTP API (GET /openapi.json)
@@ -110,7 +112,11 @@ enum Command {
     /// order, 2-space indent, integer positions), so that a flow under git diffs by what
     /// changed. Exits 1 with --check when a file is not in that form, 2 when one cannot be read.
     Fmt(FmtArgs),
-    /// Compare two versions of a flow (flow files, or the flows stored runs ran): nodes added,
+    /// List a flow file's versions kept in the run store (each distinct content it was run or
+    /// saved in), newest first, with the runs that used each; --restore HASH writes one back.
+    Versions(VersionsArgs),
+    /// Compare two versions of a flow (flow files, version hashes, or the flows stored runs
+    /// ran): nodes added,
     /// removed, changed field by field, edges and settings. Exits 0 when they are the same, 1
     /// when they differ, 2 when one cannot be read.
     FlowDiff(FlowDiffArgs),
@@ -433,7 +439,8 @@ pub(crate) struct SchedulesArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct FlowDiffArgs {
-    /// The first version: a flow file, or a run's id (or a unique prefix) whose flow to take.
+    /// The first version: a flow file, a version's hash (or a unique prefix of it, as `weft
+    /// versions` lists them), or a run's id (or a unique prefix) whose flow to take.
     #[arg(value_name = "A")]
     pub a: String,
     /// The second version, the same way.
@@ -443,6 +450,22 @@ pub(crate) struct FlowDiffArgs {
     /// nodesMoved, edgesAdded, edgesRemoved}}` as JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct VersionsArgs {
+    /// The flow file.
+    #[arg(value_name = "FLOW")]
+    pub flow: PathBuf,
+    /// Print `{"path", "current", "versions": [{hash, firstAt, lastAt, runs, subflowRuns,
+    /// saves, current}]}` as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the version with this hash (or a unique prefix of it) to FLOW, in canonical form.
+    #[arg(long, value_name = "HASH")]
+    pub restore: Option<String>,
     #[command(flatten)]
     pub store: StoreArgs,
 }
@@ -536,6 +559,7 @@ fn main() -> ExitCode {
         Command::Schedules(args) => commands::schedules::schedules(&args),
         Command::Fmt(args) => commands::fmt::fmt(&args),
         Command::FlowDiff(args) => commands::flow_diff::flow_diff(&args),
+        Command::Versions(args) => commands::versions::versions(&args),
         Command::Test(args) => block_on(Threads::Pool, commands::test::test(args)),
         Command::Serve(args) => block_on(Threads::Pool, commands::serve::serve(args)),
         Command::Restate(args) => block_on(Threads::Pool, commands::restate::restate(args)),

@@ -18,6 +18,7 @@ mod canonical;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 
 /// The current flow file format version written on save.
 pub const FLOW_FORMAT_VERSION: u64 = 1;
@@ -241,15 +242,31 @@ impl Flow {
     /// The normalized file text: stable key order, 2-space indent, integer positions, newline at
     /// the end.
     pub fn to_file_string(&self) -> String {
+        // Serializing a struct with plain maps cannot fail (all keys are strings).
+        let mut text = serde_json::to_string_pretty(&self.with_sorted_keys()).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+
+    /// This flow's version: its canonical form, compact (what a store keeps of the flow a run
+    /// ran), and that text's SHA-256. Two flows that save to the same file have the same
+    /// version, whatever their whitespace or key order.
+    pub fn version(&self) -> FlowVersion {
+        let json = serde_json::to_string(&self.with_sorted_keys()).unwrap_or_default();
+        let hash = Sha256::digest(json.as_bytes())
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        FlowVersion { hash, json }
+    }
+
+    fn with_sorted_keys(&self) -> Flow {
         let mut flow = self.clone();
         for node in &mut flow.nodes {
             sort_keys_in_map(&mut node.data);
         }
         sort_keys_in_map(&mut flow.settings);
-        // Serializing a struct with plain maps cannot fail (all keys are strings).
-        let mut text = serde_json::to_string_pretty(&flow).unwrap_or_default();
-        text.push('\n');
-        text
+        flow
     }
 
     /// Writes the normalized form to `path`.
@@ -547,6 +564,22 @@ fn normalize_legacy_kinds(flow: &mut Flow) {
             edge.source_handle = Some("condition-0".into());
         }
     }
+}
+
+/// A flow's content as stored once per distinct version: the canonical JSON (compact) and its
+/// SHA-256 in lowercase hex, which names the version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowVersion {
+    pub hash: String,
+    pub json: String,
+}
+
+/// How many leading characters of a version's hash name it where it is shown.
+pub const SHORT_HASH: usize = 12;
+
+/// The first [`SHORT_HASH`] characters of a version's hash.
+pub fn short_hash(hash: &str) -> &str {
+    hash.get(..SHORT_HASH).unwrap_or(hash)
 }
 
 fn sort_keys_in_map(map: &mut Map<String, Value>) {

@@ -7,9 +7,11 @@
 //! - [`compare`]: two runs side by side, node by node.
 //! - [`flow_diff`]: two versions of a flow, node by node and field by field.
 //! - [`lines`]: two texts line by line.
+//! - [`versions`]: a flow file's versions kept in the store.
 
 pub mod compare;
 pub mod cost;
 pub mod flow_diff;
 pub mod lines;
+pub mod versions;
 pub mod visits;

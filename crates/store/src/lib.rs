@@ -36,11 +36,13 @@ mod runs;
 mod schema;
 mod sql;
 mod sqlite;
+mod versions;
 mod writer;
 pub use writer::OUTAGE_LIMIT;
 
 pub use llm_calls::{CallUsage, RecordedCall};
 pub use postgresql::{is_postgres_url, redacted as shown_location};
+pub use versions::{FlowVersionUse, MIN_HASH_PREFIX, StoredFlowVersion, VersionUseKind};
 
 use std::path::Path;
 use std::sync::mpsc;
@@ -137,6 +139,12 @@ pub enum StoreError {
     /// Several run ids start with this prefix.
     #[error("run id prefix {0} matches several runs")]
     Ambiguous(String),
+    /// No stored flow version has this hash (or starts with it).
+    #[error("no flow version {0} in the store")]
+    NoSuchVersion(String),
+    /// Several stored flow versions start with this prefix.
+    #[error("flow version prefix {0} matches several versions; give more of the hash")]
+    AmbiguousVersion(String),
 }
 
 impl From<rusqlite::Error> for StoreError {
@@ -176,8 +184,11 @@ pub struct NewRun {
     pub flow_name: String,
     /// Where the flow file was loaded from, if it came from a file.
     pub flow_path: Option<String>,
-    /// The flow as it was when the run started (a resumed run uses this, not the file).
+    /// The flow as it was when the run started, in canonical form (a resumed run uses this,
+    /// not the file); stored once per distinct content.
     pub flow_json: String,
+    /// The SHA-256 of `flow_json`, which names the flow's version.
+    pub flow_version: String,
     /// The run's input.
     pub input: Value,
     /// RFC 3339 UTC.
@@ -322,6 +333,9 @@ pub struct RunRecord {
     pub summary: RunSummary,
     /// The flow as it was when the run started.
     pub flow_json: String,
+    /// The hash of the flow's version (`None` for a run stored by a Weft before versions
+    /// were kept: its flow is stored with it, but under no version).
+    pub flow_version: Option<String>,
     pub input: Value,
     /// The final result of a completed run.
     pub result: Option<Value>,
@@ -675,6 +689,31 @@ impl Store {
     }
 
     /// The LLM calls run `run_id` made, as recorded.
+    /// Queues keeping a flow version (once per hash) and a use of it by a file.
+    pub fn record_flow_version(&self, flow_json: &str, used: &FlowVersionUse) {
+        self.send(Write::FlowVersion(Box::new(writer::VersionWrite {
+            flow_json: flow_json.to_string(),
+            used: used.clone(),
+        })));
+    }
+
+    /// The stored version whose hash is `hash_or_prefix` or starts with it (at least
+    /// [`MIN_HASH_PREFIX`] hex digits).
+    ///
+    /// Errors: [`StoreError::NoSuchVersion`], [`StoreError::AmbiguousVersion`].
+    pub fn flow_version(&self, hash_or_prefix: &str) -> Result<StoredFlowVersion, StoreError> {
+        self.read(|db| versions::load(db, hash_or_prefix))
+    }
+
+    /// Every use of a version by the file named by any of `paths` (one file's spellings:
+    /// as given, absolute, resolved), oldest first.
+    pub fn flow_version_uses(&self, paths: &[String]) -> Result<Vec<FlowVersionUse>, StoreError> {
+        self.read(|db| {
+            let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+            versions::uses_of(db, &paths)
+        })
+    }
+
     pub fn llm_calls(&self, run_id: &str) -> Result<Vec<RecordedCall>, StoreError> {
         self.read(|db| llm_calls::list(db, run_id))
     }
@@ -1309,6 +1348,7 @@ fn creation(run: &NewRun) -> Write {
         flow_name: run.flow_name.clone(),
         flow_path: run.flow_path.clone(),
         flow_json: run.flow_json.clone(),
+        flow_version: run.flow_version.clone(),
         input_json: run.input.to_string(),
         started_at: run.started_at.clone(),
         host: run.host.clone(),

@@ -36,6 +36,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     MIGRATION_3,
     MIGRATION_4,
     MIGRATION_5,
+    MIGRATION_6,
 ];
 
 /// Migration 1: SQLite's schema as its migration 8 left it.
@@ -149,6 +150,25 @@ CREATE TABLE schedule_claims (
     claimed_at TEXT NOT NULL,
     PRIMARY KEY (flow, schedule, occurrence)
 );
+"#;
+
+/// Migration 6: flow versions (SQLite's migration 14).
+const MIGRATION_6: &str = r#"
+CREATE TABLE flow_versions (
+    hash TEXT COLLATE "C" PRIMARY KEY,
+    flow_json TEXT NOT NULL,
+    created_at TEXT COLLATE "C" NOT NULL
+);
+CREATE TABLE flow_version_uses (
+    path TEXT COLLATE "C" NOT NULL,
+    hash TEXT COLLATE "C" NOT NULL,
+    at TEXT COLLATE "C" NOT NULL,
+    kind TEXT NOT NULL,
+    run_id TEXT COLLATE "C",
+    saved_by TEXT
+);
+CREATE INDEX flow_version_uses_path ON flow_version_uses(path, at);
+ALTER TABLE runs ADD COLUMN flow_version TEXT COLLATE "C";
 "#;
 
 /// Whether `location` names a PostgreSQL database rather than a SQLite file.

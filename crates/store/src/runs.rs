@@ -2,6 +2,7 @@
 //! waits on, and the engine's saved state.
 
 use super::sql::{Db, Row, params};
+use super::versions::{self, FlowVersionUse, VersionUseKind};
 use super::{
     QueuedStep, RunRecord, RunSummary, StepRow, StoreError, corrupt, parse_json, queue, to_u64,
 };
@@ -10,12 +11,8 @@ use weft_providers::Usage;
 
 /// Creates a run, `running` and leased.
 pub(super) const INSERT_RUN: &str = "INSERT INTO runs (id, flow_name, flow_path, status, input_json, \
-     started_at, updated_at, lease_owner, lease_until, host, trigger_json) \
-     VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?5, ?6, ?7, ?8, ?9)";
-
-/// Keeps the flow a run started with.
-pub(super) const INSERT_RUN_FLOW: &str =
-    "INSERT INTO run_flows (run_id, flow_json) VALUES (?1, ?2)";
+     started_at, updated_at, lease_owner, lease_until, host, trigger_json, flow_version) \
+     VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?5, ?6, ?7, ?8, ?9, ?10)";
 
 /// Sets a run's engine state.
 pub(super) const SET_STATE: &str = "UPDATE runs SET state_json = ?2, updated_at = ?3 WHERE id = ?1";
@@ -37,6 +34,7 @@ pub(super) struct NewRunRow<'a> {
     pub flow_name: &'a str,
     pub flow_path: Option<&'a str>,
     pub flow_json: &'a str,
+    pub flow_version: &'a str,
     pub input_json: &'a str,
     pub started_at: &'a str,
     pub host: Option<&'a str>,
@@ -61,10 +59,25 @@ pub(super) fn insert(
             owner,
             until,
             run.host,
-            run.trigger_json
+            run.trigger_json,
+            run.flow_version
         ],
     )?;
-    db.execute(INSERT_RUN_FLOW, &params![run.id, run.flow_json])?;
+    // The flow is kept once per version; the file's use of it is what `weft versions` lists.
+    versions::insert_version(db, run.flow_version, run.flow_json, run.started_at)?;
+    if let Some(path) = run.flow_path {
+        versions::insert_use(
+            db,
+            &FlowVersionUse {
+                path: path.to_string(),
+                hash: run.flow_version.to_string(),
+                at: run.started_at.to_string(),
+                kind: VersionUseKind::Run,
+                run_id: Some(run.id.to_string()),
+                by: None,
+            },
+        )?;
+    }
     Ok(())
 }
 
@@ -389,7 +402,8 @@ pub(super) fn load(db: &mut dyn Db, run_id: &str) -> Result<RunRecord, StoreErro
     let Some(row) = db.query_opt(
         "SELECT id, flow_name, flow_path, status, started_at, ended_at, updated_at, \
          waiting_node_id, trigger_json, \
-         (SELECT flow_json FROM run_flows WHERE run_id = runs.id) AS flow_json, \
+         COALESCE((SELECT flow_json FROM flow_versions WHERE hash = runs.flow_version), \
+           (SELECT flow_json FROM run_flows WHERE run_id = runs.id)) AS flow_json, flow_version, \
          input_json, result_json, error, waiting_input_json, \
          waiting_source_node_id, state_json, host, \
          (SELECT CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT) FROM node_outputs \
@@ -420,6 +434,7 @@ pub(super) fn load(db: &mut dyn Db, run_id: &str) -> Result<RunRecord, StoreErro
     };
     let record = RunRecord {
         flow_json: row.text("flow_json")?,
+        flow_version: row.opt_text("flow_version")?,
         input: parse_json(run_id, "input", &row.text("input_json")?)?,
         result: row
             .opt_text("result_json")?

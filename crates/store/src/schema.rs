@@ -35,6 +35,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     MIGRATION_11,
     MIGRATION_12,
     MIGRATION_13,
+    MIGRATION_14,
 ];
 
 /// Migration 1: runs, their events, node outputs and the queue of a paused run.
@@ -225,6 +226,28 @@ CREATE TABLE schedule_claims (
     claimed_at TEXT NOT NULL,
     PRIMARY KEY (flow, schedule, occurrence)
 ) WITHOUT ROWID;
+";
+
+/// Migration 14: flow versions. The canonical form of each distinct flow a run ran or the app
+/// saved, once (`flow_versions`, by its SHA-256), the version each run ran (`runs.flow_version`;
+/// a run stored before has none and keeps its own copy in `run_flows`), and each use of a
+/// version by a file: a run, a subflow, a save, a restore (`flow_version_uses`).
+const MIGRATION_14: &str = "
+CREATE TABLE flow_versions (
+    hash TEXT PRIMARY KEY,
+    flow_json TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE flow_version_uses (
+    path TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    at TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    run_id TEXT,
+    saved_by TEXT
+);
+CREATE INDEX flow_version_uses_path ON flow_version_uses(path, at);
+ALTER TABLE runs ADD COLUMN flow_version TEXT;
 ";
 
 /// A clear message for an error met while opening.

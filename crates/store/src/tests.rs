@@ -17,6 +17,7 @@ fn new_run(id: &str, started_at: &str) -> NewRun {
         flow_name: "demo".to_string(),
         flow_path: Some("flows/demo.json".to_string()),
         flow_json: r#"{"nodes":[],"edges":[]}"#.to_string(),
+        flow_version: "e3b0c44298fc1c149afbf4c8996fb924".to_string(),
         input: json!({"question": "why?"}),
         started_at: started_at.to_string(),
         host: None,
@@ -99,6 +100,28 @@ impl Location {
         }
     }
 
+    /// The single number `sql` (with no parameters) selects, through a connection of its own.
+    fn count(&self, sql: &str) -> i64 {
+        match self {
+            Location::Sqlite(dir) => Connection::open(dir.path().join("nested/dir/runs.db"))
+                .expect("sqlite")
+                .query_row(sql, [], |row| row.get(0))
+                .expect("count"),
+            Location::Postgres(url) => std::thread::scope(|scope| {
+                scope
+                    .spawn(|| {
+                        ::postgres::Client::connect(url, ::postgres::NoTls)
+                            .expect("postgres")
+                            .query_one(sql, &[])
+                            .expect("count")
+                            .get(0)
+                    })
+                    .join()
+                    .expect("count thread")
+            }),
+        }
+    }
+
     /// Whether an event is stored, read through a connection of its own.
     fn event_lookup(&self) -> impl Fn(&str, u64) -> bool + Send + Sync + 'static {
         let sql = "SELECT first_seq FROM event_batches \
@@ -171,7 +194,95 @@ on_both_backends!(
     events_stored_a_row_each_by_an_older_weft_read_back_the_same,
     events_are_read_from_any_point_of_the_batches_they_were_stored_in,
     values_nested_deeper_than_serde_json_reads_are_read_back,
+    flow_versions_are_kept_once_per_content_and_found_by_hash_prefix,
 );
+
+/// Three runs of one file in two versions, and a save in a third: three versions kept, each
+/// once; a run reads its flow back from its version; a version is found by a prefix of its
+/// hash, and a prefix that names several or none is told apart.
+fn flow_versions_are_kept_once_per_content_and_found_by_hash_prefix(at: &Location) {
+    let (one, two, three) = (
+        format!("aaaa1{}", "0".repeat(59)),
+        format!("aaaa2{}", "0".repeat(59)),
+        format!("bbbb3{}", "0".repeat(59)),
+    );
+    let run_of = |id: &str, hash: &str, json: &str, n: u64| NewRun {
+        flow_path: Some("/flows/a.json".into()),
+        flow_version: hash.into(),
+        flow_json: json.into(),
+        ..new_run(id, &ts(n))
+    };
+    let store = at.open();
+    store.create_run(&run_of("r1", &one, r#"{"name":"one"}"#, 1));
+    store.create_run(&run_of("r2", &one, r#"{"name":"one"}"#, 2));
+    store.create_run(&run_of("r3", &two, r#"{"name":"two"}"#, 3));
+    store.record_flow_version(
+        r#"{"name":"three"}"#,
+        &FlowVersionUse {
+            path: "/flows/a.json".into(),
+            hash: three.clone(),
+            at: ts(4),
+            kind: VersionUseKind::Save,
+            run_id: None,
+            by: Some("ana".into()),
+        },
+    );
+    store.flush().expect("flush");
+    assert_eq!(at.count("SELECT count(*) FROM flow_versions"), 3);
+
+    let run = store.run("r2").expect("r2");
+    assert_eq!(run.flow_version.as_deref(), Some(one.as_str()));
+    assert_eq!(run.flow_json, r#"{"name":"one"}"#);
+    assert_eq!(store.run("r3").expect("r3").flow_json, r#"{"name":"two"}"#);
+
+    let found = store
+        .flow_version("AAAA2")
+        .expect("a unique prefix, in either case");
+    assert_eq!(
+        (found.hash, found.flow_json),
+        (two, r#"{"name":"two"}"#.into())
+    );
+    assert_eq!(found.created_at, ts(3));
+    assert!(matches!(
+        store.flow_version("aaaa"),
+        Err(StoreError::AmbiguousVersion(_))
+    ));
+    assert!(matches!(
+        store.flow_version("cccc"),
+        Err(StoreError::NoSuchVersion(_))
+    ));
+    assert!(matches!(
+        store.flow_version("bbb"),
+        Err(StoreError::NoSuchVersion(_))
+    ));
+    assert!(matches!(
+        store.flow_version("bb_%"),
+        Err(StoreError::NoSuchVersion(_))
+    ));
+
+    let uses = store
+        .flow_version_uses(&["/flows/a.json".into(), "flows/a.json".into()])
+        .expect("uses");
+    let seen: Vec<(&str, VersionUseKind, Option<&str>)> = uses
+        .iter()
+        .map(|used| {
+            (
+                &used.hash[..5],
+                used.kind,
+                used.run_id.as_deref().or(used.by.as_deref()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("aaaa1", VersionUseKind::Run, Some("r1")),
+            ("aaaa1", VersionUseKind::Run, Some("r2")),
+            ("aaaa2", VersionUseKind::Run, Some("r3")),
+            ("bbbb3", VersionUseKind::Save, Some("ana")),
+        ]
+    );
+}
 
 /// Found by the HTTP API's fuzz properties: a webhook's body as deep as serde_json reads (128
 /// levels), stored a few levels down in its run's state, could not be read back: the run, and
@@ -1258,6 +1369,10 @@ fn runs_stored_before_the_flow_moved_to_its_own_table_keep_their_flow() {
     let store = Store::open(&path).expect("migrated");
     let run = store.run("old").expect("the old run");
     assert_eq!(run.flow_json, flow);
+    assert_eq!(
+        run.flow_version, None,
+        "an older Weft's run names no version"
+    );
     assert_eq!(run.input, json!("hi"));
     // New runs keep their flow the same way.
     store.create_run(&new_run("new", &ts(2)));
@@ -1293,6 +1408,7 @@ fn a_long_log_is_folded_into_the_database_when_the_store_closes_and_a_short_one_
         r#"{{"nodes":[],"edges":[],"pad":"{}"}}"#,
         "x".repeat(3 << 20)
     );
+    big.flow_version = "b16".into();
     store.create_run(&big);
     store.flush().expect("flush");
     assert!(log_size() > schema::FOLD_LOG_ABOVE_BYTES);

@@ -8,7 +8,8 @@ use std::time::Instant;
 
 use super::sql::{Db, Dialect};
 use super::{
-    RecordedCall, StepRow, StoreError, events, lease, llm_calls, node_outputs, queue, runs,
+    FlowVersionUse, RecordedCall, StepRow, StoreError, events, lease, llm_calls, node_outputs,
+    queue, runs, versions,
 };
 use weft_event::{EventListener, RunEvent, RunStatus};
 use weft_providers::Usage;
@@ -21,7 +22,8 @@ const MAX_BATCH: usize = 1_000;
 /// compiles them while whoever waits for it waits.
 pub(super) const RUN_STATEMENTS: &[&str] = &[
     runs::INSERT_RUN,
-    runs::INSERT_RUN_FLOW,
+    versions::INSERT_VERSION,
+    versions::INSERT_USE,
     runs::CHECKPOINT_RUN,
     runs::SET_STATE,
     runs::FINISH_RUN,
@@ -52,10 +54,17 @@ pub(super) struct CreateRun {
     pub flow_name: String,
     pub flow_path: Option<String>,
     pub flow_json: String,
+    pub flow_version: String,
     pub input_json: String,
     pub started_at: String,
     pub host: Option<String>,
     pub trigger_json: Option<String>,
+}
+
+/// A flow version to keep and the use of it to record.
+pub(super) struct VersionWrite {
+    pub flow_json: String,
+    pub used: FlowVersionUse,
 }
 
 /// One queued write, with its values already serialized. The writes a run sends at every step
@@ -63,6 +72,7 @@ pub(super) struct CreateRun {
 /// as large as the largest write, and a run fills and zeroes blocks of them as it goes.
 pub(super) enum Write {
     CreateRun(Box<CreateRun>),
+    FlowVersion(Box<VersionWrite>),
     Event {
         event: Box<RunEvent>,
         /// Called with the event once it is committed.
@@ -136,6 +146,9 @@ impl Write {
     fn describe(&self) -> String {
         match self {
             Write::CreateRun(run) => format!("creating run {}", run.id),
+            Write::FlowVersion(version) => {
+                format!("keeping a version of flow {}", version.used.path)
+            }
             Write::Together(writes) => writes
                 .iter()
                 .map(Write::describe)
@@ -176,6 +189,7 @@ impl Write {
                     flow_name: &run.flow_name,
                     flow_path: run.flow_path.as_deref(),
                     flow_json: &run.flow_json,
+                    flow_version: &run.flow_version,
                     input_json: &run.input_json,
                     started_at: &run.started_at,
                     host: run.host.as_deref(),
@@ -197,6 +211,11 @@ impl Write {
                 queue::add(db, run_id, added)
             }
             Write::LlmCall { run_id, call, at } => llm_calls::insert(db, run_id, call, at),
+            Write::FlowVersion(version) => {
+                let used = &version.used;
+                versions::insert_version(db, &used.hash, &version.flow_json, &used.at)?;
+                versions::insert_use(db, used)
+            }
             Write::Together(writes) => {
                 // All or none: a savepoint inside the batch's transaction, so that a failing
                 // part leaves nothing of the others (the rest of the batch still commits).

@@ -1,5 +1,6 @@
-//! `weft flow-diff A B [--json]` (SPEC §17): two versions of a flow, each a flow file or the
-//! flow a stored run ran (its id or a unique prefix): nodes added, removed, changed (each
+//! `weft flow-diff A B [--json]` (SPEC §17): two versions of a flow, each a flow file, a kept
+//! version (its hash or a unique prefix, as `weft versions` lists them) or the flow a stored
+//! run ran (its id or a unique prefix): nodes added, removed, changed (each
 //! changed field, a text of several lines as a line diff) and moved, edges added and removed,
 //! settings changed. Exit 0 when they are the same, 1 when they differ, 2 for what cannot be
 //! read. `weft diff` prints the same list above the outputs when two runs ran different flows.
@@ -7,7 +8,7 @@
 use std::path::Path;
 
 use serde_json::Value;
-use weft_flow::Flow;
+use weft_flow::{Flow, short_hash};
 use weft_history::compare::DiffLine;
 use weft_history::flow_diff::{FieldChange, FlowDiff, NodeName, diff_flows};
 
@@ -48,16 +49,38 @@ fn read_version(given: &str, args: &FlowDiffArgs) -> anyhow::Result<Flow> {
     let shown = location.to_string();
     let weft = super::open(location)?;
     let store = weft.store();
-    let run_id = store.resolve_run_id(given).map_err(|_| {
-        usage_error(format!(
-            "{given}: neither a flow file nor a run in the store ({shown})"
-        ))
-    })?;
-    let record = store
-        .run(&run_id)
-        .map_err(|error| super::api_error(error.into()))?;
-    Flow::parse(&record.flow_json, &format!("the flow of run {run_id}"))
-        .map_err(|error| usage_error(error.to_string()))
+    let version = store.flow_version(given);
+    let run = store.resolve_run_id(given);
+    let (flow_json, origin) = match (version, run) {
+        (Ok(version), Err(_)) => (
+            version.flow_json,
+            format!("flow version {}", short_hash(&version.hash)),
+        ),
+        (Err(_), Ok(run_id)) => {
+            let record = store
+                .run(&run_id)
+                .map_err(|error| super::api_error(error.into()))?;
+            (record.flow_json, format!("the flow of run {run_id}"))
+        }
+        (Ok(version), Ok(run_id)) => {
+            return Err(usage_error(format!(
+                "{given} names both flow version {} and run {run_id}; give more of the one \
+                 you mean",
+                short_hash(&version.hash)
+            )));
+        }
+        (Err(weft_store::StoreError::AmbiguousVersion(_)), Err(_)) => {
+            return Err(usage_error(format!(
+                "{given} starts several flow versions' hashes; give more of it"
+            )));
+        }
+        (Err(_), Err(_)) => {
+            return Err(usage_error(format!(
+                "{given}: neither a flow file, a flow version nor a run in the store ({shown})"
+            )));
+        }
+    };
+    Flow::parse(&flow_json, &origin).map_err(|error| usage_error(error.to_string()))
 }
 
 /// What changed, one line per node, edge or setting, with each changed field under its node.

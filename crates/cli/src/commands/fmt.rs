@@ -88,19 +88,21 @@ fn format_file(path: &Path, check: bool) -> Outcome {
     if check {
         return Outcome::WouldChange;
     }
-    // Written beside it and renamed over it: a crash mid-write leaves the old file whole.
-    let written = path
-        .file_name()
-        .map(|name| path.with_file_name(format!(".{}.weft-fmt", name.to_string_lossy())))
-        .ok_or_else(|| std::io::Error::other("not a file name"))
-        .and_then(|temporary| {
-            std::fs::write(&temporary, &canonical)?;
-            std::fs::rename(&temporary, path).inspect_err(|_| {
-                let _ = std::fs::remove_file(&temporary);
-            })
-        });
-    match written {
+    match replace_file(path, &canonical) {
         Ok(()) => Outcome::Written,
         Err(error) => Outcome::Unreadable(format!("cannot write {}: {error}", path.display())),
     }
+}
+
+/// Writes `text` beside `path` and renames it over the file: a crash mid-write leaves the old
+/// file whole.
+pub(crate) fn replace_file(path: &Path, text: &str) -> std::io::Result<()> {
+    let temporary = path
+        .file_name()
+        .map(|name| path.with_file_name(format!(".{}.weft-fmt", name.to_string_lossy())))
+        .ok_or_else(|| std::io::Error::other("not a file name"))?;
+    std::fs::write(&temporary, text)?;
+    std::fs::rename(&temporary, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&temporary);
+    })
 }

@@ -17,6 +17,7 @@ pub(crate) mod show;
 pub(crate) mod test;
 pub(crate) mod tools;
 pub(crate) mod validate;
+pub(crate) mod versions;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -174,6 +174,14 @@ fn summary(
             None => name.to_string(),
         },
     ));
+    rows.push((
+        "version",
+        match &record.flow_version {
+            Some(hash) => weft_flow::short_hash(hash).to_string(),
+            // Said, not guessed: its flow is kept, but under no version.
+            None => style.dim("none kept (run by a Weft from before flow versions)"),
+        },
+    ));
     rows.push(("started", output::date_time(&run.started_at)));
     if let Some(trigger) = &run.trigger {
         rows.push(("by", trigger.text()));

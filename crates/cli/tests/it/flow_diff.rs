@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use crate::common::{Sandbox, edge, node};
 
-fn shout(template: &str, extra_node: bool) -> Value {
+pub(crate) fn shout(template: &str, extra_node: bool) -> Value {
     let mut nodes = vec![
         node("start", "start", json!({ "initialInput": "hi" })),
         node(
@@ -66,7 +66,7 @@ fn two_flow_files_differ_by_node_field_and_edge() {
     assert_eq!(ran.code, Some(2), "{ran:?}");
     assert!(
         ran.stderr
-            .contains("no-such-thing: neither a flow file nor a run in the store"),
+            .contains("no-such-thing: neither a flow file, a flow version nor a run in the store"),
         "{ran:?}"
     );
 }

@@ -23,3 +23,4 @@ mod serve;
 #[cfg(unix)]
 mod serve_limits;
 mod traces;
+mod versions;

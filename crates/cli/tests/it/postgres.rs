@@ -102,7 +102,8 @@ fn a_run_paused_on_postgres_is_listed_shown_and_resumed_by_other_processes() {
         ("event_batches", "events_json"),
         ("runs", "state_json"),
         ("runs", "input_json"),
-        ("run_flows", "flow_json"),
+        ("flow_versions", "flow_json"),
+        ("flow_version_uses", "path"),
         ("node_outputs", "output_json"),
     ] {
         let sql = format!("SELECT count(*) FROM {table} WHERE {column} LIKE '%pg-secret%'");

@@ -42,6 +42,9 @@ pub(crate) struct Services {
 pub(crate) struct RunShared {
     pub llm_log: Arc<LlmLog>,
     pub templates: Arc<Templates>,
+    /// The subflow versions this run has recorded (`path` and hash): a forEach over a
+    /// thousand items records its body's version once.
+    pub subflow_versions: Arc<std::sync::Mutex<std::collections::HashSet<(PathBuf, String)>>>,
 }
 
 /// Shared by every step of one run (or of one nested run).

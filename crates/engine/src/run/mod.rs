@@ -512,6 +512,7 @@ impl Engine {
             }
         };
         let store = self.store();
+        let version = flow.version();
         let new_run = NewRun {
             id: run_id.clone(),
             flow_name: flow.name.clone(),
@@ -521,7 +522,8 @@ impl Engine {
                 .map(|path| path.display().to_string()),
             // Compact: the stored flow is read back by Weft, never by a person, and a large
             // flow's pretty text takes several times as long to write.
-            flow_json: serde_json::to_string(&flow).unwrap_or_default(),
+            flow_json: version.json,
+            flow_version: version.hash,
             input: initial.clone(),
             started_at: now(),
             host: self.host.clone(),

@@ -34,6 +34,34 @@ fn subflow_error(message: String) -> StepError {
     StepError::new(StepErrorKind::Subflow, message)
 }
 
+/// Records that `parent`'s run ran the flow at `path` in the version `flow` is, once per run
+/// and version (`weft versions` lists it among the file's uses).
+fn record_version(parent: &RunContext, path: &std::path::Path, flow: &weft_flow::Flow) {
+    let version = flow.version();
+    // The file's own name, however the parent's path to it is spelled (`weft versions`
+    // looks a file up by its resolved path too).
+    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let first = parent
+        .shared
+        .subflow_versions
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert((path.clone(), version.hash.clone()));
+    if first {
+        parent.store().record_flow_version(
+            &version.json,
+            &weft_store::FlowVersionUse {
+                path: path.display().to_string(),
+                hash: version.hash,
+                at: crate::run::now(),
+                kind: weft_store::VersionUseKind::Subflow,
+                run_id: Some(parent.run_id.to_string()),
+                by: None,
+            },
+        );
+    }
+}
+
 /// Runs `child` nested in step `node_id` of `parent`, or continues it from `child.resume`.
 pub(crate) async fn run_child(
     parent: &RunContext,
@@ -73,6 +101,7 @@ pub(crate) async fn run_child(
             )
         }
         None => {
+            record_version(parent, path, flow);
             let start = flow
                 .nodes
                 .iter()
