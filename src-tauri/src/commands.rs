@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use tauri::ipc::Channel;
 use tauri::{Manager, State};
+use weft_api::versions::flow_named;
 use weft_api::views::{PendingApproval, RunComparison, RunDetail, RunListing, RunVisits};
 use weft_api::{Cancelled, ResumeOptions, RunFrom, StartRequest};
 use weft_engine::Continue;
@@ -16,10 +17,13 @@ use weft_engine::breakpoints::Breakpoint;
 use weft_engine::pins::{Pins, load_pins, pins_path, write_pins};
 use weft_event::{EventListener, EventType, RunEvent};
 use weft_flow::Flow;
+use weft_history::flow_diff::{FlowDiff, diff_flows};
+use weft_history::versions::{FileVersions, file_versions};
 use weft_nodes::{
     Decision, FieldDescription, KindDescription, Problem, all_kinds, check_for_run, common_fields,
 };
 use weft_providers::{ConnectionReport, ProviderKind};
+use weft_store::{FlowVersionUse, VersionUseKind};
 use weft_template::SCOPE_NAMES;
 use weft_testing::{self as testing, CaseReport, CaseSpec, RecordMode, SuiteReport, TestOptions};
 
@@ -79,24 +83,114 @@ pub async fn save_flow(
     path: String,
     flow: Flow,
 ) -> Result<String, AppError> {
-    let path = absolute(&path)?;
-    if let Some(dir) = path.parent()
-        && !dir.is_dir()
-    {
-        return Err(AppError::new(
-            ErrorCode::FlowFile,
-            format!("cannot save {}: the folder does not exist", path.display()),
-        ));
+    state.save_flow_file(&path, &flow).await
+}
+
+impl AppState {
+    /// What Save does: writes `flow` to `path` in canonical form, remembers the file among the
+    /// recent ones and keeps the version saved, with who saved it. Returns the absolute path.
+    pub async fn save_flow_file(&self, path: &str, flow: &Flow) -> Result<String, AppError> {
+        let path = absolute(path)?;
+        if let Some(dir) = path.parent()
+            && !dir.is_dir()
+        {
+            return Err(AppError::new(
+                ErrorCode::FlowFile,
+                format!("cannot save {}: the folder does not exist", path.display()),
+            ));
+        }
+        flow.save(&path).map_err(|e| {
+            AppError::new(
+                ErrorCode::FlowFile,
+                format!("cannot save {}: {e}", path.display()),
+            )
+        })?;
+        let path = path.display().to_string();
+        remember(self, &path)?;
+        record_saved_version(self, &path, flow).await;
+        Ok(path)
     }
-    flow.save(&path).map_err(|e| {
-        AppError::new(
-            ErrorCode::FlowFile,
-            format!("cannot save {}: {e}", path.display()),
-        )
-    })?;
-    let path = path.display().to_string();
-    remember(&state, &path)?;
-    Ok(path)
+}
+
+/// Keeps the version just saved in the run store, with who saved it (`weft versions` and
+/// History → Versions list it). The file is saved whatever the store says: a store that cannot
+/// take it now is logged, and the next run of the file keeps the version anyway.
+async fn record_saved_version(state: &AppState, path: &str, flow: &Flow) {
+    let version = flow.version();
+    let used = FlowVersionUse {
+        path: path.to_string(),
+        hash: version.hash,
+        at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        kind: VersionUseKind::Save,
+        run_id: None,
+        by: state.user_name(),
+    };
+    let weft = state.weft();
+    let kept = blocking(move || {
+        let store = weft.store();
+        store.record_flow_version(&version.json, &used);
+        store
+            .flush()
+            .map_err(|error| AppError::new(ErrorCode::Store, error.to_string()))
+    })
+    .await;
+    if let Err(error) = kept {
+        tracing::warn!(
+            "the saved version of {path} was not kept: {}",
+            error.message
+        );
+    }
+}
+
+/// The versions of the flow file at `path` kept in the run store, newest first.
+#[tauri::command]
+#[specta::specta]
+pub async fn flow_versions(
+    state: State<'_, AppState>,
+    path: String,
+) -> Result<FileVersions, AppError> {
+    let weft = state.weft();
+    let path = absolute(&path)?;
+    blocking(move || Ok(file_versions(weft.store(), &path).map_err(weft_api::Error::from)?)).await
+}
+
+/// Another version of the open flow, and what changed from it to the open flow.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct FlowComparison {
+    /// The other version.
+    pub against: Flow,
+    /// Which it is: "flow version 3f2a9c1d0b4e", "the flow of run …", a file's path.
+    pub label: String,
+    /// From `against` (a) to the open flow (b).
+    pub diff: FlowDiff,
+}
+
+/// The open `flow` compared with `against`: a kept version's hash (or a unique prefix), a run's
+/// id (the flow it ran) or a flow file (relative to the open flow's folder).
+#[tauri::command]
+#[specta::specta]
+pub async fn compare_flow(
+    state: State<'_, AppState>,
+    flow: Flow,
+    path: Option<String>,
+    against: String,
+) -> Result<FlowComparison, AppError> {
+    let weft = state.weft();
+    let folder = path
+        .map(|path| absolute(&path))
+        .transpose()?
+        .and_then(|path| path.parent().map(std::path::Path::to_path_buf));
+    blocking(move || {
+        let (other, label) = flow_named(weft.store(), &against, folder.as_deref())?;
+        let diff = diff_flows(&other, &flow);
+        Ok(FlowComparison {
+            against: other,
+            label,
+            diff,
+        })
+    })
+    .await
 }
 
 /// The flow file named on the command line (`weft-app FLOW`), for the canvas to open first.

@@ -86,7 +86,7 @@ impl AppState {
         decision: weft_nodes::Decision,
         on_event: Option<weft_event::EventListener>,
     ) -> Result<String, AppError> {
-        let by = lock(&self.settings).user_name(env);
+        let by = self.user_name();
         let options = weft_api::ResumeOptions {
             on_event,
             ..weft_api::ResumeOptions::default()
@@ -96,6 +96,11 @@ impl AppState {
             .decide(run_id, decision, by, options)
             .await?
             .run_id)
+    }
+
+    /// Who uses this app: the name in Settings, else who decides on this machine.
+    pub fn user_name(&self) -> Option<String> {
+        lock(&self.settings).user_name(env)
     }
 
     /// The price table runs are costed at: shipped, `WEFT_PRICES`, then the app's settings.
@@ -183,6 +188,8 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::case_from_run,
             commands::save_test_case,
             commands::compare_runs,
+            commands::flow_versions,
+            commands::compare_flow,
             commands::open_run,
             commands::read_pins,
             commands::save_pins,

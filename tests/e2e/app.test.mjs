@@ -1127,3 +1127,80 @@ test("a flow's schedule shows when it comes next on the start node; Run now runs
   await waitForRunStatus(browser, "completed");
   assert.equal(await latestOutput(browser, "say"), "digest: from the schedule");
 });
+
+test("History → Versions: a run and a save each keep a version; Compare marks what changed since one, and Restore brings it back", async () => {
+  const versionedFile = path.join(TMP, "versioned.json");
+  writeFileSync(
+    versionedFile,
+    JSON.stringify({
+      version: 1,
+      name: "Versioned",
+      nodes: [
+        { id: "start", type: "start", position: { x: 0, y: 0 }, data: { initialInput: "hi" } },
+        { id: "say", type: "template", position: { x: 320, y: 0 }, data: { template: "first: {{ PREVIOUS_OUTPUT }}" } },
+        { id: "old", type: "template", position: { x: 320, y: 200 }, data: { label: "Old step", template: "old" } },
+      ],
+      edges: [
+        { id: "e1", source: "start", target: "say" },
+        { id: "e2", source: "start", target: "old" },
+      ],
+    }),
+  );
+  await openFile(browser, versionedFile);
+  // A run keeps the version it ran.
+  await byTestId(browser, "run").click();
+  await waitForRunStatus(browser, "completed");
+
+  // Edited and saved: a second version.
+  await node(browser, "old").click();
+  await browser.keys(["Delete"]);
+  await waitUntilGone(browser, "node-old");
+  await selectNode(browser, "say");
+  await typeInto(browser, byTestId(browser, "field-template"), "second: {{ PREVIOUS_OUTPUT }}");
+  await browser.keys(["Control", "s"]);
+  await browser.waitUntil(async () => (await byTestId(browser, "title").getAttribute("data-dirty")) === "false", {
+    timeout: 5_000,
+    timeoutMsg: "the flow was never saved",
+  });
+
+  await byTestId(browser, "tab-history").click();
+  await byTestId(browser, "history-versions").click();
+  await browser.waitUntil(async () => (await allByTestId(browser, "version-row")).length === 2, {
+    timeout: 5_000,
+    timeoutMsg: "the run's and the save's versions were never listed",
+  });
+  const rows = await allByTestId(browser, "version-row");
+  assert.equal(await rows[0].getAttribute("data-current"), "true", "the save is what the file holds");
+  assert.match(await rows[0].getText(), /saved/);
+  assert.match(await rows[1].getText(), /1 run/);
+
+  await rows[1].$('[data-testid="version-compare"]').click();
+  const counts = byTestId(browser, "flow-compare-counts");
+  await counts.waitForDisplayed({ timeout: 5_000 });
+  assert.equal(await counts.getText(), "1 removed · 1 changed · 1 edge removed");
+  await byTestId(browser, "ghost-old").waitForDisplayed({ timeout: 5_000 });
+  assert.equal(await byTestId(browser, "diff-say").getProperty("textContent"), "changed");
+  await selectNode(browser, "say");
+  const changed = byTestId(browser, "compared-field");
+  await changed.waitForDisplayed({ timeout: 5_000 });
+  assert.equal(await changed.getAttribute("data-field"), "template");
+  assert.match(await changed.getText(), /first: \{\{ PREVIOUS_OUTPUT \}\} → second: \{\{ PREVIOUS_OUTPUT \}\}/);
+  await shot(browser, "36-compare-with-version");
+
+  // Restore asks, then puts the old version on the canvas; saved, the file holds it again.
+  await byTestId(browser, "flow-compare-restore").click();
+  await byTestId(browser, "restore-confirm").click();
+  await node(browser, "old").waitForExist({ timeout: 5_000 });
+  await waitUntilGone(browser, "flow-compare-banner");
+  await browser.keys(["Control", "s"]);
+  await browser.waitUntil(async () => (await byTestId(browser, "title").getAttribute("data-dirty")) === "false", {
+    timeout: 5_000,
+    timeoutMsg: "the restored flow was never saved",
+  });
+  const saved = JSON.parse(readFileSync(versionedFile, "utf8"));
+  assert.deepEqual(
+    saved.nodes.map((n) => n.id),
+    ["start", "say", "old"],
+  );
+  assert.equal(saved.nodes[1].data.template, "first: {{ PREVIOUS_OUTPUT }}");
+});

@@ -10,6 +10,9 @@ import type {
   CaseSpec,
   Cost,
   Decision,
+  FileVersion,
+  Flow,
+  FlowDiff,
   NodeOutputRecord,
   NodeVisit,
   PendingApproval,
@@ -73,6 +76,8 @@ function fakeApi(overrides: Partial<Api> = {}): Api {
     pauseRun: () => Promise.resolve(true),
     listRuns: () => Promise.resolve([]),
     compareRuns: fail,
+    flowVersions: (path) => Promise.resolve({ path, current: null, versions: [] }),
+    compareFlow: fail,
     readPins: () => Promise.resolve({}),
     savePins: () => Promise.resolve(null),
     openRun: fail,
@@ -118,6 +123,7 @@ function stored(parts: {
     run: {
       summary: parts.summary,
       flowJson: JSON.stringify(parts.flow),
+      flowVersion: null,
       input: parts.input,
       result: parts.result,
       error: parts.error,
@@ -1108,6 +1114,96 @@ describe('App', () => {
     await act(async () => fireEvent.click(screen.getByTestId('path-browse')));
     expect(openFlow).toHaveBeenLastCalledWith('/picked/chosen.json');
     expect(screen.queryByTestId('path-dialog')).toBeNull();
+  });
+
+  it('lists the file’s versions and marks on the canvas what changed since one, which Restore brings back', async () => {
+    const older = `aa11${'0'.repeat(60)}`;
+    const newer = `bb22${'0'.repeat(60)}`;
+    const version = (hash: string, current: boolean, lastAt: string): FileVersion => ({
+      hash,
+      firstAt: lastAt,
+      lastAt,
+      runs: current ? ['run-2'] : ['run-0', 'run-1'],
+      subflowRuns: [],
+      saves: current ? [{ at: lastAt, by: 'ana', kind: 'save' }] : [],
+      current,
+    });
+    const flowVersions = vi.fn((path: string) =>
+      Promise.resolve({ path, current: newer, versions: [version(newer, true, '2026-11-28T02:00:00Z'), version(older, false, '2026-11-27T02:00:00Z')] }),
+    );
+    // The older version: `summary` had another template, `extra` was there, `auto` was not.
+    const other = offlineFlow();
+    other.nodes = other.nodes
+      .filter((node) => node.id !== 'auto')
+      .map((node) => (node.id === 'summary' ? { ...node, data: { ...node.data, template: 'Old {{ input }}' } } : node));
+    other.nodes.push({ id: 'extra', type: 'template', position: { x: 900, y: 40 }, data: { label: 'Extra', template: 'x' } });
+    const diff: FlowDiff = {
+      flow: [],
+      settings: [],
+      nodesAdded: [{ id: 'auto', type: 'template', label: 'auto' }],
+      nodesRemoved: [{ id: 'extra', type: 'template', label: 'Extra' }],
+      nodesChanged: [
+        {
+          node: { id: 'summary', type: 'template', label: 'Summarize' },
+          fields: [{ field: 'template', a: 'Old {{ input }}', b: 'Now {{ input }}' }],
+        },
+      ],
+      nodesMoved: [],
+      edgesAdded: [],
+      edgesRemoved: [],
+    };
+    const compareFlow = vi.fn((_flow: Flow, _path: string | null, against: string) =>
+      Promise.resolve({ against: other, label: `flow version ${against.slice(0, 12)}`, diff }),
+    );
+    const session = await mount(fakeApi({ flowVersions, compareFlow }));
+    await act(async () => fireEvent.click(screen.getByTestId('tab-history')));
+    await act(async () => fireEvent.click(screen.getByTestId('history-versions')));
+    expect(flowVersions).toHaveBeenCalledWith('/flows/offline.json');
+    const rows = screen.getAllByTestId('version-row');
+    expect(rows.map((row) => row.getAttribute('data-hash'))).toEqual([newer, older]);
+    expect(rows[0].textContent).toContain('file now');
+    expect(rows[0].textContent).toContain('1 run · saved by ana');
+    expect(rows[1].textContent).toContain('2 runs');
+
+    await act(async () => fireEvent.click(within(rows[1]).getByTestId('version-compare')));
+    expect(compareFlow).toHaveBeenCalledWith(session.canvas.getSnapshot().flow, '/flows/offline.json', older);
+    expect(screen.getByTestId('flow-compare-banner').textContent).toContain('Compared with flow version aa1100000000');
+    expect(screen.getByTestId('flow-compare-counts').textContent).toBe('1 added · 1 removed · 1 changed');
+    expect(screen.getByTestId('diff-auto').textContent).toBe('added');
+    expect(screen.getByTestId('diff-summary').textContent).toBe('changed');
+    expect(screen.queryByTestId('diff-large')).toBeNull();
+    expect(screen.getByTestId('ghost-extra').textContent).toContain('removed');
+
+    // The inspector of a changed node lists what changed.
+    act(() => session.canvas.select(['summary'], []));
+    await act(async () => fireEvent.click(screen.getByTestId('tab-inspector')));
+    const field = screen.getByTestId('compared-field');
+    expect(field.getAttribute('data-field')).toBe('template');
+    expect(field.textContent).toBe('template: Old {{ input }} → Now {{ input }}');
+
+    // An edit asks for the comparison again, with the edited flow.
+    act(() => session.canvas.setNodeField('large', 'label', 'Big'));
+    await act(() => session.validateNow());
+    expect(compareFlow).toHaveBeenCalledTimes(2);
+    expect(compareFlow.mock.calls[1][0]).toBe(session.canvas.getSnapshot().flow);
+
+    // Restore asks first, then puts the version on the canvas as one undoable edit.
+    await act(async () => fireEvent.click(screen.getByTestId('flow-compare-restore')));
+    await act(async () => fireEvent.click(screen.getByTestId('restore-cancel')));
+    expect(session.canvas.getSnapshot().flow.nodes.some((node) => node.id === 'extra')).toBe(false);
+    await act(async () => fireEvent.click(screen.getByTestId('flow-compare-restore')));
+    await act(async () => fireEvent.click(screen.getByTestId('restore-confirm')));
+    const restored = session.canvas.getSnapshot();
+    expect(restored.flow.nodes.map((node) => node.id)).toEqual(other.nodes.map((node) => node.id));
+    expect(restored.dirty).toBe(true);
+    expect(screen.queryByTestId('flow-compare-banner')).toBeNull();
+    expect(screen.queryByTestId('ghost-extra')).toBeNull();
+    act(() => session.canvas.undo());
+    expect(session.canvas.getSnapshot().flow.nodes.some((node) => node.id === 'auto')).toBe(true);
+
+    // A save is a version of its own: the list is read again.
+    await act(() => session.save());
+    expect(flowVersions).toHaveBeenCalledTimes(2);
   });
 
   it('shows a failing command’s message in the error banner', async () => {

@@ -8,6 +8,7 @@ import { Canvas, useFitReadable, useTidyUp } from './components/Canvas';
 import { ConfirmDialog } from './components/ConfirmDialog';
 import { HelpPanel } from './components/HelpPanel';
 import { CompareView, HistoryPanel } from './components/HistoryPanel';
+import { FlowCompareBanner } from './components/VersionsPanel';
 import { InboxPanel, PausedApprovalCard } from './components/InboxPanel';
 import { Inspector } from './components/Inspector';
 import { LogPanel } from './components/LogPanel';
@@ -342,6 +343,7 @@ function Shell() {
             <ErrorBanner />
             <PausedBanner />
             <ViewingBanner />
+            <FlowCompareBanner />
           </div>
           <Canvas theme={theme} />
           <CompareView />

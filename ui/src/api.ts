@@ -10,7 +10,9 @@ import type {
   Cancelled,
   Decision,
   ConnectionReport,
+  FileVersions,
   Flow,
+  FlowComparison,
   KindCatalog,
   McpServerTools,
   OpenedFlow,
@@ -73,6 +75,10 @@ export interface Api {
   savePins(flowPath: string, pins: Record<string, Value>): Promise<null>;
   /** Two past runs compared node by node. */
   compareRuns(a: string, b: string): Promise<RunComparison>;
+  /** The versions of the flow file `path` kept in the store, newest first. */
+  flowVersions(path: string): Promise<FileVersions>;
+  /** The open flow against another version: a version's hash, a run's id, a flow file. */
+  compareFlow(flow: Flow, path: string | null, against: string): Promise<FlowComparison>;
   openRun(runId: string): Promise<RunDetail>;
   /** Every approval waiting for a person, across flows and runs: the inbox. */
   pendingApprovals(): Promise<PendingApproval[]>;
@@ -128,6 +134,8 @@ export const tauriApi: Api = {
   pauseRun: (runId) => commands.pauseRun(runId),
   listRuns: (limit) => commands.listRuns(limit),
   compareRuns: (a, b) => commands.compareRuns(a, b),
+  flowVersions: (path) => commands.flowVersions(path),
+  compareFlow: (flow, path, against) => commands.compareFlow(flow, path, against),
   readPins: (flowPath) => commands.readPins(flowPath),
   savePins: (flowPath, pins) => commands.savePins(flowPath, pins),
   openRun: (runId) => commands.openRun(runId),

@@ -104,6 +104,13 @@ export const commands = {
 	saveTestCase: (flow: Flow, path: string, testCase: CaseSpec, fromRun: string | null) => __TAURI_INVOKE<TestsView>("save_test_case", { flow, path, testCase, fromRun }),
 	/**  Two past runs compared node by node: status, output, time, tokens and cost. */
 	compareRuns: (a: string, b: string) => __TAURI_INVOKE<RunComparison>("compare_runs", { a, b }),
+	/**  The versions of the flow file at `path` kept in the run store, newest first. */
+	flowVersions: (path: string) => __TAURI_INVOKE<FileVersions>("flow_versions", { path }),
+	/**
+	 *  The open `flow` compared with `against`: a kept version's hash (or a unique prefix), a run's
+	 *  id (the flow it ran) or a flow file (relative to the open flow's folder).
+	 */
+	compareFlow: (flow: Flow, path: string | null, against: string) => __TAURI_INVOKE<FlowComparison>("compare_flow", { flow, path, against }),
 	/**  Opens a past run (a full id or a unique prefix) to show its trace on the canvas. */
 	openRun: (runId: string) => __TAURI_INVOKE<RunDetail>("open_run", { runId }),
 	/**  The pinned outputs of the flow at `flow_path` (its `NAME.pins.json`; none when missing). */
@@ -420,6 +427,31 @@ export type FieldType =
 /**  A path to another flow file, relative to this flow's file. */
 { type: "flowPath" };
 
+/**  One version of a file and its uses. */
+export type FileVersion = {
+	hash: string,
+	/**  Its first and last use by the file (RFC 3339, UTC). */
+	firstAt: string,
+	lastAt: string,
+	/**  The runs of the file in this version, oldest first. */
+	runs: string[],
+	/**  The runs of other flows that ran the file as a subflow in this version. */
+	subflowRuns: string[],
+	/**  The app's saves and the restores that wrote it, oldest first. */
+	saves: VersionSave[],
+	/**  Whether the file holds this version now. */
+	current: boolean,
+};
+
+/**  The versions of one file. */
+export type FileVersions = {
+	path: string,
+	/**  The hash of the file's content now (`None` when it cannot be read as a flow). */
+	current: string | null,
+	/**  Newest use first. */
+	versions: FileVersion[],
+};
+
 /**  A workflow graph as stored in a `*.json` flow file. */
 export type Flow = {
 	version?: number,
@@ -428,6 +460,16 @@ export type Flow = {
 	nodes?: Node[],
 	edges?: Edge[],
 } & { [key in string]: Value };
+
+/**  Another version of the open flow, and what changed from it to the open flow. */
+export type FlowComparison = {
+	/**  The other version. */
+	against: Flow,
+	/**  Which it is: "flow version 3f2a9c1d0b4e", "the flow of run …", a file's path. */
+	label: string,
+	/**  From `against` (a) to the open flow (b). */
+	diff: FlowDiff,
+};
 
 /**  How flow `b` differs from flow `a`. */
 export type FlowDiff = {
@@ -881,6 +923,11 @@ export type RunRecord = {
 	summary: RunSummary,
 	/**  The flow as it was when the run started. */
 	flowJson: string,
+	/**
+	 *  The hash of the flow's version (`None` for a run stored by a Weft before versions
+	 *  were kept: its flow is stored with it, but under no version).
+	 */
+	flowVersion: string | null,
 	input: Value,
 	/**  The final result of a completed run. */
 	result: Value | null,
@@ -1096,6 +1143,24 @@ export type VariableChange = {
 	name: string,
 	value: string,
 };
+
+export type VersionSave = {
+	at: string,
+	by: string | null,
+	/**  `save` or `restore`. */
+	kind: VersionUseKind,
+};
+
+/**  How a file used a version. */
+export type VersionUseKind = 
+/**  A run of the file. */
+"run" | 
+/**  A run of another flow ran the file as a subflow or a forEach's body. */
+"subflow" | 
+/**  The app saved the file. */
+"save" | 
+/**  `weft versions --restore` (or the app's Restore) wrote the version back. */
+"restore";
 
 /**  One MCP tool call of a visit, as its events tell it. */
 export type VisitToolCall = {

@@ -10,6 +10,7 @@ import type {
   BreakWhen,
   Continue,
   Cost,
+  FileVersions,
   KindCatalog,
   McpServerTools,
   Problem,
@@ -31,6 +32,7 @@ import { CanvasStore, emptyFlow } from './canvasStore';
 import { RunStore, emptyRunView, runViewFromDetail, type RunView } from './runStore';
 import { earliestStale, staleNodes } from './stale';
 import { LayoutStore } from './layout';
+import { flowCompareView, type FlowCompareView } from './flowCompare';
 
 export interface Banner {
   id: number;
@@ -72,6 +74,10 @@ export interface SessionState {
   historyCosts: Record<string, Cost>;
   /** Two past runs compared, shown over the canvas. */
   comparison: RunComparison | null;
+  /** The open flow compared with another version of it, marked on the canvas. */
+  flowCompare: FlowCompareView | null;
+  /** The open file's versions kept in the store (`null` until read, or for an unsaved flow). */
+  versions: FileVersions | null;
   /**
    * Breakpoints by flow file (`''` for a flow not saved yet), then by node: debugging state,
    * never written into the flow.
@@ -162,6 +168,8 @@ export class Session {
     history: [],
     historyCosts: {},
     comparison: null,
+    flowCompare: null,
+    versions: null,
     breakpoints: {},
     pins: {},
     ranFlow: null,
@@ -263,7 +271,7 @@ export class Session {
   createNew(): void {
     this.leaveViewing();
     this.detachRun();
-    this.set({ ranFlow: null });
+    this.set({ ranFlow: null, flowCompare: null, versions: null });
     this.canvas.load(this.newFlow(), null);
     this.run.show(emptyRunView());
     this.set({ visits: null });
@@ -276,7 +284,7 @@ export class Session {
       this.leaveViewing();
       this.detachRun();
       this.canvas.load(opened.flow, opened.path);
-      this.set({ ranFlow: null, visits: null, tests: null, testResults: {} });
+      this.set({ ranFlow: null, visits: null, tests: null, testResults: {}, flowCompare: null, versions: null });
       this.run.show(emptyRunView());
       void this.validateNow();
       void this.loadPins(opened.path);
@@ -296,6 +304,8 @@ export class Session {
       this.canvas.markSaved(written, flow);
       // Subflow paths resolve against the file's folder: a new place may change problems.
       if (written !== before) void this.validateNow();
+      // The save is a version of its own (History → Versions).
+      if (this.state.versions) void this.refreshVersions();
       return true;
     } catch (error) {
       this.reportError(error);
@@ -340,6 +350,7 @@ export class Session {
     const ticket = ++this.validation;
     const { flow, path } = this.canvas.getSnapshot();
     void this.refreshUpcoming();
+    if (this.state.flowCompare) void this.recompare();
     try {
       const problems = await this.api.validateFlow(flow, path);
       // An answer for an older version of the flow is dropped.
@@ -908,6 +919,72 @@ export class Session {
 
   closeComparison(): void {
     this.set({ comparison: null });
+  }
+
+  // --- versions -------------------------------------------------------------------------
+
+  /** Reads the open file's versions from the store (none for a flow not saved yet). */
+  async refreshVersions(): Promise<void> {
+    const { path } = this.canvas.getSnapshot();
+    if (!path) {
+      this.set({ versions: null });
+      return;
+    }
+    try {
+      const versions = await this.api.flowVersions(path);
+      if (this.canvas.getSnapshot().path === path) this.set({ versions });
+    } catch (error) {
+      this.reportError(error);
+    }
+  }
+
+  /**
+   * Compares the open flow with `against` (a version's hash, a run's id, a flow file) and
+   * marks what changed on the canvas. Returns whether it could.
+   */
+  async compareFlowWith(against: string): Promise<boolean> {
+    const { flow, path } = this.canvas.getSnapshot();
+    try {
+      const comparison = await this.api.compareFlow(flow, path, against);
+      this.leaveViewing();
+      this.set({ flowCompare: flowCompareView(against, comparison) });
+      return true;
+    } catch (error) {
+      this.reportError(error);
+      return false;
+    }
+  }
+
+  closeFlowCompare(): void {
+    this.set({ flowCompare: null });
+  }
+
+  /**
+   * Puts the compared version on the canvas in place of the open flow: one edit, which Undo
+   * takes back; saving it writes it to the file.
+   */
+  restoreCompared(): void {
+    const compared = this.state.flowCompare;
+    if (!compared || this.state.viewing) return;
+    const restored = compared.other;
+    this.canvas.update(() => restored);
+    this.set({ flowCompare: null });
+  }
+
+  /** The comparison asked again for the edited flow (after an edit). */
+  private async recompare(): Promise<void> {
+    const compared = this.state.flowCompare;
+    if (!compared) return;
+    const { flow, path } = this.canvas.getSnapshot();
+    try {
+      const comparison = await this.api.compareFlow(flow, path, compared.against);
+      // A comparison closed or replaced meanwhile is left as it is.
+      if (this.state.flowCompare === compared && this.canvas.getSnapshot().flow === flow) {
+        this.set({ flowCompare: flowCompareView(compared.against, comparison) });
+      }
+    } catch (error) {
+      this.reportError(error);
+    }
   }
 
   /**

@@ -19,6 +19,7 @@ mod keeper;
 mod location;
 pub mod schedules;
 pub mod tools;
+pub mod versions;
 pub mod views;
 
 use std::sync::Arc;

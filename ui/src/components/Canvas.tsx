@@ -26,6 +26,7 @@ import { toCanvasEdges, toCanvasNodes, type CanvasEdge, type CanvasNode, type Fl
 import { useCanvas, useLayout, useRun, useSession, useSessionState } from '../hooks';
 import { nodeTypesFor } from '../nodes/nodeTypes';
 import { promptNodeOf } from '../runStore';
+import { GHOST_NODE_TYPE, GHOST_PREFIX } from '../flowCompare';
 
 const NO_IDS: ReadonlySet<string> = new Set();
 /** The minimap's size, in pixels: a glance at where the view is, not a second canvas. */
@@ -87,6 +88,22 @@ export function useTidyUp(): (arrangement: TidyArrangement) => void {
 }
 
 
+/** The nodes a compared version had and the open flow has not, where they were: not to be
+ *  selected, moved or connected. */
+function ghostNodes(removed: FlowNode[]): CanvasNode[] {
+  return removed.map((node) => ({
+    id: `${GHOST_PREFIX}${node.id}`,
+    type: GHOST_NODE_TYPE,
+    position: { x: node.position?.x ?? 0, y: node.position?.y ?? 0 },
+    data: { node },
+    selectable: false,
+    draggable: false,
+    connectable: false,
+    focusable: false,
+    className: 'ghost',
+  }));
+}
+
 export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
   const session = useSession();
   const catalog = useSessionState((state) => state.catalog);
@@ -142,7 +159,9 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
   const shownFlow = useRef(flow);
   shownFlow.current = flow;
 
-  // A flow just opened (or a past run shown) is fitted into view once its nodes are measured.
+  // A flow just opened (or a past run shown, or compared with a version, whose removed nodes
+  // are drawn too) is fitted into view once its nodes are measured.
+  const comparedWith = useSessionState((state) => state.flowCompare?.against ?? null);
   // A new flow (just its start node) is not blown up to fill the canvas: its start sits at
   // the left at natural size, with room on the right to build the flow.
   useEffect(() => {
@@ -156,7 +175,7 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
       }
     }, 60);
     return () => clearTimeout(timer);
-  }, [loads, viewing, fitReadable, setViewport]);
+  }, [loads, viewing, comparedWith, fitReadable, setViewport]);
 
   // Sizes xyflow measured, by node id; kept here because the drawn nodes are re-derived
   // from the flow on every change and xyflow needs them on its nodes.
@@ -197,11 +216,13 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
   }, [promptNode, promptHeight, getNode, getZoom, getViewport, setCenter, setViewport]);
 
   const raised = useMemo(() => new Set(promptNode ? [promptNode] : []), [promptNode]);
-  const nodes = useMemo(
-    () => toCanvasNodes(flow, { selected: selectedNodes, measured: measured.current, knownKinds, raised }),
+  const flowCompare = useSessionState((state) => state.flowCompare);
+  const nodes = useMemo(() => {
+    const drawn = toCanvasNodes(flow, { selected: selectedNodes, measured: measured.current, knownKinds, raised });
+    if (!flowCompare || readOnly) return drawn;
+    return [...drawn, ...ghostNodes(flowCompare.removed)];
     // measureVersion: the measured map changed in place.
-    [flow, selectedNodes, knownKinds, raised, measureVersion],
-  );
+  }, [flow, selectedNodes, knownKinds, raised, measureVersion, flowCompare, readOnly]);
 
   const errorHandles = useMemo(() => {
     const handles = new Set<string>();

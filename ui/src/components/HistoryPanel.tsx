@@ -1,13 +1,14 @@
 // Past runs from the store (runs of `weft` in the same store too), with what each cost. Opening
 // one shows its flow, replayed statuses, log and outputs on the canvas; the edited flow stays as
 // it was. Two checked runs can be compared node by node, the run shown can be replayed, and it can
-// become a test case.
+// become a test case. Beside the runs, the open file's versions (VersionsPanel).
 
 import { useEffect, useState } from 'react';
 import type { Cost, EdgeName, FlowDiff, NodeComparison, NodeRun, RunSide, RunSummary } from '../bindings';
 import { costText, tokensText } from '../cost';
 import { useRun, useSession, useSessionState } from '../hooks';
 import { TestDraftEditor } from './TestsPanel';
+import { VersionsPanel } from './VersionsPanel';
 
 function durationOf(startedAt: string, endedAt: string | null | undefined): string {
   if (!endedAt) return '—';
@@ -180,7 +181,32 @@ function earlierFirst(checked: string[], history: RunSummary[]): [string, string
 
 const HISTORY_POLL_MS = 1_000;
 
+/** History: the runs of the store, or the open file's versions. */
 export function HistoryPanel() {
+  const [shown, setShown] = useState<'runs' | 'versions'>('runs');
+  return (
+    <>
+      <div className="history-views" role="tablist">
+        {(['runs', 'versions'] as const).map((view) => (
+          <button
+            key={view}
+            type="button"
+            role="tab"
+            aria-selected={shown === view}
+            className={`button small ${shown === view ? 'primary' : ''}`}
+            data-testid={`history-${view}`}
+            onClick={() => setShown(view)}
+          >
+            {view === 'runs' ? 'Runs' : 'Versions'}
+          </button>
+        ))}
+      </div>
+      {shown === 'runs' ? <RunsList /> : <VersionsPanel />}
+    </>
+  );
+}
+
+function RunsList() {
   const session = useSession();
   const history = useSessionState((state) => state.history);
   const costs = useSessionState((state) => state.historyCosts);

@@ -7,6 +7,7 @@
 // the output the store kept for it. Below them, every visit of the node (read from the store
 // by the engine: loops, forEach items, steps inside a subflow) with a picker.
 
+import { fieldValueText } from '../flowCompare';
 import { useMemo, useState } from 'react';
 import type { BreakWhen, KindDescription, NodeVisit, RunEvent, Value } from '../bindings';
 import { fieldsOf, kindOf, labelOf, templateNamesFor } from '../catalog';
@@ -368,6 +369,37 @@ function BreakpointField({ nodeId, callsTools }: { nodeId: string; callsTools: b
   );
 }
 
+/** What changed in this node since the version the open flow is compared with. */
+function ComparedChanges({ nodeId }: { nodeId: string }) {
+  const compared = useSessionState((state) => state.flowCompare);
+  const mark = compared?.marks[nodeId];
+  if (!compared || !mark) return null;
+  const fields = compared.fields[nodeId] ?? [];
+  return (
+    <section className="compared-changes" data-testid="compared-changes" data-mark={mark}>
+      <h3 className="section-title">
+        {mark === 'added' ? `Not in ${compared.label}` : `Changed since ${compared.label}`}
+      </h3>
+      {fields.length > 0 && (
+        <ul>
+          {fields.map((change) => (
+            <li key={change.field} data-testid="compared-field" data-field={change.field}>
+              <code>{change.field}</code>: <span className="diff-removed">{one(fieldValueText(change.a))}</span> →{' '}
+              <span className="diff-added">{one(fieldValueText(change.b))}</span>
+            </li>
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}
+
+/** A value on one line, cut where it would fill the panel. */
+function one(text: string): string {
+  const line = text.replace(/\s+/g, ' ');
+  return line.length > 120 ? `${line.slice(0, 119)}…` : line;
+}
+
 export function Inspector() {
   const session = useSession();
   const catalog = useSessionState((state) => state.catalog);
@@ -436,6 +468,7 @@ export function Inspector() {
         {!readOnly && kind && <PartialRunButtons nodeId={node.id} />}
         {!readOnly && kind && <BreakpointField nodeId={node.id} callsTools={node.type === 'agent'} />}
         {pinnable(kind) && <PinField nodeId={node.id} readOnly={readOnly} />}
+        {!readOnly && <ComparedChanges nodeId={node.id} />}
       </header>
       {fields.map((field) => (
         <FieldRow

@@ -41,6 +41,8 @@ function GenericNodeView({ id, data, selected }: NodeProps<CanvasNode>) {
   const pinned = useSessionState((state) => !state.viewing && state.pins[flowPath ?? '']?.[id] !== undefined);
   const ranFlow = useSessionState((state) => (state.viewing ? null : state.ranFlow));
   const stale = useCanvas((state) => staleNodes(ranFlow, state.flow).has(id));
+  // How the node differs from the version the open flow is compared with (History → Versions).
+  const compareMark = useSessionState((state) => (state.viewing ? undefined : state.flowCompare?.marks[id]));
   // What the node's LLM calls cost in the run shown (every visit, item and subagent call).
   const cost = useSessionState((state) => state.visits?.cost.nodes[id] ?? state.viewing?.cost.nodes[id]);
 
@@ -56,6 +58,7 @@ function GenericNodeView({ id, data, selected }: NodeProps<CanvasNode>) {
     `status-${status}`,
     selected ? 'selected' : '',
     stale ? 'stale' : '',
+    compareMark ? `compare-${compareMark}` : '',
     errors.length > 0 ? 'invalid' : problems.length > 0 ? 'warned' : '',
     kind ? '' : 'unknown-kind',
   ];
@@ -93,6 +96,15 @@ function GenericNodeView({ id, data, selected }: NodeProps<CanvasNode>) {
         {stale && (
           <span className="stale-badge" data-testid={`stale-${id}`} title="Edited since the last run, or after a node that was: its result may differ now">
             stale
+          </span>
+        )}
+        {compareMark && (
+          <span
+            className={`compare-badge compare-${compareMark}`}
+            data-testid={`diff-${id}`}
+            title={compareMark === 'added' ? 'Not in the version compared with' : 'Changed since the version compared with: the inspector lists what'}
+          >
+            {compareMark}
           </span>
         )}
         {pinned && (

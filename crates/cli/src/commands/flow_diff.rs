@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use serde_json::Value;
-use weft_flow::{Flow, short_hash};
+use weft_flow::Flow;
 use weft_history::compare::DiffLine;
 use weft_history::flow_diff::{FieldChange, FlowDiff, NodeName, diff_flows};
 
@@ -39,7 +39,7 @@ pub(crate) fn flow_diff(args: &FlowDiffArgs) -> anyhow::Result<Exit> {
     })
 }
 
-/// A flow file, else the flow the stored run `given` ran.
+/// A flow file, a kept version, else the flow the stored run `given` ran.
 fn read_version(given: &str, args: &FlowDiffArgs) -> anyhow::Result<Flow> {
     let path = Path::new(given);
     if path.exists() {
@@ -48,39 +48,9 @@ fn read_version(given: &str, args: &FlowDiffArgs) -> anyhow::Result<Flow> {
     let location = super::location(&args.store)?;
     let shown = location.to_string();
     let weft = super::open(location)?;
-    let store = weft.store();
-    let version = store.flow_version(given);
-    let run = store.resolve_run_id(given);
-    let (flow_json, origin) = match (version, run) {
-        (Ok(version), Err(_)) => (
-            version.flow_json,
-            format!("flow version {}", short_hash(&version.hash)),
-        ),
-        (Err(_), Ok(run_id)) => {
-            let record = store
-                .run(&run_id)
-                .map_err(|error| super::api_error(error.into()))?;
-            (record.flow_json, format!("the flow of run {run_id}"))
-        }
-        (Ok(version), Ok(run_id)) => {
-            return Err(usage_error(format!(
-                "{given} names both flow version {} and run {run_id}; give more of the one \
-                 you mean",
-                short_hash(&version.hash)
-            )));
-        }
-        (Err(weft_store::StoreError::AmbiguousVersion(_)), Err(_)) => {
-            return Err(usage_error(format!(
-                "{given} starts several flow versions' hashes; give more of it"
-            )));
-        }
-        (Err(_), Err(_)) => {
-            return Err(usage_error(format!(
-                "{given}: neither a flow file, a flow version nor a run in the store ({shown})"
-            )));
-        }
-    };
-    Flow::parse(&flow_json, &origin).map_err(|error| usage_error(error.to_string()))
+    weft_api::versions::flow_named(weft.store(), given, None)
+        .map(|(flow, _)| flow)
+        .map_err(|error| usage_error(format!("{} ({shown})", error.message)))
 }
 
 /// What changed, one line per node, edge or setting, with each changed field under its node.

@@ -200,3 +200,48 @@ fn a_run_from_before_versions_names_none_and_still_diffs() {
     let same = sandbox.run(&["flow-diff", &id, &path, "--db", &db]);
     assert_eq!(same.code, Some(0), "{same:?}");
 }
+
+/// The app keeps a version at each save, with the name its Settings give, and `weft versions`
+/// (the same store) lists it; a run of the saved file then uses that version.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_app_keeps_a_version_at_each_save_with_who_saved_it() {
+    let sandbox = Sandbox::new();
+    let config_dir = sandbox.dir.path().join("config");
+    std::fs::create_dir_all(&config_dir).expect("config dir");
+    std::fs::write(
+        config_dir.join("settings.json"),
+        r#"{"values": {"WEFT_USER": "ana"}}"#,
+    )
+    .expect("settings");
+    let app = weft_app::AppState::open(
+        weft_app::AppPaths {
+            config_dir,
+            store: weft_api::StoreLocation::from(sandbox.db()),
+        },
+        None,
+    )
+    .expect("the app opens the store");
+    let path = sandbox.dir.path().join("shout.json").display().to_string();
+    let flow = |template: &str| {
+        weft_flow::Flow::parse(&shout(template, false).to_string(), "test").expect("a flow")
+    };
+    app.save_flow_file(&path, &flow("{{ PREVIOUS_OUTPUT }}!"))
+        .await
+        .expect("saved");
+    app.save_flow_file(&path, &flow("{{ PREVIOUS_OUTPUT }}?"))
+        .await
+        .expect("saved again");
+
+    let listed = tokio::task::spawn_blocking({
+        let path = path.clone();
+        move || versions_json(&sandbox, &path)
+    })
+    .await
+    .expect("versions");
+    let versions = listed["versions"].as_array().expect("versions");
+    assert_eq!(versions.len(), 2, "{listed:#}");
+    assert_eq!(versions[0]["saves"][0]["by"], "ana", "{listed:#}");
+    assert_eq!(versions[0]["saves"][0]["kind"], "save");
+    assert_eq!(versions[0]["current"], true, "the file holds the last save");
+    assert_eq!(versions[1]["current"], false);
+}
