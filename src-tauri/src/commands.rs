@@ -118,7 +118,7 @@ impl AppState {
 async fn record_saved_version(state: &AppState, path: &str, flow: &Flow) {
     let version = flow.version();
     let used = FlowVersionUse {
-        path: path.to_string(),
+        path: weft_flow::version_path(std::path::Path::new(path)),
         hash: version.hash,
         at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         kind: VersionUseKind::Save,

@@ -574,6 +574,18 @@ pub struct FlowVersion {
     pub json: String,
 }
 
+/// The name a file's uses of versions are recorded and looked up under: its resolved path
+/// (links and `..` resolved), else (a file that is gone) its absolute path, else as given. A
+/// run of `flows/a.json`, a subflow reached as `parts/../a.json` and a save by the app all
+/// name the same file so.
+pub fn version_path(path: &Path) -> String {
+    std::fs::canonicalize(path)
+        .or_else(|_| std::path::absolute(path))
+        .unwrap_or_else(|_| path.to_path_buf())
+        .display()
+        .to_string()
+}
+
 /// How many leading characters of a version's hash name it where it is shown.
 pub const SHORT_HASH: usize = 12;
 

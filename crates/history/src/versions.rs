@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use serde::Serialize;
-use weft_flow::Flow;
+use weft_flow::{Flow, version_path};
 use weft_store::{FlowVersionUse, Store, StoreError, VersionUseKind};
 
 /// The versions of one file.
@@ -49,24 +49,9 @@ pub struct VersionSave {
     pub kind: VersionUseKind,
 }
 
-/// The names a file's uses may be stored under: as given, absolute, and with links resolved
-/// (a run names its file as given to `weft run`, made absolute; a subflow by its resolved path).
-pub fn path_spellings(path: &Path) -> Vec<String> {
-    let mut spellings = vec![path.display().to_string()];
-    if let Ok(absolute) = std::path::absolute(path) {
-        spellings.push(absolute.display().to_string());
-    }
-    if let Ok(resolved) = std::fs::canonicalize(path) {
-        spellings.push(resolved.display().to_string());
-    }
-    let mut seen = std::collections::HashSet::new();
-    spellings.retain(|spelling| seen.insert(spelling.clone()));
-    spellings
-}
-
 /// The versions of the file at `path` kept in `store`.
 pub fn file_versions(store: &Store, path: &Path) -> Result<FileVersions, StoreError> {
-    let uses = store.flow_version_uses(&path_spellings(path))?;
+    let uses = store.flow_version_uses(&version_path(path))?;
     let current = Flow::load(path).ok().map(|flow| flow.version().hash);
     Ok(FileVersions {
         path: path.display().to_string(),

@@ -189,6 +189,10 @@ pub struct NewRun {
     pub flow_json: String,
     /// The SHA-256 of `flow_json`, which names the flow's version.
     pub flow_version: String,
+    /// The flow file's resolved path (links and `..` resolved), under which the run's use of
+    /// the version is recorded (`weft versions` looks a file up by it); `None` for a flow
+    /// that came from no file.
+    pub version_path: Option<String>,
     /// The run's input.
     pub input: Value,
     /// RFC 3339 UTC.
@@ -705,13 +709,9 @@ impl Store {
         self.read(|db| versions::load(db, hash_or_prefix))
     }
 
-    /// Every use of a version by the file named by any of `paths` (one file's spellings:
-    /// as given, absolute, resolved), oldest first.
-    pub fn flow_version_uses(&self, paths: &[String]) -> Result<Vec<FlowVersionUse>, StoreError> {
-        self.read(|db| {
-            let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
-            versions::uses_of(db, &paths)
-        })
+    /// Every use of a version by the file recorded under `path`, oldest first.
+    pub fn flow_version_uses(&self, path: &str) -> Result<Vec<FlowVersionUse>, StoreError> {
+        self.read(|db| versions::uses_of(db, path))
     }
 
     pub fn llm_calls(&self, run_id: &str) -> Result<Vec<RecordedCall>, StoreError> {
@@ -1349,6 +1349,7 @@ fn creation(run: &NewRun) -> Write {
         flow_path: run.flow_path.clone(),
         flow_json: run.flow_json.clone(),
         flow_version: run.flow_version.clone(),
+        version_path: run.version_path.clone(),
         input_json: run.input.to_string(),
         started_at: run.started_at.clone(),
         host: run.host.clone(),

@@ -35,6 +35,7 @@ pub(super) struct NewRunRow<'a> {
     pub flow_path: Option<&'a str>,
     pub flow_json: &'a str,
     pub flow_version: &'a str,
+    pub version_path: Option<&'a str>,
     pub input_json: &'a str,
     pub started_at: &'a str,
     pub host: Option<&'a str>,
@@ -65,7 +66,7 @@ pub(super) fn insert(
     )?;
     // The flow is kept once per version; the file's use of it is what `weft versions` lists.
     versions::insert_version(db, run.flow_version, run.flow_json, run.started_at)?;
-    if let Some(path) = run.flow_path {
+    if let Some(path) = run.version_path {
         versions::insert_use(
             db,
             &FlowVersionUse {

@@ -130,20 +130,16 @@ pub(super) fn load(db: &mut dyn Db, hash_or_prefix: &str) -> Result<StoredFlowVe
     }
 }
 
-/// Every use of a version by one of `paths` (the same file as several spellings), oldest first.
-pub(super) fn uses_of(db: &mut dyn Db, paths: &[&str]) -> Result<Vec<FlowVersionUse>, StoreError> {
-    let mut uses = Vec::new();
-    for path in paths {
-        let rows = db.query(
-            "SELECT path, hash, at, kind, run_id, saved_by FROM flow_version_uses WHERE path = ?1",
-            &params![*path],
-        )?;
-        for row in rows {
-            uses.push(read_use(&row)?);
-        }
-    }
-    uses.sort_by(|a, b| a.at.cmp(&b.at));
-    Ok(uses)
+/// Every use of a version by the file recorded under `path`, oldest first.
+pub(super) fn uses_of(db: &mut dyn Db, path: &str) -> Result<Vec<FlowVersionUse>, StoreError> {
+    db.query(
+        "SELECT path, hash, at, kind, run_id, saved_by FROM flow_version_uses \
+         WHERE path = ?1 ORDER BY at",
+        &params![path],
+    )?
+    .iter()
+    .map(read_use)
+    .collect()
 }
 
 fn read_use(row: &Row) -> Result<FlowVersionUse, StoreError> {

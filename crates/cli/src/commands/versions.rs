@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use weft_flow::{Flow, short_hash};
-use weft_history::versions::{FileVersion, file_versions, path_spellings};
+use weft_flow::{Flow, short_hash, version_path};
+use weft_history::versions::{FileVersion, file_versions};
 use weft_store::{FlowVersionUse, VersionUseKind};
 
 use crate::output::{self, Style};
@@ -123,11 +123,10 @@ fn restore(
     let before = Flow::load(path).ok().map(|flow| flow.version().hash);
     super::fmt::replace_file(path, &flow.to_file_string())
         .map_err(|error| usage_error(format!("cannot write {}: {error}", path.display())))?;
-    let spellings = path_spellings(path);
     store.record_flow_version(
         &version.flow_json,
         &FlowVersionUse {
-            path: spellings.last().cloned().unwrap_or_default(),
+            path: version_path(path),
             hash: version.hash.clone(),
             at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             kind: VersionUseKind::Restore,

@@ -158,13 +158,20 @@ fn a_subflow_file_lists_the_runs_that_ran_it() {
     );
     let ran = sandbox.run(&["run", &parent, "--db", &db, "--events"]);
     assert_eq!(ran.code, Some(0), "{ran:?}");
-    let listed = versions_json(&sandbox, &part);
+    // The file however its path is spelled: links and `..` resolved.
+    std::fs::create_dir(sandbox.dir.path().join("sub")).expect("a folder");
+    let roundabout = sandbox.dir.path().join("sub/../double.json");
+    let listed = versions_json(&sandbox, &roundabout.display().to_string());
     assert_eq!(
         listed["versions"][0]["subflowRuns"],
         json!([run_id(&ran)]),
         "{listed:#}"
     );
     assert_eq!(listed["versions"][0]["current"], true);
+    assert_eq!(
+        versions_json(&sandbox, &part)["versions"],
+        listed["versions"]
+    );
 }
 
 /// A run stored by a Weft from before versions were kept names none (said, not guessed), and

@@ -44,7 +44,7 @@ pub(crate) struct RunShared {
     pub templates: Arc<Templates>,
     /// The subflow versions this run has recorded (`path` and hash): a forEach over a
     /// thousand items records its body's version once.
-    pub subflow_versions: Arc<std::sync::Mutex<std::collections::HashSet<(PathBuf, String)>>>,
+    pub subflow_versions: Arc<std::sync::Mutex<std::collections::HashSet<(String, String)>>>,
 }
 
 /// Shared by every step of one run (or of one nested run).

@@ -524,6 +524,7 @@ impl Engine {
             // flow's pretty text takes several times as long to write.
             flow_json: version.json,
             flow_version: version.hash,
+            version_path: options.flow_path.as_deref().map(weft_flow::version_path),
             input: initial.clone(),
             started_at: now(),
             host: self.host.clone(),

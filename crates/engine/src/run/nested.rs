@@ -38,9 +38,7 @@ fn subflow_error(message: String) -> StepError {
 /// and version (`weft versions` lists it among the file's uses).
 fn record_version(parent: &RunContext, path: &std::path::Path, flow: &weft_flow::Flow) {
     let version = flow.version();
-    // The file's own name, however the parent's path to it is spelled (`weft versions`
-    // looks a file up by its resolved path too).
-    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let path = weft_flow::version_path(path);
     let first = parent
         .shared
         .subflow_versions
@@ -51,7 +49,7 @@ fn record_version(parent: &RunContext, path: &std::path::Path, flow: &weft_flow:
         parent.store().record_flow_version(
             &version.json,
             &weft_store::FlowVersionUse {
-                path: path.display().to_string(),
+                path,
                 hash: version.hash,
                 at: crate::run::now(),
                 kind: weft_store::VersionUseKind::Subflow,
