@@ -346,6 +346,7 @@ fn store_events_per_second(count: u64) {
         flow_json: "{}".into(),
         flow_version: "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a".into(),
         version_path: None,
+        pins_json: None,
         input: Value::Null,
         started_at: "2026-01-01T00:00:00.000Z".into(),
         host: None,

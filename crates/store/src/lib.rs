@@ -195,6 +195,9 @@ pub struct NewRun {
     pub version_path: Option<String>,
     /// The run's input.
     pub input: Value,
+    /// The outputs pinned for the run, by node, as JSON text (`None`: none), kept once for the
+    /// run's life.
+    pub pins_json: Option<String>,
     /// RFC 3339 UTC.
     pub started_at: String,
     /// Who drives the run when it pauses, when not whichever process claims it:
@@ -352,6 +355,11 @@ pub struct RunRecord {
     pub queue: Vec<StoredStep>,
     /// Engine-owned extra state (`{}` until the engine sets it).
     pub state: Value,
+    /// The outputs pinned for the run, by node (see [`NewRun::pins_json`]); `None` for none, and
+    /// for a run stored before they had a column (its state holds them). Left out of the
+    /// record's JSON: a pin can be large, and the flow's pins file shows them.
+    #[serde(skip)]
+    pub pins: Option<Value>,
     /// Tokens used by all the run's LLM calls so far.
     pub usage: Usage,
     /// Who drives the run (see [`NewRun::host`]); `None` for a run of this store's processes.
@@ -1351,6 +1359,7 @@ fn creation(run: &NewRun) -> Write {
         flow_version: run.flow_version.clone(),
         version_path: run.version_path.clone(),
         input_json: run.input.to_string(),
+        pins_json: run.pins_json.clone(),
         started_at: run.started_at.clone(),
         host: run.host.clone(),
         trigger_json: run

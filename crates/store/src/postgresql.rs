@@ -37,6 +37,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     MIGRATION_4,
     MIGRATION_5,
     MIGRATION_6,
+    MIGRATION_7,
 ];
 
 /// Migration 1: SQLite's schema as its migration 8 left it.
@@ -170,6 +171,9 @@ CREATE TABLE flow_version_uses (
 CREATE INDEX flow_version_uses_path ON flow_version_uses(path, at);
 ALTER TABLE runs ADD COLUMN flow_version TEXT COLLATE "C";
 "#;
+
+/// Migration 7: a run's pinned outputs in a column of their own (SQLite's migration 15).
+const MIGRATION_7: &str = "ALTER TABLE runs ADD COLUMN pins_json TEXT;";
 
 /// Whether `location` names a PostgreSQL database rather than a SQLite file.
 pub fn is_postgres_url(location: &str) -> bool {

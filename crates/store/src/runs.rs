@@ -11,8 +11,8 @@ use weft_providers::Usage;
 
 /// Creates a run, `running` and leased.
 pub(super) const INSERT_RUN: &str = "INSERT INTO runs (id, flow_name, flow_path, status, input_json, \
-     started_at, updated_at, lease_owner, lease_until, host, trigger_json, flow_version) \
-     VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?5, ?6, ?7, ?8, ?9, ?10)";
+     started_at, updated_at, lease_owner, lease_until, host, trigger_json, flow_version, \
+     pins_json) VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
 
 /// Sets a run's engine state.
 pub(super) const SET_STATE: &str = "UPDATE runs SET state_json = ?2, updated_at = ?3 WHERE id = ?1";
@@ -37,6 +37,7 @@ pub(super) struct NewRunRow<'a> {
     pub flow_version: &'a str,
     pub version_path: Option<&'a str>,
     pub input_json: &'a str,
+    pub pins_json: Option<&'a str>,
     pub started_at: &'a str,
     pub host: Option<&'a str>,
     pub trigger_json: Option<&'a str>,
@@ -61,7 +62,8 @@ pub(super) fn insert(
             until,
             run.host,
             run.trigger_json,
-            run.flow_version
+            run.flow_version,
+            run.pins_json
         ],
     )?;
     // The flow is kept once per version; the file's use of it is what `weft versions` lists.
@@ -406,7 +408,7 @@ pub(super) fn load(db: &mut dyn Db, run_id: &str) -> Result<RunRecord, StoreErro
          COALESCE((SELECT flow_json FROM flow_versions WHERE hash = runs.flow_version), \
            (SELECT flow_json FROM run_flows WHERE run_id = runs.id)) AS flow_json, flow_version, \
          input_json, result_json, error, waiting_input_json, \
-         waiting_source_node_id, state_json, host, \
+         waiting_source_node_id, state_json, pins_json, host, \
          (SELECT CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT) FROM node_outputs \
            WHERE run_id = runs.id) AS input_tokens, \
          (SELECT CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT) FROM node_outputs \
@@ -445,6 +447,10 @@ pub(super) fn load(db: &mut dyn Db, run_id: &str) -> Result<RunRecord, StoreErro
         waiting,
         queue: queue::list(db, run_id)?,
         state: parse_json(run_id, "state", &row.text("state_json")?)?,
+        pins: row
+            .opt_text("pins_json")?
+            .map(|text| parse_json(run_id, "pins", &text))
+            .transpose()?,
         usage: Usage {
             input_tokens: to_u64(run_id, "input tokens", row.int("input_tokens")?)?,
             output_tokens: to_u64(run_id, "output tokens", row.int("output_tokens")?)?,

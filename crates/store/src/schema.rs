@@ -36,6 +36,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     MIGRATION_12,
     MIGRATION_13,
     MIGRATION_14,
+    MIGRATION_15,
 ];
 
 /// Migration 1: runs, their events, node outputs and the queue of a paused run.
@@ -248,6 +249,13 @@ CREATE TABLE flow_version_uses (
 );
 CREATE INDEX flow_version_uses_path ON flow_version_uses(path, at);
 ALTER TABLE runs ADD COLUMN flow_version TEXT;
+";
+
+/// Migration 15: a run's pinned outputs in a column of their own, written once when the run is
+/// created. In the engine's state they were written again at every checkpoint: a run with a
+/// 16 MB pin rewrote 16 MB at each step. Runs stored before keep them in their state.
+const MIGRATION_15: &str = "
+ALTER TABLE runs ADD COLUMN pins_json TEXT;
 ";
 
 /// A clear message for an error met while opening.

@@ -19,6 +19,7 @@ fn new_run(id: &str, started_at: &str) -> NewRun {
         flow_json: r#"{"nodes":[],"edges":[]}"#.to_string(),
         flow_version: "e3b0c44298fc1c149afbf4c8996fb924".to_string(),
         version_path: Some("/work/flows/demo.json".to_string()),
+        pins_json: None,
         input: json!({"question": "why?"}),
         started_at: started_at.to_string(),
         host: None,

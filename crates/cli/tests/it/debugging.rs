@@ -317,6 +317,27 @@ async fn a_pinned_node_does_not_run_and_stays_pinned_across_a_resume() {
         .await;
     assert_eq!(ran.code, Some(3), "{ran:?}");
     let run_id = common::paused_run_id(&ran);
+    // The pins are stored once with the run, not in the state each checkpoint writes again.
+    let stored = |column: &str| -> Option<String> {
+        rusqlite::Connection::open(sandbox.db())
+            .expect("sqlite")
+            .query_row(
+                &format!("SELECT {column} FROM runs WHERE id = ?1"),
+                [&run_id],
+                |row| row.get(0),
+            )
+            .expect("the run's row")
+    };
+    assert!(
+        stored("pins_json").is_some_and(|pins| pins.contains("delivery")),
+        "{:?}",
+        stored("pins_json")
+    );
+    assert!(
+        stored("state_json").is_some_and(|state| !state.contains("delivery")),
+        "{:?}",
+        stored("state_json")
+    );
     let ran = sandbox
         .run_with(
             &["resume", &run_id, "--decision", "approve", "--db", &db],
@@ -354,6 +375,15 @@ async fn a_pinned_node_does_not_run_and_stays_pinned_across_a_resume() {
         .await;
     assert_eq!(ran.code, Some(3), "{ran:?}");
     let stopped = common::paused_run_id(&ran);
+    // As a Weft from before kept them: in the run's state. They still hold.
+    rusqlite::Connection::open(sandbox.db())
+        .expect("sqlite")
+        .execute(
+            "UPDATE runs SET state_json = json_set(state_json, '$.pins', json(pins_json)), \
+             pins_json = NULL WHERE id = ?1",
+            [&stopped],
+        )
+        .expect("pins moved into the state");
     let ran = sandbox
         .run_with(&["resume", &stopped, "--continue", "--db", &db], &llm)
         .await;

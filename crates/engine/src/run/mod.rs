@@ -513,6 +513,9 @@ impl Engine {
         };
         let store = self.store();
         let version = flow.version();
+        // Kept once with the run, not in its state: a checkpoint would write them again.
+        let pins_json = (!options.pins.is_empty())
+            .then(|| serde_json::to_string(&options.pins).unwrap_or_default());
         let new_run = NewRun {
             id: run_id.clone(),
             flow_name: flow.name.clone(),
@@ -525,6 +528,7 @@ impl Engine {
             flow_json: version.json,
             flow_version: version.hash,
             version_path: options.flow_path.as_deref().map(weft_flow::version_path),
+            pins_json,
             input: initial.clone(),
             started_at: now(),
             host: self.host.clone(),
@@ -772,7 +776,7 @@ impl Engine {
             outputs: own_outputs(&flow, stored_outputs),
             approval: state.approval.clone(),
             histories: state.histories.clone(),
-            pins: state.pins.clone(),
+            pins: run_pins(&record, &state)?,
             budget_lifted: state.budget_lifted,
         };
         let events = Emitter::new(
@@ -900,7 +904,7 @@ impl Engine {
             outputs: own_outputs(&flow, stored_outputs),
             approval: state.approval.clone(),
             histories: state.histories.clone(),
-            pins: state.pins.clone(),
+            pins: run_pins(&record, &state)?,
             budget_lifted: state.budget_lifted,
         };
         let events = Emitter::new(
@@ -1302,6 +1306,20 @@ impl Engine {
 
 /// The stored outputs of `flow`'s own nodes (nested runs keep theirs in their state), as a
 /// resumed or continued run starts from them.
+/// The outputs pinned for a stored run: kept apart by the store, or in the state of a run an
+/// older Weft stored.
+fn run_pins(record: &RunRecord, state: &SavedState) -> Result<Pins, RunError> {
+    match &record.pins {
+        Some(pins) => serde_json::from_value(pins.clone()).map_err(|error| {
+            RunError::Store(StoreError::Corrupt {
+                run_id: record.summary.id.clone(),
+                message: format!("pinned outputs: {error}"),
+            })
+        }),
+        None => Ok(state.pins.clone()),
+    }
+}
+
 fn own_outputs(flow: &Flow, stored: Vec<NodeOutputRecord>) -> HashMap<String, Value> {
     stored
         .into_iter()

@@ -92,8 +92,9 @@ pub(crate) struct SavedState {
     /// right after it was decided, and continues with it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decided: Option<Decision>,
-    /// The run's pinned outputs ([`crate::pins`]), kept for as long as the run goes on.
-    #[serde(default, skip_serializing_if = "Pins::is_empty")]
+    /// The run's pinned outputs ([`crate::pins`]) as a Weft from before the store kept them
+    /// apart (`runs.pins_json`, written once) saved them: read, never written again.
+    #[serde(default, skip_serializing)]
     pub pins: Pins,
     /// For a replay of another run: which run, and which nodes went live.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1228,7 +1229,7 @@ impl Scheduler {
             joins: self.joins.clone(),
             only_node: self.only_node.clone(),
             decided: None,
-            pins: self.ctx.pins.clone(),
+            pins: Pins::new(),
             replay: self.ctx.shared.llm_log.replay_state(),
             breakpoints: self.breakpoints.clone(),
             breakpoint: match &self.waiting {
