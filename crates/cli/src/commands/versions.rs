@@ -55,7 +55,8 @@ pub(crate) fn versions(args: &VersionsArgs) -> anyhow::Result<Exit> {
     Ok(Exit::Success)
 }
 
-/// `* 3f2a9c1d0b4e  28 Nov 01:02  2 runs (9bc1…, 77aa…)  saved by ana  (the file now)`.
+/// `* 3f2a9c1d0b4e  2026-11-28 01:02:03  2 runs (9bc1e0f2, 77aa03c1)  saved by ana 2026-11-28
+/// 01:00:00  (the file now)`.
 fn version_line(version: &FileVersion, style: Style) -> String {
     let mark = if version.current { '*' } else { ' ' };
     let mut parts = vec![output::date_time(&version.last_at)];
@@ -82,15 +83,22 @@ fn version_line(version: &FileVersion, style: Style) -> String {
             output::count(version.subflow_runs.len(), "run")
         ));
     }
-    for save in &version.saves {
+    // The last save or restore, and how many there were: one line per version.
+    if let Some(save) = version.saves.last() {
         let verb = match save.kind {
             VersionUseKind::Restore => "restored",
             _ => "saved",
         };
-        parts.push(match &save.by {
-            Some(by) => format!("{verb} by {by} {}", output::time_of_day(&save.at)),
-            None => format!("{verb} {}", output::time_of_day(&save.at)),
-        });
+        let by = save
+            .by
+            .as_ref()
+            .map(|by| format!(" by {by}"))
+            .unwrap_or_default();
+        let times = match version.saves.len() {
+            1 => String::new(),
+            count => format!(" ({count} times)"),
+        };
+        parts.push(format!("{verb}{by} {}{times}", output::date_time(&save.at)));
     }
     let now = if version.current {
         style.green("  (the file now)")
