@@ -63,7 +63,10 @@ pub fn file_versions(store: &Store, path: &Path) -> Result<FileVersions, StoreEr
 /// `uses` (oldest first) grouped by version, newest last use first.
 fn group(uses: Vec<FlowVersionUse>, current: Option<&str>) -> Vec<FileVersion> {
     let mut versions: Vec<FileVersion> = Vec::new();
-    for used in uses {
+    // The position of each version's last use: two uses in the same millisecond keep their
+    // order.
+    let mut last_use: Vec<usize> = Vec::new();
+    for (position, used) in uses.into_iter().enumerate() {
         let index = match versions
             .iter()
             .position(|version| version.hash == used.hash)
@@ -79,9 +82,11 @@ fn group(uses: Vec<FlowVersionUse>, current: Option<&str>) -> Vec<FileVersion> {
                     subflow_runs: Vec::new(),
                     saves: Vec::new(),
                 });
+                last_use.push(position);
                 versions.len() - 1
             }
         };
+        last_use[index] = position;
         let version = &mut versions[index];
         version.last_at.clone_from(&used.at);
         match (used.kind, used.run_id) {
@@ -97,8 +102,11 @@ fn group(uses: Vec<FlowVersionUse>, current: Option<&str>) -> Vec<FileVersion> {
             }
         }
     }
-    versions.sort_by(|a, b| b.last_at.cmp(&a.last_at));
-    versions
+    let mut ordered: Vec<(usize, FileVersion)> = last_use.into_iter().zip(versions).collect();
+    ordered.sort_by(|(a_last, a), (b_last, b)| {
+        (b.last_at.as_str(), b_last).cmp(&(a.last_at.as_str(), a_last))
+    });
+    ordered.into_iter().map(|(_, version)| version).collect()
 }
 
 #[cfg(test)]
@@ -143,5 +151,16 @@ mod tests {
         assert_eq!(versions[0].saves.len(), 1);
         assert!(!versions[0].current);
         assert!(versions[1].current);
+    }
+
+    #[test]
+    fn uses_in_the_same_millisecond_keep_the_order_they_were_stored_in() {
+        let at = "2026-01-01T00:00:00.000Z";
+        let uses = vec![
+            used("aaa", at, VersionUseKind::Save, None),
+            used("bbb", at, VersionUseKind::Save, None),
+        ];
+        let hashes: Vec<String> = group(uses, None).into_iter().map(|v| v.hash).collect();
+        assert_eq!(hashes, ["bbb", "aaa"], "the later save first");
     }
 }

@@ -161,6 +161,7 @@ CREATE TABLE flow_versions (
     created_at TEXT COLLATE "C" NOT NULL
 );
 CREATE TABLE flow_version_uses (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     path TEXT COLLATE "C" NOT NULL,
     hash TEXT COLLATE "C" NOT NULL,
     at TEXT COLLATE "C" NOT NULL,

@@ -232,7 +232,8 @@ CREATE TABLE schedule_claims (
 /// Migration 14: flow versions. The canonical form of each distinct flow a run ran or the app
 /// saved, once (`flow_versions`, by its SHA-256), the version each run ran (`runs.flow_version`;
 /// a run stored before has none and keeps its own copy in `run_flows`), and each use of a
-/// version by a file: a run, a subflow, a save, a restore (`flow_version_uses`).
+/// version by a file: a run, a subflow, a save, a restore (`flow_version_uses`, numbered in the
+/// order they were stored: two uses in one millisecond still list in order).
 const MIGRATION_14: &str = "
 CREATE TABLE flow_versions (
     hash TEXT PRIMARY KEY,
@@ -240,6 +241,7 @@ CREATE TABLE flow_versions (
     created_at TEXT NOT NULL
 );
 CREATE TABLE flow_version_uses (
+    id INTEGER PRIMARY KEY,
     path TEXT NOT NULL,
     hash TEXT NOT NULL,
     at TEXT NOT NULL,

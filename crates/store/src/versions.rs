@@ -130,11 +130,12 @@ pub(super) fn load(db: &mut dyn Db, hash_or_prefix: &str) -> Result<StoredFlowVe
     }
 }
 
-/// Every use of a version by the file recorded under `path`, oldest first.
+/// Every use of a version by the file recorded under `path`, oldest first (in the order they
+/// were stored when two have the same time).
 pub(super) fn uses_of(db: &mut dyn Db, path: &str) -> Result<Vec<FlowVersionUse>, StoreError> {
     db.query(
         "SELECT path, hash, at, kind, run_id, saved_by FROM flow_version_uses \
-         WHERE path = ?1 ORDER BY at",
+         WHERE path = ?1 ORDER BY at, id",
         &params![path],
     )?
     .iter()
