@@ -378,6 +378,9 @@ test("pauses at an approval node; approving continues on the approve branch", as
 test("rejecting on another run continues on the reject branch", async () => {
   await byTestId(browser, "run").click();
   await waitForStatus(browser, "review", "paused");
+  // The prompt is drawn once the run has paused (the node's status can arrive first).
+  await waitForRunStatus(browser, "paused");
+  await byTestId(browser, "approval-prompt").waitForDisplayed();
   await typeInto(browser, byTestId(browser, "approval-note"), "wrong amount");
   await byTestId(browser, "reject").click();
   await waitForRunStatus(browser, "completed");
