@@ -193,6 +193,14 @@ pub async fn compare_flow(
     .await
 }
 
+/// What changed from flow `a` to flow `b`: the canvas's comparison asked again after an edit,
+/// with the other version it already has (nothing is read again).
+#[tauri::command]
+#[specta::specta]
+pub fn flow_diff(a: Flow, b: Flow) -> FlowDiff {
+    diff_flows(&a, &b)
+}
+
 /// The flow file named on the command line (`weft-app FLOW`), for the canvas to open first.
 #[tauri::command]
 #[specta::specta]

@@ -163,6 +163,8 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
         // The 64-bit integers crossing IPC are sequence numbers, visit and token counts and
         // integer field bounds, all far below 2^53, so a TypeScript `number` holds them exactly.
         .dangerously_cast_bigints_to_number()
+        // How many characters of a version's hash name it where it is shown, as `weft` shows it.
+        .constant("SHORT_HASH", weft_flow::SHORT_HASH)
         // One TypeScript type per Rust type (not separate read and write shapes): the canvas
         // sends back what it received (flows), so the two must be the same type.
         .disable_serde_phases()
@@ -190,6 +192,7 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::compare_runs,
             commands::flow_versions,
             commands::compare_flow,
+            commands::flow_diff,
             commands::open_run,
             commands::read_pins,
             commands::save_pins,

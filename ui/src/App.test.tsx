@@ -78,6 +78,7 @@ function fakeApi(overrides: Partial<Api> = {}): Api {
     compareRuns: fail,
     flowVersions: (path) => Promise.resolve({ path, current: null, versions: [] }),
     compareFlow: fail,
+    diffFlows: fail,
     readPins: () => Promise.resolve({}),
     savePins: () => Promise.resolve(null),
     openRun: fail,
@@ -1155,7 +1156,8 @@ describe('App', () => {
     const compareFlow = vi.fn((_flow: Flow, _path: string | null, against: string) =>
       Promise.resolve({ against: other, label: `flow version ${against.slice(0, 12)}`, diff }),
     );
-    const session = await mount(fakeApi({ flowVersions, compareFlow }));
+    const diffFlows = vi.fn((_a: Flow, _b: Flow) => Promise.resolve(diff));
+    const session = await mount(fakeApi({ flowVersions, compareFlow, diffFlows }));
     await act(async () => fireEvent.click(screen.getByTestId('tab-history')));
     await act(async () => fireEvent.click(screen.getByTestId('history-versions')));
     expect(flowVersions).toHaveBeenCalledWith('/flows/offline.json');
@@ -1181,11 +1183,14 @@ describe('App', () => {
     expect(field.getAttribute('data-field')).toBe('template');
     expect(field.textContent).toBe('template: Old {{ input }} → Now {{ input }}');
 
-    // An edit asks for the comparison again, with the edited flow.
+    // An edit asks for the comparison again, with the edited flow, against the version the
+    // canvas already has (nothing is read from the store again).
     act(() => session.canvas.setNodeField('large', 'label', 'Big'));
     await act(() => session.validateNow());
-    expect(compareFlow).toHaveBeenCalledTimes(2);
-    expect(compareFlow.mock.calls[1][0]).toBe(session.canvas.getSnapshot().flow);
+    expect(compareFlow).toHaveBeenCalledTimes(1);
+    expect(diffFlows).toHaveBeenCalledTimes(1);
+    expect(diffFlows.mock.calls[0][0]).toEqual(other);
+    expect(diffFlows.mock.calls[0][1]).toBe(session.canvas.getSnapshot().flow);
 
     // Restore asks first, then puts the version on the canvas as one undoable edit.
     await act(async () => fireEvent.click(screen.getByTestId('flow-compare-restore')));

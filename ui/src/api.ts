@@ -13,6 +13,7 @@ import type {
   FileVersions,
   Flow,
   FlowComparison,
+  FlowDiff,
   KindCatalog,
   McpServerTools,
   OpenedFlow,
@@ -79,6 +80,8 @@ export interface Api {
   flowVersions(path: string): Promise<FileVersions>;
   /** The open flow against another version: a version's hash, a run's id, a flow file. */
   compareFlow(flow: Flow, path: string | null, against: string): Promise<FlowComparison>;
+  /** What changed from flow `a` to flow `b` (a comparison asked again after an edit). */
+  diffFlows(a: Flow, b: Flow): Promise<FlowDiff>;
   openRun(runId: string): Promise<RunDetail>;
   /** Every approval waiting for a person, across flows and runs: the inbox. */
   pendingApprovals(): Promise<PendingApproval[]>;
@@ -136,6 +139,7 @@ export const tauriApi: Api = {
   compareRuns: (a, b) => commands.compareRuns(a, b),
   flowVersions: (path) => commands.flowVersions(path),
   compareFlow: (flow, path, against) => commands.compareFlow(flow, path, against),
+  diffFlows: (a, b) => commands.flowDiff(a, b),
   readPins: (flowPath) => commands.readPins(flowPath),
   savePins: (flowPath, pins) => commands.savePins(flowPath, pins),
   openRun: (runId) => commands.openRun(runId),

@@ -111,6 +111,11 @@ export const commands = {
 	 *  id (the flow it ran) or a flow file (relative to the open flow's folder).
 	 */
 	compareFlow: (flow: Flow, path: string | null, against: string) => __TAURI_INVOKE<FlowComparison>("compare_flow", { flow, path, against }),
+	/**
+	 *  What changed from flow `a` to flow `b`: the canvas's comparison asked again after an edit,
+	 *  with the other version it already has (nothing is read again).
+	 */
+	flowDiff: (a: Flow, b: Flow) => __TAURI_INVOKE<FlowDiff>("flow_diff", { a, b }),
 	/**  Opens a past run (a full id or a unique prefix) to show its trace on the canvas. */
 	openRun: (runId: string) => __TAURI_INVOKE<RunDetail>("open_run", { runId }),
 	/**  The pinned outputs of the flow at `flow_path` (its `NAME.pins.json`; none when missing). */
@@ -135,6 +140,9 @@ export const commands = {
 	 */
 	listMcpTools: (flow: Flow | null, path: string | null) => __TAURI_INVOKE<McpServerTools[]>("list_mcp_tools", { flow, path }),
 };
+
+/* Constants */
+export const SHORT_HASH = 12 as const;
 
 /* Types */
 /**  A failed command, as the canvas receives it: `{ code, message }`. */

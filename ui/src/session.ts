@@ -971,21 +971,22 @@ export class Session {
     this.set({ flowCompare: null });
   }
 
-  /** The comparison asked again for the edited flow (after an edit). */
+  /** The comparison worked out again for the edited flow (after an edit), against the version it has. */
   private async recompare(): Promise<void> {
     const compared = this.state.flowCompare;
     if (!compared) return;
-    const { flow, path } = this.canvas.getSnapshot();
+    const { flow } = this.canvas.getSnapshot();
     try {
-      const comparison = await this.api.compareFlow(flow, path, compared.against);
+      const diff = await this.api.diffFlows(compared.other, flow);
       // A comparison closed or replaced meanwhile is left as it is.
       if (this.state.flowCompare === compared && this.canvas.getSnapshot().flow === flow) {
-        this.set({ flowCompare: flowCompareView(compared.against, comparison) });
+        this.set({ flowCompare: flowCompareView(compared.against, { against: compared.other, label: compared.label, diff }) });
       }
     } catch (error) {
       this.reportError(error);
     }
   }
+
 
   /**
    * Replays the past run shown: the edited flow runs with that run's input, and every LLM

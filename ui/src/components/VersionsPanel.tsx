@@ -4,13 +4,10 @@
 // inspector) under a banner that restores the compared version or closes it.
 
 import { useEffect, useState } from 'react';
-import type { FileVersion } from '../bindings';
+import { SHORT_HASH, type FileVersion } from '../bindings';
 import { changeCounts } from '../flowCompare';
 import { useCanvas, useSession, useSessionState } from '../hooks';
 import { ConfirmDialog } from './ConfirmDialog';
-
-/** Characters of a hash shown (as `weft versions` shows them). */
-const SHORT_HASH = 12;
 
 function whenText(at: string): string {
   const date = new Date(at);
