@@ -15,7 +15,9 @@ use super::graph::Graph;
 use super::scheduler::{SavedState, Scheduler};
 use crate::pins::Pins;
 use weft_event::RunStatus;
-use weft_nodes::step::{ChildEnd, ChildPause, ChildRun, MAX_CHILD_DEPTH, StepError, StepErrorKind};
+use weft_nodes::step::{
+    ChildEnd, ChildFlow, ChildPause, ChildRun, MAX_CHILD_DEPTH, StepError, StepErrorKind,
+};
 use weft_nodes::{Decision, NodeKind};
 use weft_store::QueuedStep;
 
@@ -34,11 +36,10 @@ fn subflow_error(message: String) -> StepError {
     StepError::new(StepErrorKind::Subflow, message)
 }
 
-/// Records that `parent`'s run ran the flow at `path` in the version `flow` is, once per run
-/// and version (`weft versions` lists it among the file's uses).
-fn record_version(parent: &RunContext, path: &std::path::Path, flow: &weft_flow::Flow) {
-    let version = flow.version();
-    let path = weft_flow::version_path(path);
+/// Records that `parent`'s run ran `child` in the version it is, once per run, file and
+/// version (`weft versions` lists it among the file's uses).
+fn record_version(parent: &RunContext, child: &ChildFlow) {
+    let (version, path) = &*child.version;
     let first = parent
         .shared
         .subflow_versions
@@ -49,8 +50,8 @@ fn record_version(parent: &RunContext, path: &std::path::Path, flow: &weft_flow:
         parent.store().record_flow_version(
             &version.json,
             &weft_store::FlowVersionUse {
-                path,
-                hash: version.hash,
+                path: path.clone(),
+                hash: version.hash.clone(),
                 at: crate::run::now(),
                 kind: weft_store::VersionUseKind::Subflow,
                 run_id: Some(parent.run_id.to_string()),
@@ -99,7 +100,7 @@ pub(crate) async fn run_child(
             )
         }
         None => {
-            record_version(parent, path, flow);
+            record_version(parent, child.flow);
             let start = flow
                 .nodes
                 .iter()

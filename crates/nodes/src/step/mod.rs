@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use weft_event::EventType;
-use weft_flow::Flow;
+use weft_flow::{Flow, FlowVersion};
 use weft_providers::{
     ChatMessage, ChatRequest, ChatResponse, LlmClients, ModelRoute, ProviderError, Usage,
 };
@@ -211,6 +211,9 @@ pub struct ChildResume {
 pub struct ChildFlow {
     pub flow: Arc<Flow>,
     pub path: PathBuf,
+    /// The flow's version and the name its file's uses are recorded under, worked out once
+    /// when the file is read (a forEach runs it for every item).
+    pub version: Arc<(FlowVersion, String)>,
 }
 
 impl ChildFlow {
@@ -219,6 +222,7 @@ impl ChildFlow {
         let flow = Flow::load(path)
             .map_err(|error| StepError::new(StepErrorKind::Subflow, error.to_string()))?;
         Ok(ChildFlow {
+            version: Arc::new((flow.version(), weft_flow::version_path(path))),
             flow: Arc::new(flow),
             path: path.to_path_buf(),
         })
