@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use tauri::ipc::Channel;
 use tauri::{Manager, State};
-use weft_api::versions::flow_named;
+use weft_api::versions::{flow_named, record_written};
 use weft_api::views::{PendingApproval, RunComparison, RunDetail, RunListing, RunVisits};
 use weft_api::{Cancelled, ResumeOptions, RunFrom, StartRequest};
 use weft_engine::Continue;
@@ -23,7 +23,7 @@ use weft_nodes::{
     Decision, FieldDescription, KindDescription, Problem, all_kinds, check_for_run, common_fields,
 };
 use weft_providers::{ConnectionReport, ProviderKind};
-use weft_store::{FlowVersionUse, VersionUseKind};
+use weft_store::VersionUseKind;
 use weft_template::SCOPE_NAMES;
 use weft_testing::{self as testing, CaseReport, CaseSpec, RecordMode, SuiteReport, TestOptions};
 
@@ -116,21 +116,14 @@ impl AppState {
 /// History → Versions list it). The file is saved whatever the store says: a store that cannot
 /// take it now is logged, and the next run of the file keeps the version anyway.
 async fn record_saved_version(state: &AppState, path: &str, flow: &Flow) {
-    let version = flow.version();
-    let used = FlowVersionUse {
-        path: weft_flow::version_path(std::path::Path::new(path)),
-        hash: version.hash,
-        at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-        kind: VersionUseKind::Save,
-        run_id: None,
-        by: state.user_name(),
-    };
-    let weft = state.weft();
+    let (weft, written, flow, by) = (
+        state.weft(),
+        PathBuf::from(path),
+        flow.clone(),
+        state.user_name(),
+    );
     let kept = blocking(move || {
-        let store = weft.store();
-        store.record_flow_version(&version.json, &used);
-        store
-            .flush()
+        record_written(weft.store(), &written, &flow, VersionUseKind::Save, by)
             .map_err(|error| AppError::new(ErrorCode::Store, error.to_string()))
     })
     .await;

@@ -1,11 +1,12 @@
 //! A version of a flow named the ways people name one: a flow file, a kept version's hash (or a
 //! unique prefix, as `weft versions` lists them), or a stored run's id (the flow it ran).
-//! `weft flow-diff` and the canvas's "Compare with…" read their two sides through here.
+//! `weft flow-diff` and the canvas's "Compare with…" read their two sides through here; a save
+//! in the app and `weft versions --restore` record what they wrote through here too.
 
 use std::path::Path;
 
-use weft_flow::{Flow, short_hash};
-use weft_store::{Store, StoreError};
+use weft_flow::{Flow, short_hash, version_path};
+use weft_store::{FlowVersionUse, Store, StoreError, VersionUseKind};
 
 use crate::Error;
 
@@ -59,4 +60,28 @@ pub fn flow_named(
     let flow =
         Flow::parse(&flow_json, &label).map_err(|error| Error::invalid(error.to_string()))?;
     Ok((flow, label))
+}
+
+/// Records that `flow` was just written to the file at `path` (`kind`: a save in the app, a
+/// restore) by `by`, and waits until the store holds it.
+pub fn record_written(
+    store: &Store,
+    path: &Path,
+    flow: &Flow,
+    kind: VersionUseKind,
+    by: Option<String>,
+) -> Result<(), StoreError> {
+    let version = flow.version();
+    store.record_flow_version(
+        &version.json,
+        &FlowVersionUse {
+            path: version_path(path),
+            hash: version.hash,
+            at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            kind,
+            run_id: None,
+            by,
+        },
+    );
+    store.flush()
 }

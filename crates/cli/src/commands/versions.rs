@@ -4,9 +4,10 @@
 
 use std::path::Path;
 
-use weft_flow::{Flow, short_hash, version_path};
+use weft_api::versions::record_written;
+use weft_flow::{Flow, short_hash};
 use weft_history::versions::{FileVersion, file_versions};
-use weft_store::{FlowVersionUse, VersionUseKind};
+use weft_store::VersionUseKind;
 
 use crate::output::{self, Style};
 use crate::{Exit, VersionsArgs, usage_error};
@@ -131,20 +132,14 @@ fn restore(
     let before = Flow::load(path).ok().map(|flow| flow.version().hash);
     super::fmt::replace_file(path, &flow.to_file_string())
         .map_err(|error| usage_error(format!("cannot write {}: {error}", path.display())))?;
-    store.record_flow_version(
-        &version.flow_json,
-        &FlowVersionUse {
-            path: version_path(path),
-            hash: version.hash.clone(),
-            at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            kind: VersionUseKind::Restore,
-            run_id: None,
-            by: weft_api::decider(None),
-        },
-    );
-    store
-        .flush()
-        .map_err(|error| super::api_error(error.into()))?;
+    record_written(
+        store,
+        path,
+        &flow,
+        VersionUseKind::Restore,
+        weft_api::decider(None),
+    )
+    .map_err(|error| super::api_error(error.into()))?;
     let was = match before {
         Some(before) if before == version.hash => " (it already held it)".to_string(),
         Some(before) => format!(" (it held {})", short_hash(&before)),
