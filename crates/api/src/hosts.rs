@@ -151,7 +151,7 @@ async fn follow(store: &Store, run_id: &str, before: u64) -> Result<RunOutcome, 
             return Ok(RunOutcome {
                 run_id: record.summary.id.clone(),
                 status,
-                result: record.result.clone(),
+                result: record.result.clone().map(Arc::new),
                 error: record.error.clone(),
                 waiting: waiting_of(&record),
             });

@@ -22,6 +22,16 @@ use weft_nodes::NodeKind;
 /// Pinned outputs by node id (nodes of the flow itself, not of its subflows).
 pub type Pins = BTreeMap<String, Value>;
 
+/// [`Pins`] as a run holds them: each pin shared with the outputs it becomes, not copied.
+pub(crate) type SharedPins = BTreeMap<String, std::sync::Arc<Value>>;
+
+/// `pins`, moved (not copied) into a run's [`SharedPins`].
+pub(crate) fn shared(pins: Pins) -> SharedPins {
+    pins.into_iter()
+        .map(|(node_id, pin)| (node_id, std::sync::Arc::new(pin)))
+        .collect()
+}
+
 /// The pins file of the flow at `flow_path`: `triage.json` → `triage.pins.json`.
 pub fn pins_path(flow_path: &Path) -> PathBuf {
     let stem = flow_path
@@ -119,14 +129,21 @@ fn parse_pins(text: &str) -> Result<Pins, ParseError> {
     })?;
     let shape =
         || ParseError::Shape("expected {\"pins\": {\"NODE\": {\"output\": VALUE}}}".to_string());
-    let Some(Value::Object(entries)) = value.get("pins") else {
+    // Taken apart rather than copied: a pin may be large.
+    let Value::Object(mut file) = value else {
+        return Err(shape());
+    };
+    let Some(Value::Object(entries)) = file.remove("pins") else {
         return Err(shape());
     };
     let mut pins = Pins::new();
-    for (node, entry) in entries {
-        match entry.get("output") {
-            Some(output) if entry.is_object() => {
-                pins.insert(node.clone(), output.clone());
+    for (node, mut entry) in entries {
+        match entry
+            .as_object_mut()
+            .and_then(|entry| entry.remove("output"))
+        {
+            Some(output) => {
+                pins.insert(node, output);
             }
             _ => {
                 return Err(ParseError::Shape(format!(

@@ -691,6 +691,8 @@ async fn call_subagent(
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use crate::step::fake::{FakeEnv, step};
     use weft_scripted_llm::{Match, Reply, Rule, Script, ScriptedLlm, ToolCall as ScriptedCall};
@@ -713,8 +715,8 @@ mod tests {
             keep_history: true,
             ..agent("gpt-test")
         };
-        let output = config.run(&step("writer", &json!("hello")), &env).await.expect("answers");
-        assert_eq!(output.value, json!("you said: hello"), "an empty user prompt sends the input");
+        let output = config.run(&step("writer", &Arc::new(json!("hello"))), &env).await.expect("answers");
+        assert_eq!(*output.value, json!("you said: hello"), "an empty user prompt sends the input");
         let request = &server.requests()[0];
         assert_eq!(request.model(), Some("gpt-test"));
         assert_eq!(request.conversation()[0], ("system".to_string(), "Be brief.".to_string()));
@@ -766,8 +768,8 @@ mod tests {
             .template("lead", "systemPrompt", "")
             .template("lead", "userPrompt", "Write about {{ PREVIOUS_OUTPUT }}")
             .template("finder", "systemPrompt", "Find facts.");
-        let output = lead.run(&step("lead", &json!("rivers")), &env).await.expect("answers");
-        assert_eq!(output.value, json!("done with help"));
+        let output = lead.run(&step("lead", &Arc::new(json!("rivers"))), &env).await.expect("answers");
+        assert_eq!(*output.value, json!("done with help"));
         let requests = server.requests();
         assert_eq!(requests[0].body["tools"][0]["function"]["name"], "Fact_finder");
         assert_eq!(requests[1].conversation()[1], ("user".to_string(), "rivers".to_string()));
@@ -822,8 +824,8 @@ mod tests {
             .mcp_server("everything", everything())
             .template("a", "systemPrompt", "")
             .template("a", "userPrompt", "Find rivers");
-        let output = config.run(&step("a", &json!("")), &env).await.expect("answers");
-        assert_eq!(output.value, json!("done"));
+        let output = config.run(&step("a", &Arc::new(json!(""))), &env).await.expect("answers");
+        assert_eq!(*output.value, json!("done"));
         let requests = server.requests();
         let offered: Vec<&str> = requests[0].body["tools"]
             .as_array()
@@ -879,7 +881,7 @@ mod tests {
                 },
                 ..agent("m")
             };
-            let error = config.run(&step("a", &json!("")), &env).await.expect_err("fails");
+            let error = config.run(&step("a", &Arc::new(json!(""))), &env).await.expect_err("fails");
             assert_eq!(error.kind, StepErrorKind::Tool);
             assert!(error.message.contains(expected), "{error}");
         }
@@ -898,7 +900,7 @@ mod tests {
             .model_at(server.base_url())
             .template("a", "systemPrompt", "")
             .template("a", "userPrompt", "hi");
-        let error = agent("nope").run(&step("a", &json!("")), &env).await.expect_err("refused");
+        let error = agent("nope").run(&step("a", &Arc::new(json!(""))), &env).await.expect_err("refused");
         assert_eq!(error.kind, StepErrorKind::Provider);
         assert!(error.message.contains("model not found"), "{error}");
         assert_eq!(env.contents(EventType::LlmError), [error.message]);

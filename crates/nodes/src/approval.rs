@@ -119,6 +119,8 @@ fn trim_number(value: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use crate::step::fake::{FakeEnv, step};
     use serde_json::json;
@@ -127,10 +129,10 @@ mod tests {
     async fn asks_the_scheduler_to_wait_with_the_rendered_message() {
         let env = FakeEnv::new().template("review", "message", "Send {{ PREVIOUS_OUTPUT }}?");
         let output = ApprovalConfig::default()
-            .run(&step("review", &json!("the draft")), &env)
+            .run(&step("review", &Arc::new(json!("the draft"))), &env)
             .await
             .expect("runs");
-        assert_eq!(output.value, json!("the draft"), "the draft is passed on unchanged");
+        assert_eq!(*output.value, json!("the draft"), "the draft is passed on unchanged");
         match output.wait {
             Some(Wait::Decision { message, .. }) => assert_eq!(message, "Send the draft?"),
             other => panic!("expected a decision to wait for, got {other:?}"),

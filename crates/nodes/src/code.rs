@@ -116,10 +116,10 @@ mod tests {
         };
         let env = FakeEnv::new().initial(json!({"x": "start"}));
         let output = config
-            .run(&step("add", &json!({"a": 2, "b": 40})), &env)
+            .run(&step("add", &Arc::new(json!({"a": 2, "b": 40}))), &env)
             .await
             .expect("runs");
-        assert_eq!(output.value, json!({"sum": 42, "first": "start"}));
+        assert_eq!(*output.value, json!({"sum": 42, "first": "start"}));
         assert_eq!(env.contents(EventType::LogicCheck), ["print: total 42"]);
     }
 
@@ -129,7 +129,8 @@ mod tests {
             code: "while True:\n    pass".into(),
             input_fields: Vec::new(),
         };
-        let mut spin = step("spin", &serde_json::Value::Null);
+        let null = Arc::new(serde_json::Value::Null);
+        let mut spin = step("spin", &null);
         spin.timeout = Duration::from_millis(300);
         let error = config.run(&spin, &FakeEnv::new()).await.expect_err("stopped");
         assert_eq!(error.kind, StepErrorKind::Timeout);

@@ -3,6 +3,7 @@
 //! file) and wherever it goes (the run, the store, a Restate workflow).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -257,13 +258,13 @@ impl Decision {
 
     /// What goes on after this decision at an approval given `input`: the edited draft when
     /// the form has one, else the input unchanged.
-    pub fn output(&self, fields: &[FormField], input: &Value) -> Value {
+    pub fn output(&self, fields: &[FormField], input: &Arc<Value>) -> Arc<Value> {
         fields
             .iter()
             .find(|field| field.kind == FormFieldKind::Draft)
             .and_then(|field| self.fields.get(&field.name))
-            .cloned()
-            .unwrap_or_else(|| input.clone())
+            .map(|draft| Arc::new(draft.clone()))
+            .unwrap_or_else(|| Arc::clone(input))
     }
 }
 
@@ -467,7 +468,10 @@ mod tests {
         let edited = answer(json!({"amount": 40, "reply": "Dear Ada, sorry."}))
             .checked(&fields, &draft)
             .expect("fits");
-        assert_eq!(edited.output(&fields, &draft), json!("Dear Ada, sorry."));
+        assert_eq!(
+            *edited.output(&fields, &Arc::new(draft.clone())),
+            json!("Dear Ada, sorry.")
+        );
         let value = edited.to_value_at("2026-11-24T10:00:00.000Z");
         assert_eq!(value["decision"], "approve");
         assert_eq!(value["amount"], json!(40));

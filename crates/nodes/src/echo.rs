@@ -56,6 +56,8 @@ impl Kind for EchoConfig {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use serde_json::json;
 
     use crate::step::fake::{FakeEnv, step};
@@ -125,13 +127,13 @@ mod tests {
             let env = FakeEnv::new()
                 .initial(json!("hi"))
                 .template("shout", "prefix", prefix);
-            config.run(&step("shout", &json!("hi")), &env).await.expect("runs")
+            config.run(&step("shout", &Arc::new(json!("hi"))), &env).await.expect("runs")
         };
         let output = run("{{ initial }}: ").await;
-        assert_eq!((output.value, output.handle.as_str()), (json!("hi: hihi: hi"), "output"));
+        assert_eq!((Arc::unwrap_or_clone(output.value), output.handle.as_str()), (json!("hi: hihi: hi"), "output"));
         // Too long for the output handle: it leaves by `tooLoud`.
         let output = run("a long prefix that makes it long ").await;
         assert_eq!(output.handle, "tooLoud");
-        assert_eq!(output.value, json!("a long prefix that makes it long hia long prefix that makes it long hi"));
+        assert_eq!(*output.value, json!("a long prefix that makes it long hia long prefix that makes it long hi"));
     }
 }

@@ -1,5 +1,7 @@
 //! `forEach`: runs a flow once per item of a list, some at a time, outputs in item order.
 
+use std::sync::Arc;
+
 use futures_util::StreamExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -136,7 +138,7 @@ async fn run_items(
                     step.node_id,
                     ChildRun {
                         flow: child,
-                        input: item,
+                        input: Arc::new(item),
                         item: Some(index as u64),
                         visit: step.visit,
                         resume: None,
@@ -151,7 +153,8 @@ async fn run_items(
     while let Some((index, end)) = runs.next().await {
         let failure = match end {
             Ok(ChildEnd::Completed(value)) => {
-                results[index] = value;
+                // The child's context is gone: its result is no longer shared.
+                results[index] = Arc::unwrap_or_clone(value);
                 continue;
             }
             Ok(ChildEnd::Failed(message)) => message,
@@ -180,6 +183,8 @@ async fn run_items(
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use serde_json::{Value, json};
 
     use super::*;
@@ -204,13 +209,13 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let env = env(dir.path())
             .child_ends(json!("b"), || ChildEnd::Failed("b is bad".into()))
-            .child_ends(Value::Null, || ChildEnd::Completed(json!("ok")));
+            .child_ends(Value::Null, || ChildEnd::Completed(json!("ok").into()));
         let input = json!({"data": {"rows": ["a", "b", "c"]}});
         let output = config("data.rows", false)
-            .run(&step("each", &input), &env)
+            .run(&step("each", &Arc::new(input.clone())), &env)
             .await
             .expect("runs");
-        assert_eq!(output.value, json!(["ok", {"error": "b is bad"}, "ok"]));
+        assert_eq!(*output.value, json!(["ok", {"error": "b is bad"}, "ok"]));
         let mut items: Vec<Option<u64>> = env.children.lock().expect("calls").iter().map(|call| call.item).collect();
         items.sort();
         assert_eq!(items, [Some(0), Some(1), Some(2)]);
@@ -221,9 +226,9 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let env = env(dir.path())
             .child_ends(json!(2), || ChildEnd::Failed("two".into()))
-            .child_ends(Value::Null, || ChildEnd::Completed(json!("ok")));
+            .child_ends(Value::Null, || ChildEnd::Completed(json!("ok").into()));
         let error = config("", true)
-            .run(&step("each", &json!([1, 2, 3])), &env)
+            .run(&step("each", &Arc::new(json!([1, 2, 3]))), &env)
             .await
             .expect_err("fails fast");
         assert_eq!((error.kind, error.message.as_str()), (StepErrorKind::ForEach, "item 1 failed: two"));
@@ -233,13 +238,13 @@ mod tests {
     async fn a_list_that_is_not_there_is_named() {
         let dir = tempfile::tempdir().expect("dir");
         let error = config("rows", false)
-            .run(&step("each", &json!({"other": []})), &env(dir.path()))
+            .run(&step("each", &Arc::new(json!({"other": []}))), &env(dir.path()))
             .await
             .expect_err("no rows");
         assert_eq!(error.message, "items: the previous output has no field `rows`");
         let env = env(dir.path()).template("each", "items", "{{ 42 }}");
         let error = config("{{ 42 }}", false)
-            .run(&step("each", &json!({})), &env)
+            .run(&step("each", &Arc::new(json!({}))), &env)
             .await
             .expect_err("not a list");
         assert_eq!(error.message, "items: `{{ 42 }}` is not a list: 42");

@@ -120,6 +120,8 @@ impl Kind for GateConfig {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use weft_scripted_llm::{Reply, Script, ScriptedLlm};
 
     use super::*;
@@ -142,8 +144,8 @@ mod tests {
             reasoning_effort: None,
         };
         let draft = json!("a draft that goes on and on");
-        let output = config.run(&step("check", &draft), &env).await.expect("judged");
-        assert_eq!((output.handle.as_str(), output.value), ("fail", draft));
+        let output = config.run(&step("check", &Arc::new(draft.clone())), &env).await.expect("judged");
+        assert_eq!((output.handle.as_str(), Arc::unwrap_or_clone(output.value)), ("fail", draft));
         assert_eq!(env.contents(EventType::LogicCheck), ["fail: too long"]);
         let request = &server.requests()[0];
         let asked = request.last_user_text().unwrap_or_default();

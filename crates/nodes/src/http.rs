@@ -213,6 +213,8 @@ fn failure_text(error: &reqwest::Error) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use serde_json::json;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -270,7 +272,7 @@ mod tests {
             body: Some(String::new()),
             ..HttpConfig::default()
         };
-        let output = config.run(&step("call", &json!({"id": 9})), &env).await.expect("sent");
+        let output = config.run(&step("call", &Arc::new(json!({"id": 9}))), &env).await.expect("sent");
         assert_eq!(output.value["status"], 200);
         assert_eq!(output.value["body"], json!({"ok": true}));
         let request = served.await.expect("served");
@@ -285,7 +287,7 @@ mod tests {
         let (base, _served) = answer_once(503).await;
         let env = FakeEnv::new().template("call", "url", &base);
         let error = HttpConfig::default()
-            .run(&step("call", &json!({})), &env)
+            .run(&step("call", &Arc::new(json!({}))), &env)
             .await
             .expect_err("503");
         assert_eq!(error.kind, StepErrorKind::Http);
@@ -296,7 +298,7 @@ mod tests {
             allow_error_status: true,
             ..HttpConfig::default()
         };
-        let output = allowed.run(&step("call", &json!({})), &env).await.expect("allowed");
+        let output = allowed.run(&step("call", &Arc::new(json!({}))), &env).await.expect("allowed");
         assert_eq!(output.value["status"], 503);
     }
 }

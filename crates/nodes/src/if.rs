@@ -249,6 +249,8 @@ pub(crate) fn holds(condition: &Condition, input: &Value) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use crate::step::fake::{FakeEnv, step};
     use serde_json::json;
@@ -263,15 +265,15 @@ mod tests {
         };
         let env = FakeEnv::new();
         let input = json!({"score": 7});
-        let output = config.run(&step("route", &input), &env).await.expect("runs");
-        assert_eq!((output.handle.as_str(), output.value), ("condition-1", input));
+        let output = config.run(&step("route", &Arc::new(input.clone())), &env).await.expect("runs");
+        assert_eq!((output.handle.as_str(), Arc::unwrap_or_clone(output.value)), ("condition-1", input));
         let output = config
-            .run(&step("route", &json!({"score": 1})), &env)
+            .run(&step("route", &Arc::new(json!({"score": 1}))), &env)
             .await
             .expect("runs");
         assert_eq!(output.handle, "false");
         let output = config
-            .run(&step("route", &json!("Please CANCEL it")), &env)
+            .run(&step("route", &Arc::new(json!("Please CANCEL it"))), &env)
             .await
             .expect("runs");
         assert_eq!(output.handle, "condition-0");

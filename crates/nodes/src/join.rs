@@ -26,6 +26,8 @@ impl Kind for JoinConfig {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use serde_json::json;
 
     use super::*;
@@ -35,9 +37,9 @@ mod tests {
     async fn passes_the_arrivals_on() {
         let arrived = json!({"left": 1, "right": 2});
         let output = JoinConfig::default()
-            .run(&step("join", &arrived), &FakeEnv::new())
+            .run(&step("join", &Arc::new(arrived.clone())), &FakeEnv::new())
             .await
             .expect("runs");
-        assert_eq!((output.value, output.handle.as_str()), (arrived, "output"));
+        assert_eq!((Arc::unwrap_or_clone(output.value), output.handle.as_str()), (arrived, "output"));
     }
 }

@@ -31,6 +31,8 @@ impl Kind for NoteConfig {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use serde_json::Value;
 
     use super::*;
@@ -39,7 +41,7 @@ mod tests {
     #[tokio::test]
     async fn a_note_asked_to_run_says_it_never_runs() {
         let error = NoteConfig::default()
-            .run(&step("hint", &Value::Null), &FakeEnv::new())
+            .run(&step("hint", &Arc::new(Value::Null)), &FakeEnv::new())
             .await
             .expect_err("never runs");
         assert_eq!(error.kind, StepErrorKind::Internal);

@@ -23,6 +23,8 @@ impl Kind for OutputConfig {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use serde_json::json;
 
     use super::*;
@@ -31,10 +33,10 @@ mod tests {
     #[tokio::test]
     async fn passes_its_input_on_as_the_runs_result() {
         let output = OutputConfig::default()
-            .run(&step("end", &json!("done")), &FakeEnv::new())
+            .run(&step("end", &Arc::new(json!("done"))), &FakeEnv::new())
             .await
             .expect("runs");
         assert!(output.is_result);
-        assert_eq!(output.value, json!("done"));
+        assert_eq!(*output.value, json!("done"));
     }
 }

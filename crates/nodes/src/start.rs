@@ -41,6 +41,8 @@ impl Kind for StartConfig {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use serde_json::json;
 
     use super::*;
@@ -50,10 +52,10 @@ mod tests {
     async fn the_run_input_is_the_output_and_is_logged() {
         let env = FakeEnv::new().initial(json!({"ticket": 7}));
         let output = StartConfig::default()
-            .run(&step("start", &Value::Null), &env)
+            .run(&step("start", &Arc::new(Value::Null)), &env)
             .await
             .expect("runs");
-        assert_eq!((output.value, output.handle.as_str()), (json!({"ticket": 7}), "output"));
+        assert_eq!((Arc::unwrap_or_clone(output.value), output.handle.as_str()), (json!({"ticket": 7}), "output"));
         assert_eq!(env.contents(EventType::StartPrompt), [r#"{"ticket":7}"#]);
     }
 }

@@ -88,6 +88,8 @@ impl Kind for SubflowConfig {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use serde_json::{Value, json};
 
     use super::*;
@@ -109,12 +111,12 @@ mod tests {
     #[tokio::test]
     async fn the_child_runs_with_the_input_and_its_result_is_the_output() {
         let dir = tempfile::tempdir().expect("dir");
-        let env = env_with_child(dir.path()).child_ends(Value::Null, || ChildEnd::Completed(json!("child said hi")));
+        let env = env_with_child(dir.path()).child_ends(Value::Null, || ChildEnd::Completed(json!("child said hi").into()));
         let output = config(OnError::Raise)
-            .run(&step("sub", &json!("hi")), &env)
+            .run(&step("sub", &Arc::new(json!("hi"))), &env)
             .await
             .expect("runs");
-        assert_eq!(output.value, json!("child said hi"));
+        assert_eq!(*output.value, json!("child said hi"));
         let calls = env.children.lock().expect("calls").clone();
         assert_eq!((calls[0].node_id.as_str(), calls[0].input.clone()), ("sub", json!("hi")));
     }
@@ -124,15 +126,15 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let env = env_with_child(dir.path()).child_ends(Value::Null, || ChildEnd::Failed("boom".into()));
         let error = config(OnError::Raise)
-            .run(&step("sub", &json!({})), &env)
+            .run(&step("sub", &Arc::new(json!({}))), &env)
             .await
             .expect_err("raised");
         assert_eq!((error.kind, error.message.as_str()), (StepErrorKind::Subflow, "child.json: boom"));
         let caught = config(OnError::Catch)
-            .run(&step("sub", &json!({})), &env)
+            .run(&step("sub", &Arc::new(json!({}))), &env)
             .await
             .expect("caught");
-        assert_eq!(caught.value, json!({"error": {"message": "boom", "nodeId": "sub"}}));
+        assert_eq!(*caught.value, json!({"error": {"message": "boom", "nodeId": "sub"}}));
     }
 
     #[tokio::test]
@@ -149,11 +151,12 @@ mod tests {
         };
         let env = env_with_child(dir.path()).child_ends(Value::Null, move || ChildEnd::Paused(pause()));
         let output = config(OnError::Raise)
-            .run(&step("sub", &json!({})), &env)
+            .run(&step("sub", &Arc::new(json!({}))), &env)
             .await
             .expect("paused");
         assert!(matches!(output.wait, Some(Wait::Child(ChildPause { ref path, .. })) if path == "review"));
-        let mut resumed = step("sub", &Value::Null);
+        let null = Arc::new(Value::Null);
+        let mut resumed = step("sub", &null);
         resumed.resume = Some(ChildResume {
             pause: pause(),
             answer: json!({"decision": "approve", "note": ""}),
@@ -168,7 +171,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let env = FakeEnv::new().folder(dir.path());
         let error = config(OnError::Catch)
-            .run(&step("sub", &json!({})), &env)
+            .run(&step("sub", &Arc::new(json!({}))), &env)
             .await
             .expect_err("no file");
         assert_eq!(error.kind, StepErrorKind::Subflow);

@@ -50,6 +50,8 @@ impl Kind for TemplateConfig {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use serde_json::json;
 
     use super::*;
@@ -61,21 +63,21 @@ mod tests {
             .template("t", "template", r#"{"n": {{ n * 2 }}}"#)
             .template("bad", "template", "not json");
         let text = TemplateConfig::default()
-            .run(&step("t", &json!({"n": 21})), &env)
+            .run(&step("t", &Arc::new(json!({"n": 21}))), &env)
             .await
             .expect("renders");
-        assert_eq!(text.value, json!(r#"{"n": 42}"#));
+        assert_eq!(*text.value, json!(r#"{"n": 42}"#));
         let parsed = TemplateConfig {
             parse_json: true,
             ..TemplateConfig::default()
         };
-        let value = parsed.run(&step("t", &json!({"n": 21})), &env).await.expect("parses");
-        assert_eq!(value.value, json!({"n": 42}));
-        let error = parsed.run(&step("bad", &json!({})), &env).await.expect_err("not json");
+        let value = parsed.run(&step("t", &Arc::new(json!({"n": 21}))), &env).await.expect("parses");
+        assert_eq!(*value.value, json!({"n": 42}));
+        let error = parsed.run(&step("bad", &Arc::new(json!({}))), &env).await.expect_err("not json");
         assert_eq!(error.kind, StepErrorKind::Template);
         assert!(error.message.starts_with("parseJson: the rendered text is not JSON"), "{error}");
         let unknown = TemplateConfig::default()
-            .run(&step("t", &json!("no n here")), &env)
+            .run(&step("t", &Arc::new(json!("no n here"))), &env)
             .await
             .expect_err("n is not defined");
         assert!(unknown.message.contains("`n`"), "{unknown}");

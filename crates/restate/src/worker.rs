@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use restate_sdk::prelude::*;
@@ -409,7 +410,7 @@ async fn outcome_from(engine: &Engine, outcome: RunOutcome) -> HandlerResult<Out
         deadline,
         run_id: outcome.run_id,
         status: outcome.status,
-        result: outcome.result,
+        result: outcome.result.map(Arc::unwrap_or_clone),
         error: outcome.error,
         pause_seq,
     })

@@ -138,7 +138,7 @@ impl FlowTools {
         }
         Ok(match outcome.status {
             RunStatus::Completed => {
-                let result = outcome.result.unwrap_or(Value::Null);
+                let result = outcome.result.map_or(Value::Null, Arc::unwrap_or_clone);
                 let text = match &result {
                     Value::String(text) => text.clone(),
                     other => other.to_string(),

@@ -114,8 +114,10 @@ pub(super) fn insert_batch(
     let (Some(first), Some(last)) = (events.first(), events.last()) else {
         return Ok(());
     };
-    // ~150 bytes an event; one allocation for most batches.
-    let mut json = Vec::with_capacity(events.len() * 192 + 2);
+    // ~150 bytes an event beside its content; one allocation for most batches, and no more
+    // than the batch needs for one with a large output in it.
+    let content: usize = events.iter().map(|event| event.content.len()).sum();
+    let mut json = Vec::with_capacity(content + content / 16 + events.len() * 192 + 2);
     json.push(b'[');
     for (index, event) in events.iter().enumerate() {
         if index > 0 {

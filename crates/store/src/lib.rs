@@ -27,6 +27,7 @@
 //! they are expected to be RFC 3339 UTC strings, which sort chronologically as text.
 
 mod events;
+mod json;
 mod lease;
 mod llm_calls;
 mod node_outputs;
@@ -38,6 +39,7 @@ mod sql;
 mod sqlite;
 mod versions;
 mod writer;
+pub use json::json_text;
 pub use writer::OUTAGE_LIMIT;
 
 pub use llm_calls::{CallUsage, RecordedCall};
@@ -271,7 +273,9 @@ impl Trigger {
 #[serde(rename_all = "camelCase")]
 pub struct QueuedStep {
     pub node_id: String,
-    pub input: Value,
+    /// Shared, not copied, with the output it came from: a large value passed along a chain
+    /// of steps is held once.
+    pub input: Arc<Value>,
     pub source_node_id: Option<String>,
 }
 
@@ -658,29 +662,33 @@ impl Store {
     /// Queues the creation of a run with status `running`, leased to this process. A run with
     /// the same id is an error reported by the next [`Store::flush`].
     pub fn create_run(&self, run: &NewRun) {
-        self.send(creation(run));
+        self.send(creation(run.clone()));
     }
 
     /// Queues the creation of a run together with the node outputs it starts from and its
     /// first checkpoint, committed in one transaction: a run that is in the store can always
     /// be continued, whenever its process dies.
-    pub fn create_run_with(
+    /// Taken whole: its texts (the flow, the pins) are stored as they are, not copied.
+    pub fn create_run_with<'o>(
         &self,
-        run: &NewRun,
-        outputs: &[(String, Value)],
+        run: NewRun,
+        outputs: impl IntoIterator<Item = (&'o str, &'o Value)>,
         checkpoint: &Checkpoint,
     ) {
-        let mut writes = vec![creation(run)];
-        writes.extend(outputs.iter().map(|(node_id, output)| {
+        let outputs = outputs.into_iter();
+        let (run_id, at) = (run.id.clone(), run.started_at.clone());
+        let mut writes = Vec::with_capacity(outputs.size_hint().0 + 2);
+        writes.push(creation(run));
+        writes.extend(outputs.map(|(node_id, output)| {
             node_output(
-                run.id.as_str(),
-                node_id.clone(),
-                output,
+                run_id.as_str(),
+                node_id.to_string(),
+                json_text(output),
                 0,
-                run.started_at.as_str(),
+                at.as_str(),
             )
         }));
-        writes.push(checkpointing(&run.id, checkpoint, &run.started_at));
+        writes.push(checkpointing(&run_id, checkpoint, &at));
         self.send(Write::Together(writes));
     }
 
@@ -773,10 +781,23 @@ impl Store {
         visits: u64,
         at: impl Into<Arc<str>>,
     ) {
+        self.put_node_output_json(run_id, node_id, json_text(output), visits, at);
+    }
+
+    /// [`Store::put_node_output`] of an output already written as JSON (`output_json`), as
+    /// the engine has it for every output but a text.
+    pub fn put_node_output_json(
+        &self,
+        run_id: impl Into<Arc<str>>,
+        node_id: impl Into<String>,
+        output_json: String,
+        visits: u64,
+        at: impl Into<Arc<str>>,
+    ) {
         self.send(node_output(
             run_id,
             node_id.into(),
-            output,
+            output_json,
             visits,
             at.into(),
         ));
@@ -831,7 +852,7 @@ impl Store {
         self.send(Write::Finish {
             run_id: run_id.to_string(),
             status,
-            result_json: result.map(Value::to_string),
+            result_json: result.map(json_text),
             error: error.map(str::to_string),
             at: at.to_string(),
         });
@@ -1111,9 +1132,10 @@ impl Store {
     }
 
     fn send(&self, write: Write) {
+        let large = write.is_large();
         match self.inner.shared.push(Message::Write(write), false) {
             Ok(queued) if queued.wake => self.wake_writer(),
-            Ok(queued) if queued.count >= PILED_UP => self.expect_wait(),
+            Ok(queued) if queued.count >= PILED_UP || large => self.expect_wait(),
             Ok(_) => {}
             // The next flush reports this too (the writer is gone).
             Err(writer::WriterGone) => {
@@ -1350,18 +1372,18 @@ fn to_u64(run_id: &str, what: &str, value: i64) -> Result<u64, StoreError> {
     u64::try_from(value).map_err(|_| corrupt(run_id, format!("{what} {value} is negative")))
 }
 
-fn creation(run: &NewRun) -> Write {
+fn creation(run: NewRun) -> Write {
     Write::CreateRun(Box::new(writer::CreateRun {
-        id: run.id.clone(),
-        flow_name: run.flow_name.clone(),
-        flow_path: run.flow_path.clone(),
-        flow_json: run.flow_json.clone(),
-        flow_version: run.flow_version.clone(),
-        version_path: run.version_path.clone(),
-        input_json: run.input.to_string(),
-        pins_json: run.pins_json.clone(),
-        started_at: run.started_at.clone(),
-        host: run.host.clone(),
+        input_json: json_text(&run.input),
+        id: run.id,
+        flow_name: run.flow_name,
+        flow_path: run.flow_path,
+        flow_json: run.flow_json,
+        flow_version: run.flow_version,
+        version_path: run.version_path,
+        pins_json: run.pins_json,
+        started_at: run.started_at,
+        host: run.host,
         trigger_json: run
             .trigger
             .as_ref()
@@ -1388,14 +1410,14 @@ fn checkpointing(run_id: &str, checkpoint: &Checkpoint, at: &str) -> Write {
 fn node_output(
     run_id: impl Into<Arc<str>>,
     node_id: String,
-    output: &Value,
+    output_json: String,
     visits: u64,
     at: impl Into<Arc<str>>,
 ) -> Write {
     Write::NodeOutput {
         run_id: run_id.into(),
         node_id,
-        output_json: output.to_string(),
+        output_json,
         visits,
         at: at.into(),
     }

@@ -1,6 +1,8 @@
 //! The `queue` table: the steps a paused run will start when it goes on, in order; for a running
 //! run, the steps that were running or queued at its last checkpoint, by key.
 
+use std::sync::Arc;
+
 use super::sql::{Db, params};
 use super::{QueuedStep, StepRow, StoreError, StoredStep, parse_json, to_i64, to_u64};
 
@@ -84,7 +86,11 @@ pub(super) fn list(db: &mut dyn Db, run_id: &str) -> Result<Vec<StoredStep>, Sto
         steps.push(StoredStep {
             key: to_u64(run_id, "queue position", row.int("position")?)?,
             step: QueuedStep {
-                input: parse_json(run_id, &format!("queued input of node {node_id}"), &input)?,
+                input: Arc::new(parse_json(
+                    run_id,
+                    &format!("queued input of node {node_id}"),
+                    &input,
+                )?),
                 node_id,
                 source_node_id: row.opt_text("source_node_id")?,
             },

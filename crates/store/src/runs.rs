@@ -1,6 +1,8 @@
 //! The `runs` table: one row per run with its status, flow, input, result, the step a paused run
 //! waits on, and the engine's saved state.
 
+use std::sync::Arc;
+
 use super::sql::{Db, Row, params};
 use super::versions::{self, FlowVersionUse, VersionUseKind};
 use super::{
@@ -425,7 +427,7 @@ pub(super) fn load(db: &mut dyn Db, run_id: &str) -> Result<RunRecord, StoreErro
         (None, _) => None,
         (Some(node_id), Some(input)) => Some(QueuedStep {
             node_id: node_id.clone(),
-            input: parse_json(run_id, "waiting input", &input)?,
+            input: Arc::new(parse_json(run_id, "waiting input", &input)?),
             source_node_id: row.opt_text("waiting_source_node_id")?,
         }),
         (Some(node_id), None) => {

@@ -46,7 +46,7 @@ fn event(run_id: &str, seq: u64, kind: EventType, node_id: Option<&str>) -> RunE
 fn step(node_id: &str, n: i64, source: Option<&str>) -> QueuedStep {
     QueuedStep {
         node_id: node_id.to_string(),
-        input: json!({"n": n}),
+        input: json!({"n": n}).into(),
         source_node_id: source.map(str::to_string),
     }
 }
@@ -1285,8 +1285,8 @@ fn a_run_is_created_with_its_seed_outputs_and_first_checkpoint_in_one_write(at: 
         visit: None,
     };
     store.create_run_with(
-        &new_run("run-w", &ts(0)),
-        &[("draft".to_string(), json!("earlier text"))],
+        new_run("run-w", &ts(0)),
+        [("draft", &json!("earlier text"))],
         &Checkpoint {
             added: vec![first.clone()],
             removed: Vec::new(),
@@ -1313,8 +1313,8 @@ fn a_run_whose_first_checkpoint_cannot_be_stored_is_not_stored_at_all(at: &Locat
         visit: Some(u64::MAX),
     };
     store.create_run_with(
-        &new_run("run-half", &ts(0)),
-        &[("draft".to_string(), json!("earlier text"))],
+        new_run("run-half", &ts(0)),
+        [("draft", &json!("earlier text"))],
         &Checkpoint {
             added: vec![unstorable],
             removed: Vec::new(),

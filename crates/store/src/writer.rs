@@ -143,7 +143,31 @@ pub(super) enum Write {
     },
 }
 
+/// A write whose texts come to this many bytes is committed without waiting for the run's
+/// end: the run's memory does not hold every large output it has made until then.
+pub(super) const LARGE_WRITE_BYTES: usize = 1024 * 1024;
+
 impl Write {
+    /// Whether this write's texts come to [`LARGE_WRITE_BYTES`] or more.
+    pub(super) fn is_large(&self) -> bool {
+        let bytes = match self {
+            Write::CreateRun(run) => {
+                run.flow_json.len()
+                    + run.input_json.len()
+                    + run.pins_json.as_ref().map_or(0, String::len)
+            }
+            Write::Event { event, .. } => event.content.len(),
+            Write::NodeOutput { output_json, .. } => output_json.len(),
+            Write::Pause { state_json, .. }
+            | Write::Checkpoint { state_json, .. }
+            | Write::SetState { state_json, .. } => state_json.len(),
+            Write::Finish { result_json, .. } => result_json.as_ref().map_or(0, String::len),
+            Write::Together(writes) => return writes.iter().any(Write::is_large),
+            _ => 0,
+        };
+        bytes >= LARGE_WRITE_BYTES
+    }
+
     /// What this write was, for error messages.
     fn describe(&self) -> String {
         match self {

@@ -25,9 +25,10 @@ use bounded::{BoundedText, Stopped, Watch};
 use nesting::check_nesting;
 
 /// Latest output of every node that has finished in this run; shared by the running steps
-/// and read lazily by templates (`nodes.<id>`), so rendering never copies all outputs.
+/// and read lazily by templates (`nodes.<id>`), so rendering never copies all outputs. Each
+/// output is shared with the step that gave it and the steps it went on to, not copied.
 #[derive(Debug, Default)]
-pub struct NodeOutputs(RwLock<weft_flow::ByNode<Value>>);
+pub struct NodeOutputs(RwLock<weft_flow::ByNode<Arc<Value>>>);
 
 impl NodeOutputs {
     #[cfg(test)]
@@ -37,16 +38,20 @@ impl NodeOutputs {
 
     /// `outputs`, with room for `nodes` outputs: a long run does not grow (and rehash) the map
     /// step by step.
-    pub fn with_room(outputs: HashMap<String, Value>, nodes: usize) -> NodeOutputs {
+    pub fn with_room<V: Into<Arc<Value>>>(
+        outputs: impl IntoIterator<Item = (String, V)>,
+        nodes: usize,
+    ) -> NodeOutputs {
+        let outputs = outputs.into_iter();
         let mut map = weft_flow::ByNode::with_capacity_and_hasher(
-            nodes.max(outputs.len()),
+            nodes.max(outputs.size_hint().0),
             Default::default(),
         );
-        map.extend(outputs);
+        map.extend(outputs.map(|(id, value)| (id, value.into())));
         NodeOutputs(RwLock::new(map))
     }
 
-    pub fn set(&self, node_id: &str, value: Value) {
+    pub fn set(&self, node_id: &str, value: Arc<Value>) {
         if let Ok(mut map) = self.0.write() {
             match map.get_mut(node_id) {
                 Some(slot) => *slot = value,
@@ -57,23 +62,33 @@ impl NodeOutputs {
         }
     }
 
-    pub(crate) fn get(&self, node_id: &str) -> Option<Value> {
-        self.with(node_id, Value::clone)
+    /// Node `node_id`'s output (shared, not copied).
+    pub fn get(&self, node_id: &str) -> Option<Arc<Value>> {
+        self.0.read().ok()?.get(node_id).cloned()
     }
 
-    /// `read` applied to node `node_id`'s output, without copying it.
+    /// `read` applied to node `node_id`'s output, under the lock.
     pub(crate) fn with<R>(&self, node_id: &str, read: impl FnOnce(&Value) -> R) -> Option<R> {
-        self.0.read().ok()?.get(node_id).map(read)
+        self.0.read().ok()?.get(node_id).map(|value| read(value))
     }
 
-    pub fn snapshot(&self) -> HashMap<String, Value> {
+    /// Every output, shared, by node id.
+    pub fn snapshot(&self) -> HashMap<String, Arc<Value>> {
         self.0
             .read()
             .map(|map| {
                 map.iter()
-                    .map(|(id, value)| (id.clone(), value.clone()))
+                    .map(|(id, value)| (id.clone(), Arc::clone(value)))
                     .collect()
             })
+            .unwrap_or_default()
+    }
+
+    /// The ids of the nodes with an output.
+    fn node_ids(&self) -> Vec<String> {
+        self.0
+            .read()
+            .map(|map| map.keys().cloned().collect())
             .unwrap_or_default()
     }
 }
@@ -88,14 +103,14 @@ impl Object for NodesView {
 
     fn get_value(self: &Arc<Self>, key: &minijinja::Value) -> Option<minijinja::Value> {
         let value = self.0.get(key.as_str()?)?;
-        Some(minijinja::Value::from(Serde(&value)))
+        Some(minijinja::Value::from(Serde(&*value)))
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {
         let mut keys: Vec<minijinja::Value> = self
             .0
-            .snapshot()
-            .into_keys()
+            .node_ids()
+            .into_iter()
             .map(minijinja::Value::from)
             .collect();
         keys.sort();
@@ -509,13 +524,15 @@ fn missing_part(name: &str, scope: &Scope<'_>) -> Option<TemplateError> {
     let mut parts = name.split('.');
     let head = parts.next()?;
     let unknown = |name: String, hint: String| Some(TemplateError::UnknownName { name, hint });
-    let current: Value = match head {
+    // Read in place: the values may be large, and only a path is looked up in them.
+    let node_output;
+    let current: &Value = match head {
         "PREVIOUS_OUTPUT" => return None,
-        "input" => scope.input.clone(),
-        "initial" => Value::clone(scope.initial),
-        "vars" => Value::clone(scope.vars),
+        "input" => scope.input,
+        "initial" => scope.initial,
+        "vars" => scope.vars,
         "approval" => match scope.approval {
-            Some(value) => Value::clone(value),
+            Some(value) => value,
             None => {
                 return unknown(
                     head.into(),
@@ -526,7 +543,10 @@ fn missing_part(name: &str, scope: &Scope<'_>) -> Option<TemplateError> {
         "nodes" => {
             let id = parts.next()?;
             match scope.nodes.get(id) {
-                Some(value) => value,
+                Some(value) => {
+                    node_output = value;
+                    &node_output
+                }
                 None => {
                     return unknown(
                         format!("nodes.{id}"),
@@ -536,7 +556,7 @@ fn missing_part(name: &str, scope: &Scope<'_>) -> Option<TemplateError> {
             }
         }
         field => match scope.input.get(field) {
-            Some(value) => value.clone(),
+            Some(value) => value,
             None => {
                 let keys = match scope.input {
                     Value::Object(map) if !map.is_empty() => {
@@ -554,7 +574,7 @@ fn missing_part(name: &str, scope: &Scope<'_>) -> Option<TemplateError> {
     };
     let kept = if head == "nodes" { 2 } else { 1 };
     let rest: Vec<&str> = name.split('.').skip(kept).collect();
-    match weft_flow::path::resolve(&current, &rest.join(".")) {
+    match weft_flow::path::resolve(current, &rest.join(".")) {
         Ok(_) => None,
         Err(resolved) => {
             let path: Vec<&str> = name.split('.').take(kept + resolved + 1).collect();

@@ -331,7 +331,7 @@ impl Shared {
             Ok(RunFacts::of(
                 record.input.clone(),
                 outcome.status,
-                outcome.result,
+                outcome.result.map(Arc::unwrap_or_clone),
                 outcome.error,
                 &events,
                 outputs,
@@ -436,7 +436,7 @@ impl Shared {
         }
         let said = match &assertion.check {
             Check::Rubric { .. } => self.rubric_verdict(&outcome).await,
-            _ => flow_verdict(outcome.result.as_ref()),
+            _ => flow_verdict(outcome.result.as_deref()),
         };
         match said {
             Ok((passed, reason)) => {
@@ -454,7 +454,7 @@ impl Shared {
 
     /// The rubric judge's verdict: its result (`pass`/`fail`) and the reason its gate logged.
     async fn rubric_verdict(&self, outcome: &RunOutcome) -> Result<(bool, String), String> {
-        let passed = outcome.result.as_ref().and_then(Value::as_str) == Some("pass");
+        let passed = outcome.result.as_deref().and_then(Value::as_str) == Some("pass");
         let store = self.engine.store().clone();
         let run_id = outcome.run_id.clone();
         let events = blocking(move || store.events(&run_id))

@@ -404,6 +404,76 @@ async fn a_pinned_node_does_not_run_and_stays_pinned_across_a_resume() {
 }
 
 #[test]
+fn a_paused_runs_state_names_the_nodes_of_its_result_not_their_values() {
+    // start → out (output), and start → after (template) → review (approval) → done
+    // (template): the result is `out`'s value.
+    let flow = json!({
+        "version": 1,
+        "name": "Result kept",
+        "nodes": [
+            node("start", "start", json!({ "initialInput": "the first answer" })),
+            node("out", "output", json!({})),
+            node("after", "template", json!({ "template": "a draft" })),
+            node("review", "approval", json!({ "message": "go on?" })),
+            node("done", "template", json!({ "template": "done" })),
+        ],
+        "edges": [
+            edge("e1", "start", "out", None),
+            edge("e2", "start", "after", None),
+            edge("e3", "after", "review", None),
+            edge("e4", "review", "done", Some("approve")),
+        ]
+    });
+    let sandbox = Sandbox::new();
+    let db = sandbox.db_arg();
+    let path = sandbox.flow("kept.json", &flow);
+    let state_of = |run_id: &str| -> Value {
+        let text: String = rusqlite::Connection::open(sandbox.db())
+            .expect("sqlite")
+            .query_row(
+                "SELECT state_json FROM runs WHERE id = ?1",
+                [run_id],
+                |row| row.get(0),
+            )
+            .expect("the run's state");
+        serde_json::from_str(&text).expect("state JSON")
+    };
+
+    let ran = sandbox.run(&["run", &path, "--db", &db]);
+    assert_eq!(ran.code, Some(3), "{ran:?}");
+    let run_id = common::paused_run_id(&ran);
+    // Each checkpoint writes the state whole: it names the nodes, whose outputs are stored
+    // once, rather than carrying their values again.
+    let state = state_of(&run_id);
+    assert_eq!(state["lastOutputNode"], json!("out"), "{state}");
+    assert!(
+        ["out", "after"].contains(&state["lastFinishedNode"].as_str().unwrap_or("")),
+        "{state}"
+    );
+    assert!(!state.to_string().contains("the first answer"), "{state}");
+    let ran = sandbox.run(&["resume", &run_id, "--decision", "approve", "--db", &db]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout.trim(), "the first answer");
+
+    // A run paused by a Weft from before kept the values in its state: they still count.
+    let ran = sandbox.run(&["run", &path, "--db", &db]);
+    let run_id = common::paused_run_id(&ran);
+    rusqlite::Connection::open(sandbox.db())
+        .expect("sqlite")
+        .execute(
+            "UPDATE runs SET state_json = json_set(json_remove(state_json, \
+             '$.lastOutputNode', '$.lastFinishedNode'), \
+             '$.lastOutput', 'kept by an older Weft', '$.lastFinished', 'after it') \
+             WHERE id = ?1",
+            [&run_id],
+        )
+        .expect("the state as an older Weft wrote it");
+    let ran = sandbox.run(&["resume", &run_id, "--decision", "approve", "--db", &db]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout.trim(), "kept by an older Weft");
+}
+
+#[test]
 fn pins_that_cannot_apply_are_refused_before_anything_runs() {
     let sandbox = Sandbox::new();
     let db = sandbox.db_arg();

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::emitter::Emitter;
 use super::graph::Graph;
 use super::llm_log::LlmLog;
-use crate::pins::Pins;
+use crate::pins::SharedPins;
 use weft_event::EventType;
 use weft_flow::{Flow, Node};
 use weft_nodes::{Decision, NodeConfig};
@@ -72,17 +72,17 @@ pub(crate) struct RunContext {
     /// Approvals answered in advance, by node id (`sub/review` for one inside subflow `sub`).
     pub(crate) decisions: HashMap<String, Decision>,
     /// Pinned outputs by node id: these nodes do not run ([`crate::pins`]).
-    pub(crate) pins: Pins,
+    pub(crate) pins: SharedPins,
 }
 
 /// What a run keeps between steps that a nested or resumed run starts from.
 pub(crate) struct ContextSeed {
-    pub initial: Value,
-    pub outputs: HashMap<String, Value>,
+    pub initial: Arc<Value>,
+    pub outputs: HashMap<String, Arc<Value>>,
     pub approval: Option<Value>,
     pub histories: HashMap<String, Vec<ChatMessage>>,
     /// Outputs that stand for their nodes, which then do not run ([`crate::pins`]).
-    pub pins: Pins,
+    pub pins: SharedPins,
     /// A person let the run go on past its budget.
     pub budget_lifted: bool,
 }
@@ -129,7 +129,7 @@ impl RunContext {
             depth,
             graph,
             outputs: Arc::new(NodeOutputs::with_room(seed.outputs, nodes)),
-            initial: Arc::new(seed.initial),
+            initial: seed.initial,
             vars,
             approval: RwLock::new(seed.approval.map(Arc::new)),
             histories: Mutex::new(seed.histories),

@@ -45,7 +45,7 @@ pub use emitter::EventListener;
 pub use llm_log::RecordedAnswers;
 
 use crate::breakpoints::{BreakWhen, Breakpoint, check_breakpoints};
-use crate::pins::{Pins, check_pins};
+use crate::pins::{self, Pins, check_pins};
 use crate::trace::{RunTrace, TraceStart, Tracer};
 use context::{ContextSeed, RunContext, RunShared, Services};
 use emitter::{Emitter, now};
@@ -139,8 +139,8 @@ pub struct RunOutcome {
     pub run_id: String,
     pub status: RunStatus,
     /// The run's result when it completed: the last `output` node's value, else the last finished
-    /// node's.
-    pub result: Option<Value>,
+    /// node's. Shared with the run's outputs: a large result is not copied to be handed over.
+    pub result: Option<Arc<Value>>,
     pub error: Option<String>,
     /// What a paused run waits for.
     pub waiting: Option<Waiting>,
@@ -472,7 +472,7 @@ impl Engine {
             .run_id
             .clone()
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        let initial = initial_value(&flow, options.input.as_deref());
+        let initial = Arc::new(initial_value(&flow, options.input.as_deref()));
         let mut state = SavedState {
             breakpoints: options.breakpoints,
             ..SavedState::default()
@@ -486,7 +486,7 @@ impl Engine {
                     .map(|node| node.id.clone());
                 let queue = start.map(|node_id| QueuedStep {
                     node_id,
-                    input: initial.clone(),
+                    input: Arc::clone(&initial),
                     source_node_id: None,
                 });
                 (queue.into_iter().collect(), HashMap::new())
@@ -505,7 +505,7 @@ impl Engine {
                 }
                 let step = QueuedStep {
                     node_id,
-                    input,
+                    input: Arc::new(input),
                     source_node_id: None,
                 };
                 (vec![step], outputs)
@@ -514,8 +514,7 @@ impl Engine {
         let store = self.store();
         let version = flow.version();
         // Kept once with the run, not in its state: a checkpoint would write them again.
-        let pins_json = (!options.pins.is_empty())
-            .then(|| serde_json::to_string(&options.pins).unwrap_or_default());
+        let pins_json = (!options.pins.is_empty()).then(|| weft_store::json_text(&options.pins));
         let new_run = NewRun {
             id: run_id.clone(),
             flow_name: flow.name.clone(),
@@ -529,21 +528,23 @@ impl Engine {
             flow_version: version.hash,
             version_path: options.flow_path.as_deref().map(weft_flow::version_path),
             pins_json,
-            input: initial.clone(),
+            input: Value::clone(&initial),
             started_at: now(),
             host: self.host.clone(),
             trigger: options.trigger.clone(),
         };
-        let seeded: Vec<(String, Value)> = outputs
-            .iter()
-            .map(|(node_id, value)| (node_id.clone(), value.clone()))
+        let outputs: HashMap<String, Arc<Value>> = outputs
+            .into_iter()
+            .map(|(node_id, value)| (node_id, Arc::new(value)))
             .collect();
+        // Stored with the run; shared with its context, not copied.
+        let seeded = outputs.clone();
         let seed = ContextSeed {
             initial,
             outputs,
             approval: None,
             histories: HashMap::new(),
-            pins: options.pins,
+            pins: pins::shared(options.pins),
             budget_lifted: false,
         };
         let events = Emitter::new(
@@ -572,7 +573,13 @@ impl Engine {
         let first = scheduler
             .take_checkpoint()
             .expect("a new run's scheduler checkpoints");
-        store.create_run_with(&new_run, &seeded, &first);
+        store.create_run_with(
+            new_run,
+            seeded
+                .iter()
+                .map(|(node_id, output)| (node_id.as_str(), &**output)),
+            &first,
+        );
         ctx.emit(EventType::RunStart, None, output_text(&ctx.initial));
         Ok(self.launch(ctx, scheduler))
     }
@@ -772,11 +779,11 @@ impl Engine {
             .clone()
             .ok_or_else(|| corrupt("the run is paused but waits for nothing".into()))?;
         let seed = ContextSeed {
-            initial: record.input.clone(),
+            initial: Arc::new(record.input.clone()),
             outputs: own_outputs(&flow, stored_outputs),
             approval: state.approval.clone(),
             histories: state.histories.clone(),
-            pins: run_pins(&record, &state)?,
+            pins: pins::shared(run_pins(&record, &state)?),
             budget_lifted: state.budget_lifted,
         };
         let events = Emitter::new(
@@ -900,11 +907,11 @@ impl Engine {
         let taken_before = state.decided.take().filter(|_| answer.is_none());
         let answer = answer.or_else(|| taken_before.clone());
         let seed = ContextSeed {
-            initial: record.input.clone(),
+            initial: Arc::new(record.input.clone()),
             outputs: own_outputs(&flow, stored_outputs),
             approval: state.approval.clone(),
             histories: state.histories.clone(),
-            pins: run_pins(&record, &state)?,
+            pins: pins::shared(run_pins(&record, &state)?),
             budget_lifted: state.budget_lifted,
         };
         let events = Emitter::new(
@@ -1253,7 +1260,7 @@ impl Engine {
                     .state
                     .waiting_input
                     .clone()
-                    .unwrap_or_else(|| paused.waiting.input.clone());
+                    .unwrap_or_else(|| Value::clone(&paused.waiting.input));
                 let pause = PauseRecord {
                     waiting: paused.waiting,
                     queue: paused.queue,
@@ -1274,19 +1281,26 @@ impl Engine {
             None => {
                 ctx.events.release_held();
                 let usage = ctx.events.total_usage();
-                let content = json!({ "status": end.status.as_str(), "result": end.result, "error": end.error });
-                ctx.events.emit_event(
-                    EventType::RunEnd,
-                    None,
-                    content.to_string(),
-                    None,
-                    Some(usage),
-                );
+                // Written out from the result in place (a large result is not copied into a
+                // `Value` first); the fields in the order `json!` gave them.
+                #[derive(Serialize)]
+                struct RunEndContent<'a> {
+                    error: Option<&'a str>,
+                    result: Option<&'a Value>,
+                    status: &'a str,
+                }
+                let content = weft_store::json_text(&RunEndContent {
+                    error: end.error.as_deref(),
+                    result: end.result.as_deref(),
+                    status: end.status.as_str(),
+                });
+                ctx.events
+                    .emit_event(EventType::RunEnd, None, content, None, Some(usage));
                 store.set_state(&ctx.run_id, &end.state, &at);
                 store.finish_run(
                     &ctx.run_id,
                     end.status,
-                    end.result.as_ref(),
+                    end.result.as_deref(),
                     end.error.as_deref(),
                     &at,
                 );
@@ -1320,13 +1334,13 @@ fn run_pins(record: &RunRecord, state: &SavedState) -> Result<Pins, RunError> {
     }
 }
 
-fn own_outputs(flow: &Flow, stored: Vec<NodeOutputRecord>) -> HashMap<String, Value> {
+fn own_outputs(flow: &Flow, stored: Vec<NodeOutputRecord>) -> HashMap<String, Arc<Value>> {
     stored
         .into_iter()
         .filter(|output| {
             flow.node(&output.node_id).is_some() && (output.visits > 0 || !output.output.is_null())
         })
-        .map(|output| (output.node_id, output.output))
+        .map(|output| (output.node_id, Arc::new(output.output)))
         .collect()
 }
 
@@ -1380,12 +1394,12 @@ impl PauseAnswer {
                 }
                 let input = state
                     .waiting_input
-                    .clone()
-                    .or_else(|| record.waiting.as_ref().map(|step| step.input.clone()))
-                    .unwrap_or_default();
+                    .as_ref()
+                    .or_else(|| record.waiting.as_ref().map(|step| &*step.input))
+                    .unwrap_or(&Value::Null);
                 decision
                     .clone()
-                    .checked(&state.waiting_fields, &input)
+                    .checked(&state.waiting_fields, input)
                     .map(|_| ())
                     .map_err(|problem| {
                         format!("the answer for `{node}` does not fit its form: {problem}; run {run_id} stays paused")
@@ -1464,7 +1478,9 @@ pub fn waiting_of(record: &RunRecord) -> Option<Waiting> {
         breakpoint: state.breakpoint.map(|stop| stop.when),
         fields: state.waiting_fields,
         deadline: state.deadline,
-        input: state.waiting_input.unwrap_or_else(|| waiting.input.clone()),
+        input: state
+            .waiting_input
+            .unwrap_or_else(|| Value::clone(&waiting.input)),
     })
 }
 

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::context::{ContextSeed, RunContext};
 use super::graph::Graph;
 use super::scheduler::{SavedState, Scheduler};
-use crate::pins::Pins;
+use crate::pins::SharedPins;
 use weft_event::RunStatus;
 use weft_nodes::step::{
     ChildEnd, ChildFlow, ChildPause, ChildRun, MAX_CHILD_DEPTH, StepError, StepErrorKind,
@@ -25,11 +25,11 @@ use weft_store::QueuedStep;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ChildState {
-    pub input: Value,
+    pub input: Arc<Value>,
     pub waiting: QueuedStep,
     pub queue: Vec<QueuedStep>,
     pub state: SavedState,
-    pub outputs: HashMap<String, Value>,
+    pub outputs: HashMap<String, Arc<Value>>,
 }
 
 fn subflow_error(message: String) -> StepError {
@@ -88,7 +88,7 @@ pub(crate) async fn run_child(
                 approval: saved.state.approval.clone(),
                 histories: saved.state.histories.clone(),
                 // Pins are of the top-level flow's nodes.
-                pins: Pins::new(),
+                pins: SharedPins::new(),
                 // The budget is the top-level run's.
                 budget_lifted: false,
             };
@@ -117,7 +117,7 @@ pub(crate) async fn run_child(
                 outputs: HashMap::new(),
                 approval: None,
                 histories: HashMap::new(),
-                pins: Pins::new(),
+                pins: SharedPins::new(),
                 budget_lifted: false,
             };
             (seed, queue, SavedState::default(), None)
@@ -145,7 +145,9 @@ pub(crate) async fn run_child(
     }
     let end = scheduler.run().await;
     Ok(match end.status {
-        RunStatus::Completed => ChildEnd::Completed(end.result.unwrap_or(Value::Null)),
+        RunStatus::Completed => {
+            ChildEnd::Completed(end.result.unwrap_or_else(|| Arc::new(Value::Null)))
+        }
         RunStatus::Cancelled => ChildEnd::Cancelled,
         RunStatus::Failed | RunStatus::Running | RunStatus::Interrupted => ChildEnd::Failed(
             end.error

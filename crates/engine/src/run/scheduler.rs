@@ -57,11 +57,19 @@ pub(crate) struct SavedState {
     pub approval: Option<Value>,
     #[serde(default)]
     pub histories: HashMap<String, Vec<ChatMessage>>,
-    /// The value of the last `output` node that ran.
-    #[serde(default)]
+    /// The last `output` node that ran: its output (in the run's outputs) is the run's result
+    /// so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_output_node: Option<String>,
+    /// The last node that finished: its output is the run's result if no `output` node runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_finished_node: Option<String>,
+    /// The value of the last `output` node, as a Weft from before [`SavedState::last_output_node`]
+    /// saved it (at every checkpoint): read, never written again.
+    #[serde(default, skip_serializing)]
     pub last_output: Option<Value>,
-    /// The output of the last node that finished.
-    #[serde(default)]
+    /// The last finished node's output, as such a Weft saved it.
+    #[serde(default, skip_serializing)]
     pub last_finished: Option<Value>,
     /// The rendered message of the step being waited on (innermost, for nested runs).
     #[serde(default)]
@@ -83,7 +91,7 @@ pub(crate) struct SavedState {
     pub parked: Vec<(QueuedStep, ChildPause)>,
     /// Outputs that arrived at each `join`, by source node, not yet joined.
     #[serde(default)]
-    pub joins: HashMap<String, BTreeMap<String, Value>>,
+    pub joins: HashMap<String, BTreeMap<String, Arc<Value>>>,
     /// "Run this node": the one node the run is about; nothing after it runs.
     #[serde(default)]
     pub only_node: Option<String>,
@@ -170,7 +178,7 @@ pub(crate) struct Paused {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SchedulerEnd {
     pub status: RunStatus,
-    pub result: Option<Value>,
+    pub result: Option<Arc<Value>>,
     pub error: Option<String>,
     pub paused: Option<Paused>,
     pub state: SavedState,
@@ -201,9 +209,15 @@ pub(crate) struct Scheduler {
     /// The text of the outputs this scheduler's steps gave, in bytes (see
     /// [`MAX_RUN_OUTPUT_BYTES`]).
     output_bytes: u64,
-    joins: HashMap<String, BTreeMap<String, Value>>,
-    last_output: Option<Value>,
-    last_finished: Option<Value>,
+    joins: HashMap<String, BTreeMap<String, Arc<Value>>>,
+    /// The last `output` node that ran and the last node that finished: their outputs (in
+    /// `ctx.outputs`, which holds each node's latest) are the run's result.
+    last_output: Option<String>,
+    last_finished: Option<String>,
+    /// Those outputs in a run paused by a Weft that kept the values rather than the nodes
+    /// ([`SavedState::last_output`]), until a node of this run replaces them.
+    earlier_output: Option<Arc<Value>>,
+    earlier_finished: Option<Arc<Value>>,
     failure: Option<String>,
     only_node: Option<String>,
     breakpoints: Vec<Breakpoint>,
@@ -301,8 +315,10 @@ impl Scheduler {
             max_visits,
             output_bytes: 0,
             joins: state.joins.clone(),
-            last_output: state.last_output.clone(),
-            last_finished: state.last_finished.clone(),
+            last_output: state.last_output_node.clone(),
+            last_finished: state.last_finished_node.clone(),
+            earlier_output: state.last_output.clone().map(Arc::new),
+            earlier_finished: state.last_finished.clone().map(Arc::new),
             failure: None,
             only_node: state.only_node.clone(),
             breakpoints: state.breakpoints.clone(),
@@ -606,7 +622,7 @@ impl Scheduler {
                     value
                 ),
             );
-            item.input = value;
+            item.input = Arc::new(value);
         }
         if step {
             self.step_from = Some(self.next_key);
@@ -622,7 +638,7 @@ impl Scheduler {
             },
             BreakWhen::After => {
                 if replaced {
-                    self.ctx.outputs.set(&node_id, item.input.clone());
+                    self.ctx.outputs.set(&node_id, Arc::clone(&item.input));
                     self.ctx.store().put_node_output(
                         Arc::clone(&self.ctx.run_id),
                         self.ctx.store_key(&node_id),
@@ -630,9 +646,9 @@ impl Scheduler {
                         stop.visit,
                         now(),
                     );
-                    self.last_finished = Some(item.input.clone());
+                    remember(&mut self.last_finished, &node_id);
                     if stop.is_result {
-                        self.last_output = Some(item.input.clone());
+                        remember(&mut self.last_output, &node_id);
                     }
                 }
                 self.route(&node_id, &stop.handle, &item.input);
@@ -676,7 +692,7 @@ impl Scheduler {
 
     /// A pinned node's step: shown as a step that ends at once with its pin, which goes on
     /// along `output`; the node itself does not run (no provider request, no code, no HTTP).
-    fn use_pin(&mut self, item: QueuedStep, visits: u64, pin: Value) {
+    fn use_pin(&mut self, item: QueuedStep, visits: u64, pin: Arc<Value>) {
         step_started(&self.ctx, &item);
         self.ctx.emit(
             EventType::LogicCheck,
@@ -851,13 +867,20 @@ impl Scheduler {
             .collect();
         for join in &ready {
             let arrived = self.joins.remove(join).unwrap_or_default();
-            let input = Value::Object(arrived.into_iter().collect::<Map<String, Value>>());
+            // Each arrived output is still the run's output of its node: copied into the
+            // joined object.
+            let input = Value::Object(
+                arrived
+                    .into_iter()
+                    .map(|(source, value)| (source, Arc::unwrap_or_clone(value)))
+                    .collect::<Map<String, Value>>(),
+            );
             let Some(visits) = self.count_visit(join) else {
                 return true;
             };
             let item = QueuedStep {
                 node_id: join.clone(),
-                input,
+                input: Arc::new(input),
                 source_node_id: None,
             };
             let ctx = Arc::clone(&self.ctx);
@@ -1012,7 +1035,7 @@ impl Scheduler {
         }
     }
 
-    fn route(&mut self, node_id: &str, handle: &str, value: &Value) {
+    fn route(&mut self, node_id: &str, handle: &str, value: &Arc<Value>) {
         if self.only_node.as_deref() == Some(node_id) {
             return;
         }
@@ -1020,7 +1043,7 @@ impl Scheduler {
         for target in ctx.graph.targets(node_id, handle) {
             let keyed = self.keyed(QueuedStep {
                 node_id: target.clone(),
-                input: value.clone(),
+                input: Arc::clone(value),
                 source_node_id: Some(node_id.to_string()),
             });
             self.queue.push_back(keyed);
@@ -1030,7 +1053,13 @@ impl Scheduler {
     /// A step finished with `value`: stored, shown (`step_end`), and remembered as a
     /// candidate for the run's result; or, when the value or all the run's outputs are
     /// larger than a run may keep, the run fails (false).
-    fn finish_step(&mut self, node_id: &str, value: &Value, is_result: bool, visits: u64) -> bool {
+    fn finish_step(
+        &mut self,
+        node_id: &str,
+        value: &Arc<Value>,
+        is_result: bool,
+        visits: u64,
+    ) -> bool {
         let text = output_text(value);
         let mib = |bytes: u64| bytes.div_ceil(1024 * 1024);
         if text.len() > MAX_VALUE_BYTES {
@@ -1057,19 +1086,24 @@ impl Scheduler {
             return false;
         }
         let ctx = &self.ctx;
-        ctx.outputs.set(node_id, value.clone());
-        ctx.store().put_node_output(
+        ctx.outputs.set(node_id, Arc::clone(value));
+        // The text of anything but a string (or null) is its JSON: copied, not written again.
+        let output_json = match &**value {
+            Value::String(_) | Value::Null => weft_store::json_text(&**value),
+            _ => text.clone(),
+        };
+        ctx.store().put_node_output_json(
             Arc::clone(&ctx.run_id),
             ctx.store_key(node_id),
-            value,
+            output_json,
             visits,
             now_shared(),
         );
         ctx.emit(EventType::StepEnd, Some(node_id), text);
         if is_result {
-            self.last_output = Some(value.clone());
+            remember(&mut self.last_output, node_id);
         }
-        self.last_finished = Some(value.clone());
+        remember(&mut self.last_finished, node_id);
         true
     }
 
@@ -1167,7 +1201,7 @@ impl Scheduler {
                     .emit(EventType::Error, Some(&item.node_id), error.message.clone());
                 if has_error_edge {
                     let payload = json!({ "message": error.message, "nodeId": item.node_id, "kind": error.kind });
-                    self.route(&item.node_id, "error", &payload);
+                    self.route(&item.node_id, "error", &Arc::new(payload));
                 } else {
                     self.fail_quietly(format!("node `{}` failed: {}", item.node_id, error.message));
                 }
@@ -1218,8 +1252,10 @@ impl Scheduler {
                 .lock()
                 .map(|map| map.clone())
                 .unwrap_or_default(),
-            last_output: self.last_output.clone(),
-            last_finished: self.last_finished.clone(),
+            last_output_node: self.last_output.clone(),
+            last_finished_node: self.last_finished.clone(),
+            last_output: None,
+            last_finished: None,
             waiting_message: None,
             waiting_fields: Vec::new(),
             waiting_input: None,
@@ -1246,6 +1282,19 @@ impl Scheduler {
         }
     }
 
+    /// The run's result: the last `output` node's value, else the last finished node's.
+    fn result(&self) -> Arc<Value> {
+        let output_of = |node: &Option<String>| {
+            node.as_deref()
+                .and_then(|node_id| self.ctx.outputs.get(node_id))
+        };
+        output_of(&self.last_output)
+            .or_else(|| self.earlier_output.clone())
+            .or_else(|| output_of(&self.last_finished))
+            .or_else(|| self.earlier_finished.clone())
+            .unwrap_or_else(|| Arc::new(Value::Null))
+    }
+
     fn end(mut self) -> SchedulerEnd {
         let mut state = SavedState {
             // Moved, not copied: a long run counted a visit for each of its nodes.
@@ -1264,7 +1313,7 @@ impl Scheduler {
                 } => {
                     let path = item.node_id.clone();
                     state.waiting_fields = fields;
-                    state.waiting_input = Some(item.input.clone());
+                    state.waiting_input = Some(Value::clone(&item.input));
                     state.deadline = deadline;
                     (item, path, message)
                 }
@@ -1303,12 +1352,7 @@ impl Scheduler {
             other => other,
         };
         let result = match status {
-            RunStatus::Completed => Some(
-                self.last_output
-                    .take()
-                    .or(self.last_finished.take())
-                    .unwrap_or(Value::Null),
-            ),
+            RunStatus::Completed => Some(self.result()),
             _ => None,
         };
         let error = match status {
@@ -1323,6 +1367,18 @@ impl Scheduler {
             paused: None,
             state,
         }
+    }
+}
+
+/// Keeps `node_id` in `slot`, in the text already there when it has room: the scheduler
+/// notes the node of every step that finishes.
+fn remember(slot: &mut Option<String>, node_id: &str) {
+    match slot {
+        Some(kept) => {
+            kept.clear();
+            kept.push_str(node_id);
+        }
+        None => *slot = Some(node_id.to_string()),
     }
 }
 

@@ -114,7 +114,7 @@ async fn an_approval_nobody_decides_in_time_takes_its_timeout_edge() {
     assert_eq!(ended.status, RunStatus::Completed, "{:?}", ended.error);
     assert_eq!(
         ended.result,
-        Some(json!("timeout: nobody decided within 0.3 s"))
+        Some(json!("timeout: nobody decided within 0.3 s").into())
     );
     let approval = engine
         .store()
@@ -192,7 +192,7 @@ async fn a_person_deciding_in_time_wins_over_the_timeout() {
         )
         .await
         .expect("resumes");
-    assert_eq!(decided.result, Some(json!("sent by ada")));
+    assert_eq!(decided.result, Some(json!("sent by ada").into()));
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert!(
         engine
@@ -288,9 +288,7 @@ async fn form_answers_reach_the_next_nodes_templates_and_a_wrong_one_leaves_the_
         .expect("resumes");
     assert_eq!(
         done.result,
-        Some(json!(
-            "Dear Ada, your 40 EUR are on their way. | warm | 40 | bob | approve"
-        ))
+        Some(json!("Dear Ada, your 40 EUR are on their way. | warm | 40 | bob | approve").into())
     );
     let events = engine.store().events(&paused.run_id).expect("events");
     let received = events
@@ -385,7 +383,7 @@ async fn an_approval_inside_a_subflow_times_out_by_its_own_limit() {
     let ended = settle_the_one_due_run(&engine).await;
     assert_eq!(
         ended.result,
-        Some(json!("child said: too late")),
+        Some(json!("child said: too late").into()),
         "{:?}",
         ended.error
     );

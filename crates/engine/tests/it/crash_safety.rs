@@ -152,7 +152,7 @@ fn an_interrupted_run_is_continued_without_asking_again_what_was_answered() {
         .block_on(engine.retry(&run_id, None, ResumeOptions::default()))
         .expect("continues");
     assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.error);
-    assert_eq!(outcome.result, Some(json!("SECOND")));
+    assert_eq!(outcome.result, Some(json!("SECOND").into()));
     assert_eq!(
         requests_containing(&server, "first about"),
         1,
@@ -247,7 +247,7 @@ fn a_run_killed_in_the_middle_of_a_resume_can_be_answered_again() {
         .block_on(engine.resume(&paused.run_id, decision, ResumeOptions::default()))
         .expect("resumes");
     assert_eq!(done.status, RunStatus::Completed, "{:?}", done.error);
-    assert_eq!(done.result, Some(json!("sent draft: x (fine)")));
+    assert_eq!(done.result, Some(json!("sent draft: x (fine)").into()));
     assert_eq!(server.requests().len(), 1, "the draft was written once");
 
     // The same kill, then a person answers the interrupted run directly.
@@ -279,7 +279,7 @@ fn a_run_killed_in_the_middle_of_a_resume_can_be_answered_again() {
     let done = support
         .block_on(engine3.resume(&paused.run_id, decision, ResumeOptions::default()))
         .expect("answers the interrupted run");
-    assert_eq!(done.result, Some(json!("sent y")));
+    assert_eq!(done.result, Some(json!("sent y").into()));
 }
 
 #[test]
@@ -336,7 +336,7 @@ fn a_decision_taken_by_a_resume_killed_before_it_went_on_is_kept() {
         .block_on(engine.retry(&paused.run_id, None, ResumeOptions::default()))
         .expect("continues");
     assert_eq!(done.status, RunStatus::Completed, "{:?}", done.error);
-    assert_eq!(done.result, Some(json!("dropped (too long)")));
+    assert_eq!(done.result, Some(json!("dropped (too long)").into()));
     let events = engine.store().events(&paused.run_id).expect("events");
     assert!(
         events.iter().any(|event| event
@@ -412,7 +412,7 @@ fn calls_an_interrupted_step_had_made_are_answered_from_the_record() {
         .block_on(engine.retry(&run_id, None, ResumeOptions::default()))
         .expect("continues");
     assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.error);
-    assert_eq!(outcome.result, Some(json!("LEAD DONE")));
+    assert_eq!(outcome.result, Some(json!("LEAD DONE").into()));
     // The lead ran again, but its first call and the helper's answer came from the record:
     // only the call that had no answer yet was sent again.
     assert_eq!(server.requests().len(), 4);

@@ -81,6 +81,6 @@ async fn a_paused_run_starts_no_new_step_and_continues_where_it_stopped() {
         .await
         .expect("continues");
     assert_eq!(done.status, RunStatus::Completed, "{:?}", done.error);
-    assert_eq!(done.result, Some(json!("then: slow answer")));
+    assert_eq!(done.result, Some(json!("then: slow answer").into()));
     assert_eq!(server.requests().len(), 1);
 }

@@ -114,7 +114,7 @@ async fn agent_requests_carry_templated_prompts_effort_model_and_key() {
     assert_eq!(outcome.status, RunStatus::Completed);
     assert_eq!(
         outcome.result,
-        Some(json!("SENT: Your refund is on its way."))
+        Some(json!("SENT: Your refund is on its way.").into())
     );
 
     let requests = server.requests();
@@ -224,7 +224,7 @@ async fn subagents_are_offered_as_tools_and_their_answers_fed_back() {
         .await
         .expect("runs");
     assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.error);
-    assert_eq!(outcome.result, Some(json!("final answer")));
+    assert_eq!(outcome.result, Some(json!("final answer").into()));
 
     let requests = server.requests();
     let lead_first = &requests[0].body;
@@ -359,7 +359,10 @@ async fn a_paused_run_resumes_from_a_fresh_store_and_cannot_be_resumed_twice() {
         .await
         .expect("resumes by id prefix");
     assert_eq!(outcome.status, RunStatus::Completed);
-    assert_eq!(outcome.result, Some(json!("Refunded 120 EUR to Ada.")));
+    assert_eq!(
+        outcome.result,
+        Some(json!("Refunded 120 EUR to Ada.").into())
+    );
     let outputs = engine.store().node_outputs(&run_id).expect("outputs");
     let review = outputs
         .iter()
@@ -416,7 +419,10 @@ async fn a_run_can_start_at_any_node_with_earlier_outputs_seeded() {
         .await
         .expect("runs");
     assert_eq!(outcome.status, RunStatus::Completed);
-    assert_eq!(outcome.result, Some(json!("Refunded 500 EUR to Cy.")));
+    assert_eq!(
+        outcome.result,
+        Some(json!("Refunded 500 EUR to Cy.").into())
+    );
     let events = engine.store().events(&outcome.run_id).expect("events");
     let ran: Vec<&str> = events
         .iter()
@@ -650,7 +656,10 @@ async fn run_from_here_and_run_this_node_reuse_an_earlier_runs_outputs() {
         )
         .await
         .expect("run from here");
-    assert_eq!(from_here.result, Some(json!("Paid 120 EUR back to Ada.")));
+    assert_eq!(
+        from_here.result,
+        Some(json!("Paid 120 EUR back to Ada.").into())
+    );
     assert_eq!(
         started_nodes(&engine, &from_here.run_id),
         ["refunded", "result"]
@@ -672,7 +681,10 @@ async fn run_from_here_and_run_this_node_reuse_an_earlier_runs_outputs() {
         .await
         .expect("run this node");
     assert_eq!(this_node.status, RunStatus::Completed);
-    assert_eq!(this_node.result, Some(json!("Paid 120 EUR back to Ada.")));
+    assert_eq!(
+        this_node.result,
+        Some(json!("Paid 120 EUR back to Ada.").into())
+    );
     assert_eq!(started_nodes(&engine, &this_node.run_id), ["refunded"]);
 }
 
@@ -735,7 +747,7 @@ async fn a_flow_checked_by_the_host_runs_with_its_warnings_known_and_an_invalid_
         .await
         .expect("runs");
     assert_eq!(outcome.status, RunStatus::Completed);
-    assert_eq!(outcome.result, Some(json!("hi")));
+    assert_eq!(outcome.result, Some(json!("hi").into()));
 
     let broken = flow_from(json!({
         "nodes": [

@@ -87,7 +87,7 @@ async fn a_model_that_fails_for_good_is_answered_by_the_next_fallback_and_a_repl
         .await
         .expect("runs");
     assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.error);
-    assert_eq!(outcome.result, Some(json!("answered by the third")));
+    assert_eq!(outcome.result, Some(json!("answered by the third").into()));
     // Each failing model had its retries (two attempts), then the next was asked.
     assert_eq!(
         asked_models(&server),

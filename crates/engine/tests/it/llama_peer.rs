@@ -385,7 +385,7 @@ async fn hello_flow_runs_against_llama_cpp() {
         "error: {:?}",
         outcome.error
     );
-    let Some(Value::String(result)) = &outcome.result else {
+    let Some(Value::String(result)) = outcome.result.as_deref() else {
         panic!("the result is the poet's text, got {:?}", outcome.result);
     };
     assert!(!result.is_empty(), "the poet answered");

@@ -127,7 +127,7 @@ async fn an_agent_calls_mcp_tools_and_the_run_keeps_their_results() {
         .await
         .expect("runs");
     assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.error);
-    assert_eq!(outcome.result, Some(json!("the tools answered")));
+    assert_eq!(outcome.result, Some(json!("the tools answered").into()));
 
     let requests = server.requests();
     let conversation = requests[1].conversation();
@@ -320,7 +320,7 @@ fn a_run_interrupted_after_a_tool_call_does_not_call_it_again() {
         .block_on(engine.retry(&run_id, None, ResumeOptions::default()))
         .expect("continues");
     assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.error);
-    assert_eq!(outcome.result, Some(json!("finished")));
+    assert_eq!(outcome.result, Some(json!("finished").into()));
     assert_eq!(
         std::fs::read_to_string(&count_file)
             .expect("count")

@@ -120,7 +120,7 @@ async fn a_join_behind_an_if_waits_only_for_branches_that_can_still_arrive() {
     assert_eq!(outcome.status, RunStatus::Completed);
     assert_eq!(
         outcome.result,
-        Some(json!({"side": "side branch", "yes": "took yes"}))
+        Some(json!({"side": "side branch", "yes": "took yes"}).into())
     );
     assert_eq!(ran(&events, "both"), 1, "the join runs once");
     assert_eq!(ran(&events, "no"), 0);
@@ -146,7 +146,7 @@ async fn a_join_with_every_branch_taken_waits_for_all() {
     assert_eq!(outcome.status, RunStatus::Completed);
     assert_eq!(
         outcome.result,
-        Some(json!({"no": "took no", "side": "side branch", "yes": "took yes"}))
+        Some(json!({"no": "took no", "side": "side branch", "yes": "took yes"}).into())
     );
     assert_eq!(ran(&events, "both"), 1);
 }
@@ -323,7 +323,10 @@ async fn a_subflow_paused_at_an_approval_resumes_in_a_fresh_engine() {
         .await
         .expect("resumes");
     assert_eq!(resumed.status, RunStatus::Completed, "{:?}", resumed.error);
-    assert_eq!(resumed.result, Some(json!("outer saw: shipped v2 (go)")));
+    assert_eq!(
+        resumed.result,
+        Some(json!("outer saw: shipped v2 (go)").into())
+    );
     let events = fresh.store().events(&outcome.run_id).expect("events");
     let inner = events
         .iter()
@@ -413,7 +416,7 @@ async fn code_that_runs_forever_is_stopped_by_its_timeout() {
                "edges": [{"id": "a", "source": "start", "target": "double"}]}),
     );
     let (outcome, events) = setup.run(&again, None).await;
-    assert_eq!(outcome.result, Some(json!(8)));
+    assert_eq!(outcome.result, Some(json!(8).into()));
     assert!(
         events
             .iter()
@@ -616,7 +619,7 @@ async fn output_schema_answers_are_validated_with_one_repair_try() {
     let path = setup.write("rate.json", flow.clone());
     let (outcome, events) = setup.run(&path, None).await;
     assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.error);
-    assert_eq!(outcome.result, Some(json!("high 7")));
+    assert_eq!(outcome.result, Some(json!("high 7").into()));
     let requests = setup._server.requests();
     assert_eq!(requests.len(), 2, "one repair try");
     assert_eq!(requests[0].body["response_format"]["type"], "json_schema");
@@ -719,7 +722,7 @@ async fn web_search_sources_are_logged_and_kept_with_the_output() {
         );
         assert_eq!(
             outcome.result,
-            Some(json!("Rivers meander through erosion.")),
+            Some(json!("Rivers meander through erosion.").into()),
             "{model}"
         );
         let record = engine

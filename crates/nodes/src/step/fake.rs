@@ -171,7 +171,7 @@ impl FakeEnv {
 }
 
 /// A step of `node_id` with `input`, its first visit, a 30 s timeout.
-pub(crate) fn step<'a>(node_id: &'a str, input: &'a Value) -> Step<'a> {
+pub(crate) fn step<'a>(node_id: &'a str, input: &'a Arc<Value>) -> Step<'a> {
     Step {
         stop_before_tools: false,
         node_id,
@@ -378,7 +378,7 @@ impl StepEnv for FakeEnv {
     ) -> BoxFuture<'a, Result<ChildEnd, StepError>> {
         self.children.lock().expect("not poisoned").push(ChildCall {
             node_id: node_id.to_string(),
-            input: child.input.clone(),
+            input: (*child.input).clone(),
             item: child.item,
             resumed: child.resume.is_some(),
         });
@@ -387,7 +387,7 @@ impl StepEnv for FakeEnv {
             .lock()
             .expect("not poisoned")
             .iter()
-            .find(|(input, _)| input.is_null() || *input == child.input)
+            .find(|(input, _)| input.is_null() || *input == *child.input)
             .map(|(_, end)| end());
         async move {
             end.ok_or_else(|| {

@@ -27,8 +27,9 @@ use weft_template::TemplateError;
 #[derive(Debug)]
 pub struct Step<'a> {
     pub node_id: &'a str,
-    /// The previous output (for a `join`, the object of arrived outputs).
-    pub input: &'a Value,
+    /// The previous output (for a `join`, the object of arrived outputs), shared: a kind that
+    /// passes its input on gives the same value, not a copy.
+    pub input: &'a Arc<Value>,
     /// 1 on the node's first run in this run, 2 on its second, ...
     pub visit: u64,
     /// How long one attempt may take (the node's `timeoutSeconds`, else its kind's default).
@@ -44,7 +45,8 @@ pub struct Step<'a> {
 /// What a step produced and the handle the run continues by.
 #[derive(Debug)]
 pub struct StepOutput {
-    pub value: Value,
+    /// Shared with the run's outputs, the steps it goes on to, and the run's result.
+    pub value: Arc<Value>,
     pub handle: String,
     /// This value is the run's result unless a later step sets another (the `output` kind).
     pub is_result: bool,
@@ -53,9 +55,9 @@ pub struct StepOutput {
 }
 
 impl StepOutput {
-    pub fn new(value: Value, handle: impl Into<String>) -> StepOutput {
+    pub fn new(value: impl Into<Arc<Value>>, handle: impl Into<String>) -> StepOutput {
         StepOutput {
-            value,
+            value: value.into(),
             handle: handle.into(),
             is_result: false,
             wait: None,
@@ -71,7 +73,7 @@ impl StepOutput {
     }
 
     /// The step does not finish yet: the run waits (pauses) for `wait`.
-    pub fn waiting(value: Value, wait: Wait) -> StepOutput {
+    pub fn waiting(value: impl Into<Arc<Value>>, wait: Wait) -> StepOutput {
         StepOutput {
             wait: Some(wait),
             ..StepOutput::new(value, String::new())
@@ -235,7 +237,7 @@ pub const MAX_CHILD_DEPTH: usize = 10;
 /// How a child run ended.
 #[derive(Debug)]
 pub enum ChildEnd {
-    Completed(Value),
+    Completed(Arc<Value>),
     Failed(String),
     Cancelled,
     Paused(ChildPause),
@@ -244,7 +246,7 @@ pub enum ChildEnd {
 /// One child run to start (or continue).
 pub struct ChildRun<'a> {
     pub flow: &'a ChildFlow,
-    pub input: Value,
+    pub input: Arc<Value>,
     /// For a `forEach` item: its index (events carry it).
     pub item: Option<u64>,
     /// The visit of the step that runs it (its nested LLM calls are recorded per visit).
