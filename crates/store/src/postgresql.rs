@@ -38,6 +38,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     MIGRATION_5,
     MIGRATION_6,
     MIGRATION_7,
+    MIGRATION_8,
 ];
 
 /// Migration 1: SQLite's schema as its migration 8 left it.
@@ -175,6 +176,16 @@ ALTER TABLE runs ADD COLUMN flow_version TEXT COLLATE "C";
 
 /// Migration 7: a run's pinned outputs in a column of their own (SQLite's migration 15).
 const MIGRATION_7: &str = "ALTER TABLE runs ADD COLUMN pins_json TEXT;";
+
+/// Migration 8: a run's pinned outputs in a table of their own (SQLite's migration 16).
+const MIGRATION_8: &str = r#"
+CREATE TABLE run_pins (
+    run_id TEXT COLLATE "C" PRIMARY KEY REFERENCES runs(id),
+    pins_json TEXT NOT NULL
+);
+INSERT INTO run_pins (run_id, pins_json) SELECT id, pins_json FROM runs WHERE pins_json IS NOT NULL;
+UPDATE runs SET pins_json = NULL WHERE pins_json IS NOT NULL;
+"#;
 
 /// Whether `location` names a PostgreSQL database rather than a SQLite file.
 pub fn is_postgres_url(location: &str) -> bool {

@@ -13,8 +13,11 @@ use weft_providers::Usage;
 
 /// Creates a run, `running` and leased.
 pub(super) const INSERT_RUN: &str = "INSERT INTO runs (id, flow_name, flow_path, status, input_json, \
-     started_at, updated_at, lease_owner, lease_until, host, trigger_json, flow_version, \
-     pins_json) VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+     started_at, updated_at, lease_owner, lease_until, host, trigger_json, flow_version) \
+     VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?5, ?6, ?7, ?8, ?9, ?10)";
+
+/// A run's pinned outputs, apart from its row, which each checkpoint writes again.
+const INSERT_PINS: &str = "INSERT INTO run_pins (run_id, pins_json) VALUES (?1, ?2)";
 
 /// Sets a run's engine state.
 pub(super) const SET_STATE: &str = "UPDATE runs SET state_json = ?2, updated_at = ?3 WHERE id = ?1";
@@ -64,10 +67,12 @@ pub(super) fn insert(
             until,
             run.host,
             run.trigger_json,
-            run.flow_version,
-            run.pins_json
+            run.flow_version
         ],
     )?;
+    if let Some(pins_json) = run.pins_json {
+        db.execute(INSERT_PINS, &params![run.id, pins_json])?;
+    }
     // The flow is kept once per version; the file's use of it is what `weft versions` lists.
     versions::insert_version(db, run.flow_version, run.flow_json, run.started_at)?;
     if let Some(path) = run.version_path {
@@ -410,7 +415,8 @@ pub(super) fn load(db: &mut dyn Db, run_id: &str) -> Result<RunRecord, StoreErro
          COALESCE((SELECT flow_json FROM flow_versions WHERE hash = runs.flow_version), \
            (SELECT flow_json FROM run_flows WHERE run_id = runs.id)) AS flow_json, flow_version, \
          input_json, result_json, error, waiting_input_json, \
-         waiting_source_node_id, state_json, pins_json, host, \
+         waiting_source_node_id, state_json, host, \
+         (SELECT pins_json FROM run_pins WHERE run_id = runs.id) AS pins_json, \
          (SELECT CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT) FROM node_outputs \
            WHERE run_id = runs.id) AS input_tokens, \
          (SELECT CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT) FROM node_outputs \

@@ -37,6 +37,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     MIGRATION_13,
     MIGRATION_14,
     MIGRATION_15,
+    MIGRATION_16,
 ];
 
 /// Migration 1: runs, their events, node outputs and the queue of a paused run.
@@ -258,6 +259,19 @@ ALTER TABLE runs ADD COLUMN flow_version TEXT;
 /// 16 MB pin rewrote 16 MB at each step. Runs stored before keep them in their state.
 const MIGRATION_15: &str = "
 ALTER TABLE runs ADD COLUMN pins_json TEXT;
+";
+
+/// Migration 16: a run's pinned outputs in a table of their own. In a column of `runs` they
+/// were written again with the row at every checkpoint (SQLite rewrites a whole row, large
+/// texts included): a 16 MB pin and four steps that wait wrote 64 MB more. The column stays,
+/// empty (dropping it would rewrite the table each new store is made with).
+const MIGRATION_16: &str = "
+CREATE TABLE run_pins (
+    run_id TEXT PRIMARY KEY REFERENCES runs(id),
+    pins_json TEXT NOT NULL
+);
+INSERT INTO run_pins (run_id, pins_json) SELECT id, pins_json FROM runs WHERE pins_json IS NOT NULL;
+UPDATE runs SET pins_json = NULL WHERE pins_json IS NOT NULL;
 ";
 
 /// A clear message for an error met while opening.

@@ -1385,6 +1385,49 @@ fn runs_stored_before_the_flow_moved_to_its_own_table_keep_their_flow() {
 }
 
 #[test]
+fn pins_stored_in_the_runs_row_move_to_their_own_table() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("runs.db");
+    // A store as migration 15 left it: a paused run with its pins in its row.
+    let conn = sqlite_store_at_version(&path, 15);
+    conn.execute_batch(&format!(
+        "INSERT INTO flow_versions (hash, flow_json, created_at) \
+         VALUES ('f1', '{{\"nodes\":[],\"edges\":[]}}', '{at}'); \
+         INSERT INTO runs (id, flow_name, status, input_json, started_at, updated_at, \
+         flow_version, pins_json) VALUES ('pinned', 'demo', 'paused', '\"hi\"', '{at}', '{at}', \
+         'f1', '{{\"classify\":\"bug\"}}')",
+        at = ts(1)
+    ))
+    .expect("old run");
+    drop(conn);
+
+    let store = Store::open(&path).expect("migrated");
+    assert_eq!(
+        store.run("pinned").expect("the old run").pins,
+        Some(json!({"classify": "bug"}))
+    );
+    let mut new = new_run("new", &ts(2));
+    new.pins_json = Some(r#"{"draft":"text"}"#.into());
+    store.create_run(&new);
+    store.flush().expect("flush");
+    assert_eq!(
+        store.run("new").expect("the new run").pins,
+        Some(json!({"draft": "text"}))
+    );
+    drop(store);
+    // Out of the row each checkpoint writes again.
+    let conn = Connection::open(&path).expect("sqlite");
+    let in_rows: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM runs WHERE pins_json IS NOT NULL",
+            [],
+            |row| row.get(0),
+        )
+        .expect("count");
+    assert_eq!(in_rows, 0);
+}
+
+#[test]
 fn a_long_log_is_folded_into_the_database_when_the_store_closes_and_a_short_one_is_left() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("runs.db");

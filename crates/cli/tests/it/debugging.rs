@@ -317,26 +317,25 @@ async fn a_pinned_node_does_not_run_and_stays_pinned_across_a_resume() {
         .await;
     assert_eq!(ran.code, Some(3), "{ran:?}");
     let run_id = common::paused_run_id(&ran);
-    // The pins are stored once with the run, not in the state each checkpoint writes again.
-    let stored = |column: &str| -> Option<String> {
+    // The pins are stored once with the run, not in its row or the state, which each
+    // checkpoint writes again.
+    let stored = |query: &str| -> Option<String> {
         rusqlite::Connection::open(sandbox.db())
             .expect("sqlite")
-            .query_row(
-                &format!("SELECT {column} FROM runs WHERE id = ?1"),
-                [&run_id],
-                |row| row.get(0),
-            )
+            .query_row(query, [&run_id], |row| row.get(0))
             .expect("the run's row")
     };
+    let pins = stored("SELECT pins_json FROM run_pins WHERE run_id = ?1");
     assert!(
-        stored("pins_json").is_some_and(|pins| pins.contains("delivery")),
-        "{:?}",
-        stored("pins_json")
+        pins.as_ref().is_some_and(|pins| pins.contains("delivery")),
+        "{pins:?}"
+    );
+    let row = stored(
+        "SELECT COALESCE(pins_json, '') || state_json || input_json FROM runs WHERE id = ?1",
     );
     assert!(
-        stored("state_json").is_some_and(|state| !state.contains("delivery")),
-        "{:?}",
-        stored("state_json")
+        row.as_ref().is_some_and(|row| !row.contains("delivery")),
+        "{row:?}"
     );
     let ran = sandbox
         .run_with(
@@ -376,14 +375,16 @@ async fn a_pinned_node_does_not_run_and_stays_pinned_across_a_resume() {
     assert_eq!(ran.code, Some(3), "{ran:?}");
     let stopped = common::paused_run_id(&ran);
     // As a Weft from before kept them: in the run's state. They still hold.
-    rusqlite::Connection::open(sandbox.db())
-        .expect("sqlite")
-        .execute(
-            "UPDATE runs SET state_json = json_set(state_json, '$.pins', json(pins_json)), \
-             pins_json = NULL WHERE id = ?1",
-            [&stopped],
-        )
-        .expect("pins moved into the state");
+    let conn = rusqlite::Connection::open(sandbox.db()).expect("sqlite");
+    conn.execute(
+        "UPDATE runs SET state_json = json_set(state_json, '$.pins', \
+         json((SELECT pins_json FROM run_pins WHERE run_id = runs.id))) WHERE id = ?1",
+        [&stopped],
+    )
+    .expect("pins moved into the state");
+    conn.execute("DELETE FROM run_pins WHERE run_id = ?1", [&stopped])
+        .expect("and out of their table");
+    drop(conn);
     let ran = sandbox
         .run_with(&["resume", &stopped, "--continue", "--db", &db], &llm)
         .await;
