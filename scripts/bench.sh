@@ -11,7 +11,10 @@
 #                the flow);
 #   trivial      start → output: wall time and peak RSS of the process;
 #   fan-out N    start → N concurrent agents (1,000 and 10,000) against the scripted LLM server
-#                answering after 50 ms over loopback HTTP: wall time and peak RSS.
+#                answering after 50 ms over loopback HTTP: wall time and peak RSS;
+#   large value  start → a node pinned to 45,000 small objects (a 6 MB pins file, ~40 MB as a
+#                value in memory) → 12 `if` nodes → output, run with `--pins`: wall time, peak
+#                RSS and the store's size (the value is held once, stored once a step).
 #
 #   bash scripts/bench.sh                  # chain 1000,10000, trivial, fan-out 1000,10000; 5 runs each
 #   WEFT_BENCH_RUNS=9 bash scripts/bench.sh
@@ -89,19 +92,25 @@ def stamp(text):
 TIME = "/usr/bin/time"
 
 
-def peak_rss(flow, env=None):
+def peak_rss(flow, env=None, extra=()):
     """Peak RSS in KiB of one `weft run --events` of `flow`, or None without /usr/bin/time."""
     if not os.path.exists(TIME):
         return None
     out = os.path.join(work, "peak.txt")
-    subprocess.run([TIME, "-f", "%M", "-o", out, weft, "run", flow, "--events", "--db",
+    subprocess.run([TIME, "-f", "%M", "-o", out, weft, "run", flow, "--events", *extra, "--db",
                     os.path.join(work, "runs.db")], stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, env=env, check=True)
     with open(out) as file:
         return int(file.read().split()[-1])
 
 
-def run(flow, env=None, fresh_store=False):
+def store_bytes():
+    db = os.path.join(work, "runs.db")
+    return sum(os.path.getsize(db + suffix) for suffix in ("", "-wal")
+               if os.path.exists(db + suffix))
+
+
+def run(flow, env=None, fresh_store=False, extra=()):
     """One fresh `weft run --events`: wall s, set-up s, engine s."""
     db = os.path.join(work, "runs.db")
     if fresh_store:
@@ -111,7 +120,7 @@ def run(flow, env=None, fresh_store=False):
     # Warnings and progress go to a file: a pipe nobody reads would fill and stop `weft`.
     errors = tempfile.TemporaryFile()
     started = time.monotonic()
-    child = subprocess.Popen([weft, "run", flow, "--events", "--db", db],
+    child = subprocess.Popen([weft, "run", flow, "--events", *extra, "--db", db],
                              stdout=subprocess.PIPE, stderr=errors, env=env)
     first = child.stdout.readline()
     setup = time.monotonic() - started
@@ -133,20 +142,24 @@ def figures(values, scale, unit):
     return f"{statistics.median(values):.1f} {unit} ({values[0]:.1f}–{values[-1]:.1f})"
 
 
-def measure(name, flow, steps=None, env=None, baseline=None):
+def measure(name, flow, steps=None, env=None, baseline=None, extra=(), stored=False):
     """Prints the figures of `runs` runs (after a warm-up); returns the walls. With `steps`,
     each run uses a new store and `baseline` (the trivial flow) is run before it, round by round,
-    so that whole-process µs per step compares runs made at the same moment."""
-    run(flow, env)  # warm-up: page cache, store file
-    peaks = [peak for peak in (peak_rss(flow, env) for _ in range(min(runs, 3))) if peak]
-    samples, bases = [], []
+    so that whole-process µs per step compares runs made at the same moment. With `stored`, each
+    run uses a new store, whose size after it is printed too."""
+    run(flow, env, extra=extra)  # warm-up: page cache, store file
+    peaks = [peak for peak in (peak_rss(flow, env, extra) for _ in range(min(runs, 3))) if peak]
+    samples, bases, sizes = [], [], []
     for _ in range(runs):
         if baseline:
             bases.append(run(baseline, env)[0])
-        samples.append(run(flow, env, fresh_store=steps is not None))
+        samples.append(run(flow, env, fresh_store=steps is not None or stored, extra=extra))
+        sizes.append(store_bytes())
     walls, setups, engines = zip(*samples)
     peak = f"peak {figures(peaks, 1 / 1024, 'MiB')}" if peaks else "peak n/a (no /usr/bin/time)"
     line = f"{name:<22} wall {figures(walls, 1e3, 'ms')}  {peak}"
+    if stored:
+        line += f"  store {figures(sizes, 1 / 2**20, 'MiB')}"
     if steps:
         whole = [wall - base for wall, base in zip(walls, bases)] if bases else walls
         line += (f"  engine {figures(engines, 1e6 / steps, 'µs/step')}"
@@ -170,6 +183,26 @@ measure("trivial (start→output)", trivial)
 for length in (1000, 10000):
     for kind in ("template", "if"):
         measure(f"chain {length} {kind}", chain(length, kind), steps=length, baseline=trivial)
+
+def large_value():
+    nodes = [node("start", "start", {"initialInput": "go"}), node("big", "template", {"template": "x"})]
+    edges, previous = [edge("e-big", "start", "big")], "big"
+    for index in range(12):
+        id = f"n{index}"
+        nodes.append(node(id, "if", {"conditions": [{"operator": "is_not_empty", "value": ""}]}))
+        edges.append(edge(f"e{index}", previous, id, "output" if previous == "big" else "condition-0"))
+        previous = id
+    nodes.append(node("end", "output", {}))
+    edges.append(edge("e-end", previous, "end", "condition-0"))
+    flow = write("large-value.json", nodes, edges)
+    rows = [{"id": id, "name": f"customer {id}", "note": "lorem ipsum dolor sit amet " * 3}
+            for id in range(45000)]
+    with open(flow.replace(".json", ".pins.json"), "w") as file:
+        json.dump({"pins": {"big": {"output": rows}}}, file)
+    return flow
+
+
+measure("large value 6 MB × 12", large_value(), extra=["--pins"], stored=True)
 
 script = os.path.join(work, "script.json")
 with open(script, "w") as file:
