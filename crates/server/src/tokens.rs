@@ -2,20 +2,32 @@
 //! approvals it answers. They come from a file of `name:token` lines and are never logged,
 //! echoed, or written to the store.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::path::Path;
 
-/// The tokens the server accepts.
+use sha2::{Digest, Sha256};
+
+/// The tokens the server accepts, kept as their SHA-256 only: a request's token is found by its
+/// digest in one lookup, however many tokens there are (comparing it with each in turn cost a
+/// request as much as the tokens file is long), and where it stops tells nothing of a token.
 #[derive(Clone)]
 pub struct Tokens {
-    entries: Vec<(String, String)>,
+    names: Vec<String>,
+    /// Each token's digest, to the index of its name.
+    by_digest: HashMap<[u8; 32], usize>,
+}
+
+fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
 }
 
 // Never print a token, not even in a debug dump.
 impl std::fmt::Debug for Tokens {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<&str> = self.entries.iter().map(|(name, _)| name.as_str()).collect();
-        f.debug_struct("Tokens").field("names", &names).finish()
+        f.debug_struct("Tokens")
+            .field("names", &self.names)
+            .finish()
     }
 }
 
@@ -76,10 +88,8 @@ impl Tokens {
 
     /// Reads the text of a tokens file (`path` names it in errors).
     pub fn parse(text: &str, path: &str) -> Result<Tokens, TokensError> {
-        let mut entries: Vec<(String, String)> = Vec::new();
-        // The tokens seen so far, to refuse one given to two names without comparing each
-        // line with every other.
-        let mut seen: HashSet<&str> = HashSet::new();
+        let mut names: Vec<String> = Vec::new();
+        let mut by_digest: HashMap<[u8; 32], usize> = HashMap::new();
         for (index, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -112,19 +122,24 @@ impl Tokens {
                     "the token of `{name}` has a character an `Authorization` header cannot carry (use printable ASCII)"
                 )));
             }
-            if !seen.insert(token) {
-                return Err(refused(&format!(
-                    "the token of `{name}` is another name's too"
-                )));
+            match by_digest.entry(digest(token)) {
+                Entry::Occupied(_) => {
+                    return Err(refused(&format!(
+                        "the token of `{name}` is another name's too"
+                    )));
+                }
+                Entry::Vacant(slot) => {
+                    slot.insert(names.len());
+                }
             }
-            entries.push((name.to_string(), token.to_string()));
+            names.push(name.to_string());
         }
-        if entries.is_empty() {
+        if names.is_empty() {
             return Err(TokensError::Empty {
                 path: path.to_string(),
             });
         }
-        Ok(Tokens { entries })
+        Ok(Tokens { names, by_digest })
     }
 
     /// The name of the token in an `Authorization` header's value (`Bearer TOKEN`).
@@ -133,28 +148,13 @@ impl Tokens {
             .strip_prefix("Bearer ")
             .or_else(|| authorization.strip_prefix("bearer "))?
             .trim();
-        // Every entry is compared, each in time that depends only on the lengths.
-        let mut found = None;
-        for (name, known) in &self.entries {
-            if same(known.as_bytes(), token.as_bytes()) {
-                found = Some(name.as_str());
-            }
-        }
-        found
+        let index = *self.by_digest.get(&digest(token))?;
+        self.names.get(index).map(String::as_str)
     }
 
     pub fn names(&self) -> Vec<&str> {
-        self.entries.iter().map(|(name, _)| name.as_str()).collect()
+        self.names.iter().map(String::as_str).collect()
     }
-}
-
-/// Whether `a` and `b` are equal, looking at every byte of the shorter.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    let mut differ = a.len() ^ b.len();
-    for (x, y) in a.iter().zip(b) {
-        differ |= usize::from(x ^ y);
-    }
-    differ == 0
 }
 
 #[cfg(test)]
@@ -424,6 +424,29 @@ mod fuzz {
                 .all(|character| (' '..='~').contains(&character) || character == '\t')
     }
 
+    /// The `name:token` lines of `text` that are neither blank nor comments, trimmed.
+    fn lines_of(text: &str) -> Vec<(String, String)> {
+        text.lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty() && !line.starts_with('#'))
+            .map(|line| {
+                let (name, token) = line.split_once(':').expect("a colon");
+                (name.trim().to_string(), token.trim().to_string())
+            })
+            .collect()
+    }
+
+    /// Whether `tokens` are exactly `entries`: their names in order, each token known by its
+    /// name, and no other.
+    fn holds(tokens: &Tokens, entries: &[(String, String)]) -> bool {
+        let names: Vec<&str> = entries.iter().map(|(name, _)| name.as_str()).collect();
+        tokens.names() == names
+            && tokens.by_digest.len() == entries.len()
+            && entries.iter().all(|(name, token)| {
+                tokens.caller(&format!("Bearer {token}")) == Some(name.as_str())
+            })
+    }
+
     /// What loading `text`, as a file and as text, gives: the same either way, each token known
     /// by the name on its line, and an error that names the file (and the line, in range).
     fn load(text: &[u8]) -> Result<Result<Tokens, TokensError>, TestCaseError> {
@@ -434,13 +457,14 @@ mod fuzz {
         let loaded = Tokens::load(&path);
         match &loaded {
             Ok(tokens) => {
-                let parsed = Tokens::parse(std::str::from_utf8(text).expect("UTF-8"), &shown);
-                prop_assert_eq!(
-                    parsed.map(|parsed| parsed.entries).ok(),
-                    Some(tokens.entries.clone())
-                );
-                prop_assert!(!tokens.entries.is_empty());
-                for (name, token) in &tokens.entries {
+                let text = std::str::from_utf8(text).expect("UTF-8");
+                let parsed = Tokens::parse(text, &shown).expect("parses as text too");
+                prop_assert_eq!(&parsed.names, &tokens.names);
+                prop_assert_eq!(&parsed.by_digest, &tokens.by_digest);
+                let entries = lines_of(text);
+                prop_assert!(holds(tokens, &entries));
+                prop_assert!(!entries.is_empty());
+                for (name, token) in &entries {
                     prop_assert!(!name.is_empty() && !name.contains(':'));
                     prop_assert!(token_is_good(token));
                     prop_assert_eq!(
@@ -497,14 +521,14 @@ mod fuzz {
             let loaded = load(text.as_bytes())?;
             match (loaded, expected) {
                 (Ok(tokens), Ok(valid)) => {
-                    prop_assert_eq!(tokens.entries, valid);
+                    prop_assert!(holds(&tokens, &valid), "{:?} against {:?}", tokens, valid);
                 }
                 (Err(TokensError::Line { line, .. }), Err(Some(wrong))) => {
                     prop_assert_eq!(line, wrong);
                 }
                 (Err(TokensError::Empty { .. }), Err(None)) => {}
                 (loaded, expected) => {
-                    prop_assert!(false, "{:?}: loaded {:?}, expected {:?}", text, loaded.map(|tokens| tokens.entries), expected);
+                    prop_assert!(false, "{:?}: loaded {:?}, expected {:?}", text, loaded, expected);
                 }
             }
         }
@@ -525,16 +549,7 @@ mod fuzz {
                 // Exactly the lines that are neither blank nor comments, each a name and its
                 // token.
                 let text = String::from_utf8(bytes).expect("loaded, so UTF-8");
-                let lines: Vec<(String, String)> = text
-                    .lines()
-                    .map(str::trim)
-                    .filter(|line| !line.is_empty() && !line.starts_with('#'))
-                    .map(|line| {
-                        let (name, token) = line.split_once(':').expect("a colon");
-                        (name.trim().to_string(), token.trim().to_string())
-                    })
-                    .collect();
-                prop_assert_eq!(tokens.entries, lines);
+                prop_assert!(holds(&tokens, &lines_of(&text)));
             }
         }
 
