@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS = [
     # What stands on nothing of Weft's: the flow file, the LLM providers, the Python sandbox, and
     # two test tools (a scripted LLM server, a throwaway PostgreSQL).
-    ["weft-alloc", "weft-flow", "weft-providers", "weft-sandbox", "weft-mcp", "weft-schedule", "weft-scripted-llm", "weft-test-postgres"],
+    ["weft-alloc", "weft-flow", "weft-providers", "weft-sandbox", "weft-mcp", "weft-schedule", "weft-scripted-llm", "weft-test-postgres", "weft-fuzz"],
     ["weft-event", "weft-template"],
     ["weft-store", "weft-nodes"],
     ["weft-engine", "weft-history"],

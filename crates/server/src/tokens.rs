@@ -286,25 +286,9 @@ mod tests {
 mod fuzz {
     use proptest::prelude::*;
     use proptest::sample::Index;
-    use proptest::test_runner::RngSeed;
+    use weft_fuzz::config;
 
     use super::*;
-
-    /// `cases` cases from the seed of `WEFT_FUZZ_SEED` (a number, or `random`), else a fixed
-    /// one; `WEFT_FUZZ_CASES` overrides the count.
-    fn config(cases: u32) -> ProptestConfig {
-        let variable = |name| std::env::var(name).ok();
-        let rng_seed = match variable("WEFT_FUZZ_SEED").as_deref() {
-            Some("random") => RngSeed::Random,
-            Some(seed) => RngSeed::Fixed(seed.parse().expect("WEFT_FUZZ_SEED is a number")),
-            None => RngSeed::Fixed(0x70c3_f11e),
-        };
-        ProptestConfig {
-            cases: variable("WEFT_FUZZ_CASES").map_or(cases, |n| n.parse().expect("a count")),
-            rng_seed,
-            ..ProptestConfig::default()
-        }
-    }
 
     /// One line of a tokens file, and what it is.
     #[derive(Debug, Clone)]

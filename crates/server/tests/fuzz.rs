@@ -21,9 +21,10 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use proptest::sample::Index;
-use proptest::test_runner::{FileFailurePersistence, RngSeed, TestCaseResult, TestRunner};
+use proptest::test_runner::{FileFailurePersistence, TestCaseResult, TestRunner};
 use serde_json::{Value, json};
 use weft_api::{Lifetime, StoreLocation, Weft};
+use weft_fuzz::{Change, apply, config};
 use weft_providers::ProviderSettings;
 use weft_server::{ServeConfig, Tokens};
 
@@ -31,23 +32,6 @@ const TOKEN: &str = "fuzz-token-0123456789abcdef";
 
 /// The server's body limit: small, so that bodies over it are cheap to send.
 const MAX_BODY: usize = 16 * 1024;
-
-/// `cases` cases from the seed of `WEFT_FUZZ_SEED` (a number, or `random`), else a fixed one;
-/// `WEFT_FUZZ_CASES` overrides the count. The rest (fork, timeout) comes from proptest's own
-/// environment variables.
-fn config(cases: u32) -> ProptestConfig {
-    let variable = |name| std::env::var(name).ok();
-    let rng_seed = match variable("WEFT_FUZZ_SEED").as_deref() {
-        Some("random") => RngSeed::Random,
-        Some(seed) => RngSeed::Fixed(seed.parse().expect("WEFT_FUZZ_SEED is a number")),
-        None => RngSeed::Fixed(0xb0d1_f11e),
-    };
-    ProptestConfig {
-        cases: variable("WEFT_FUZZ_CASES").map_or(cases, |n| n.parse().expect("a count")),
-        rng_seed,
-        ..ProptestConfig::default()
-    }
-}
 
 /// Runs the property `test` over `strategy` as `proptest!` would (the same failure persistence
 /// and forking), with one server for all its cases, started by the first case.
@@ -473,15 +457,6 @@ fn hostile_value() -> impl Strategy<Value = Value> {
     ]
 }
 
-/// One change to a JSON document at a place picked at random: a value replaced or removed, or a
-/// key renamed.
-#[derive(Debug, Clone)]
-enum Change {
-    Replace(Index, Value),
-    Rename(Index, String),
-    Remove(Index),
-}
-
 fn change() -> impl Strategy<Value = Change> {
     let key = prop_oneof![
         prop::sample::select(vec![
@@ -496,80 +471,6 @@ fn change() -> impl Strategy<Value = Change> {
         1 => any::<Index>().prop_map(Change::Remove),
     ]
 }
-
-/// Every place in `value` (the keys and indexes from the root), in pre-order.
-fn places(value: &Value) -> Vec<Vec<Value>> {
-    fn walk(value: &Value, path: &mut Vec<Value>, out: &mut Vec<Vec<Value>>) {
-        out.push(path.clone());
-        match value {
-            Value::Object(map) => {
-                for (key, child) in map {
-                    path.push(json!(key));
-                    walk(child, path, out);
-                    path.pop();
-                }
-            }
-            Value::Array(items) => {
-                for (index, child) in items.iter().enumerate() {
-                    path.push(json!(index));
-                    walk(child, path, out);
-                    path.pop();
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    walk(value, &mut Vec::new(), &mut out);
-    out
-}
-
-fn get_mut<'a>(value: &'a mut Value, path: &[Value]) -> Option<&'a mut Value> {
-    path.iter().try_fold(value, |current, part| match part {
-        Value::String(key) => current.get_mut(key.as_str()),
-        _ => current.get_mut(part.as_u64().unwrap_or_default() as usize),
-    })
-}
-
-fn apply(value: &mut Value, change: &Change) {
-    let places = places(value);
-    let pick = |index: &Index| places[index.index(places.len())].clone();
-    match change {
-        Change::Replace(at, replacement) => {
-            if let Some(target) = get_mut(value, &pick(at)) {
-                *target = replacement.clone();
-            }
-        }
-        Change::Rename(at, new) => {
-            let path = pick(at);
-            if let Some((Value::String(old), parent)) = path.split_last()
-                && let Some(Value::Object(map)) = get_mut(value, parent)
-                && let Some(child) = map.remove(old)
-            {
-                map.insert(new.clone(), child);
-            }
-        }
-        Change::Remove(at) => {
-            let path = pick(at);
-            let Some((last, parent)) = path.split_last() else {
-                return;
-            };
-            match (get_mut(value, parent), last) {
-                (Some(Value::Object(map)), Value::String(key)) => {
-                    map.remove(key);
-                }
-                (Some(Value::Array(items)), index) => {
-                    let index = index.as_u64().unwrap_or_default() as usize;
-                    if index < items.len() {
-                        items.remove(index);
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-}
-
 /// Valid bodies of the route `target` goes to.
 fn examples(target: &Target) -> Vec<Value> {
     match target {

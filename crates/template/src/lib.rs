@@ -1058,9 +1058,9 @@ mod fuzz {
     use std::time::Duration;
 
     use proptest::prelude::*;
-    use proptest::test_runner::RngSeed;
     use serde_json::json;
     use tokio_util::sync::CancellationToken;
+    use weft_fuzz::config;
 
     use super::*;
 
@@ -1206,22 +1206,6 @@ mod fuzz {
         "\n",
         "text ",
     ];
-
-    /// As `crates/engine/tests/it/fuzz.rs` does: a fixed seed unless `WEFT_FUZZ_SEED` says
-    /// otherwise, `WEFT_FUZZ_CASES` cases if set.
-    fn config(cases: u32) -> ProptestConfig {
-        let variable = |name| std::env::var(name).ok();
-        let rng_seed = match variable("WEFT_FUZZ_SEED").as_deref() {
-            Some("random") => RngSeed::Random,
-            Some(seed) => RngSeed::Fixed(seed.parse().expect("WEFT_FUZZ_SEED is a number")),
-            None => RngSeed::Fixed(0x5eed_7e3b),
-        };
-        ProptestConfig {
-            cases: variable("WEFT_FUZZ_CASES").map_or(cases, |n| n.parse().expect("a count")),
-            rng_seed,
-            ..ProptestConfig::default()
-        }
-    }
 
     fn expression() -> impl Strategy<Value = String> {
         let leaf = prop::sample::select(LEAVES).prop_map(str::to_string);

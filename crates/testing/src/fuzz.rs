@@ -12,27 +12,11 @@ use std::sync::OnceLock;
 
 use proptest::prelude::*;
 use proptest::sample::Index;
-use proptest::test_runner::RngSeed;
 use serde_json::{Value, json};
 use weft_flow::Flow;
+use weft_fuzz::{Change, apply, config};
 
 use crate::{TestFileError, TestSuite, load_suite};
-
-/// `cases` cases from the seed of `WEFT_FUZZ_SEED` (a number, or `random`), else a fixed one;
-/// `WEFT_FUZZ_CASES` overrides the count.
-fn config(cases: u32) -> ProptestConfig {
-    let variable = |name| std::env::var(name).ok();
-    let rng_seed = match variable("WEFT_FUZZ_SEED").as_deref() {
-        Some("random") => RngSeed::Random,
-        Some(seed) => RngSeed::Fixed(seed.parse().expect("WEFT_FUZZ_SEED is a number")),
-        None => RngSeed::Fixed(0x7e57_f11e),
-    };
-    ProptestConfig {
-        cases: variable("WEFT_FUZZ_CASES").map_or(cases, |n| n.parse().expect("a count")),
-        rng_seed,
-        ..ProptestConfig::default()
-    }
-}
 
 /// The example flows with a tests file: the flow and the tests file's text.
 fn examples() -> &'static [(Flow, String)] {
@@ -94,84 +78,12 @@ fn hostile_value() -> impl Strategy<Value = Value> {
     ]
 }
 
-/// One change to a JSON document: a value replaced, or removed, at a place picked at random.
-#[derive(Debug, Clone)]
-enum Change {
-    Replace(Index, Value),
-    Remove(Index),
-}
-
 fn change() -> impl Strategy<Value = Change> {
     prop_oneof![
         3 => (any::<Index>(), hostile_value()).prop_map(|(at, value)| Change::Replace(at, value)),
         1 => any::<Index>().prop_map(Change::Remove),
     ]
 }
-
-/// Every place in `value` (the keys and indexes from the root), in pre-order.
-fn places(value: &Value) -> Vec<Vec<Value>> {
-    fn walk(value: &Value, path: &mut Vec<Value>, out: &mut Vec<Vec<Value>>) {
-        out.push(path.clone());
-        match value {
-            Value::Object(map) => {
-                for (key, child) in map {
-                    path.push(json!(key));
-                    walk(child, path, out);
-                    path.pop();
-                }
-            }
-            Value::Array(items) => {
-                for (index, child) in items.iter().enumerate() {
-                    path.push(json!(index));
-                    walk(child, path, out);
-                    path.pop();
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    walk(value, &mut Vec::new(), &mut out);
-    out
-}
-
-fn get_mut<'a>(value: &'a mut Value, path: &[Value]) -> Option<&'a mut Value> {
-    path.iter().try_fold(value, |current, part| match part {
-        Value::String(key) => current.get_mut(key.as_str()),
-        _ => current.get_mut(part.as_u64().unwrap_or_default() as usize),
-    })
-}
-
-fn apply(value: &mut Value, change: &Change) {
-    let places = places(value);
-    let pick = |index: &Index| places[index.index(places.len())].clone();
-    match change {
-        Change::Replace(at, replacement) => {
-            if let Some(target) = get_mut(value, &pick(at)) {
-                *target = replacement.clone();
-            }
-        }
-        Change::Remove(at) => {
-            let path = pick(at);
-            let Some((last, parent)) = path.split_last() else {
-                return;
-            };
-            match (get_mut(value, parent), last) {
-                (Some(Value::Object(map)), Value::String(key)) => {
-                    map.remove(key);
-                }
-                (Some(Value::Array(items)), index) => {
-                    let index = index.as_u64().unwrap_or_default() as usize;
-                    if index < items.len() {
-                        items.remove(index);
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-}
-
 /// A dataset's text: rows that may be right, random text, or random bytes.
 fn dataset() -> impl Strategy<Value = Vec<u8>> {
     let row = prop_oneof![

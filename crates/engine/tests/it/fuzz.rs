@@ -15,29 +15,12 @@ use std::sync::OnceLock;
 
 use proptest::prelude::*;
 use proptest::sample::Index;
-use proptest::test_runner::RngSeed;
 use serde_json::{Value, json};
 use weft_flow::Flow;
+use weft_fuzz::{Change, apply, config};
 
 use weft_nodes::validate;
 use weft_sandbox::{Sandbox, SandboxError};
-
-/// `cases` cases from the seed of `WEFT_FUZZ_SEED` (a number, or `random`), else a fixed one;
-/// `WEFT_FUZZ_CASES` overrides the count. The rest (fork, timeout) comes from proptest's own
-/// environment variables.
-fn config(cases: u32) -> ProptestConfig {
-    let variable = |name| std::env::var(name).ok();
-    let rng_seed = match variable("WEFT_FUZZ_SEED").as_deref() {
-        Some("random") => RngSeed::Random,
-        Some(seed) => RngSeed::Fixed(seed.parse().expect("WEFT_FUZZ_SEED is a number")),
-        None => RngSeed::Fixed(0x5eed_f10e),
-    };
-    ProptestConfig {
-        cases: variable("WEFT_FUZZ_CASES").map_or(cases, |n| n.parse().expect("a count")),
-        rng_seed,
-        ..ProptestConfig::default()
-    }
-}
 
 fn repository() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -111,19 +94,6 @@ fn hostile_value() -> impl Strategy<Value = Value> {
     ]
 }
 
-/// One change to a JSON document.
-#[derive(Debug, Clone)]
-enum Change {
-    /// Replace the value at the chosen place.
-    Replace(Index, Value),
-    /// Remove the chosen place from its object or array.
-    Remove(Index),
-    /// Copy one place over another (a node into an edge, an id into a handle...).
-    Copy(Index, Index),
-    /// Wrap the chosen value in arrays, this many deep.
-    Nest(Index, usize),
-}
-
 fn change() -> impl Strategy<Value = Change> {
     prop_oneof![
         4 => (any::<Index>(), hostile_value()).prop_map(|(at, value)| Change::Replace(at, value)),
@@ -159,88 +129,6 @@ fn edit() -> impl Strategy<Value = Edit> {
         (any::<Index>(), fragment).prop_map(|(at, text)| Edit::Insert(at, text)),
         (any::<Index>(), 1usize..64).prop_map(|(at, len)| Edit::Delete(at, len)),
     ]
-}
-
-/// Paths (keys and indexes from the root) of every value in `value`, in pre-order.
-fn places(value: &Value) -> Vec<Vec<PathPart>> {
-    fn walk(value: &Value, path: &mut Vec<PathPart>, out: &mut Vec<Vec<PathPart>>) {
-        out.push(path.clone());
-        match value {
-            Value::Object(map) => {
-                for (key, child) in map {
-                    path.push(PathPart::Key(key.clone()));
-                    walk(child, path, out);
-                    path.pop();
-                }
-            }
-            Value::Array(items) => {
-                for (index, child) in items.iter().enumerate() {
-                    path.push(PathPart::At(index));
-                    walk(child, path, out);
-                    path.pop();
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    walk(value, &mut Vec::new(), &mut out);
-    out
-}
-
-#[derive(Debug, Clone, PartialEq)]
-enum PathPart {
-    Key(String),
-    At(usize),
-}
-
-fn get_mut<'a>(value: &'a mut Value, path: &[PathPart]) -> Option<&'a mut Value> {
-    path.iter().try_fold(value, |current, part| match part {
-        PathPart::Key(key) => current.get_mut(key.as_str()),
-        PathPart::At(index) => current.get_mut(*index),
-    })
-}
-
-fn apply(value: &mut Value, change: &Change) {
-    let places = places(value);
-    let pick = |index: &Index| places[index.index(places.len())].clone();
-    match change {
-        Change::Replace(at, replacement) => {
-            if let Some(target) = get_mut(value, &pick(at)) {
-                *target = replacement.clone();
-            }
-        }
-        Change::Remove(at) => {
-            let path = pick(at);
-            let Some((last, parent)) = path.split_last() else {
-                return;
-            };
-            match (get_mut(value, parent), last) {
-                (Some(Value::Object(map)), PathPart::Key(key)) => {
-                    map.remove(key);
-                }
-                (Some(Value::Array(items)), PathPart::At(index)) if *index < items.len() => {
-                    items.remove(*index);
-                }
-                _ => {}
-            }
-        }
-        Change::Copy(from, to) => {
-            let copied = get_mut(value, &pick(from)).map(|source| source.clone());
-            if let (Some(copied), Some(target)) = (copied, get_mut(value, &pick(to))) {
-                *target = copied;
-            }
-        }
-        Change::Nest(at, depth) => {
-            if let Some(target) = get_mut(value, &pick(at)) {
-                let mut nested = target.take();
-                for _ in 0..*depth {
-                    nested = Value::Array(vec![nested]);
-                }
-                *target = nested;
-            }
-        }
-    }
 }
 
 fn edit_text(text: &mut String, edit: &Edit) {
