@@ -273,8 +273,8 @@ impl Trigger {
 #[serde(rename_all = "camelCase")]
 pub struct QueuedStep {
     pub node_id: String,
-    /// Shared, not copied, with the output it came from: a large value passed along a chain
-    /// of steps is held once.
+    // Shared, not copied, with the output it came from: a large value passed along a chain of
+    // steps is held once.
     pub input: Arc<Value>,
     pub source_node_id: Option<String>,
 }
