@@ -263,15 +263,118 @@ ALTER TABLE runs ADD COLUMN pins_json TEXT;
 
 /// Migration 16: a run's pinned outputs in a table of their own. In a column of `runs` they
 /// were written again with the row at every checkpoint (SQLite rewrites a whole row, large
-/// texts included): a 16 MB pin and four steps that wait wrote 64 MB more. The column stays,
-/// empty (dropping it would rewrite the table each new store is made with).
+/// texts included): a 16 MB pin and four steps that wait wrote 64 MB more.
 const MIGRATION_16: &str = "
 CREATE TABLE run_pins (
     run_id TEXT PRIMARY KEY REFERENCES runs(id),
     pins_json TEXT NOT NULL
 );
 INSERT INTO run_pins (run_id, pins_json) SELECT id, pins_json FROM runs WHERE pins_json IS NOT NULL;
-UPDATE runs SET pins_json = NULL WHERE pins_json IS NOT NULL;
+ALTER TABLE runs DROP COLUMN pins_json;
+";
+
+/// The schema as the migrations leave it, made at once in a new store: replaying every
+/// migration (tables made, altered, copied and dropped, the whole schema parsed again after
+/// each change) took half of a first run's time. A test keeps the two the same.
+pub(super) const SCHEMA: &str = "
+CREATE TABLE runs (
+    id TEXT PRIMARY KEY,
+    flow_name TEXT NOT NULL,
+    flow_path TEXT,
+    status TEXT NOT NULL,
+    input_json TEXT NOT NULL,
+    result_json TEXT,
+    error TEXT,
+    waiting_node_id TEXT,
+    waiting_input_json TEXT,
+    waiting_source_node_id TEXT,
+    state_json TEXT NOT NULL DEFAULT '{}',
+    started_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    ended_at TEXT,
+    lease_owner TEXT,
+    lease_until TEXT,
+    deadline TEXT,
+    host TEXT,
+    trigger_json TEXT,
+    flow_version TEXT
+);
+CREATE INDEX runs_started_at ON runs(started_at);
+CREATE INDEX runs_status ON runs(status);
+CREATE INDEX runs_deadline ON runs(deadline) WHERE deadline IS NOT NULL;
+CREATE TABLE queue (
+    run_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    node_id TEXT NOT NULL,
+    input_json TEXT NOT NULL,
+    source_node_id TEXT,
+    visit INTEGER,
+    PRIMARY KEY (run_id, position)
+);
+CREATE TABLE llm_calls (
+    run_id TEXT NOT NULL,
+    node_key TEXT NOT NULL,
+    visit INTEGER NOT NULL,
+    call INTEGER NOT NULL,
+    request_hash TEXT NOT NULL,
+    response_json TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    model TEXT,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    tool TEXT,
+    PRIMARY KEY (run_id, node_key, visit, call)
+) WITHOUT ROWID;
+CREATE TABLE run_flows (
+    run_id TEXT PRIMARY KEY REFERENCES runs(id),
+    flow_json TEXT NOT NULL
+);
+CREATE TABLE event_batches (
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    first_seq INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    events_json TEXT NOT NULL,
+    PRIMARY KEY (run_id, first_seq)
+);
+CREATE TABLE node_outputs (
+    run_id TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    output_json TEXT NOT NULL,
+    visits INTEGER NOT NULL,
+    approval_json TEXT,
+    updated_at TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    metadata_json TEXT,
+    PRIMARY KEY (run_id, node_id)
+) WITHOUT ROWID;
+CREATE TABLE schedule_claims (
+    flow TEXT NOT NULL,
+    schedule INTEGER NOT NULL,
+    occurrence TEXT NOT NULL,
+    claimed_by TEXT NOT NULL,
+    claimed_at TEXT NOT NULL,
+    PRIMARY KEY (flow, schedule, occurrence)
+) WITHOUT ROWID;
+CREATE TABLE flow_versions (
+    hash TEXT PRIMARY KEY,
+    flow_json TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE flow_version_uses (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    at TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    run_id TEXT,
+    saved_by TEXT
+);
+CREATE INDEX flow_version_uses_path ON flow_version_uses(path, at);
+CREATE TABLE run_pins (
+    run_id TEXT PRIMARY KEY REFERENCES runs(id),
+    pins_json TEXT NOT NULL
+);
 ";
 
 /// A clear message for an error met while opening.
@@ -339,10 +442,22 @@ pub(super) fn migrate(conn: &mut Connection) -> Result<(), String> {
              version knows up to {latest})"
         ));
     }
-    for (index, sql) in MIGRATIONS.iter().enumerate().skip(current) {
-        let version = index + 1;
-        tx.execute_batch(sql)
-            .map_err(|err| format!("schema migration {version} failed: {}", describe(&err)))?;
+    let empty = current == 0
+        && tx
+            .query_row("SELECT COUNT(*) FROM sqlite_master", [], |row| {
+                row.get::<_, i64>(0)
+            })
+            .map_err(|err| describe(&err))?
+            == 0;
+    if empty {
+        tx.execute_batch(SCHEMA)
+            .map_err(|err| format!("making the schema failed: {}", describe(&err)))?;
+    } else {
+        for (index, sql) in MIGRATIONS.iter().enumerate().skip(current) {
+            let version = index + 1;
+            tx.execute_batch(sql)
+                .map_err(|err| format!("schema migration {version} failed: {}", describe(&err)))?;
+        }
     }
     tx.pragma_update(None, "user_version", latest as i64)
         .and_then(|()| tx.commit())

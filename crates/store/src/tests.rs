@@ -1415,16 +1415,98 @@ fn pins_stored_in_the_runs_row_move_to_their_own_table() {
         Some(json!({"draft": "text"}))
     );
     drop(store);
-    // Out of the row each checkpoint writes again.
+    // Out of the row each checkpoint writes again: the column is gone.
     let conn = Connection::open(&path).expect("sqlite");
-    let in_rows: i64 = conn
-        .query_row(
-            "SELECT COUNT(*) FROM runs WHERE pins_json IS NOT NULL",
-            [],
-            |row| row.get(0),
-        )
-        .expect("count");
-    assert_eq!(in_rows, 0);
+    let columns = conn
+        .prepare("SELECT name FROM pragma_table_info('runs')")
+        .expect("columns")
+        .query_map([], |row| row.get::<_, String>(0))
+        .expect("columns")
+        .collect::<Result<Vec<_>, _>>()
+        .expect("columns");
+    assert!(columns.contains(&"flow_version".to_string()), "{columns:?}");
+    assert!(!columns.contains(&"pins_json".to_string()), "{columns:?}");
+}
+
+/// The schema of the store at `conn` as facts that do not depend on how it was made: each
+/// table's columns, keys, foreign keys and whether it has row ids, each index's columns,
+/// uniqueness and condition.
+fn schema_facts(conn: &Connection) -> Vec<String> {
+    let strings = |sql: &str| -> Vec<String> {
+        let mut statement = conn.prepare(sql).expect("schema query");
+        let columns = statement.column_count();
+        statement
+            .query_map([], |row| {
+                (0..columns)
+                    .map(|index| {
+                        row.get_ref(index).map(|value| match value {
+                            rusqlite::types::ValueRef::Null => "null".to_string(),
+                            rusqlite::types::ValueRef::Integer(n) => n.to_string(),
+                            rusqlite::types::ValueRef::Text(text) => {
+                                String::from_utf8_lossy(text).into_owned()
+                            }
+                            _ => "?".to_string(),
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(|cells| cells.join(" "))
+            })
+            .expect("schema rows")
+            .collect::<Result<Vec<_>, _>>()
+            .expect("schema rows")
+    };
+    let mut facts = Vec::new();
+    for table in strings("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") {
+        let sql = strings(&format!(
+            "SELECT sql FROM sqlite_master WHERE name = '{table}'"
+        ));
+        let rowid = !sql.concat().to_uppercase().contains("WITHOUT ROWID");
+        facts.push(format!("table {table} rowid {rowid}"));
+        for column in strings(&format!("SELECT * FROM pragma_table_xinfo('{table}')")) {
+            facts.push(format!("  column {column}"));
+        }
+        for key in strings(&format!(
+            "SELECT \"table\", \"from\", \"to\" FROM pragma_foreign_key_list('{table}')"
+        )) {
+            facts.push(format!("  references {key}"));
+        }
+        for index in strings(&format!(
+            "SELECT name, \"unique\", origin, partial FROM pragma_index_list('{table}') ORDER BY name"
+        )) {
+            let name = index.split(' ').next().unwrap_or_default().to_string();
+            let columns = strings(&format!(
+                "SELECT seqno, name, desc FROM pragma_index_xinfo('{name}')"
+            ));
+            let condition = strings(&format!(
+                "SELECT COALESCE(substr(sql, instr(upper(sql), ' WHERE ')), '') FROM sqlite_master WHERE name = '{name}'"
+            ));
+            facts.push(format!("  index {index} {columns:?} {condition:?}"));
+        }
+    }
+    facts
+}
+
+#[test]
+fn a_new_stores_schema_is_the_one_the_migrations_leave() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let migrated = dir.path().join("migrated.db");
+    let conn = sqlite_store_at_version(&migrated, MIGRATIONS.len());
+    let by_migrations = schema_facts(&conn);
+    drop(conn);
+    let made = dir.path().join("made.db");
+    drop(Store::open(&made).expect("a new store"));
+    let conn = Connection::open(&made).expect("sqlite");
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .expect("version");
+    assert_eq!(version, MIGRATIONS.len() as i64);
+    assert_eq!(schema_facts(&conn), by_migrations);
+    assert!(by_migrations.len() > 60, "{by_migrations:#?}");
+    // And a store made so goes on migrating from there: reopened, nothing changes.
+    drop(conn);
+    drop(Store::open(&made).expect("reopened"));
+    let conn = Connection::open(&made).expect("sqlite");
+    assert_eq!(schema_facts(&conn), by_migrations);
 }
 
 #[test]

@@ -330,9 +330,7 @@ async fn a_pinned_node_does_not_run_and_stays_pinned_across_a_resume() {
         pins.as_ref().is_some_and(|pins| pins.contains("delivery")),
         "{pins:?}"
     );
-    let row = stored(
-        "SELECT COALESCE(pins_json, '') || state_json || input_json FROM runs WHERE id = ?1",
-    );
+    let row = stored("SELECT state_json || input_json FROM runs WHERE id = ?1");
     assert!(
         row.as_ref().is_some_and(|row| !row.contains("delivery")),
         "{row:?}"
