@@ -803,6 +803,15 @@ impl Store {
         ));
     }
 
+    /// Queues keeping `pins_json` as the pins of `run_id` (see [`NewRun::pins_json`]), unless it
+    /// has pins already: a run paused by a Weft that kept them in the engine's state.
+    pub fn keep_pins(&self, run_id: &str, pins_json: String) {
+        self.send(Write::Pins {
+            run_id: run_id.to_string(),
+            pins_json,
+        });
+    }
+
     /// Queues storing the approval decision given at a node. If the node has no output row
     /// yet, one is created with output `null` and 0 visits.
     pub fn put_node_approval(&self, run_id: &str, node_id: &str, approval: &Value, at: &str) {

@@ -184,7 +184,7 @@ CREATE TABLE run_pins (
     pins_json TEXT NOT NULL
 );
 INSERT INTO run_pins (run_id, pins_json) SELECT id, pins_json FROM runs WHERE pins_json IS NOT NULL;
-ALTER TABLE runs DROP COLUMN pins_json;
+UPDATE runs SET pins_json = NULL WHERE pins_json IS NOT NULL;
 "#;
 
 /// Whether `location` names a PostgreSQL database rather than a SQLite file.

@@ -16,8 +16,10 @@ pub(super) const INSERT_RUN: &str = "INSERT INTO runs (id, flow_name, flow_path,
      started_at, updated_at, lease_owner, lease_until, host, trigger_json, flow_version) \
      VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?5, ?6, ?7, ?8, ?9, ?10)";
 
-/// A run's pinned outputs, apart from its row, which each checkpoint writes again.
-const INSERT_PINS: &str = "INSERT INTO run_pins (run_id, pins_json) VALUES (?1, ?2)";
+/// A run's pinned outputs, apart from its row, which each checkpoint writes again; the pins
+/// a run already has stay.
+const INSERT_PINS: &str =
+    "INSERT INTO run_pins (run_id, pins_json) VALUES (?1, ?2) ON CONFLICT (run_id) DO NOTHING";
 
 /// Sets a run's engine state.
 pub(super) const SET_STATE: &str = "UPDATE runs SET state_json = ?2, updated_at = ?3 WHERE id = ?1";
@@ -48,6 +50,12 @@ pub(super) struct NewRunRow<'a> {
     pub trigger_json: Option<&'a str>,
 }
 
+/// Keeps `pins_json` as the pins of `run_id`, unless it has pins already.
+pub(super) fn keep_pins(db: &mut dyn Db, run_id: &str, pins_json: &str) -> Result<(), StoreError> {
+    db.execute(INSERT_PINS, &params![run_id, pins_json])?;
+    Ok(())
+}
+
 /// Inserts a run with status `running`, leased to `owner` until `until`.
 pub(super) fn insert(
     db: &mut dyn Db,
@@ -71,7 +79,7 @@ pub(super) fn insert(
         ],
     )?;
     if let Some(pins_json) = run.pins_json {
-        db.execute(INSERT_PINS, &params![run.id, pins_json])?;
+        keep_pins(db, run.id, pins_json)?;
     }
     // The flow is kept once per version; the file's use of it is what `weft versions` lists.
     versions::insert_version(db, run.flow_version, run.flow_json, run.started_at)?;
@@ -416,7 +424,8 @@ pub(super) fn load(db: &mut dyn Db, run_id: &str) -> Result<RunRecord, StoreErro
            (SELECT flow_json FROM run_flows WHERE run_id = runs.id)) AS flow_json, flow_version, \
          input_json, result_json, error, waiting_input_json, \
          waiting_source_node_id, state_json, host, \
-         (SELECT pins_json FROM run_pins WHERE run_id = runs.id) AS pins_json, \
+         COALESCE((SELECT pins_json FROM run_pins WHERE run_id = runs.id), pins_json) \
+           AS pins_json, \
          (SELECT CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT) FROM node_outputs \
            WHERE run_id = runs.id) AS input_tokens, \
          (SELECT CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT) FROM node_outputs \

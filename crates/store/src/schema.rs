@@ -263,14 +263,16 @@ ALTER TABLE runs ADD COLUMN pins_json TEXT;
 
 /// Migration 16: a run's pinned outputs in a table of their own. In a column of `runs` they
 /// were written again with the row at every checkpoint (SQLite rewrites a whole row, large
-/// texts included): a 16 MB pin and four steps that wait wrote 64 MB more.
+/// texts included): a 16 MB pin and four steps that wait wrote 64 MB more. The column stays,
+/// read when `run_pins` has nothing for a run: a process of the Weft before, still running on a
+/// shared store, writes and reads it.
 const MIGRATION_16: &str = "
 CREATE TABLE run_pins (
     run_id TEXT PRIMARY KEY REFERENCES runs(id),
     pins_json TEXT NOT NULL
 );
 INSERT INTO run_pins (run_id, pins_json) SELECT id, pins_json FROM runs WHERE pins_json IS NOT NULL;
-ALTER TABLE runs DROP COLUMN pins_json;
+UPDATE runs SET pins_json = NULL WHERE pins_json IS NOT NULL;
 ";
 
 /// The schema as the migrations leave it, made at once in a new store: replaying every
@@ -297,7 +299,8 @@ CREATE TABLE runs (
     deadline TEXT,
     host TEXT,
     trigger_json TEXT,
-    flow_version TEXT
+    flow_version TEXT,
+    pins_json TEXT
 );
 CREATE INDEX runs_started_at ON runs(started_at);
 CREATE INDEX runs_status ON runs(status);

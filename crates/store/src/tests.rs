@@ -792,6 +792,37 @@ fn an_on_demand_store_told_a_wait_is_coming_shows_its_writes_meanwhile() {
     );
 }
 
+/// A large write (a large output's event) starts an on-demand store's writer, which commits
+/// it at once: a run that never waits does not hold every large output until its end.
+#[test]
+fn a_large_write_starts_an_on_demand_writer() {
+    let at = Location::sqlite();
+    let store = on_demand(&at);
+    let (listener, names) = thread_names();
+    store.create_run(&new_run("run-l", &ts(0)));
+    store.append_event(
+        event("run-l", 1, EventType::StepStart, Some("a")),
+        Some(listener.clone()),
+    );
+    assert!(
+        store.inner.writer.get().is_none(),
+        "a small write started it"
+    );
+    let mut large = event("run-l", 2, EventType::StepEnd, Some("a"));
+    large.content = "x".repeat(writer::LARGE_WRITE_BYTES);
+    store.append_event(large, Some(listener.clone()));
+    wait_for_count(&names, 2);
+    assert!(
+        names
+            .lock()
+            .expect("names")
+            .iter()
+            .all(|name| name.as_deref() == Some("weft-store-writer")),
+        "{:?}",
+        names.lock().expect("names")
+    );
+}
+
 /// A run that goes on without waiting piles writes up: an on-demand store then starts its
 /// writer, which commits them as they come; an async flush after many finds them all stored.
 #[test]
@@ -1415,17 +1446,82 @@ fn pins_stored_in_the_runs_row_move_to_their_own_table() {
         Some(json!({"draft": "text"}))
     );
     drop(store);
-    // Out of the row each checkpoint writes again: the column is gone.
+    // Out of the row each checkpoint writes again.
     let conn = Connection::open(&path).expect("sqlite");
-    let columns = conn
-        .prepare("SELECT name FROM pragma_table_info('runs')")
-        .expect("columns")
-        .query_map([], |row| row.get::<_, String>(0))
-        .expect("columns")
-        .collect::<Result<Vec<_>, _>>()
-        .expect("columns");
-    assert!(columns.contains(&"flow_version".to_string()), "{columns:?}");
-    assert!(!columns.contains(&"pins_json".to_string()), "{columns:?}");
+    let in_rows: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM runs WHERE pins_json IS NOT NULL",
+            [],
+            |row| row.get(0),
+        )
+        .expect("count");
+    assert_eq!(in_rows, 0);
+    // A run a Weft from before made in a shared store, pins in its row, is read the same.
+    conn.execute(
+        "UPDATE runs SET pins_json = '{\"late\":1}' WHERE id = 'new'",
+        [],
+    )
+    .expect("as a Weft from before writes it");
+    conn.execute("DELETE FROM run_pins WHERE run_id = 'new'", [])
+        .expect("no pins of its own");
+    drop(conn);
+    let store = Store::open(&path).expect("opened again");
+    assert_eq!(
+        store.run("new").expect("the run").pins,
+        Some(json!({"late": 1}))
+    );
+    // Pins kept for a run that has none yet; one that has them keeps its own.
+    store.keep_pins("pinned", r#"{"other":2}"#.into());
+    store.keep_pins("new", r#"{"kept":3}"#.into());
+    store.flush().expect("flush");
+    assert_eq!(
+        store.run("pinned").expect("the old run").pins,
+        Some(json!({"classify": "bug"}))
+    );
+    assert_eq!(
+        store.run("new").expect("the run").pins,
+        Some(json!({"kept": 3}))
+    );
+}
+
+#[test]
+fn on_postgres_pins_stored_in_the_runs_row_move_to_their_own_table() {
+    let url = weft_test_postgres::PostgresServer::shared().new_database();
+    let mut client = ::postgres::Client::connect(&url, ::postgres::NoTls).expect("postgres");
+    // A database as PostgreSQL migration 7 left it: a paused run with its pins in its row.
+    let mut old_schema = "CREATE TABLE weft_schema (version BIGINT NOT NULL); \
+         INSERT INTO weft_schema (version) VALUES (7);"
+        .to_string();
+    old_schema.extend(postgresql::MIGRATIONS[..7].iter().copied());
+    client.batch_execute(&old_schema).expect("old schema");
+    client
+        .batch_execute(&format!(
+            "INSERT INTO flow_versions (hash, flow_json, created_at) \
+             VALUES ('f1', '{{\"nodes\":[],\"edges\":[]}}', '{at}'); \
+             INSERT INTO runs (id, flow_name, status, input_json, started_at, updated_at, \
+             flow_version, pins_json) VALUES ('pinned', 'demo', 'paused', '\"hi\"', '{at}', \
+             '{at}', 'f1', '{{\"classify\":\"bug\"}}')",
+            at = ts(1)
+        ))
+        .expect("old run");
+
+    let store = Location::Postgres(url.clone()).open();
+    assert_eq!(
+        store.run("pinned").expect("the old run").pins,
+        Some(json!({"classify": "bug"}))
+    );
+    let moved: i64 = client
+        .query_one(
+            "SELECT COUNT(*) FROM run_pins WHERE run_id = 'pinned' AND pins_json LIKE '%bug%'",
+            &[],
+        )
+        .expect("count")
+        .get(0);
+    let in_rows: i64 = client
+        .query_one("SELECT COUNT(*) FROM runs WHERE pins_json IS NOT NULL", &[])
+        .expect("count")
+        .get(0);
+    assert_eq!((moved, in_rows), (1, 0));
 }
 
 /// The schema of the store at `conn` as facts that do not depend on how it was made: each

@@ -105,6 +105,11 @@ pub(super) enum Write {
         approval_json: String,
         at: String,
     },
+    /// A run's pins, kept apart from its row (when they are not yet).
+    Pins {
+        run_id: String,
+        pins_json: String,
+    },
     Pause {
         run_id: String,
         waiting: Box<StepRow>,
@@ -195,6 +200,7 @@ impl Write {
             Write::NodeApproval {
                 run_id, node_id, ..
             } => format!("storing the approval at node {node_id} in run {run_id}"),
+            Write::Pins { run_id, .. } => format!("keeping the pins of run {run_id}"),
             Write::Pause { run_id, .. } => format!("pausing run {run_id}"),
             Write::Checkpoint { run_id, .. } => format!("checkpointing run {run_id}"),
             Write::LlmCall { run_id, call, .. } => format!(
@@ -279,6 +285,7 @@ impl Write {
                 approval_json,
                 at,
             } => node_outputs::put_approval(db, run_id, node_id, approval_json, at),
+            Write::Pins { run_id, pins_json } => runs::keep_pins(db, run_id, pins_json),
             Write::Pause {
                 run_id,
                 waiting,

@@ -373,22 +373,50 @@ async fn a_pinned_node_does_not_run_and_stays_pinned_across_a_resume() {
     assert_eq!(ran.code, Some(3), "{ran:?}");
     let stopped = common::paused_run_id(&ran);
     // As a Weft from before kept them: in the run's state. They still hold.
-    let conn = rusqlite::Connection::open(sandbox.db()).expect("sqlite");
-    conn.execute(
-        "UPDATE runs SET state_json = json_set(state_json, '$.pins', \
-         json((SELECT pins_json FROM run_pins WHERE run_id = runs.id))) WHERE id = ?1",
-        [&stopped],
-    )
-    .expect("pins moved into the state");
-    conn.execute("DELETE FROM run_pins WHERE run_id = ?1", [&stopped])
-        .expect("and out of their table");
-    drop(conn);
+    let as_before = |run_id: &str| {
+        let conn = rusqlite::Connection::open(sandbox.db()).expect("sqlite");
+        conn.execute(
+            "UPDATE runs SET state_json = json_set(state_json, '$.pins', \
+             json((SELECT pins_json FROM run_pins WHERE run_id = runs.id))) WHERE id = ?1",
+            [run_id],
+        )
+        .expect("pins moved into the state");
+        conn.execute("DELETE FROM run_pins WHERE run_id = ?1", [run_id])
+            .expect("and out of their table");
+    };
+    as_before(&stopped);
     let ran = sandbox
         .run_with(&["resume", &stopped, "--continue", "--db", &db], &llm)
         .await;
     assert_eq!(ran.code, Some(0), "{ran:?}");
     assert_eq!(ran.stdout.trim(), "Reply for delivery");
     assert!(llm.requests().is_empty(), "still no request");
+    // Such a run that pauses again before its pinned node (at its approval) keeps its pins.
+    let ran = sandbox
+        .run_with(
+            &["run", &flow, "--db", &db, "--pins", "--break", "review"],
+            &llm,
+        )
+        .await;
+    assert_eq!(ran.code, Some(3), "{ran:?}");
+    let stopped = common::paused_run_id(&ran);
+    as_before(&stopped);
+    let ran = sandbox
+        .run_with(&["resume", &stopped, "--continue", "--db", &db], &llm)
+        .await;
+    assert_eq!(ran.code, Some(3), "paused at the approval: {ran:?}");
+    let ran = sandbox
+        .run_with(
+            &["resume", &stopped, "--decision", "approve", "--db", &db],
+            &llm,
+        )
+        .await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout.trim(), "Reply for delivery");
+    assert!(
+        llm.requests().is_empty(),
+        "no request after the second pause either"
+    );
 
     // Without --pins the node runs.
     let ran = sandbox
@@ -415,12 +443,16 @@ fn a_paused_runs_state_names_the_nodes_of_its_result_not_their_values() {
             node("after", "template", json!({ "template": "a draft" })),
             node("review", "approval", json!({ "message": "go on?" })),
             node("done", "template", json!({ "template": "done" })),
+            node("again", "approval", json!({ "message": "and now?" })),
+            node("end", "template", json!({ "template": "the end" })),
         ],
         "edges": [
             edge("e1", "start", "out", None),
             edge("e2", "start", "after", None),
             edge("e3", "after", "review", None),
             edge("e4", "review", "done", Some("approve")),
+            edge("e5", "done", "again", None),
+            edge("e6", "again", "end", Some("approve")),
         ]
     });
     let sandbox = Sandbox::new();
@@ -451,6 +483,8 @@ fn a_paused_runs_state_names_the_nodes_of_its_result_not_their_values() {
     );
     assert!(!state.to_string().contains("the first answer"), "{state}");
     let ran = sandbox.run(&["resume", &run_id, "--decision", "approve", "--db", &db]);
+    assert_eq!(ran.code, Some(3), "paused again: {ran:?}");
+    let ran = sandbox.run(&["resume", &run_id, "--decision", "approve", "--db", &db]);
     assert_eq!(ran.code, Some(0), "{ran:?}");
     assert_eq!(ran.stdout.trim(), "the first answer");
 
@@ -467,6 +501,9 @@ fn a_paused_runs_state_names_the_nodes_of_its_result_not_their_values() {
             [&run_id],
         )
         .expect("the state as an older Weft wrote it");
+    // Paused again before an `output` node runs: the value is still the result.
+    let ran = sandbox.run(&["resume", &run_id, "--decision", "approve", "--db", &db]);
+    assert_eq!(ran.code, Some(3), "paused again: {ran:?}");
     let ran = sandbox.run(&["resume", &run_id, "--decision", "approve", "--db", &db]);
     assert_eq!(ran.code, Some(0), "{ran:?}");
     assert_eq!(ran.stdout.trim(), "kept by an older Weft");

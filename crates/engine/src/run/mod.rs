@@ -783,7 +783,7 @@ impl Engine {
             outputs: own_outputs(&flow, stored_outputs),
             approval: state.approval.clone(),
             histories: state.histories.clone(),
-            pins: pins::shared(run_pins(&record, &state)?),
+            pins: pins::shared(run_pins(self.store(), &record, &state)?),
             budget_lifted: state.budget_lifted,
         };
         let events = Emitter::new(
@@ -911,7 +911,7 @@ impl Engine {
             outputs: own_outputs(&flow, stored_outputs),
             approval: state.approval.clone(),
             histories: state.histories.clone(),
-            pins: pins::shared(run_pins(&record, &state)?),
+            pins: pins::shared(run_pins(self.store(), &record, &state)?),
             budget_lifted: state.budget_lifted,
         };
         let events = Emitter::new(
@@ -1321,8 +1321,8 @@ impl Engine {
 /// The stored outputs of `flow`'s own nodes (nested runs keep theirs in their state), as a
 /// resumed or continued run starts from them.
 /// The outputs pinned for a stored run: kept apart by the store, or in the state of a run an
-/// older Weft stored.
-fn run_pins(record: &RunRecord, state: &SavedState) -> Result<Pins, RunError> {
+/// older Weft stored, which are then kept apart too (the state this run saves has them no more).
+fn run_pins(store: &Store, record: &RunRecord, state: &SavedState) -> Result<Pins, RunError> {
     match &record.pins {
         Some(pins) => serde_json::from_value(pins.clone()).map_err(|error| {
             RunError::Store(StoreError::Corrupt {
@@ -1330,7 +1330,12 @@ fn run_pins(record: &RunRecord, state: &SavedState) -> Result<Pins, RunError> {
                 message: format!("pinned outputs: {error}"),
             })
         }),
-        None => Ok(state.pins.clone()),
+        None => {
+            if !state.pins.is_empty() {
+                store.keep_pins(&record.summary.id, weft_store::json_text(&state.pins));
+            }
+            Ok(state.pins.clone())
+        }
     }
 }
 

@@ -65,11 +65,11 @@ pub(crate) struct SavedState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_finished_node: Option<String>,
     /// The value of the last `output` node, as a Weft from before [`SavedState::last_output_node`]
-    /// saved it (at every checkpoint): read, never written again.
-    #[serde(default, skip_serializing)]
+    /// saved it: kept, in a run paused by such a Weft, until a node of the run replaces it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_output: Option<Value>,
-    /// The last finished node's output, as such a Weft saved it.
-    #[serde(default, skip_serializing)]
+    /// The last finished node's output, as such a Weft saved it (kept the same way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_finished: Option<Value>,
     /// The rendered message of the step being waited on (innermost, for nested runs).
     #[serde(default)]
@@ -1254,8 +1254,9 @@ impl Scheduler {
                 .unwrap_or_default(),
             last_output_node: self.last_output.clone(),
             last_finished_node: self.last_finished.clone(),
-            last_output: None,
-            last_finished: None,
+            // Only in a run an older Weft paused, and only until a node of it replaces them.
+            last_output: earlier(&self.last_output, &self.earlier_output),
+            last_finished: earlier(&self.last_finished, &self.earlier_finished),
             waiting_message: None,
             waiting_fields: Vec::new(),
             waiting_input: None,
@@ -1367,6 +1368,14 @@ impl Scheduler {
             paused: None,
             state,
         }
+    }
+}
+
+/// The value an older Weft kept (`earlier`) while no node of this run has taken its place.
+fn earlier(node: &Option<String>, earlier: &Option<Arc<Value>>) -> Option<Value> {
+    match node {
+        Some(_) => None,
+        None => earlier.as_deref().cloned(),
     }
 }
 
