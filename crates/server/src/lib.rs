@@ -296,6 +296,46 @@ fn routes() -> Vec<Route> {
             ],
         },
         Route {
+            path: "/v1/flows",
+            methods: vec![(
+                "get",
+                get(list_flows),
+                Operation {
+                    summary: "The flows of the flows folder, by name, each with its version (or why it does not load).",
+                    authorized: true,
+                    body: None,
+                    query: &[],
+                    responses: vec![
+                        Answer::json::<Vec<FlowListing>>(200, "The flows, in name order."),
+                        unauthorized(),
+                    ],
+                },
+            )],
+        },
+        Route {
+            path: "/v1/flows/{name}",
+            methods: vec![(
+                "get",
+                get(show_flow),
+                Operation {
+                    summary: "One flow of the folder in its canonical form, with its version.",
+                    authorized: true,
+                    body: None,
+                    query: &[],
+                    responses: vec![
+                        Answer::json::<FlowDetail>(200, "The flow."),
+                        Answer::error(400, "A flow name that would leave the folder."),
+                        unauthorized(),
+                        Answer::error(404, "No such flow in the folder."),
+                        Answer::error(
+                            422,
+                            "The file is not a flow Weft can load (the message says why).",
+                        ),
+                    ],
+                },
+            )],
+        },
+        Route {
             path: "/v1/runs/{id}",
             methods: vec![(
                 "get",
@@ -643,6 +683,70 @@ struct Started {
     run_id: String,
 }
 
+/// A flow of the flows folder, as `GET /v1/flows` lists it.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct FlowListing {
+    /// What `POST /v1/runs` and `GET /v1/flows/{name}` take: the file's name without `.json`.
+    name: String,
+    /// The flow's own `name`, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<String>,
+    /// The version of the file's content, as `weft versions` names it (SHA-256 of its
+    /// canonical form); absent when the file does not load.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<String>,
+    /// Why the file does not load, when it does not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// One flow of the folder, as `GET /v1/flows/{name}` gives it.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct FlowDetail {
+    name: String,
+    /// The version of the file's content (see [`FlowListing::version`]).
+    version: String,
+    /// The flow in its canonical form (as the app saves it and `weft fmt` writes it).
+    flow: Value,
+}
+
+/// The flows of the folder `dir`, by name: each `NAME.json` but tests and pins files.
+fn flows_in(dir: &std::path::Path) -> std::io::Result<Vec<FlowListing>> {
+    let mut flows = Vec::new();
+    for entry in std::fs::read_dir(dir)?.flatten() {
+        let path = entry.path();
+        let Some(name) = path
+            .file_name()
+            .and_then(|file| file.to_str())
+            .and_then(|file| file.strip_suffix(".json"))
+        else {
+            continue;
+        };
+        if name.ends_with(".tests") || name.ends_with(".pins") || flow_in_dir(dir, name).is_err() {
+            continue;
+        }
+        let listing = match Flow::load(&path) {
+            Ok(flow) => FlowListing {
+                name: name.to_string(),
+                title: (!flow.name.is_empty()).then(|| flow.name.clone()),
+                version: Some(flow.version().hash),
+                error: None,
+            },
+            Err(error) => FlowListing {
+                name: name.to_string(),
+                title: None,
+                version: None,
+                error: Some(error.to_string()),
+            },
+        };
+        flows.push(listing);
+    }
+    flows.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(flows)
+}
+
 /// A run that goes on: started, or decided.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -794,6 +898,42 @@ async fn list_runs(
         query.map_err(|error| ApiError::bad_request(format!("the query: {error}")))?;
     let limit = query.limit.unwrap_or(20).min(1000);
     Ok(Json(api.weft.runs(limit).await?))
+}
+
+async fn list_flows(State(api): State<Arc<Api>>) -> Result<Json<Vec<FlowListing>>, ApiError> {
+    let dir = api.flows_dir.clone();
+    tokio::task::spawn_blocking(move || flows_in(&dir))
+        .await
+        .map_err(|error| ApiError::internal(error.to_string()))?
+        .map(Json)
+        .map_err(|error| ApiError::internal(format!("the flows folder: {error}")))
+}
+
+async fn show_flow(
+    State(api): State<Arc<Api>>,
+    Segment(name): Segment,
+) -> Result<Json<FlowDetail>, ApiError> {
+    let path = api.flow_path(&name)?;
+    let name = name.strip_suffix(".json").unwrap_or(&name).to_string();
+    tokio::task::spawn_blocking(move || {
+        let flow = Flow::load(&path).map_err(|error| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_flow",
+                error.to_string(),
+            )
+        })?;
+        let version = flow.version();
+        let flow = serde_json::from_str(&version.json)
+            .map_err(|error| ApiError::internal(error.to_string()))?;
+        Ok(Json(FlowDetail {
+            name,
+            version: version.hash,
+            flow,
+        }))
+    })
+    .await
+    .map_err(|error| ApiError::internal(error.to_string()))?
 }
 
 async fn show_run(

@@ -275,6 +275,64 @@ async fn every_documented_operation_is_served_and_answers_as_documented() {
             .0,
         200
     );
+    // The folder's flows, one of them a file that does not load.
+    std::fs::write(dir.path().join("flows/broken.json"), "{ not a flow").expect("broken");
+    let (status, flows) = exchange((&get, "/v1/flows", "/v1/flows", true, None)).await;
+    assert_eq!(status, 200, "{flows}");
+    let flows: Value = serde_json::from_str(&flows).expect("JSON");
+    let names: Vec<&str> = flows
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|flow| flow["name"].as_str().expect("a name"))
+        .collect();
+    assert_eq!(names, ["broken", "echo", "review"]);
+    assert!(
+        flows[0]["error"]
+            .as_str()
+            .is_some_and(|error| error.contains("broken.json"))
+            && flows[0].get("version").is_none(),
+        "{flows}"
+    );
+    assert_eq!(flows[2]["title"], json!("Review"));
+    let version = flows[2]["version"].as_str().expect("a version").to_string();
+    assert_eq!(version.len(), 64, "{version}");
+    assert_eq!(
+        exchange((&get, "/v1/flows", "/v1/flows", false, None))
+            .await
+            .0,
+        401
+    );
+    let (status, review_flow) =
+        exchange((&get, "/v1/flows/{name}", "/v1/flows/review", true, None)).await;
+    assert_eq!(status, 200, "{review_flow}");
+    let review_flow: Value = serde_json::from_str(&review_flow).expect("JSON");
+    assert_eq!(review_flow["name"], json!("review"));
+    assert_eq!(review_flow["version"], json!(version));
+    assert_eq!(
+        review_flow["flow"]["nodes"].as_array().map(Vec::len),
+        Some(4)
+    );
+    for (path, status) in [
+        ("/v1/flows/review.json", 200),
+        ("/v1/flows/nowhere", 404),
+        ("/v1/flows/.hidden", 400),
+        ("/v1/flows/broken", 422),
+    ] {
+        assert_eq!(
+            exchange((&get, "/v1/flows/{name}", path, true, None))
+                .await
+                .0,
+            status,
+            "{path}"
+        );
+    }
+    assert_eq!(
+        exchange((&get, "/v1/flows/{name}", "/v1/flows/review", false, None))
+            .await
+            .0,
+        401
+    );
     // A run that pauses at its approval, and one to cancel.
     let (status, started) = exchange((&post, "/v1/runs", "/v1/runs", true, review)).await;
     assert_eq!(status, 201, "{started}");

@@ -288,6 +288,8 @@ const OTHERS: &[(&str, &str, &str)] = &[
     ("GET", "/v1/runs", "/v1/runs"),
     ("GET", "/v1/approvals", "/v1/approvals"),
     ("GET", "/openapi.json", "/openapi.json"),
+    ("GET", "/v1/flows", "/v1/flows"),
+    ("GET", "/v1/flows/no-such-flow", "/v1/flows/{name}"),
     ("GET", "/v1/runs/no-such-run", "/v1/runs/{id}"),
     ("GET", "/v1/runs/no-such-run/events", "/v1/runs/{id}/events"),
     (
