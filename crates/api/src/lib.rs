@@ -35,7 +35,9 @@ pub use error::{Error, ErrorKind};
 pub use hosts::{HostedAction, RunHost};
 pub use keeper::Keeper;
 pub use location::{STORE_ENV, StoreLocation};
-pub use weft_engine::{ResumeOptions, Waiting};
+pub use weft_engine::breakpoints::Breakpoint;
+pub use weft_engine::pins::Pins;
+pub use weft_engine::{Continue, ResumeOptions, Waiting};
 
 /// One process's Weft: its run store, its engine (providers, the runs going here), the price
 /// table views are costed at, and the hosts it can hand answers to. Cheap to clone; clones

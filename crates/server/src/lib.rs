@@ -307,6 +307,7 @@ fn routes() -> Vec<Route> {
                     query: &[],
                     responses: vec![
                         Answer::json::<Vec<FlowListing>>(200, "The flows, in name order."),
+                        Answer::error(400, "Several `Authorization` headers."),
                         unauthorized(),
                     ],
                 },
@@ -324,7 +325,10 @@ fn routes() -> Vec<Route> {
                     query: &[],
                     responses: vec![
                         Answer::json::<FlowDetail>(200, "The flow."),
-                        Answer::error(400, "A flow name that would leave the folder."),
+                        Answer::error(
+                            400,
+                            "A flow name that would leave the folder, or several `Authorization` headers.",
+                        ),
                         unauthorized(),
                         Answer::error(404, "No such flow in the folder."),
                         Answer::error(
@@ -430,6 +434,53 @@ fn routes() -> Vec<Route> {
                         unauthorized(),
                         Answer::error(404, "No such run."),
                         Answer::error(409, "The run has ended, or goes in another process."),
+                    ],
+                },
+            )],
+        },
+        Route {
+            path: "/v1/runs/{id}/continue",
+            methods: vec![(
+                "post",
+                post(continue_run),
+                Operation {
+                    summary: "Go on from the breakpoint a paused run stopped at, as the token's name: `{step?, set?}` (an empty body goes on as it is).",
+                    authorized: true,
+                    body: Some(Body::Json(schema::<ContinueBody>)),
+                    query: &[],
+                    responses: vec![
+                        Answer::json::<Going>(200, "Going on."),
+                        Answer::error(
+                            400,
+                            "Not JSON, a value that does not fit the node's `outputSchema`, or several `Authorization` headers.",
+                        ),
+                        unauthorized(),
+                        Answer::error(404, "No such run."),
+                        Answer::error(
+                            409,
+                            "The run is not stopped at a breakpoint (it waits for a decision, goes on, or has ended).",
+                        ),
+                        too_slow(),
+                        too_large(),
+                    ],
+                },
+            )],
+        },
+        Route {
+            path: "/v1/runs/{id}/pause",
+            methods: vec![(
+                "post",
+                post(pause_run),
+                Operation {
+                    summary: "Pause a run going in this server before its next step (as at a breakpoint); it goes on with `POST /v1/runs/{id}/continue`.",
+                    authorized: true,
+                    body: None,
+                    query: &[],
+                    responses: vec![
+                        Answer::json::<Going>(202, "Asked: the run stops before its next step."),
+                        Answer::error(400, "Several `Authorization` headers."),
+                        unauthorized(),
+                        Answer::error(409, "No run of that id is going in this server."),
                     ],
                 },
             )],
@@ -674,6 +725,27 @@ struct StartBody {
     /// Approvals answered in advance, by node (`sub/review` inside the subflow `sub`).
     #[serde(default)]
     decide: BTreeMap<String, Decision>,
+    /// Where the run stops for a person, as `weft run --break` says it: the run pauses there
+    /// and goes on with `POST /v1/runs/{id}/continue`.
+    #[serde(default)]
+    breakpoints: Vec<weft_api::Breakpoint>,
+    /// Outputs that stand for their nodes, which then do not run (a pins file's `pins`, each
+    /// node's value directly): `{"classify": {"label": "bug"}}`.
+    #[serde(default)]
+    pins: weft_api::Pins,
+}
+
+/// How a run stopped at a breakpoint goes on (`weft resume ID --continue [--step] [--set]`).
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ContinueBody {
+    /// Stop again before the steps that become ready next.
+    #[serde(default)]
+    step: bool,
+    /// The value to go on with instead of the one at the breakpoint (the node's input before
+    /// it, its output after it).
+    #[serde(default)]
+    set: Option<Value>,
 }
 
 /// A run started by a webhook.
@@ -777,9 +849,11 @@ impl Api {
         name: &str,
         input: Option<String>,
         decisions: std::collections::HashMap<String, Decision>,
+        debugging: (Vec<weft_api::Breakpoint>, weft_api::Pins),
         trigger: TriggerKind,
         traceparent: Option<String>,
     ) -> Result<String, ApiError> {
+        let (breakpoints, pins) = debugging;
         let path = self.flow_path(name)?;
         let flow = Flow::load(&path).map_err(|error| ApiError::bad_request(error.to_string()))?;
         let checked = check_for_run(flow, Some(&path), self.weft.engine().llm().settings())
@@ -793,6 +867,8 @@ impl Api {
         let request = StartRequest {
             input,
             decisions,
+            breakpoints,
+            pins,
             flow_path: Some(path),
             on_event: Some(self.wake()),
             trigger: Some(Trigger::of(trigger)),
@@ -845,6 +921,7 @@ async fn start_run(
             &request.flow,
             input,
             decisions,
+            (request.breakpoints, request.pins),
             TriggerKind::Api,
             traceparent(&headers),
         )
@@ -878,6 +955,7 @@ async fn webhook(
             &flow,
             input,
             std::collections::HashMap::new(),
+            Default::default(),
             TriggerKind::Hook,
             traceparent(&headers),
         )
@@ -934,6 +1012,49 @@ async fn show_flow(
     })
     .await
     .map_err(|error| ApiError::internal(error.to_string()))?
+}
+
+async fn continue_run(
+    State(api): State<Arc<Api>>,
+    Segment(id): Segment,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Going>, ApiError> {
+    let bytes = body_bytes(body)?;
+    let how: ContinueBody = if bytes.iter().all(u8::is_ascii_whitespace) {
+        ContinueBody::default()
+    } else {
+        serde_json::from_slice(&bytes)
+            .map_err(|error| ApiError::bad_request(format!("the body: {error}")))?
+    };
+    let options = ResumeOptions {
+        on_event: Some(api.wake()),
+        traceparent: traceparent(&headers),
+        ..ResumeOptions::default()
+    };
+    let how = weft_api::Continue {
+        step: how.step,
+        set: how.set,
+    };
+    let handle = api.weft.go_on(&id, how, options).await?;
+    Ok(Json(Going {
+        run_id: handle.run_id,
+        status: RunStatus::Running,
+    }))
+}
+
+async fn pause_run(
+    State(api): State<Arc<Api>>,
+    Segment(id): Segment,
+) -> Result<(StatusCode, Json<Going>), ApiError> {
+    api.weft.pause(&id)?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(Going {
+            run_id: id,
+            status: RunStatus::Running,
+        }),
+    ))
 }
 
 async fn show_run(

@@ -48,8 +48,38 @@ fn write_flows(flows: &Path) {
         ],
         "edges": [{ "id": "e1", "source": "start", "target": "said" }]
     });
+    // A step that goes on for seconds (until its timeout): a run to pause meanwhile.
+    let busy = json!({
+        "version": 1,
+        "nodes": [
+            node("start", "start", json!({})),
+            node("spin", "code", json!({ "code": "while True:\n    pass", "timeoutSeconds": 3 })),
+        ],
+        "edges": [{ "id": "e1", "source": "start", "target": "spin" }]
+    });
     std::fs::write(flows.join("review.json"), review.to_string()).expect("review");
     std::fs::write(flows.join("echo.json"), echo.to_string()).expect("echo");
+    std::fs::write(flows.join("busy.json"), busy.to_string()).expect("busy");
+}
+
+/// Waits (a while at most) until run `run_id` reads `status`; its detail then.
+async fn wait_for_status(http: &reqwest::Client, url: &str, run_id: &str, status: &str) -> Value {
+    for _ in 0..200 {
+        let run: Value = http
+            .get(format!("{url}/v1/runs/{run_id}"))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .expect("the run")
+            .json()
+            .await
+            .expect("JSON");
+        if run["run"]["summary"]["status"] == json!(status) {
+            return run;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("run {run_id} never read {status}");
 }
 
 /// The server on a free port, and its URL: bodies of at most 4 KiB that arrive within a
@@ -286,7 +316,7 @@ async fn every_documented_operation_is_served_and_answers_as_documented() {
         .iter()
         .map(|flow| flow["name"].as_str().expect("a name"))
         .collect();
-    assert_eq!(names, ["broken", "echo", "review"]);
+    assert_eq!(names, ["broken", "busy", "echo", "review"]);
     assert!(
         flows[0]["error"]
             .as_str()
@@ -294,8 +324,8 @@ async fn every_documented_operation_is_served_and_answers_as_documented() {
             && flows[0].get("version").is_none(),
         "{flows}"
     );
-    assert_eq!(flows[2]["title"], json!("Review"));
-    let version = flows[2]["version"].as_str().expect("a version").to_string();
+    assert_eq!(flows[3]["title"], json!("Review"));
+    let version = flows[3]["version"].as_str().expect("a version").to_string();
     assert_eq!(version.len(), 64, "{version}");
     assert_eq!(
         exchange((&get, "/v1/flows", "/v1/flows", false, None))
@@ -608,6 +638,75 @@ async fn every_documented_operation_is_served_and_answers_as_documented() {
         }
     }
 
+    // A run started with a breakpoint stops there, and goes on with the value replaced.
+    let (status, started) = exchange((
+        &post,
+        "/v1/runs",
+        "/v1/runs",
+        true,
+        Some(r#"{"flow": "echo", "input": "hi", "breakpoints": [{"nodeId": "said"}]}"#),
+    ))
+    .await;
+    assert_eq!(status, 201, "{started}");
+    let stopped = id_of(&started);
+    wait_for_status(&http, &url, &stopped, "paused").await;
+    let go_on = format!("/v1/runs/{stopped}/continue");
+    let continued = "/v1/runs/{id}/continue";
+    for (token, body, status) in [
+        (false, Some(r#"{"set": "changed"}"#), 401),
+        (true, Some("not json"), 400),
+        (true, Some(big.as_str()), 413),
+        (true, Some(r#"{"set": "changed"}"#), 200),
+    ] {
+        let (answered, text) = exchange((&post, continued, go_on.as_str(), token, body)).await;
+        assert_eq!(answered, status, "{body:?}: {text}");
+    }
+    let run = wait_for_status(&http, &url, &stopped, "completed").await;
+    assert_eq!(run["run"]["result"], json!("got changed"), "{run}");
+    for (path, status) in [
+        (go_on.as_str(), 409),
+        ("/v1/runs/no-such-run/continue", 404),
+    ] {
+        assert_eq!(
+            exchange((&post, continued, path, true, None)).await.0,
+            status,
+            "{path}"
+        );
+    }
+    // A run going in the server is asked to pause; one that has ended cannot be.
+    let busy = id_of(
+        &exchange((
+            &post,
+            "/v1/runs",
+            "/v1/runs",
+            true,
+            Some(r#"{"flow": "busy"}"#),
+        ))
+        .await
+        .1,
+    );
+    let pause = format!("/v1/runs/{busy}/pause");
+    let paused = "/v1/runs/{id}/pause";
+    assert_eq!(
+        exchange((&post, paused, pause.as_str(), false, None))
+            .await
+            .0,
+        401
+    );
+    assert_eq!(
+        exchange((&post, paused, pause.as_str(), true, None))
+            .await
+            .0,
+        202
+    );
+    let ended = format!("/v1/runs/{stopped}/pause");
+    assert_eq!(
+        exchange((&post, paused, ended.as_str(), true, None))
+            .await
+            .0,
+        409
+    );
+
     // Several `Authorization` headers, on every route that takes one: 400, whichever is right.
     for (method, template, path) in [
         (&post, "/v1/runs", "/v1/runs"),
@@ -616,6 +715,10 @@ async fn every_documented_operation_is_served_and_answers_as_documented() {
         (&get, "/v1/runs/{id}/events", events.as_str()),
         (&post, "/v1/runs/{id}/decision", decision.as_str()),
         (&post, "/v1/runs/{id}/cancel", cancel.as_str()),
+        (&post, "/v1/runs/{id}/continue", go_on.as_str()),
+        (&post, "/v1/runs/{id}/pause", pause.as_str()),
+        (&get, "/v1/flows", "/v1/flows"),
+        (&get, "/v1/flows/{name}", "/v1/flows/review"),
         (&get, "/v1/approvals", "/v1/approvals"),
         (&post, "/v1/hooks/{flow}", "/v1/hooks/echo"),
     ] {
@@ -638,6 +741,7 @@ async fn every_documented_operation_is_served_and_answers_as_documented() {
     for (template, path) in [
         ("/v1/runs", "/v1/runs"),
         ("/v1/runs/{id}/decision", decision.as_str()),
+        ("/v1/runs/{id}/continue", go_on.as_str()),
         ("/v1/hooks/{flow}", "/v1/hooks/echo"),
     ] {
         let request = format!(

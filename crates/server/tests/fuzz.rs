@@ -297,6 +297,12 @@ const OTHERS: &[(&str, &str, &str)] = &[
         "/v1/runs/no-such-run/cancel",
         "/v1/runs/{id}/cancel",
     ),
+    ("POST", "/v1/runs/no-such-run/pause", "/v1/runs/{id}/pause"),
+    (
+        "POST",
+        "/v1/runs/no-such-run/continue",
+        "/v1/runs/{id}/continue",
+    ),
 ];
 
 /// The `Authorization` header sent.
