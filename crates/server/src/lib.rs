@@ -367,7 +367,7 @@ fn routes() -> Vec<Route> {
                 "get",
                 get(run_events),
                 Operation {
-                    summary: "The run's events so far, then live ones, as server-sent events (each `data:` one event as `weft run --events` prints it); ends after `run_end` or when the run pauses.",
+                    summary: "The run's events so far, then live ones, as server-sent events (each `data:` one event as `weft run --events` prints it, its `id:` the event's `seq`); ends after `run_end` or when the run pauses. With `Last-Event-ID` (as a client that reconnects sends it), the events after that one.",
                     authorized: true,
                     body: None,
                     query: &[],
@@ -379,7 +379,7 @@ fn routes() -> Vec<Route> {
                         },
                         Answer::error(
                             400,
-                            "A prefix that names several runs, or several `Authorization` headers.",
+                            "A prefix that names several runs, a `Last-Event-ID` that is no event number, or several `Authorization` headers.",
                         ),
                         unauthorized(),
                         Answer::error(404, "No such run."),
@@ -1105,7 +1105,20 @@ async fn cancel(
 async fn run_events(
     State(api): State<Arc<Api>>,
     Segment(id): Segment,
+    headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    // A client that reconnects says the last event it had (each is sent with its `seq` as its
+    // id): the stream goes on after it, missing nothing and repeating nothing.
+    let after = match headers.get("last-event-id") {
+        None => 0,
+        Some(value) => value
+            .to_str()
+            .ok()
+            .and_then(|text| text.trim().parse::<u64>().ok())
+            .ok_or_else(|| {
+                ApiError::bad_request("Last-Event-ID: an event's number (its `seq`) was expected")
+            })?,
+    };
     let run_id = {
         let store = api.weft.store().clone();
         blocking(move || store.resolve_run_id(id.trim())).await?
@@ -1119,7 +1132,7 @@ async fn run_events(
     let cursor = Cursor {
         api,
         run_id,
-        last: 0,
+        last: after,
         done: false,
     };
     let batches = stream::unfold(cursor, |mut cursor| async move {
@@ -1163,7 +1176,10 @@ async fn run_events(
     });
     let events = batches.flat_map(stream::iter).map(|event| {
         let data = serde_json::to_string(&event).unwrap_or_default();
-        Ok(SseEvent::default().event(event.kind.as_str()).data(data))
+        Ok(SseEvent::default()
+            .event(event.kind.as_str())
+            .id(event.seq.to_string())
+            .data(data))
     });
     Ok(Sse::new(events).keep_alive(KeepAlive::default()))
 }

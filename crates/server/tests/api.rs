@@ -663,6 +663,47 @@ async fn every_documented_operation_is_served_and_answers_as_documented() {
     }
     let run = wait_for_status(&http, &url, &stopped, "completed").await;
     assert_eq!(run["run"]["result"], json!("got changed"), "{run}");
+    // Its events, each with its number as its id; a client that reconnects after one of them
+    // gets the rest, none missed and none twice.
+    let stream_of = async |last: Option<&str>| {
+        let mut request = http
+            .get(format!("{url}/v1/runs/{stopped}/events"))
+            .bearer_auth(TOKEN);
+        if let Some(last) = last {
+            request = request.header("Last-Event-ID", last);
+        }
+        let answer = request.send().await.expect("events");
+        let status = answer.status().as_u16();
+        let text = answer.text().await.expect("a body");
+        let ids: Vec<u64> = text
+            .lines()
+            .filter_map(|line| {
+                line.strip_prefix("id: ")
+                    .or_else(|| line.strip_prefix("id:"))
+            })
+            .map(|id| id.trim().parse().expect("a number"))
+            .collect();
+        (status, ids, text)
+    };
+    let (status, all, text) = stream_of(None).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(all.len() > 4, "{text}");
+    assert_eq!(all, (1..=all.len() as u64).collect::<Vec<_>>(), "{text}");
+    let (status, rest, text) = stream_of(Some("3")).await;
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(rest, all[3..], "{text}");
+    assert!(text.contains("event: run_end"), "{text}");
+    let answer = http
+        .get(format!("{url}/v1/runs/{stopped}/events"))
+        .bearer_auth(TOKEN)
+        .header("Last-Event-ID", "three")
+        .send()
+        .await
+        .expect("an answer");
+    let status = answer.status().as_u16();
+    let text = answer.text().await.expect("a body");
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("Last-Event-ID"), "{text}");
     for (path, status) in [
         (go_on.as_str(), 409),
         ("/v1/runs/no-such-run/continue", 404),
