@@ -20,12 +20,15 @@
 //!   the previous flush is returned by the next [`Store::flush`].
 //! - Reads (and [`Store::claim_paused`]) first wait until every write queued before them is
 //!   committed, then use a second connection.
-//! - One file per table (`runs`, `events` for `event_batches`, `node_outputs`, `queue`) holds
-//!   its SQL; rows are read by column name.
+//! - One file per table (`runs`, `events` for `event_batches`, `node_outputs`, `queue`,
+//!   `decisions`) holds its SQL; rows are read by column name.
+//! - Approval decisions are kept apart from the queue of writes, in a hash chain of their own
+//!   (an audit log: see [`Store::record_decision`]).
 //!
 //! Timestamps are passed in by the caller (the engine owns the clock) and stored as given;
 //! they are expected to be RFC 3339 UTC strings, which sort chronologically as text.
 
+mod decisions;
 mod events;
 mod json;
 mod lease;
@@ -42,6 +45,7 @@ mod writer;
 pub use json::json_text;
 pub use writer::OUTAGE_LIMIT;
 
+pub use decisions::{ChainCheck, NewDecision, Recorded, StoredDecision};
 pub use llm_calls::{CallUsage, RecordedCall};
 pub use postgresql::{is_postgres_url, redacted as shown_location};
 pub use versions::{FlowVersionUse, MIN_HASH_PREFIX, StoredFlowVersion, VersionUseKind};
@@ -222,6 +226,10 @@ pub struct Trigger {
     /// For a schedule: its place in the flow's `settings.schedules`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<u64>,
+    /// Who started the run, when a person or a token did (the name decisions are kept by):
+    /// what an approval's `allowSelf: false` compares with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 /// Who or what started a run.
@@ -247,10 +255,17 @@ impl Trigger {
             kind,
             occurrence: None,
             schedule: None,
+            by: None,
         }
     }
 
-    /// `schedule 2026-11-30T08:00:00Z`, `api`, … as `weft runs` shows it.
+    /// The same trigger, started by `by` (nobody when `None` or blank).
+    pub fn by(mut self, by: Option<String>) -> Trigger {
+        self.by = by.filter(|name| !name.trim().is_empty());
+        self
+    }
+
+    /// `schedule 2026-11-30T08:00:00Z`, `api (ci)`, … as `weft runs` shows it.
     pub fn text(&self) -> String {
         let kind = match self.kind {
             TriggerKind::Manual => "manual",
@@ -259,9 +274,13 @@ impl Trigger {
             TriggerKind::Schedule => "schedule",
             TriggerKind::Mcp => "mcp",
         };
-        match &self.occurrence {
+        let text = match &self.occurrence {
             Some(at) => format!("{kind} {at}"),
             None => kind.to_string(),
+        };
+        match &self.by {
+            Some(by) => format!("{text} ({by})"),
+            None => text,
         }
     }
 }
@@ -988,6 +1007,50 @@ impl Store {
                 }
             }
         })
+    }
+
+    /// Keeps one person's answer at one pause of a run, at the end of the store's chain of
+    /// decisions, in one transaction that first checks the run is paused.
+    ///
+    /// Returns [`Recorded::Repeated`] with their earlier decision, keeping nothing, when `by`
+    /// already answered pause `pause` of the run. Concurrent callers (threads, processes, two
+    /// stores on one PostgreSQL database) are serialized: the chain never forks, and of one
+    /// person's two racing answers at one pause one is kept.
+    ///
+    /// Errors: [`StoreError::NoSuchRun`], [`StoreError::Finished`] (completed, failed or
+    /// cancelled), [`StoreError::NotPaused`] (running or interrupted), nothing kept; a
+    /// [`StoreError::OutOfRange`] for fields nested too deep to read back.
+    pub fn record_decision(&self, new: &NewDecision<'_>) -> Result<Recorded, StoreError> {
+        self.read(|db| {
+            db.begin()?;
+            match decisions::record(db, new) {
+                Ok(recorded) => db.commit().map(|()| recorded),
+                Err(error) => {
+                    let _ = db.rollback();
+                    Err(error)
+                }
+            }
+        })
+    }
+
+    /// The decisions kept at pause `pause` of run `run_id`, in chain order.
+    pub fn decisions_at(
+        &self,
+        run_id: &str,
+        pause: u64,
+    ) -> Result<Vec<StoredDecision>, StoreError> {
+        self.read(|db| decisions::at_pause(db, run_id, pause))
+    }
+
+    /// Every kept decision (of run `run_id` when given), in chain order.
+    pub fn decisions(&self, run_id: Option<&str>) -> Result<Vec<StoredDecision>, StoreError> {
+        self.read(|db| decisions::list(db, run_id))
+    }
+
+    /// Walks the whole chain of decisions (in one snapshot of it) and names the first decision
+    /// altered or removed.
+    pub fn verify_decisions(&self) -> Result<ChainCheck, StoreError> {
+        self.read(|db| decisions::verify(db))
     }
 
     /// Marks as `interrupted` the runs still `running` whose process has stopped (another

@@ -39,6 +39,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     MIGRATION_6,
     MIGRATION_7,
     MIGRATION_8,
+    MIGRATION_9,
 ];
 
 /// Migration 1: SQLite's schema as its migration 8 left it.
@@ -185,6 +186,34 @@ CREATE TABLE run_pins (
 );
 INSERT INTO run_pins (run_id, pins_json) SELECT id, pins_json FROM runs WHERE pins_json IS NOT NULL;
 UPDATE runs SET pins_json = NULL WHERE pins_json IS NOT NULL;
+"#;
+
+/// Migration 9: approval decisions in a hash chain (SQLite's migration 17).
+const MIGRATION_9: &str = r#"
+CREATE TABLE decisions (
+    seq BIGINT PRIMARY KEY,
+    run_id TEXT COLLATE "C" NOT NULL,
+    node_id TEXT COLLATE "C" NOT NULL,
+    pause BIGINT NOT NULL,
+    decision TEXT NOT NULL,
+    decided_by TEXT COLLATE "C" NOT NULL,
+    channel TEXT NOT NULL,
+    note TEXT NOT NULL,
+    fields_json TEXT NOT NULL,
+    draft_edit_json TEXT,
+    at TEXT COLLATE "C" NOT NULL,
+    prev_hash TEXT COLLATE "C" NOT NULL,
+    hash TEXT COLLATE "C" NOT NULL
+);
+CREATE UNIQUE INDEX decisions_answer ON decisions(run_id, pause, decided_by);
+CREATE INDEX decisions_run ON decisions(run_id, seq);
+CREATE TABLE decision_chain (
+    id BIGINT PRIMARY KEY CHECK (id = 1),
+    count BIGINT NOT NULL,
+    last_hash TEXT COLLATE "C" NOT NULL
+);
+INSERT INTO decision_chain (id, count, last_hash)
+VALUES (1, 0, '0000000000000000000000000000000000000000000000000000000000000000');
 "#;
 
 /// Whether `location` names a PostgreSQL database rather than a SQLite file.

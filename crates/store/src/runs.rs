@@ -498,7 +498,7 @@ fn summary(row: &Row) -> Result<RunSummary, StoreError> {
     })
 }
 
-fn parse_status(run_id: &str, text: &str) -> Result<RunStatus, StoreError> {
+pub(super) fn parse_status(run_id: &str, text: &str) -> Result<RunStatus, StoreError> {
     text.parse()
         .map_err(|_| corrupt(run_id, format!("unknown status {text:?}")))
 }

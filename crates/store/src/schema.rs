@@ -38,6 +38,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     MIGRATION_14,
     MIGRATION_15,
     MIGRATION_16,
+    MIGRATION_17,
 ];
 
 /// Migration 1: runs, their events, node outputs and the queue of a paused run.
@@ -275,6 +276,37 @@ INSERT INTO run_pins (run_id, pins_json) SELECT id, pins_json FROM runs WHERE pi
 UPDATE runs SET pins_json = NULL WHERE pins_json IS NOT NULL;
 ";
 
+/// Migration 17: every approval decision, kept for good in one hash chain (an audit log, see
+/// `decisions`): numbered `seq` 1, 2, 3, … as the chain's head (`decision_chain`, one row)
+/// counts them, never by the database (a number left out would hide a decision removed); one
+/// decision per person and pause of a run.
+const MIGRATION_17: &str = "
+CREATE TABLE decisions (
+    seq INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    pause INTEGER NOT NULL,
+    decision TEXT NOT NULL,
+    decided_by TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    note TEXT NOT NULL,
+    fields_json TEXT NOT NULL,
+    draft_edit_json TEXT,
+    at TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    hash TEXT NOT NULL
+);
+CREATE UNIQUE INDEX decisions_answer ON decisions(run_id, pause, decided_by);
+CREATE INDEX decisions_run ON decisions(run_id, seq);
+CREATE TABLE decision_chain (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    count INTEGER NOT NULL,
+    last_hash TEXT NOT NULL
+);
+INSERT INTO decision_chain (id, count, last_hash)
+VALUES (1, 0, '0000000000000000000000000000000000000000000000000000000000000000');
+";
+
 /// The schema as the migrations leave it, made at once in a new store: replaying every
 /// migration (tables made, altered, copied and dropped, the whole schema parsed again after
 /// each change) took half of a first run's time. A test keeps the two the same.
@@ -378,6 +410,30 @@ CREATE TABLE run_pins (
     run_id TEXT PRIMARY KEY REFERENCES runs(id),
     pins_json TEXT NOT NULL
 );
+CREATE TABLE decisions (
+    seq INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    pause INTEGER NOT NULL,
+    decision TEXT NOT NULL,
+    decided_by TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    note TEXT NOT NULL,
+    fields_json TEXT NOT NULL,
+    draft_edit_json TEXT,
+    at TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    hash TEXT NOT NULL
+);
+CREATE UNIQUE INDEX decisions_answer ON decisions(run_id, pause, decided_by);
+CREATE INDEX decisions_run ON decisions(run_id, seq);
+CREATE TABLE decision_chain (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    count INTEGER NOT NULL,
+    last_hash TEXT NOT NULL
+);
+INSERT INTO decision_chain (id, count, last_hash)
+VALUES (1, 0, '0000000000000000000000000000000000000000000000000000000000000000');
 ";
 
 /// A clear message for an error met while opening.

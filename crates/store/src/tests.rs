@@ -199,6 +199,9 @@ on_both_backends!(
     flow_versions_are_kept_once_per_content_and_found_by_hash_prefix,
 );
 
+/// The chain of approval decisions (`decisions`).
+mod decisions;
+
 /// Three runs of one file in two versions, and a save in a third: three versions kept, each
 /// once; a run reads its flow back from its version; a version is found by a prefix of its
 /// hash, and a prefix that names several or none is told apart.
