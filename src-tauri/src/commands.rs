@@ -301,7 +301,9 @@ pub async fn start_run(
         replay: request.replay,
         breakpoints: request.breakpoints,
         pins: request.pins,
-        trigger: Some(weft_store::Trigger::of(weft_store::TriggerKind::Manual)),
+        trigger: Some(
+            weft_store::Trigger::of(weft_store::TriggerKind::Manual).by(state.user_name()),
+        ),
         ..StartRequest::default()
     };
     Ok(state.weft().start(request_flow, start).await?.run_id)
@@ -319,10 +321,19 @@ pub async fn resume_run(
     run_id: String,
     decision: Decision,
     events: Channel<RunEvent>,
-) -> Result<String, AppError> {
+) -> Result<DecisionAnswer, AppError> {
     state
         .decide(&run_id, decision, Some(forward(events, app)))
         .await
+}
+
+/// What a decision did: the run goes on, or (`approval` set) the decision was counted at an
+/// approval that needs more people, and the run still waits.
+#[derive(Debug, Clone, serde::Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionAnswer {
+    pub run_id: String,
+    pub approval: Option<weft_api::ApprovalProgress>,
 }
 
 /// Goes on from the breakpoint a paused run stopped at (stepping, or with a replaced value) and
@@ -477,6 +488,8 @@ pub struct SettingsView {
     pub prices: String,
     /// The MCP servers every flow may use, as JSON text (empty: none).
     pub mcp_servers: String,
+    /// Who may decide approvals, as a people file's text (empty: none typed here).
+    pub people: String,
     /// The names of the variables set for MCP servers' `${NAME}`s (their values stay here).
     pub variables: Vec<String>,
     /// Where the settings live (the file is readable by its owner only).
@@ -500,6 +513,8 @@ pub struct SettingsChange {
     /// MCP servers for every flow, in the form of a flow's `settings.mcpServers`; empty
     /// removes them.
     pub mcp_servers: Option<String>,
+    /// Who may decide approvals, one person a line: `NAME EMAIL GROUP...`; empty removes them.
+    pub people: Option<String>,
     /// A variable MCP server definitions read as `${NAME}`; an empty value removes it.
     pub variable: Option<VariableChange>,
 }
@@ -549,6 +564,9 @@ pub fn save_settings(
         }
         if let Some(servers) = &change.mcp_servers {
             updated.set_mcp_servers(servers)?;
+        }
+        if let Some(people) = &change.people {
+            updated.set_people(people)?;
         }
         if let Some(variable) = &change.variable {
             updated.set_variable(&variable.name, &variable.value)?;
@@ -736,6 +754,7 @@ impl AppState {
                 .as_ref()
                 .map(|servers| serde_json::to_string_pretty(servers).unwrap_or_default())
                 .unwrap_or_default(),
+            people: settings.people.clone().unwrap_or_default(),
             variables: settings.variables(),
             settings_file: self.paths.settings_file().display().to_string(),
             run_store: self.paths.store.shown(),

@@ -24,6 +24,8 @@ pub enum ErrorCode {
     NotFound,
     /// The run is not in a state that allows it (decided already, finished, going elsewhere).
     Conflict,
+    /// The person may not do it (not an approver of the approval, or its run's starter).
+    Forbidden,
     /// Weft itself went wrong (a bug); the message says where.
     Internal,
 }
@@ -57,6 +59,7 @@ impl From<weft_api::Error> for AppError {
             weft_api::ErrorKind::Invalid => ErrorCode::BadRequest,
             weft_api::ErrorKind::NotFound => ErrorCode::NotFound,
             weft_api::ErrorKind::Conflict => ErrorCode::Conflict,
+            weft_api::ErrorKind::Forbidden => ErrorCode::Forbidden,
             weft_api::ErrorKind::Failed => ErrorCode::Store,
         };
         AppError::new(code, error.message)

@@ -46,14 +46,19 @@ impl AppState {
                 lock(&settings).variable(name, env)
             }))
         };
-        let (providers, prices) = {
+        let (providers, prices, people) = {
             let settings = lock(&settings);
-            (settings.provider_settings(env), settings.prices()?)
+            (
+                settings.provider_settings(env),
+                settings.prices()?,
+                people_or_nobody(&settings),
+            )
         };
         let weft = Weft::open(paths.store.clone(), Lifetime::Service, providers)?
             .with_host(Arc::new(weft_restate::RestateIngress::default()))
             .with_mcp(Arc::new(hub))
-            .with_prices(prices);
+            .with_prices(prices)
+            .with_people(people);
         Ok(AppState {
             paths,
             settings,
@@ -77,25 +82,36 @@ impl AppState {
     }
 
     /// Decides the approval the paused run `run_id` waits at, as the person named in Settings
-    /// (else who decides on this machine); returns the run's id once it goes on, its events to
-    /// `on_event`. What the Approve and Reject buttons (on a node, in the side panel, in the
+    /// (else who decides on this machine); returns once the run goes on (its events to
+    /// `on_event`), or once the decision is counted at an approval that needs more people. What the Approve and Reject buttons (on a node, in the side panel, in the
     /// inbox) do, refused as `weft resume` and `weft serve` refuse it.
     pub async fn decide(
         &self,
         run_id: &str,
         decision: weft_nodes::Decision,
         on_event: Option<weft_event::EventListener>,
-    ) -> Result<String, AppError> {
+    ) -> Result<commands::DecisionAnswer, AppError> {
         let by = self.user_name();
         let options = weft_api::ResumeOptions {
             on_event,
             ..weft_api::ResumeOptions::default()
         };
-        Ok(self
+        let decided = self
             .weft()
-            .decide(run_id, decision, by, options)
-            .await?
-            .run_id)
+            .decide(run_id, decision, by, weft_api::Channel::App, options)
+            .await?;
+        Ok(match decided {
+            weft_api::Decided::GoingOn(handle) => commands::DecisionAnswer {
+                run_id: handle.run_id,
+                approval: None,
+            },
+            weft_api::Decided::Counted {
+                run_id, progress, ..
+            } => commands::DecisionAnswer {
+                run_id,
+                approval: Some(progress),
+            },
+        })
     }
 
     /// Who uses this app: the name in Settings, else who decides on this machine.
@@ -140,10 +156,21 @@ impl AppState {
         let weft = self
             .weft()
             .with_providers(self.provider_settings())
-            .with_prices(self.prices()?);
+            .with_prices(self.prices()?)
+            .with_people(people_or_nobody(&lock(&self.settings)));
         *lock(&self.weft) = weft;
         Ok(())
     }
+}
+
+/// The people of the settings; a people file (`WEFT_PEOPLE_FILE`) that cannot be used does
+/// not keep the app from opening: approvals naming groups are refused, saying so, until it is
+/// fixed.
+fn people_or_nobody(settings: &SettingsFile) -> weft_api::People {
+    settings.people().unwrap_or_else(|error| {
+        tracing::warn!("no people for approvals: {error}");
+        weft_api::People::default()
+    })
 }
 
 pub(crate) fn env(name: &str) -> Option<String> {

@@ -113,7 +113,14 @@ pub struct SettingsFile {
         skip_serializing_if = "Option::is_none"
     )]
     pub mcp_servers: Option<serde_json::Value>,
+    /// Who may decide approvals that name approvers or groups, in the form of a people file
+    /// (`NAME EMAIL GROUP...` a line); without it, the file `WEFT_PEOPLE_FILE` names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub people: Option<String>,
 }
+
+/// How messages name the people typed in Settings.
+const PEOPLE_SOURCE: &str = "Settings → People";
 
 impl SettingsFile {
     /// Reads the file; a missing file is empty settings, a broken one an error naming it.
@@ -207,6 +214,28 @@ impl SettingsFile {
         weft_mcp::parse_servers(Some(&value)).map_err(|problems| refused(problems.join("; ")))?;
         self.mcp_servers = Some(value);
         Ok(())
+    }
+
+    /// Sets the people from the text typed in Settings (empty: none), refused naming the line
+    /// that does not parse.
+    pub fn set_people(&mut self, text: &str) -> Result<(), AppError> {
+        if text.trim().is_empty() {
+            self.people = None;
+            return Ok(());
+        }
+        weft_api::People::parse(text, PEOPLE_SOURCE)
+            .map_err(|message| AppError::new(ErrorCode::BadRequest, message))?;
+        self.people = Some(text.to_string());
+        Ok(())
+    }
+
+    /// The people approvals are decided by: Settings' own, else `WEFT_PEOPLE_FILE`'s.
+    pub fn people(&self) -> Result<weft_api::People, AppError> {
+        match &self.people {
+            Some(text) => weft_api::People::parse(text, PEOPLE_SOURCE)
+                .map_err(|message| AppError::new(ErrorCode::Settings, message)),
+            None => Ok(weft_api::People::from_file_or_env(None)?),
+        }
     }
 
     /// The MCP servers for every flow (none when the file's are unusable: they were checked

@@ -53,7 +53,7 @@ function pastRun(id: string): RunSummary {
 }
 
 function settingsView(): SettingsView {
-  return { providers: [], defaultModel: '', userName: '', prices: '', mcpServers: '', variables: [], settingsFile: '/c/settings.json', runStore: '/d/runs.db' };
+  return { providers: [], defaultModel: '', userName: '', prices: '', mcpServers: '', people: '', variables: [], settingsFile: '/c/settings.json', runStore: '/d/runs.db' };
 }
 
 function fakeApi(overrides: Partial<Api> = {}): Api {
@@ -190,7 +190,7 @@ describe('App', () => {
     });
     const resumeRun = vi.fn((_runId: string, _decision: Decision, onEvent: (event: RunEvent) => void) => {
       offlineEventsAfterApprove().forEach(onEvent);
-      return Promise.resolve('6c4ba313-67fb-4e7c-bbc7-63ab45649f30');
+      return Promise.resolve({ runId: '6c4ba313-67fb-4e7c-bbc7-63ab45649f30', approval: null });
     });
     await mount(fakeApi({ startRun, resumeRun }));
     fireEvent.change(screen.getByTestId('run-input'), { target: { value: 'hello' } });
@@ -209,6 +209,23 @@ describe('App', () => {
     expect(screen.getByTestId('node-auto').dataset.status).toBe('skipped');
     expect(screen.getByTestId('node-refunded').dataset.status).toBe('done');
     expect(screen.getAllByTestId('log-row')).toHaveLength(18);
+  });
+
+  it('keeps an approval of two counted: the run stays paused and says who is still needed', async () => {
+    const startRun = vi.fn((_request, onEvent: (event: RunEvent) => void) => {
+      offlineEventsToPause().forEach(onEvent);
+      return Promise.resolve('6c4ba313-67fb-4e7c-bbc7-63ab45649f30');
+    });
+    const progress = { required: 2, approvedBy: ['grace'], stillNeeded: 1, mayStillApprove: ['bob'], allowSelf: false };
+    const resumeRun = vi.fn(() => Promise.resolve({ runId: '6c4ba313-67fb-4e7c-bbc7-63ab45649f30', approval: progress }));
+    await mount(fakeApi({ startRun, resumeRun }));
+    await act(async () => fireEvent.click(screen.getByTestId('run')));
+    const prompt = within(screen.getByTestId('node-review')).getByTestId('approval-prompt');
+    await act(async () => fireEvent.click(within(prompt).getByTestId('approve')));
+    expect(resumeRun).toHaveBeenCalledTimes(1);
+    expect(screen.getByTestId('run-status').textContent).toBe('paused');
+    expect(screen.getByTestId('node-review').dataset.status).toBe('paused');
+    expect(document.body.textContent).toContain('1 of 2 (approved by grace); still needed: 1 more, from bob');
   });
 
   it('stops at a breakpoint set with F9 and goes on with a replaced value', async () => {
@@ -693,6 +710,7 @@ describe('App', () => {
       userName: '',
       prices,
       mcpServers: '',
+      people: '',
       variables: [],
       settingsFile: '/config/settings.json',
       runStore: '/data/runs.db',
@@ -836,7 +854,7 @@ describe('App', () => {
       fields: [{ name: 'reply', type: 'draft' }],
     };
     let pending = [other];
-    const resumeRun = vi.fn((_runId: string, _decision: Decision, _onEvent: (event: RunEvent) => void) => Promise.resolve('other-run'));
+    const resumeRun = vi.fn((_runId: string, _decision: Decision, _onEvent: (event: RunEvent) => void) => Promise.resolve({ runId: 'other-run', approval: null }));
     const startRun = vi.fn((_request: unknown, onEvent: (event: RunEvent) => void) => {
       pending = [other, shown];
       offlineEventsToPause().forEach(onEvent);
@@ -870,7 +888,7 @@ describe('App', () => {
     fireEvent.change(draft, { target: { value: 'Dear Ada, it is on its way.' } });
     resumeRun.mockImplementation((_runId, _decision, onEvent) => {
       offlineEventsAfterApprove().forEach(onEvent);
-      return Promise.resolve(RUN);
+      return Promise.resolve({ runId: RUN, approval: null });
     });
     await act(async () => fireEvent.click(within(card).getByTestId('panel-approve')));
     expect(resumeRun.mock.calls[1].slice(0, 2)).toEqual([RUN, { decision: 'approve', note: '', fields: { reply: 'Dear Ada, it is on its way.' } }]);

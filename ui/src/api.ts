@@ -9,6 +9,7 @@ import { commands } from './bindings';
 import type {
   Cancelled,
   Decision,
+  DecisionAnswer,
   ConnectionReport,
   FileVersions,
   Flow,
@@ -58,8 +59,12 @@ export interface Api {
   upcomingSchedules(flow: Flow, count: number): Promise<Upcoming[]>;
   /** Starts a run and answers its id at once; its events follow on `onEvent`. */
   startRun(request: RunRequest, onEvent: EventListener): Promise<string>;
-  /** Decides the approval a paused run waits at and answers its id; its events follow on `onEvent`. */
-  resumeRun(runId: string, decision: Decision, onEvent: EventListener): Promise<string>;
+  /**
+   * Decides the approval a paused run waits at; its events follow on `onEvent`. At an approval
+   * that needs more people, the answer's `approval` says who approved and who is still needed,
+   * and the run still waits.
+   */
+  resumeRun(runId: string, decision: Decision, onEvent: EventListener): Promise<DecisionAnswer>;
   /** Goes on from the breakpoint a paused run stopped at; its events follow on `onEvent`. */
   continueRun(runId: string, how: Continue, onEvent: EventListener): Promise<string>;
   /** Continues an interrupted run; its events follow on `onEvent`. */

@@ -45,7 +45,7 @@ export const commands = {
 	 *  its events continue on `events`. Refused, the run left as it was, as everywhere else: a run
 	 *  not waiting for a decision, an answer that does not fit the form.
 	 */
-	resumeRun: (runId: string, decision: Decision, events: Channel<RunEvent>) => __TAURI_INVOKE<string>("resume_run", { runId, decision, events }),
+	resumeRun: (runId: string, decision: Decision, events: Channel<RunEvent>) => __TAURI_INVOKE<DecisionAnswer>("resume_run", { runId, decision, events }),
 	/**
 	 *  Goes on from the breakpoint a paused run stopped at (stepping, or with a replaced value) and
 	 *  returns once it is claimed; its events continue on `events`. A run waiting at an approval,
@@ -149,6 +149,23 @@ export const SHORT_HASH = 12 as const;
 export type AppError = {
 	code: ErrorCode,
 	message: string,
+};
+
+/**  How far an approval that needs several people has got. */
+export type ApprovalProgress = {
+	/**  Distinct people who must approve. */
+	required: number,
+	/**  Who approved so far, in order. */
+	approvedBy: string[],
+	/**  How many more approvals it needs. */
+	stillNeeded: number,
+	/**
+	 *  Who else may approve: the approvers not yet heard from (groups resolved through the
+	 *  people file); empty when anybody may.
+	 */
+	mayStillApprove: string[],
+	/**  Whether whoever started the run may decide it. */
+	allowSelf: boolean,
 };
 
 /**  One assertion's verdict on one run. */
@@ -318,6 +335,15 @@ export type Decision = {
 	by?: string | null,
 };
 
+/**
+ *  What a decision did: the run goes on, or (`approval` set) the decision was counted at an
+ *  approval that needs more people, and the run still waits.
+ */
+export type DecisionAnswer = {
+	runId: string,
+	approval: ApprovalProgress | null,
+};
+
 export type DecisionChoice = "approve" | "reject" | 
 /**  Nobody decided within the approval's `timeoutSeconds` (taken by Weft, never a person). */
 "timeout";
@@ -366,6 +392,8 @@ export type ErrorCode =
 "notFound" | 
 /**  The run is not in a state that allows it (decided already, finished, going elsewhere). */
 "conflict" | 
+/**  The person may not do it (not an approver of the approval, or its run's starter). */
+"forbidden" | 
 /**  Weft itself went wrong (a bug); the message says where. */
 "internal";
 
@@ -740,6 +768,11 @@ export type PendingApproval = {
 	deadline?: string | null,
 	/**  When it paused. */
 	since: string,
+	/**
+	 *  For an approval that names its approvers or needs several: who approved so far and
+	 *  who is still needed.
+	 */
+	approval?: ApprovalProgress | null,
 	/**  The draft the person decides on: what the approval was given. */
 	input: Value,
 };
@@ -839,6 +872,21 @@ export type QueuedStep = {
 	sourceNodeId: string | null,
 };
 
+/**
+ *  Who may decide an approval and how many must approve: `approvers` (names, and `group:NAME`
+ *  for the members of a group of the people file), `required` distinct people, and whether
+ *  whoever started the run may be one of them. The default is today's approval: anybody, one
+ *  answer.
+ */
+export type Quorum = {
+	/**  Empty: anybody may decide. */
+	approvers?: string[],
+	/**  Distinct people who must approve; one reject rejects. */
+	required?: number,
+	/**  Whoever started the run may decide it. */
+	allowSelf?: boolean,
+};
+
 /**  Two runs compared node by node. */
 export type RunComparison = {
 	a: RunSide,
@@ -870,6 +918,13 @@ export type RunDetail = {
 	flow: Flow,
 	/**  What a paused run waits for: the approval's message and form, or the breakpoint. */
 	waiting: Waiting | null,
+	/**
+	 *  For a run waiting at an approval that names its approvers or needs several: who
+	 *  approved so far and who is still needed.
+	 */
+	approval?: ApprovalProgress | null,
+	/**  Every decision taken in the run, as the store's chain keeps them (`weft audit`). */
+	decisions?: StoredDecision[],
 	/**  What it cost: in total, per node, per LLM call. */
 	cost: RunCost,
 	nodeOutputs: NodeOutputRecord[],
@@ -1035,6 +1090,8 @@ export type SettingsChange = {
 	 *  removes them.
 	 */
 	mcpServers: string | null,
+	/**  Who may decide approvals, one person a line: `NAME EMAIL GROUP...`; empty removes them. */
+	people: string | null,
 	/**  A variable MCP server definitions read as `${NAME}`; an empty value removes it. */
 	variable: VariableChange | null,
 };
@@ -1048,6 +1105,8 @@ export type SettingsView = {
 	prices: string,
 	/**  The MCP servers every flow may use, as JSON text (empty: none). */
 	mcpServers: string,
+	/**  Who may decide approvals, as a people file's text (empty: none typed here). */
+	people: string,
 	/**  The names of the variables set for MCP servers' `${NAME}`s (their values stay here). */
 	variables: string[],
 	/**  Where the settings live (the file is readable by its owner only). */
@@ -1061,6 +1120,26 @@ export type Severity =
 "error" | 
 /**  Shown, but does not stop a run. */
 "warning";
+
+/**  A kept decision, as `weft audit --json` prints it. */
+export type StoredDecision = {
+	/**  Its place in the store's chain: 1, 2, 3, … with no gaps. */
+	seq: number,
+	runId: string,
+	nodeId: string,
+	pause: number,
+	decision: string,
+	by: string,
+	channel: string,
+	note: string,
+	fields: Value,
+	draftEdit: Value | null,
+	at: string,
+	/**  The hash of the decision before it (64 zeros for the first). */
+	prevHash: string,
+	/**  SHA-256 (hex) of `prev_hash` and this decision's content. */
+	hash: string,
+};
 
 /**
  *  A step of a run's stored queue: its key (unique in the run's queue), the step, and the visit
@@ -1118,6 +1197,11 @@ export type Trigger = {
 	occurrence?: string | null,
 	/**  For a schedule: its place in the flow's `settings.schedules`. */
 	schedule?: number | null,
+	/**
+	 *  Who started the run, when a person or a token did (the name decisions are kept by):
+	 *  what an approval's `allowSelf: false` compares with.
+	 */
+	by?: string | null,
 };
 
 /**  Who or what started a run. */
@@ -1200,6 +1284,13 @@ export type Waiting = {
 	breakpoint?: BreakWhen | null,
 	/**  The approval's form, answered with the decision. */
 	fields?: FormField[],
+	/**  Who may decide the approval, and how many must approve. */
+	quorum?: Quorum,
+	/**
+	 *  Which pause of the run this is: a number that stays while the run waits here and is
+	 *  another at its next pause (decisions are kept by it).
+	 */
+	pause?: number,
 	/**  When the approval times out (RFC 3339, UTC), if it has `timeoutSeconds`. */
 	deadline?: string | null,
 	/**  What the node waited at was given: the draft a person decides on. */

@@ -22,6 +22,7 @@ import type {
   CaseReport,
   CaseSpec,
   Decision,
+  DecisionAnswer,
   TestsView,
   Upcoming,
   Value,
@@ -548,6 +549,20 @@ export class Session {
     void this.refreshInbox();
   }
 
+  /**
+   * A decision kept at an approval that needs more people: the run still waits, and a banner
+   * says who approved and who is still needed.
+   */
+  private counted(answer: DecisionAnswer): boolean {
+    const progress = answer.approval;
+    if (!progress) return false;
+    const from = progress.mayStillApprove.length > 0 ? `, from ${progress.mayStillApprove.join(', ')}` : '';
+    this.reportError(
+      `Your approval is kept: ${progress.approvedBy.length} of ${progress.required} (approved by ${progress.approvedBy.join(', ')}); still needed: ${progress.stillNeeded} more${from}.`,
+    );
+    return true;
+  }
+
   // --- models ---------------------------------------------------------------------------
 
   /**
@@ -613,7 +628,7 @@ export class Session {
       return;
     }
     try {
-      await this.api.resumeRun(runId, decisionOf(approve, note, fields), () => {});
+      this.counted(await this.api.resumeRun(runId, decisionOf(approve, note, fields), () => {}));
     } catch (error) {
       this.reportError(error);
     } finally {
@@ -627,7 +642,7 @@ export class Session {
    * events continue in the same view. A refused answer loses nothing: the run shows paused again.
    */
   private async goOnFromPause(
-    answer: (runId: string, onEvent: (event: Parameters<RunStore['push']>[0]) => void) => Promise<string>,
+    answer: (runId: string, onEvent: (event: Parameters<RunStore['push']>[0]) => void) => Promise<string | DecisionAnswer>,
   ): Promise<void> {
     const before = this.run.getSnapshot();
     if (before.status !== 'paused' || !before.runId || this.state.busy) return;
@@ -635,7 +650,9 @@ export class Session {
     const run = ++this.following;
     this.set({ busy: true });
     try {
-      await answer(before.runId, (event) => this.onEvent(run, event));
+      const answered = await answer(before.runId, (event) => this.onEvent(run, event));
+      // Counted, not settled: the run still waits where it was.
+      if (typeof answered !== 'string' && this.counted(answered) && run === this.following) this.run.show(before);
     } catch (error) {
       if (run === this.following) {
         if (this.run.getSnapshot().events.length === before.events.length) this.run.show(before);

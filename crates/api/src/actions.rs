@@ -11,13 +11,15 @@ use tokio_util::sync::CancellationToken;
 use weft_engine::breakpoints::{Breakpoint, check_breakpoints};
 use weft_engine::pins::{Pins, check_pins};
 use weft_engine::{
-    Continue, Entry, PauseAnswer, ResumeOptions, RunHandle, RunOptions, check_decisions, waiting_of,
+    Continue, Entry, PauseAnswer, ResumeOptions, RunHandle, RunOptions, Waiting, check_decisions,
+    waiting_of,
 };
 use weft_event::{EventListener, RunStatus};
 use weft_flow::Flow;
 use weft_nodes::{Decision, DecisionChoice, FlowToRun};
-use weft_store::RunRecord;
+use weft_store::{NewDecision, Recorded, RunRecord, StoredDecision};
 
+use crate::approvals::{Channel, Decided, check_decider, check_quorums, draft_edit, progress};
 use crate::hosts::{HostedAction, blocking, foreign_host};
 use crate::{Error, Weft};
 
@@ -94,6 +96,18 @@ impl Weft {
         request: StartRequest,
     ) -> Result<RunHandle, Error> {
         let flow = flow.into();
+        let starter = request
+            .trigger
+            .as_ref()
+            .and_then(|trigger| trigger.by.as_deref());
+        check_quorums(
+            match &flow {
+                FlowToRun::Checked(checked) => checked.flow(),
+                FlowToRun::Unchecked(flow) => flow,
+            },
+            &self.people,
+            starter,
+        )?;
         let entry = match &request.from {
             Some(from) => {
                 let flow = match &flow {
@@ -124,18 +138,24 @@ impl Weft {
     }
 
     /// Decides the approval the paused run `run_id` (an id or a unique prefix) waits at, as
-    /// `by`; returns once the run is claimed and going on (its events to `options.on_event`).
-    /// Refused, leaving the run as it was:
-    /// a run that is not waiting for a decision (decided already, finished, going, stopped at
-    /// a breakpoint), an answer that does not fit the approval's form, a `timeout` (Weft's own
+    /// `by`, through `channel`. The decision is kept in the store's chain of decisions; the run
+    /// goes on (returning once it is claimed, its events to `options.on_event`) when it settles
+    /// the approval: a reject, or the approval's `required` approvals reached. Otherwise it is
+    /// counted and the approval waits on ([`Decided::Counted`]).
+    ///
+    /// Refused, leaving the run as it was: a run that is not waiting for a decision (decided
+    /// already, finished, going, stopped at a breakpoint), a person the approval's `approvers`
+    /// or `allowSelf` do not let decide (forbidden), a person who answered this pause already
+    /// otherwise, an answer that does not fit the approval's form, a `timeout` (Weft's own
     /// answer). An interrupted run that was waiting goes on with this decision.
     pub async fn decide(
         &self,
         run_id: &str,
         decision: Decision,
         by: Option<String>,
+        channel: Channel,
         options: ResumeOptions,
-    ) -> Result<RunHandle, Error> {
+    ) -> Result<Decided, Error> {
         if decision.decision == DecisionChoice::Timeout {
             return Err(Error::invalid(
                 "`timeout` is Weft's own answer once an approval's time has run out; answer approve or reject",
@@ -144,15 +164,8 @@ impl Weft {
         let decision = decision.by(by);
         let record = self.record(run_id).await?;
         let run_id = record.summary.id.clone();
-        if let Some(host) = foreign_host(self.engine.host(), &record) {
-            let answer = PauseAnswer::Decision(decision);
-            return self
-                .hosts
-                .answer(self.store(), host, &record, &answer)
-                .await;
-        }
-        if record.summary.status == RunStatus::Paused
-            && let Some(waiting) = waiting_of(&record)
+        let waiting = waiting_of(&record);
+        if let Some(waiting) = &waiting
             && waiting.breakpoint.is_some()
         {
             return Err(Error::conflict(format!(
@@ -160,7 +173,90 @@ impl Weft {
                 waiting.node_id
             )));
         }
-        Ok(self.engine.spawn_resume(&run_id, decision, options).await?)
+        if let Some(waiting) = &waiting {
+            check_decider(&record, waiting, &self.people, decision.by.as_deref())?;
+            let checked = decision
+                .clone()
+                .checked(&waiting.fields, &waiting.input)
+                .map_err(|problem| {
+                    Error::invalid(format!(
+                        "the decision does not fit the form of `{}`: {problem}",
+                        waiting.node_id
+                    ))
+                })?;
+            let kept = self
+                .keep_decision(&record, waiting, &checked, channel)
+                .await?;
+            let approved = progress(&record, waiting, &self.people, &kept);
+            if decision.decision == DecisionChoice::Approve && approved.still_needed > 0 {
+                return Ok(Decided::Counted {
+                    run_id,
+                    node_id: waiting.node_id.clone(),
+                    progress: approved,
+                });
+            }
+        }
+        if let Some(host) = foreign_host(self.engine.host(), &record) {
+            let answer = PauseAnswer::Decision(decision);
+            return self
+                .hosts
+                .answer(self.store(), host, &record, &answer)
+                .await
+                .map(Decided::GoingOn);
+        }
+        Ok(Decided::GoingOn(
+            self.engine.spawn_resume(&run_id, decision, options).await?,
+        ))
+    }
+
+    /// Keeps `decision` at the approval `waiting` and returns every decision kept there. A
+    /// person's second answer keeps nothing: the same answer again counts once, another answer
+    /// is refused.
+    async fn keep_decision(
+        &self,
+        record: &RunRecord,
+        waiting: &Waiting,
+        decision: &Decision,
+        channel: Channel,
+    ) -> Result<Vec<StoredDecision>, Error> {
+        let run_id = record.summary.id.clone();
+        let node_id = waiting.node_id.clone();
+        let pause = waiting.pause;
+        let choice = decision.decision.handle();
+        let by = decision
+            .by
+            .clone()
+            .unwrap_or_else(|| weft_nodes::decision::UNKNOWN_DECIDER.to_string());
+        let note = decision.note.clone();
+        let fields = serde_json::to_value(&decision.fields).unwrap_or_default();
+        let edit = draft_edit(&waiting.fields, decision, &waiting.input);
+        let at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let recorded = blocking(self.store(), move |store| {
+            let recorded = store.record_decision(&NewDecision {
+                run_id: &run_id,
+                node_id: &node_id,
+                pause,
+                decision: choice,
+                by: &by,
+                channel: channel.as_str(),
+                note: &note,
+                fields: &fields,
+                draft_edit: edit.as_ref(),
+                at: &at,
+            })?;
+            let kept = store.decisions_at(&run_id, pause)?;
+            Ok((recorded, kept))
+        })
+        .await?;
+        match recorded {
+            (Recorded::Repeated(earlier), _) if earlier.decision != choice => {
+                Err(Error::conflict(format!(
+                    "{} already answered `{}` of run {} ({} at {}); a person answers an approval once",
+                    earlier.by, earlier.node_id, earlier.run_id, earlier.decision, earlier.at
+                )))
+            }
+            (_, kept) => Ok(kept),
+        }
     }
 
     /// Goes on from the breakpoint the paused run `run_id` stopped at (`how.step` stops again

@@ -17,6 +17,9 @@ pub enum ErrorKind {
     /// The run is not in a state that allows it: decided already, finished, going in another
     /// process, stopped at a breakpoint rather than an approval. (HTTP 409, exit 2.)
     Conflict,
+    /// The person asking may not do it: not among an approval's approvers, or the one who
+    /// started a run that does not let its starter decide. (HTTP 403, exit 2.)
+    Forbidden,
     /// Weft or the store failed; the message says where. (HTTP 500, exit 1.)
     Failed,
 }
@@ -47,6 +50,10 @@ impl Error {
 
     pub fn conflict(message: impl Into<String>) -> Error {
         Error::new(ErrorKind::Conflict, message)
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> Error {
+        Error::new(ErrorKind::Forbidden, message)
     }
 
     pub fn failed(message: impl Into<String>) -> Error {

@@ -12,11 +12,13 @@
 //! - what runs did, as typed views that every host serializes the same way ([`views`]).
 
 mod actions;
+pub mod approvals;
 mod decider;
 mod error;
 mod hosts;
 mod keeper;
 mod location;
+pub mod people;
 pub mod schedules;
 pub mod tools;
 pub mod versions;
@@ -30,11 +32,13 @@ use weft_providers::{LlmClients, ProviderSettings};
 use weft_store::{Store, WriterStart};
 
 pub use actions::{Cancelled, RunFrom, StartRequest, check_start};
+pub use approvals::{ApprovalProgress, Channel, Decided};
 pub use decider::{USER_ENV, decider, decider_from};
 pub use error::{Error, ErrorKind};
 pub use hosts::{HostedAction, RunHost};
 pub use keeper::Keeper;
 pub use location::{STORE_ENV, StoreLocation};
+pub use people::{People, Person};
 pub use weft_engine::breakpoints::Breakpoint;
 pub use weft_engine::pins::Pins;
 pub use weft_engine::{Continue, ResumeOptions, Waiting};
@@ -48,6 +52,8 @@ pub struct Weft {
     location: StoreLocation,
     prices: Prices,
     hosts: hosts::Hosts,
+    /// Who may decide approvals that name their approvers.
+    people: Arc<People>,
 }
 
 /// `engine`, exporting its runs' traces when this process set an exporter up
@@ -97,6 +103,7 @@ impl Weft {
             location,
             prices,
             hosts: hosts::Hosts::default(),
+            people: Arc::new(People::default()),
         }
     }
 
@@ -112,6 +119,17 @@ impl Weft {
     pub fn with_mcp(mut self, hub: Arc<weft_mcp::Hub>) -> Weft {
         self.engine = self.engine.with_mcp(hub);
         self
+    }
+
+    /// The same Weft, its approvals decided by `people` (who is in which group).
+    pub fn with_people(mut self, people: People) -> Weft {
+        self.people = Arc::new(people);
+        self
+    }
+
+    /// The people approvals are decided by.
+    pub fn people(&self) -> &People {
+        &self.people
     }
 
     /// The same Weft, handing answers for the runs `host` drives to it.

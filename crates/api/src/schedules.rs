@@ -379,6 +379,7 @@ impl Schedules {
                     kind: weft_store::TriggerKind::Schedule,
                     occurrence: Some(at.to_string()),
                     schedule: Some(schedule.index as u64),
+                    by: None,
                 },
             })
             .await

@@ -8,6 +8,7 @@
 //! and an async method of [`Weft`] that reads the store off the async workers.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -17,11 +18,13 @@ use weft_flow::Flow;
 use weft_history::cost::{Cost, Prices, RunCost, run_cost, run_total};
 use weft_history::visits::{NodeVisit, node_visits};
 use weft_nodes::FormField;
-use weft_store::{NodeOutputRecord, RunRecord, RunSummary, Store, StoreError};
+use weft_store::{NodeOutputRecord, RunRecord, RunSummary, Store, StoreError, StoredDecision};
 
 pub use weft_history::compare::RunComparison;
 
+use crate::approvals::{ApprovalProgress, progress};
 use crate::hosts::blocking;
+use crate::people::People;
 use crate::{Error, Weft};
 
 /// A run as History lists it: its summary and what its LLM calls cost.
@@ -44,6 +47,13 @@ pub struct RunDetail {
     pub flow: Flow,
     /// What a paused run waits for: the approval's message and form, or the breakpoint.
     pub waiting: Option<Waiting>,
+    /// For a run waiting at an approval that names its approvers or needs several: who
+    /// approved so far and who is still needed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalProgress>,
+    /// Every decision taken in the run, as the store's chain keeps them (`weft audit`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decisions: Vec<StoredDecision>,
     /// What it cost: in total, per node, per LLM call.
     pub cost: RunCost,
     pub node_outputs: Vec<NodeOutputRecord>,
@@ -83,6 +93,10 @@ pub struct PendingApproval {
     pub deadline: Option<String>,
     /// When it paused.
     pub since: String,
+    /// For an approval that names its approvers or needs several: who approved so far and
+    /// who is still needed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalProgress>,
     /// The draft the person decides on: what the approval was given.
     pub input: Value,
 }
@@ -103,9 +117,15 @@ pub fn run_listings(
 }
 
 /// Everything about run `run_id` (an id or a unique prefix).
-pub fn run_detail(store: &Store, run_id: &str, prices: &Prices) -> Result<RunDetail, StoreError> {
+pub fn run_detail(
+    store: &Store,
+    run_id: &str,
+    prices: &Prices,
+    people: &People,
+) -> Result<RunDetail, StoreError> {
     let run_id = store.resolve_run_id(run_id.trim())?;
     let run = store.run(&run_id)?;
+    let decisions = store.decisions(Some(&run_id))?;
     let node_outputs = store.node_outputs(&run_id)?;
     let events = store.events(&run_id)?;
     let cost = run_cost(store, &run, prices)?;
@@ -115,8 +135,14 @@ pub fn run_detail(store: &Store, run_id: &str, prices: &Prices) -> Result<RunDet
             run_id: run_id.clone(),
             message: error.to_string(),
         })?;
+    let waiting = waiting_of(&run);
+    let approval = waiting
+        .as_ref()
+        .and_then(|waiting| approval_progress(&run, waiting, people, &decisions));
     Ok(RunDetail {
-        waiting: waiting_of(&run),
+        waiting,
+        approval,
+        decisions,
         flow,
         run,
         cost,
@@ -139,33 +165,63 @@ pub fn run_visits(store: &Store, run_id: &str, prices: &Prices) -> Result<RunVis
 
 /// Every approval a person may decide now, across flows and runs (this process's, other
 /// processes', a server's): paused runs not stopped at a breakpoint, oldest first.
-pub fn pending_approvals(store: &Store) -> Result<Vec<PendingApproval>, StoreError> {
+pub fn pending_approvals(
+    store: &Store,
+    people: &People,
+) -> Result<Vec<PendingApproval>, StoreError> {
     let records = store.paused_runs()?;
-    Ok(records
+    let mut pending = Vec::with_capacity(records.len());
+    for record in &records {
+        let Some(waiting) = waiting_of(record).filter(|waiting| waiting.breakpoint.is_none())
+        else {
+            continue;
+        };
+        let approval = if waiting.quorum.is_anybody() {
+            None
+        } else {
+            let kept = store.decisions_at(&record.summary.id, waiting.pause)?;
+            approval_progress(record, &waiting, people, &kept)
+        };
+        let summary = &record.summary;
+        let flow = summary
+            .flow_path
+            .as_deref()
+            .and_then(|path| Path::new(path).file_stem())
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .unwrap_or_else(|| summary.flow_name.clone());
+        pending.push(PendingApproval {
+            run_id: summary.id.clone(),
+            node_id: waiting.node_id,
+            flow,
+            flow_name: summary.flow_name.clone(),
+            flow_path: summary.flow_path.clone(),
+            message: waiting.message,
+            fields: waiting.fields,
+            deadline: waiting.deadline,
+            since: summary.updated_at.clone(),
+            approval,
+            input: waiting.input,
+        });
+    }
+    Ok(pending)
+}
+
+/// The progress of the approval `waiting`, for one that names its approvers or needs several.
+fn approval_progress(
+    record: &RunRecord,
+    waiting: &Waiting,
+    people: &People,
+    kept: &[StoredDecision],
+) -> Option<ApprovalProgress> {
+    if waiting.breakpoint.is_some() || waiting.quorum.is_anybody() {
+        return None;
+    }
+    let at_pause: Vec<StoredDecision> = kept
         .iter()
-        .filter_map(|record| {
-            let waiting = waiting_of(record).filter(|waiting| waiting.breakpoint.is_none())?;
-            let summary = &record.summary;
-            let flow = summary
-                .flow_path
-                .as_deref()
-                .and_then(|path| Path::new(path).file_stem())
-                .map(|stem| stem.to_string_lossy().into_owned())
-                .unwrap_or_else(|| summary.flow_name.clone());
-            Some(PendingApproval {
-                run_id: summary.id.clone(),
-                node_id: waiting.node_id,
-                flow,
-                flow_name: summary.flow_name.clone(),
-                flow_path: summary.flow_path.clone(),
-                message: waiting.message,
-                fields: waiting.fields,
-                deadline: waiting.deadline,
-                since: summary.updated_at.clone(),
-                input: waiting.input,
-            })
-        })
-        .collect())
+        .filter(|decision| decision.pause == waiting.pause)
+        .cloned()
+        .collect();
+    Some(progress(record, waiting, people, &at_pause))
 }
 
 /// Two runs (ids or unique prefixes) node by node.
@@ -191,8 +247,9 @@ impl Weft {
     /// [`run_detail`].
     pub async fn run(&self, run_id: &str) -> Result<RunDetail, Error> {
         let (prices, run_id) = (self.prices.clone(), run_id.to_string());
+        let people = Arc::clone(&self.people);
         blocking(self.store(), move |store| {
-            run_detail(store, &run_id, &prices)
+            run_detail(store, &run_id, &prices, &people)
         })
         .await
     }
@@ -208,7 +265,8 @@ impl Weft {
 
     /// [`pending_approvals`].
     pub async fn pending_approvals(&self) -> Result<Vec<PendingApproval>, Error> {
-        blocking(self.store(), pending_approvals).await
+        let people = Arc::clone(&self.people);
+        blocking(self.store(), move |store| pending_approvals(store, &people)).await
     }
 
     /// [`comparison`].

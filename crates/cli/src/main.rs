@@ -68,6 +68,7 @@ Examples:
   weft diff 3f2a 9bc1               # two runs node by node
   weft versions flows/triage.json   # the versions it ran in; --restore HASH writes one back
   weft flow-diff 5d41a2c flows/triage.json   # a kept version against the file
+  weft audit --verify               # every approval decision, its hash chain checked
   weft test flows/                  # the cases of every NAME.tests.json, offline when recorded
   weft test flows/triage.json --record --case refund
   weft serve --flows flows --tokens tokens.txt   # the HTTP API (GET /openapi.json)
@@ -115,6 +116,10 @@ enum Command {
     /// List a flow file's versions kept in the run store (each distinct content it was run or
     /// saved in), newest first, with the runs that used each; --restore HASH writes one back.
     Versions(VersionsArgs),
+    /// List every approval decision kept in the run store (who, when, how, the form's answers,
+    /// the edit made to a draft), chained by hash; --verify names the first decision altered or
+    /// removed and exits 1 then.
+    Audit(AuditArgs),
     /// Compare two versions of a flow (flow files, version hashes, or the flows stored runs
     /// ran): nodes added,
     /// removed, changed field by field, edges and settings. Exits 0 when they are the same, 1
@@ -341,6 +346,10 @@ pub(crate) struct ServeArgs {
         value_parser = clap::value_parser!(u64).range(1..=86_400)
     )]
     pub body_timeout: u64,
+    /// Who may decide approvals that name approvers or groups: one person a line, `NAME EMAIL
+    /// GROUP...` (docs/approvals.md).
+    #[arg(long, value_name = "FILE", env = "WEFT_PEOPLE_FILE")]
+    pub people: Option<PathBuf>,
     #[command(flatten)]
     pub store: StoreArgs,
 }
@@ -371,6 +380,10 @@ pub(crate) struct RestateArgs {
     /// How long Restate waits before retrying a run whose worker went away [default: 1 s].
     #[arg(long, value_name = "MILLISECONDS", default_value_t = 1_000)]
     pub retry_after_ms: u64,
+    /// Who may decide approvals that name approvers or groups: one person a line, `NAME EMAIL
+    /// GROUP...` (docs/approvals.md).
+    #[arg(long, value_name = "FILE", env = "WEFT_PEOPLE_FILE")]
+    pub people: Option<PathBuf>,
     #[command(flatten)]
     pub store: StoreArgs,
 }
@@ -450,6 +463,23 @@ pub(crate) struct FlowDiffArgs {
     /// nodesMoved, edgesAdded, edgesRemoved}}` as JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct AuditArgs {
+    /// Only the decisions of this run (an id or a unique prefix).
+    #[arg(long, value_name = "RUN")]
+    pub run: Option<String>,
+    /// Print the decisions as a JSON array: `[{seq, runId, nodeId, pause, decision, by,
+    /// channel, note, fields, draftEdit?, at, prevHash, hash}]`.
+    #[arg(long)]
+    pub json: bool,
+    /// Walk the whole chain and name the first decision altered or removed (exit 1), else say
+    /// how many are intact.
+    #[arg(long)]
+    pub verify: bool,
     #[command(flatten)]
     pub store: StoreArgs,
 }
@@ -560,6 +590,7 @@ fn main() -> ExitCode {
         Command::Fmt(args) => commands::fmt::fmt(&args),
         Command::FlowDiff(args) => commands::flow_diff::flow_diff(&args),
         Command::Versions(args) => commands::versions::versions(&args),
+        Command::Audit(args) => commands::audit::audit(&args),
         Command::Test(args) => block_on(Threads::Pool, commands::test::test(args)),
         Command::Serve(args) => block_on(Threads::Pool, commands::serve::serve(args)),
         Command::Restate(args) => block_on(Threads::Pool, commands::restate::restate(args)),

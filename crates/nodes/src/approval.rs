@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{FieldError, Handle, Kind, Scheduling};
-use crate::decision::{DecisionChoice, FormField, FormFieldKind};
+use crate::decision::{DecisionChoice, FormField, FormFieldKind, GROUP_PREFIX, Quorum};
 use crate::step::{Step, StepEnv, StepError, StepOutput, Wait};
 
 /// Pauses the run and shows `message` (a template) to a person, who approves or rejects (and
@@ -29,6 +29,69 @@ pub struct ApprovalConfig {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-weft" = "json"))]
     pub fields: Vec<FormField>,
+    /// Who may decide: names and `group:NAME` (the members of a group of the people file).
+    /// Empty: anybody.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvers: Vec<String>,
+    /// How many distinct people must approve (one reject rejects). 1 when not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<u32>,
+    /// Whether whoever started the run may decide it. Yes when not set.
+    #[serde(default, rename = "allowSelf", skip_serializing_if = "Option::is_none")]
+    pub allow_self: Option<bool>,
+}
+
+impl ApprovalConfig {
+    /// Who may decide, and how many must approve.
+    pub fn quorum(&self) -> Quorum {
+        Quorum {
+            approvers: self
+                .approvers
+                .iter()
+                .map(|entry| entry.trim().to_string())
+                .collect(),
+            required: self.required.unwrap_or(1),
+            allow_self: self.allow_self.unwrap_or(true),
+        }
+    }
+
+    fn check_quorum(&self) -> Result<(), FieldError> {
+        let quorum = self.quorum();
+        for (index, entry) in quorum.approvers.iter().enumerate() {
+            let at = format!("approvers[{index}]");
+            let name = entry.strip_prefix(GROUP_PREFIX).unwrap_or(entry);
+            if name.is_empty() {
+                return Err(FieldError::new(
+                    at,
+                    "an approver is a person's name or group:NAME",
+                ));
+            }
+            if quorum.approvers[..index].contains(entry) {
+                return Err(FieldError::new(at, format!("`{entry}` is named twice")));
+            }
+        }
+        if quorum.required == 0 {
+            return Err(FieldError::new(
+                "required",
+                "at least one person must approve (required: 1 or more)",
+            ));
+        }
+        let names = quorum.names().count();
+        if quorum.groups().next().is_none()
+            && !quorum.approvers.is_empty()
+            && quorum.required as usize > names
+        {
+            return Err(FieldError::new(
+                "required",
+                format!(
+                    "{} approvals are required, but only {names} {} named in approvers",
+                    quorum.required,
+                    if names == 1 { "person is" } else { "people are" }
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Names `{{ approval }}` has already.
@@ -50,6 +113,7 @@ impl Kind for ApprovalConfig {
     }
 
     fn check(&self) -> Result<(), FieldError> {
+        self.check_quorum()?;
         let mut drafts = 0;
         for (index, field) in self.fields.iter().enumerate() {
             let at = |part: &str| format!("fields[{index}]{part}");
@@ -93,6 +157,7 @@ impl Kind for ApprovalConfig {
             Wait::Decision {
                 message,
                 fields: self.fields.clone(),
+                quorum: self.quorum(),
             },
         ))
     }
@@ -157,6 +222,20 @@ mod tests {
             ..ApprovalConfig::default()
         };
         assert!(config.check().is_err(), "`note` is the decision's");
+        let quorum = |approvers: &[&str], required: u32| ApprovalConfig {
+            approvers: approvers.iter().map(|name| name.to_string()).collect(),
+            required: Some(required),
+            ..ApprovalConfig::default()
+        };
+        let problem = |config: ApprovalConfig| config.check().expect_err("refused").to_string();
+        assert!(
+            problem(quorum(&["ada"], 2))
+                .contains("2 approvals are required, but only 1 person is named in approvers")
+        );
+        assert!(problem(quorum(&["ada", "ada"], 1)).contains("`ada` is named twice"));
+        assert!(problem(quorum(&["group:"], 1)).contains("group:NAME"));
+        assert!(problem(quorum(&[], 0)).contains("at least one person must approve"));
+        assert!(quorum(&["ada", "group:finance"], 3).check().is_ok(), "a group may hold more");
         assert_eq!(seconds_text(90.0), "90 s");
         assert_eq!(seconds_text(3600.0), "60 min");
         assert_eq!(seconds_text(3.0 * 86_400.0), "3 days");

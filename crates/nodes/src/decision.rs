@@ -47,6 +47,68 @@ pub enum FormFieldKind {
     Draft,
 }
 
+/// Who may decide an approval and how many must approve: `approvers` (names, and `group:NAME`
+/// for the members of a group of the people file), `required` distinct people, and whether
+/// whoever started the run may be one of them. The default is today's approval: anybody, one
+/// answer.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Quorum {
+    /// Empty: anybody may decide.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvers: Vec<String>,
+    /// Distinct people who must approve; one reject rejects.
+    #[serde(default = "one")]
+    pub required: u32,
+    /// Whoever started the run may decide it.
+    #[serde(default = "yes")]
+    pub allow_self: bool,
+}
+
+/// What `group:NAME` in `approvers` starts with.
+pub const GROUP_PREFIX: &str = "group:";
+
+fn one() -> u32 {
+    1
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for Quorum {
+    fn default() -> Quorum {
+        Quorum {
+            approvers: Vec::new(),
+            required: 1,
+            allow_self: true,
+        }
+    }
+}
+
+impl Quorum {
+    /// Anybody may decide, alone.
+    pub fn is_anybody(&self) -> bool {
+        *self == Quorum::default()
+    }
+
+    /// The groups `approvers` names (`group:finance` → `finance`).
+    pub fn groups(&self) -> impl Iterator<Item = &str> {
+        self.approvers
+            .iter()
+            .filter_map(|entry| entry.strip_prefix(GROUP_PREFIX))
+    }
+
+    /// The people `approvers` names directly.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.approvers
+            .iter()
+            .map(String::as_str)
+            .filter(|entry| !entry.starts_with(GROUP_PREFIX))
+    }
+}
+
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]

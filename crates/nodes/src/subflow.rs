@@ -145,6 +145,7 @@ mod tests {
             path: "review".into(),
             message: "ok?".into(),
             fields: Vec::new(),
+            quorum: crate::Quorum::default(),
             deadline: None,
             input: Value::Null,
             state: json!({"kept": true}),

@@ -36,6 +36,10 @@ impl ApiError {
         ApiError::new(StatusCode::CONFLICT, "conflict", message)
     }
 
+    pub fn forbidden(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
     pub fn internal(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
     }
@@ -54,6 +58,7 @@ impl From<weft_api::Error> for ApiError {
             ErrorKind::Invalid => ApiError::bad_request(error.message),
             ErrorKind::NotFound => ApiError::not_found(error.message),
             ErrorKind::Conflict => ApiError::conflict(error.message),
+            ErrorKind::Forbidden => ApiError::forbidden(error.message),
             ErrorKind::Failed => {
                 tracing::error!("{}", error.message);
                 ApiError::internal(error.message)

@@ -42,7 +42,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-use weft_api::{ResumeOptions, StartRequest, Weft, check_start, views};
+use weft_api::{Channel, Decided, ResumeOptions, StartRequest, Weft, check_start, views};
 use weft_event::{EventListener, EventSink, EventType, RunEvent, RunStatus};
 use weft_flow::{Flow, FlowNameError, flow_in_dir};
 use weft_nodes::{Decision, check_for_run};
@@ -398,17 +398,24 @@ fn routes() -> Vec<Route> {
                     body: Some(Body::Json(schema::<Decision>)),
                     query: &[],
                     responses: vec![
-                        Answer::json::<Going>(200, "Decided; the run goes on."),
+                        Answer::json::<Going>(
+                            200,
+                            "Decided; the run goes on (`running`), or, at an approval that needs more people, the decision is kept and the run still waits (`paused`, with `approval`: who approved and who is still needed).",
+                        ),
                         Answer::error(
                             400,
                             "Not a decision, answers that do not fit the form (the run stays paused), a prefix that names several runs, or several `Authorization` headers.",
                         ),
                         unauthorized(),
+                        Answer::error(
+                            403,
+                            "The token's name may not decide this approval: not among its `approvers`, or whoever started the run where `allowSelf` is false. Nothing changes.",
+                        ),
                         Answer::error(404, "No such run."),
                         too_slow(),
                         Answer::error(
                             409,
-                            "The run is not waiting for a decision (decided already, ended, or at a breakpoint).",
+                            "The run is not waiting for a decision (decided already, ended, or at a breakpoint), or the token's name answered this approval otherwise already.",
                         ),
                         too_large(),
                     ],
@@ -824,8 +831,11 @@ fn flows_in(dir: &std::path::Path) -> std::io::Result<Vec<FlowListing>> {
 #[serde(rename_all = "camelCase")]
 struct Going {
     run_id: String,
-    /// `running`.
+    /// `running`; `paused` for a decision counted at an approval that needs more people.
     status: RunStatus,
+    /// For such a decision: who approved so far and who is still needed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    approval: Option<weft_api::ApprovalProgress>,
 }
 
 impl Api {
@@ -850,9 +860,10 @@ impl Api {
         input: Option<String>,
         decisions: std::collections::HashMap<String, Decision>,
         debugging: (Vec<weft_api::Breakpoint>, weft_api::Pins),
-        trigger: TriggerKind,
+        trigger: (TriggerKind, String),
         traceparent: Option<String>,
     ) -> Result<String, ApiError> {
+        let (trigger, caller) = trigger;
         let (breakpoints, pins) = debugging;
         let path = self.flow_path(name)?;
         let flow = Flow::load(&path).map_err(|error| ApiError::bad_request(error.to_string()))?;
@@ -871,7 +882,7 @@ impl Api {
             pins,
             flow_path: Some(path),
             on_event: Some(self.wake()),
-            trigger: Some(Trigger::of(trigger)),
+            trigger: Some(Trigger::of(trigger).by(Some(caller))),
             traceparent,
             ..StartRequest::default()
         };
@@ -922,7 +933,7 @@ async fn start_run(
             input,
             decisions,
             (request.breakpoints, request.pins),
-            TriggerKind::Api,
+            (TriggerKind::Api, caller.0),
             traceparent(&headers),
         )
         .await?;
@@ -931,6 +942,7 @@ async fn start_run(
         Json(Going {
             run_id,
             status: RunStatus::Running,
+            approval: None,
         }),
     ))
 }
@@ -938,6 +950,7 @@ async fn start_run(
 /// `POST /v1/hooks/{flow}`: the body (JSON, else text) is the run's input.
 async fn webhook(
     State(api): State<Arc<Api>>,
+    Extension(caller): Extension<Caller>,
     Segment(flow): Segment,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
@@ -956,7 +969,7 @@ async fn webhook(
             input,
             std::collections::HashMap::new(),
             Default::default(),
-            TriggerKind::Hook,
+            (TriggerKind::Hook, caller.0),
             traceparent(&headers),
         )
         .await?;
@@ -1040,6 +1053,7 @@ async fn continue_run(
     Ok(Json(Going {
         run_id: handle.run_id,
         status: RunStatus::Running,
+        approval: None,
     }))
 }
 
@@ -1053,6 +1067,7 @@ async fn pause_run(
         Json(Going {
             run_id: id,
             status: RunStatus::Running,
+            approval: None,
         }),
     ))
 }
@@ -1083,13 +1098,23 @@ async fn decide(
         traceparent: traceparent(&headers),
         ..ResumeOptions::default()
     };
-    let handle = api
+    let decided = api
         .weft
-        .decide(&id, decision, Some(caller.0), options)
+        .decide(&id, decision, Some(caller.0), Channel::Api, options)
         .await?;
-    Ok(Json(Going {
-        run_id: handle.run_id,
-        status: RunStatus::Running,
+    Ok(Json(match decided {
+        Decided::GoingOn(handle) => Going {
+            run_id: handle.run_id,
+            status: RunStatus::Running,
+            approval: None,
+        },
+        Decided::Counted {
+            run_id, progress, ..
+        } => Going {
+            run_id,
+            status: RunStatus::Paused,
+            approval: Some(progress),
+        },
     }))
 }
 

@@ -127,14 +127,21 @@ impl FlowTools {
                 cancel: context.ct.clone(),
                 ..weft_api::ResumeOptions::default()
             };
-            outcome = self
+            let decided = self
                 .weft
-                .decide(&run_id, decision, by, request)
-                .await
-                .map_err(|error| failed(error.to_string()))?
-                .outcome()
+                .decide(&run_id, decision, by, weft_api::Channel::Mcp, request)
                 .await
                 .map_err(|error| failed(error.to_string()))?;
+            match decided {
+                weft_api::Decided::GoingOn(handle) => {
+                    outcome = handle
+                        .outcome()
+                        .await
+                        .map_err(|error| failed(error.to_string()))?;
+                }
+                // Kept; the approval waits for the other people it needs.
+                weft_api::Decided::Counted { .. } => break,
+            }
         }
         Ok(match outcome.status {
             RunStatus::Completed => {

@@ -439,6 +439,45 @@ async fn every_documented_operation_is_served_and_answers_as_documented() {
             break first;
         }
     };
+    // An approval only grace may decide: the token's name (ada) is refused, nothing changes.
+    let only_grace = json!({
+        "version": 1,
+        "nodes": [
+            node("start", "start", json!({})),
+            node("review", "approval", json!({ "message": "Pay?", "approvers": ["grace"] })),
+            node("paid", "template", json!({ "template": "paid" })),
+        ],
+        "edges": [
+            { "id": "e1", "source": "start", "target": "review" },
+            { "id": "e2", "source": "review", "target": "paid", "sourceHandle": "approve" },
+        ]
+    });
+    std::fs::write(dir.path().join("flows/grace.json"), only_grace.to_string()).expect("grace");
+    let (status, answer) = exchange((
+        &post,
+        "/v1/runs",
+        "/v1/runs",
+        true,
+        Some(r#"{"flow": "grace"}"#),
+    ))
+    .await;
+    assert_eq!(status, 201, "{answer}");
+    let grace_run = id_of(&answer);
+    wait_for_status(&http, &url, &grace_run, "paused").await;
+    let (status, answer) = exchange((
+        &post,
+        "/v1/runs/{id}/decision",
+        &format!("/v1/runs/{grace_run}/decision"),
+        true,
+        Some(r#""approve""#),
+    ))
+    .await;
+    assert_eq!(status, 403, "{answer}");
+    assert!(
+        answer.contains("ada may not decide `review`: its approvers are grace"),
+        "{answer}"
+    );
+    wait_for_status(&http, &url, &grace_run, "paused").await;
     let decision = format!("/v1/runs/{run_id}/decision");
     let events = format!("/v1/runs/{run_id}/events");
     let cancel = format!("/v1/runs/{other}/cancel");

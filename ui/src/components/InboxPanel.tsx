@@ -2,13 +2,25 @@
 // server's, all in the same store), decided right here; and the approval of the run shown,
 // also in the side panel (it is on its node too).
 
-import type { PendingApproval } from '../bindings';
+import type { ApprovalProgress, PendingApproval } from '../bindings';
 import { useRun, useSession, useSessionState } from '../hooks';
 import { ApprovalForm } from './ApprovalForm';
 
 function sinceText(since: string): string {
   const date = new Date(since);
   return Number.isNaN(date.getTime()) ? since : date.toLocaleString();
+}
+
+/** Who approved an approval that needs several people, and who is still needed. */
+function Progress({ progress }: { progress: ApprovalProgress }) {
+  const approved = progress.approvedBy.length > 0 ? `approved by ${progress.approvedBy.join(', ')}` : 'nobody has approved yet';
+  const from = progress.mayStillApprove.length > 0 ? `, from ${progress.mayStillApprove.join(', ')}` : '';
+  return (
+    <div className="muted" data-testid="inbox-progress">
+      {progress.approvedBy.length} of {progress.required} ({approved}); still needed: {progress.stillNeeded} more{from}
+      {!progress.allowSelf && ' (not whoever started the run)'}
+    </div>
+  );
 }
 
 function InboxItem({ approval }: { approval: PendingApproval }) {
@@ -25,6 +37,7 @@ function InboxItem({ approval }: { approval: PendingApproval }) {
         </span>
       </div>
       <div className="muted">waiting since {sinceText(approval.since)}</div>
+      {approval.approval && <Progress progress={approval.approval} />}
       <ApprovalForm
         key={`${approval.runId}:${approval.nodeId}`}
         testIdPrefix="inbox-"

@@ -19,6 +19,7 @@ function changeOf(change: Partial<SettingsChange>): SettingsChange {
     userName: null,
     prices: null,
     mcpServers: null,
+    people: null,
     variable: null,
     ...change,
   };
@@ -159,6 +160,57 @@ function PriceSettings({ view, onSaved }: { view: SettingsView; onSaved: (view: 
       <span className="field-help">
         US dollars per million tokens, by provider/model; they add to or replace the shipped prices (and those of the
         file WEFT_PRICES names). A model with no price shows tokens and no cost.
+      </span>
+    </section>
+  );
+}
+
+const PEOPLE_EXAMPLE = '# name  email              groups\nada     ada@example.com    finance\ngrace   grace@example.com  finance ops';
+
+/**
+ * Who may decide approvals that name approvers or groups (`approvers: ["group:finance"]`), in
+ * the form of a people file; refused with the line that does not parse.
+ */
+function PeopleSettings({ view, onSaved }: { view: SettingsView; onSaved: (view: SettingsView) => void }) {
+  const session = useSession();
+  const [people, setPeople] = useState(view.people);
+  const [problem, setProblem] = useState<string | null>(null);
+  useEffect(() => setPeople(view.people), [view.people]);
+  const save = async () => {
+    try {
+      const settings = await session.api.saveSettings(changeOf({ people }));
+      setProblem(null);
+      onSaved(settings);
+    } catch (error) {
+      setProblem(errorMessage(error));
+    }
+  };
+  return (
+    <section className="provider" data-testid="settings-people-section">
+      <h3 className="section-title">People</h3>
+      <textarea
+        className="input mono"
+        data-testid="settings-people"
+        aria-label="People who decide approvals, one a line: name, email, groups"
+        rows={4}
+        value={people}
+        placeholder={PEOPLE_EXAMPLE}
+        spellCheck={false}
+        onChange={(event) => setPeople(event.target.value)}
+      />
+      {problem && (
+        <div className="field-error" data-testid="settings-people-error">
+          {problem}
+        </div>
+      )}
+      <div className="button-row">
+        <button type="button" className="button primary small" data-testid="settings-save-people" onClick={() => void save()}>
+          Save
+        </button>
+      </div>
+      <span className="field-help">
+        One person a line: name, email (- for none), groups. An approval&apos;s approvers name people and group:NAME; empty here,
+        the file WEFT_PEOPLE_FILE names is used.
       </span>
     </section>
   );
@@ -441,6 +493,7 @@ export function SettingsPanel() {
       <UserNameSettings view={view} onSaved={setView} />
       <PriceSettings view={view} onSaved={pricesSaved} />
       <McpSettings view={view} onSaved={saved} />
+      <PeopleSettings view={view} onSaved={saved} />
       <VariableSettings view={view} onSaved={setView} />
       <section className="settings-paths muted">
         <div>

@@ -1,6 +1,7 @@
 //! One file per subcommand, plus what several of them share: finding and opening the run
 //! store through `weft-api`, loading a flow, and turning refusals into usage errors.
 
+pub(crate) mod audit;
 pub(crate) mod cancel;
 pub(crate) mod diff;
 pub(crate) mod flow_diff;
@@ -48,9 +49,13 @@ pub(crate) fn open(location: StoreLocation) -> anyhow::Result<Weft> {
 
 /// [`open`], for a process that lives on (`weft serve`, `weft restate`).
 pub(crate) fn open_as(location: StoreLocation, lifetime: Lifetime) -> anyhow::Result<Weft> {
+    // Approvals that name groups need the people file (`WEFT_PEOPLE_FILE`; `--people` for
+    // the servers).
+    let people = weft_api::People::from_file_or_env(None).map_err(api_error)?;
     Ok(Weft::open(location, lifetime, ProviderSettings::from_env())
         .map_err(api_error)?
-        .with_host(Arc::new(RestateIngress::default())))
+        .with_host(Arc::new(RestateIngress::default()))
+        .with_people(people))
 }
 
 /// The price table: the shipped prices and the file `WEFT_PRICES` names; a file that cannot be

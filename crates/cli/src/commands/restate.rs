@@ -33,7 +33,9 @@ pub(crate) async fn restate(args: RestateArgs) -> anyhow::Result<Exit> {
     // No settling of approval timeouts here: this worker's engine would continue such a run
     // itself, behind its workflow's back. A workflow waits on a durable timer for its
     // approval's timeout (and the other hosts of the store send the timeout to it).
-    let weft = super::open_as(location.clone(), Lifetime::Service)?;
+    let people =
+        weft_api::People::from_file_or_env(args.people.as_deref()).map_err(super::api_error)?;
+    let weft = super::open_as(location.clone(), Lifetime::Service)?.with_people(people);
     let engine = weft.engine().clone();
     let workflow = WeftRun::new(engine, &args.flows, &args.ingress)
         .map_err(|error| usage_error(format!("--flows {}: {error}", args.flows.display())))?;

@@ -3,7 +3,7 @@
 //! run (its process stopped before it ended) from its last checkpoint. `weft resume RUN_ID
 //! --continue [--step] [--set JSON]`: goes on from the breakpoint a run is paused at.
 
-use weft_api::ResumeOptions;
+use weft_api::{ApprovalProgress, Channel, Decided, ResumeOptions};
 use weft_engine::Continue;
 use weft_nodes::Decision;
 
@@ -77,7 +77,23 @@ pub(crate) async fn resume(args: ResumeArgs) -> anyhow::Result<Exit> {
             weft.go_on(run_id, how, options).await
         }
         (true, answer) => weft.retry(run_id, answer, by, options).await,
-        (false, Some(decision)) => weft.decide(run_id, decision, by, options).await,
+        (false, Some(decision)) => {
+            match weft
+                .decide(run_id, decision, by, Channel::Cli, options)
+                .await
+            {
+                Ok(Decided::GoingOn(handle)) => Ok(handle),
+                Ok(Decided::Counted {
+                    run_id,
+                    node_id,
+                    progress,
+                }) => {
+                    live.end();
+                    return counted(&run_id, &node_id, &progress);
+                }
+                Err(error) => Err(error),
+            }
+        }
         (false, None) => {
             return Err(usage_error("give --decision, --continue or --retry"));
         }
@@ -88,4 +104,27 @@ pub(crate) async fn resume(args: ResumeArgs) -> anyhow::Result<Exit> {
     };
     live.end();
     report(&outcome.map_err(super::api_error)?, args.events, &location)
+}
+
+/// An approval that needs more people: the decision is kept, the run still waits (exit 3).
+fn counted(run_id: &str, node_id: &str, progress: &ApprovalProgress) -> anyhow::Result<Exit> {
+    let style = Style::stderr();
+    let mut text = format!(
+        "{} run {run_id} waits at {node_id}: approved by {} ({} of {} needed)\n",
+        style.yellow("kept:"),
+        progress.approved_by.join(", "),
+        progress.approved_by.len(),
+        progress.required,
+    );
+    text.push_str(&format!(
+        "still needed: {} more{}\n",
+        progress.still_needed,
+        if progress.may_still_approve.is_empty() {
+            String::new()
+        } else {
+            format!(", from {}", progress.may_still_approve.join(", "))
+        }
+    ));
+    output::err(&text);
+    Ok(Exit::Paused)
 }

@@ -81,7 +81,9 @@ async fn run_checked(args: RunArgs, checked: CheckedFlow) -> anyhow::Result<Exit
         pins,
         replay: args.replay,
         breakpoints: args.breakpoints,
-        trigger: Some(weft_store::Trigger::of(weft_store::TriggerKind::Manual)),
+        trigger: Some(
+            weft_store::Trigger::of(weft_store::TriggerKind::Manual).by(weft_api::decider(None)),
+        ),
         traceparent: super::traceparent(),
         ..StartRequest::default()
     };
@@ -382,6 +384,27 @@ pub(crate) fn report(
                 Some(_) => "--continue [--step] [--set JSON]",
                 None => "--decision approve|reject",
             };
+            if let Some(quorum) = outcome
+                .waiting
+                .as_ref()
+                .map(|waiting| &waiting.quorum)
+                .filter(|quorum| !quorum.is_anybody())
+            {
+                text.push_str(&format!(
+                    "  needs {} {}{}\n",
+                    quorum.required,
+                    if quorum.required == 1 {
+                        "approval"
+                    } else {
+                        "approvals"
+                    },
+                    if quorum.approvers.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" from {}", quorum.approvers.join(", "))
+                    }
+                ));
+            }
             text.push_str(&format!(
                 "resume with: {}\n",
                 style.bold(&format!("{} {how}", resume_command(id, store)))

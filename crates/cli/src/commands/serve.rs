@@ -28,7 +28,11 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<Exit> {
         )));
     }
     let location = super::location(&args.store)?;
-    let weft = super::open_as(location.clone(), Lifetime::Service)?.with_prices(prices);
+    let people =
+        weft_api::People::from_file_or_env(args.people.as_deref()).map_err(super::api_error)?;
+    let weft = super::open_as(location.clone(), Lifetime::Service)?
+        .with_prices(prices)
+        .with_people(people);
     let listener = tokio::net::TcpListener::bind(&args.addr)
         .await
         .map_err(|error| usage_error(format!("cannot listen on {}: {error}", args.addr)))?;

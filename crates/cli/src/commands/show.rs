@@ -20,7 +20,7 @@ pub(crate) fn show(args: &ShowArgs) -> anyhow::Result<Exit> {
     let weft = super::open(location.clone())?;
     // A paused run past its deadline is not shown as waiting: it goes on first.
     super::run::settle_deadlines_now(&weft)?;
-    let detail = run_detail(weft.store(), &args.run_id, &prices)
+    let detail = run_detail(weft.store(), &args.run_id, &prices, weft.people())
         .map_err(|error| super::api_error(error.into()))?;
     if let Some(node) = &args.node {
         return show_visits(&detail, node, args.json);
@@ -38,6 +38,7 @@ pub(crate) fn show(args: &ShowArgs) -> anyhow::Result<Exit> {
         ..
     } = &detail;
     let mut text = summary(run, detail.waiting.as_ref(), cost, &location, style);
+    text.push_str(&decisions(&detail, style));
     text.push_str(&self::node_outputs(node_outputs, cost, style));
     text.push_str(&llm_calls(cost, style));
     text.push_str(&tool_calls(events, style));
@@ -147,6 +148,51 @@ fn show_visits(detail: &RunDetail, node: &str, json: bool) -> anyhow::Result<Exi
     }
     output::out(&text)?;
     Ok(Exit::Success)
+}
+
+/// Who decided the run's approvals (every decision the store's chain keeps for it), and for
+/// an approval waiting on several people, who is still needed.
+fn decisions(detail: &RunDetail, style: Style) -> String {
+    let mut text = String::new();
+    if let Some(progress) = &detail.approval {
+        text.push_str(&format!(
+            "{}  {} of {} ({}); still needed: {} more{}\n",
+            style.bold("approvals"),
+            progress.approved_by.len(),
+            progress.required,
+            if progress.approved_by.is_empty() {
+                "nobody yet".to_string()
+            } else {
+                format!("approved by {}", progress.approved_by.join(", "))
+            },
+            progress.still_needed,
+            if progress.may_still_approve.is_empty() {
+                String::new()
+            } else {
+                format!(", from {}", progress.may_still_approve.join(", "))
+            }
+        ));
+    }
+    if detail.decisions.is_empty() {
+        return text;
+    }
+    text.push_str(&format!("\n{}\n", style.bold("decisions")));
+    for decision in &detail.decisions {
+        let note = if decision.note.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", output::one_line(&decision.note, CELL))
+        };
+        text.push_str(&format!(
+            "  {}  {}  {} by {} ({}){note}\n",
+            output::date_time(&decision.at),
+            decision.node_id,
+            decision.decision,
+            decision.by,
+            decision.channel
+        ));
+    }
+    text
 }
 
 /// The run's identity, status, times, cost, input, result or error, and what it waits for.

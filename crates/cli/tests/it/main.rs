@@ -2,6 +2,7 @@
 //! the real executable (and `weft serve`, `weft restate`, the app's commands) against real
 //! servers on loopback.
 
+mod approvals;
 mod cli;
 mod common;
 #[cfg(unix)]

@@ -55,7 +55,7 @@ use weft_event::{EventType, RunStatus};
 use weft_flow::Flow;
 use weft_flow::output_schema::OutputSchema;
 use weft_nodes::validate::{FlowToRun, Problem, check_flow};
-use weft_nodes::{Decision, DecisionChoice, FormField, NodeConfig, NodeKind, StartConfig};
+use weft_nodes::{Decision, DecisionChoice, FormField, NodeConfig, NodeKind, Quorum, StartConfig};
 use weft_providers::{LazyClient, LlmClients, Usage};
 use weft_store::{NewRun, NodeOutputRecord, PauseRecord, QueuedStep, RunRecord, Store, StoreError};
 use weft_template::output_text;
@@ -161,6 +161,13 @@ pub struct Waiting {
     /// The approval's form, answered with the decision.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fields: Vec<FormField>,
+    /// Who may decide the approval, and how many must approve.
+    #[serde(default, skip_serializing_if = "Quorum::is_anybody")]
+    pub quorum: Quorum,
+    /// Which pause of the run this is: a number that stays while the run waits here and is
+    /// another at its next pause (decisions are kept by it).
+    #[serde(default)]
+    pub pause: u64,
     /// When the approval times out (RFC 3339, UTC), if it has `timeoutSeconds`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<String>,
@@ -1274,6 +1281,8 @@ impl Engine {
                     message: paused.message,
                     breakpoint: paused.state.breakpoint.map(|stop| stop.when),
                     fields: paused.state.waiting_fields.clone(),
+                    quorum: paused.state.waiting_quorum.clone(),
+                    pause: paused.state.next_seq,
                     deadline: paused.deadline,
                     input,
                 })
@@ -1482,6 +1491,8 @@ pub fn waiting_of(record: &RunRecord) -> Option<Waiting> {
         message: state.waiting_message.unwrap_or_default(),
         breakpoint: state.breakpoint.map(|stop| stop.when),
         fields: state.waiting_fields,
+        quorum: state.waiting_quorum,
+        pause: state.next_seq,
         deadline: state.deadline,
         input: state
             .waiting_input

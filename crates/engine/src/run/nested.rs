@@ -166,6 +166,7 @@ pub(crate) async fn run_child(
                     path: paused.path,
                     message: paused.message,
                     fields: state.state.waiting_fields.clone(),
+                    quorum: state.state.waiting_quorum.clone(),
                     // Breakpoints stop the top-level run only.
                     breakpoint: false,
                     deadline: paused.deadline,

@@ -26,7 +26,9 @@ use crate::breakpoints::{BreakWhen, Breakpoint};
 use crate::pins::Pins;
 use weft_event::{EventType, RunStatus};
 use weft_nodes::step::{ChildPause, ChildResume, Step, StepError, StepErrorKind, StepOutput, Wait};
-use weft_nodes::{Decision, DecisionChoice, FormField, NodeConfig, Scheduling, seconds_text};
+use weft_nodes::{
+    Decision, DecisionChoice, FormField, NodeConfig, Quorum, Scheduling, seconds_text,
+};
 use weft_providers::ChatMessage;
 use weft_store::{Checkpoint, QueuedStep, StoredStep};
 use weft_template::output_text;
@@ -77,6 +79,9 @@ pub(crate) struct SavedState {
     /// The form of the approval waited on (innermost, for nested runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub waiting_fields: Vec<FormField>,
+    /// Who may decide the approval waited on (innermost), and how many must approve.
+    #[serde(default, skip_serializing_if = "Quorum::is_anybody")]
+    pub waiting_quorum: Quorum,
     /// What the approval waited on was given (innermost): the draft a person decides on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_input: Option<Value>,
@@ -137,6 +142,7 @@ enum Waiting {
         item: QueuedStep,
         message: String,
         fields: Vec<FormField>,
+        quorum: Quorum,
         /// When nobody deciding takes the `timeout` branch.
         deadline: Option<String>,
     },
@@ -934,7 +940,13 @@ impl Scheduler {
 
     /// A step waits for a person's decision: answered in advance, or the run pauses (until the
     /// approval's `timeoutSeconds`, when it has one).
-    fn wait_decision(&mut self, item: QueuedStep, message: String, fields: Vec<FormField>) {
+    fn wait_decision(
+        &mut self,
+        item: QueuedStep,
+        message: String,
+        fields: Vec<FormField>,
+        quorum: Quorum,
+    ) {
         let node_id = item.node_id.clone();
         if let Some(decision) = self.ctx.decisions.get(&node_id).cloned() {
             self.ctx
@@ -952,6 +964,7 @@ impl Scheduler {
                 item,
                 message,
                 fields,
+                quorum,
                 deadline,
             });
             self.status = RunStatus::Paused;
@@ -1140,12 +1153,16 @@ impl Scheduler {
                 wait: Some(wait),
                 ..
             }) => match wait {
-                Wait::Decision { message, fields } => {
+                Wait::Decision {
+                    message,
+                    fields,
+                    quorum,
+                } => {
                     let item = QueuedStep {
                         input: value,
                         ..item
                     };
-                    self.wait_decision(item, message, fields);
+                    self.wait_decision(item, message, fields, quorum);
                 }
                 Wait::Child(pause) => self.wait_child(item, pause),
                 Wait::Tool(pause) => {
@@ -1259,6 +1276,7 @@ impl Scheduler {
             last_finished: earlier(&self.last_finished, &self.earlier_finished),
             waiting_message: None,
             waiting_fields: Vec::new(),
+            waiting_quorum: Quorum::default(),
             waiting_input: None,
             deadline: None,
             nested: None,
@@ -1310,10 +1328,12 @@ impl Scheduler {
                     item,
                     message,
                     fields,
+                    quorum,
                     deadline,
                 } => {
                     let path = item.node_id.clone();
                     state.waiting_fields = fields;
+                    state.waiting_quorum = quorum;
                     state.waiting_input = Some(Value::clone(&item.input));
                     state.deadline = deadline;
                     (item, path, message)
@@ -1322,6 +1342,7 @@ impl Scheduler {
                     let path = format!("{}/{}", item.node_id, pause.path);
                     let message = pause.message.clone();
                     state.waiting_fields = pause.fields.clone();
+                    state.waiting_quorum = pause.quorum.clone();
                     state.waiting_input = Some(pause.input.clone());
                     state.deadline = pause.deadline.clone();
                     state.nested = Some(pause);

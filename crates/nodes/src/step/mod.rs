@@ -88,6 +88,8 @@ pub enum Wait {
     Decision {
         message: String,
         fields: Vec<crate::decision::FormField>,
+        /// Who may decide, and how many must approve.
+        quorum: crate::decision::Quorum,
     },
     /// A child run (a `subflow`) paused at a decision deeper down.
     Child(ChildPause),
@@ -185,6 +187,9 @@ pub struct ChildPause {
     /// The innermost approval's form.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fields: Vec<crate::decision::FormField>,
+    /// Who may decide the innermost approval.
+    #[serde(default, skip_serializing_if = "crate::decision::Quorum::is_anybody")]
+    pub quorum: crate::decision::Quorum,
     /// A breakpoint (an agent stopped before a tool call), continued rather than decided.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub breakpoint: bool,

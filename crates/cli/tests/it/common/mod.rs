@@ -92,6 +92,7 @@ impl Sandbox {
             "WEFT_DEFAULT_MODEL",
             "WEFT_LOG",
             "WEFT_PRICES",
+            "WEFT_PEOPLE_FILE",
             "NO_COLOR",
             // Traces only where a test asks for them (tests/it/traces.rs).
             "OTEL_EXPORTER_OTLP_ENDPOINT",

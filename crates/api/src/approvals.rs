@@ -1,0 +1,277 @@
+//! Who may decide an approval, and when enough have: an approval's `approvers` (names and
+//! `group:NAME`, resolved through the [`People`]), `required` distinct people, `allowSelf`.
+//! Every decision is kept in the store's chain of decisions (`weft audit`); an approval that
+//! needs more than one person goes on once enough have approved, or at the first reject.
+
+use serde::{Deserialize, Serialize};
+use weft_engine::Waiting;
+use weft_flow::Flow;
+use weft_nodes::decision::GROUP_PREFIX;
+use weft_nodes::{
+    ApprovalConfig, Decision, DecisionChoice, FormField, FormFieldKind, Kind, Quorum,
+};
+use weft_store::{RunRecord, StoredDecision};
+use weft_template::output_text;
+
+use crate::people::People;
+use weft_engine::RunHandle;
+
+use crate::Error;
+
+/// How a decision reached Weft, kept with it.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Channel {
+    /// The desktop app.
+    App,
+    /// `weft resume`, `weft run --decide`.
+    Cli,
+    /// `weft serve`'s HTTP API.
+    Api,
+    /// A link in an approval's email.
+    Email,
+    /// An MCP client of `weft serve`.
+    Mcp,
+}
+
+impl Channel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::App => "app",
+            Channel::Cli => "cli",
+            Channel::Api => "api",
+            Channel::Email => "email",
+            Channel::Mcp => "mcp",
+        }
+    }
+}
+
+/// How far an approval that needs several people has got.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalProgress {
+    /// Distinct people who must approve.
+    pub required: u32,
+    /// Who approved so far, in order.
+    pub approved_by: Vec<String>,
+    /// How many more approvals it needs.
+    pub still_needed: u32,
+    /// Who else may approve: the approvers not yet heard from (groups resolved through the
+    /// people file); empty when anybody may.
+    pub may_still_approve: Vec<String>,
+    /// Whether whoever started the run may decide it.
+    pub allow_self: bool,
+}
+
+/// What a decision did.
+pub enum Decided {
+    /// It settled the approval: the run is claimed and going on.
+    GoingOn(RunHandle),
+    /// It was kept, and the approval waits for more approvals.
+    Counted {
+        run_id: String,
+        node_id: String,
+        progress: ApprovalProgress,
+    },
+}
+
+/// Refuses `by` deciding the approval `waiting` of `record`, as `approvers` and `allowSelf`
+/// say, naming why.
+pub fn check_decider(
+    record: &RunRecord,
+    waiting: &Waiting,
+    people: &People,
+    by: Option<&str>,
+) -> Result<(), Error> {
+    let quorum = &waiting.quorum;
+    let node = &waiting.node_id;
+    let run_id = &record.summary.id;
+    if quorum.is_anybody() {
+        return Ok(());
+    }
+    let Some(by) = by else {
+        return Err(Error::forbidden(format!(
+            "`{node}` takes decisions from named people: name yourself (--by, WEFT_USER, the app's Settings, a token's name)"
+        )));
+    };
+    if !quorum.allow_self && started_by(record) == Some(by) {
+        return Err(Error::forbidden(format!(
+            "{by} started run {run_id}, and `{node}` does not let whoever started a run decide it (allowSelf: false)"
+        )));
+    }
+    if quorum.approvers.is_empty() || quorum.names().any(|name| name == by) {
+        return Ok(());
+    }
+    if quorum.groups().any(|group| people.in_group(by, group)) {
+        return Ok(());
+    }
+    let unknown = if quorum.groups().next().is_some() && people.get(by).is_none() {
+        format!(" ({by} is not in {})", people.source())
+    } else {
+        String::new()
+    };
+    Err(Error::forbidden(format!(
+        "{by} may not decide `{node}`{unknown}: its approvers are {}",
+        quorum.approvers.join(", ")
+    )))
+}
+
+/// Who started the run, when a person or a token did.
+pub fn started_by(record: &RunRecord) -> Option<&str> {
+    record
+        .summary
+        .trigger
+        .as_ref()
+        .and_then(|trigger| trigger.by.as_deref())
+}
+
+/// Refuses approvals of `flow` that `people` cannot decide: a group nobody is in, a name not in
+/// the people file, more approvals required than people who may give them (leaving out
+/// `starter` where the approval does not let whoever started the run decide).
+pub fn check_quorums(flow: &Flow, people: &People, starter: Option<&str>) -> Result<(), Error> {
+    let mut problems = Vec::new();
+    for node in &flow.nodes {
+        if node.kind != ApprovalConfig::ID {
+            continue;
+        }
+        let data = serde_json::Value::Object(node.data.clone());
+        let Ok(config) = serde_json::from_value::<ApprovalConfig>(data) else {
+            // The flow's validation names what is wrong with it.
+            continue;
+        };
+        let quorum = config.quorum();
+        if quorum.is_anybody() {
+            continue;
+        }
+        if let Err(problem) = eligible(&quorum, people, starter).and_then(|eligible| {
+            if (quorum.required as usize) > eligible.len() && !quorum.approvers.is_empty() {
+                Err(format!(
+                    "{} approvals are required, but only {} {} may approve{}{}",
+                    quorum.required,
+                    eligible.len(),
+                    if eligible.len() == 1 {
+                        "person"
+                    } else {
+                        "people"
+                    },
+                    if eligible.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", eligible.join(", "))
+                    },
+                    match starter {
+                        Some(starter) if !quorum.allow_self => {
+                            format!("; {starter} started the run and may not decide it")
+                        }
+                        _ => String::new(),
+                    }
+                ))
+            } else {
+                Ok(())
+            }
+        }) {
+            problems.push(format!("approval `{}`: {problem}", node.id));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::invalid(problems.join("\n")))
+    }
+}
+
+/// The people who may approve under `quorum`, in order (names as given, then groups' members).
+fn eligible(
+    quorum: &Quorum,
+    people: &People,
+    starter: Option<&str>,
+) -> Result<Vec<String>, String> {
+    let mut eligible: Vec<String> = Vec::new();
+    for entry in &quorum.approvers {
+        let members: Vec<String> = match entry.strip_prefix(GROUP_PREFIX) {
+            Some(group) => {
+                if people.is_empty() {
+                    return Err(format!(
+                        "`{entry}` names a group, but no people file is set (--people FILE, {}, or the app's Settings → People)",
+                        crate::people::PEOPLE_ENV
+                    ));
+                }
+                let members: Vec<String> = people
+                    .members(group)
+                    .map(|person| person.name.clone())
+                    .collect();
+                if members.is_empty() {
+                    return Err(format!(
+                        "nobody is in group `{group}` ({})",
+                        people.source()
+                    ));
+                }
+                members
+            }
+            None => {
+                if !people.is_empty() && people.get(entry).is_none() {
+                    return Err(format!("`{entry}` is not in {}", people.source()));
+                }
+                vec![entry.clone()]
+            }
+        };
+        for member in members {
+            if !eligible.contains(&member) {
+                eligible.push(member);
+            }
+        }
+    }
+    if !quorum.allow_self
+        && let Some(starter) = starter
+    {
+        eligible.retain(|name| name != starter);
+    }
+    Ok(eligible)
+}
+
+/// The progress of the approval `waiting` after the decisions kept at it.
+pub fn progress(
+    record: &RunRecord,
+    waiting: &Waiting,
+    people: &People,
+    kept: &[StoredDecision],
+) -> ApprovalProgress {
+    let quorum = &waiting.quorum;
+    let mut approved_by: Vec<String> = Vec::new();
+    for decision in kept {
+        if decision.decision == DecisionChoice::Approve.handle()
+            && !approved_by.contains(&decision.by)
+        {
+            approved_by.push(decision.by.clone());
+        }
+    }
+    let starter = started_by(record);
+    let may_still_approve = eligible(quorum, people, starter)
+        .unwrap_or_else(|_| quorum.approvers.clone())
+        .into_iter()
+        .filter(|name| !approved_by.contains(name))
+        .collect();
+    ApprovalProgress {
+        required: quorum.required,
+        still_needed: quorum.required.saturating_sub(approved_by.len() as u32),
+        approved_by,
+        may_still_approve,
+        allow_self: quorum.allow_self,
+    }
+}
+
+/// What a person's edit did to the draft of a form: `{before, after}` when they changed it.
+pub fn draft_edit(
+    fields: &[FormField],
+    decision: &Decision,
+    input: &serde_json::Value,
+) -> Option<serde_json::Value> {
+    let field = fields
+        .iter()
+        .find(|field| field.kind == FormFieldKind::Draft)?;
+    let after = decision.fields.get(&field.name)?;
+    let before = output_text(input);
+    (output_text(after) != before).then(|| serde_json::json!({ "before": before, "after": after }))
+}
