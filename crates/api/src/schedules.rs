@@ -25,18 +25,7 @@ pub struct ScheduledFlow {
 /// order. A file that does not load is left out: `weft validate` names it.
 pub fn scheduled_flows(dir: &Path) -> std::io::Result<Vec<ScheduledFlow>> {
     let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir)?.flatten() {
-        let path = entry.path();
-        let Some(name) = path
-            .file_name()
-            .and_then(|name| name.to_str())
-            .and_then(|name| name.strip_suffix(".json"))
-        else {
-            continue;
-        };
-        if name.ends_with(".tests") || name.ends_with(".pins") {
-            continue;
-        }
+    for (name, path) in weft_flow::flow_files(dir)? {
         let Ok(flow) = Flow::load(&path) else {
             continue;
         };
@@ -44,12 +33,11 @@ pub fn scheduled_flows(dir: &Path) -> std::io::Result<Vec<ScheduledFlow>> {
             continue;
         }
         found.push(ScheduledFlow {
-            name: name.to_string(),
+            name,
             schedules: weft_schedule::parse_schedules(flow.settings.get("schedules")),
             path,
         });
     }
-    found.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(found)
 }
 

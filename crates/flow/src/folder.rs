@@ -1,5 +1,6 @@
 //! A flow named by a host that serves a folder of flows (`weft serve`, `weft restate`): `triage`
-//! names `DIR/triage.json`, and no name reaches outside the folder.
+//! names `DIR/triage.json`, and no name reaches outside the folder; and the flow files of such a
+//! folder, as the hosts list them (flows, schedules, MCP tools).
 
 use std::path::{Path, PathBuf};
 
@@ -12,6 +13,29 @@ pub enum FlowNameError {
     NotAName(String),
     #[error("there is no flow `{0}` in the flows folder")]
     NotFound(String),
+}
+
+/// The flow files of the folder `dir` with their names (`triage` for `triage.json`), in name
+/// order: every `NAME.json` but the test cases and pins kept beside flows (`NAME.tests.json`,
+/// `NAME.pins.json`). Whether each loads is the caller's to find out.
+pub fn flow_files(dir: &Path) -> std::io::Result<Vec<(String, PathBuf)>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir)?.flatten() {
+        let path = entry.path();
+        let Some(name) = path
+            .file_name()
+            .and_then(|file| file.to_str())
+            .and_then(|file| file.strip_suffix(".json"))
+        else {
+            continue;
+        };
+        if name.ends_with(".tests") || name.ends_with(".pins") {
+            continue;
+        }
+        found.push((name.to_string(), path));
+    }
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(found)
 }
 
 /// The file flow `name` (with or without `.json`) is in the folder `dir` (canonical).

@@ -18,7 +18,7 @@ mod read;
 use std::collections::HashMap;
 
 pub use file::*;
-pub use folder::{FlowNameError, flow_in_dir};
+pub use folder::{FlowNameError, flow_files, flow_in_dir};
 pub use read::{MAX_FILE_BYTES, read_file, read_text_file};
 
 /// A map by node id. Looked up several times per step, so with a faster hash than std's

@@ -794,27 +794,19 @@ struct FlowDetail {
 /// The flows of the folder `dir`, by name: each `NAME.json` but tests and pins files.
 fn flows_in(dir: &std::path::Path) -> std::io::Result<Vec<FlowListing>> {
     let mut flows = Vec::new();
-    for entry in std::fs::read_dir(dir)?.flatten() {
-        let path = entry.path();
-        let Some(name) = path
-            .file_name()
-            .and_then(|file| file.to_str())
-            .and_then(|file| file.strip_suffix(".json"))
-        else {
-            continue;
-        };
-        if name.ends_with(".tests") || name.ends_with(".pins") || flow_in_dir(dir, name).is_err() {
+    for (name, path) in weft_flow::flow_files(dir)? {
+        if flow_in_dir(dir, &name).is_err() {
             continue;
         }
         let listing = match Flow::load(&path) {
             Ok(flow) => FlowListing {
-                name: name.to_string(),
+                name: name.clone(),
                 title: (!flow.name.is_empty()).then(|| flow.name.clone()),
                 version: Some(flow.version().hash),
                 error: None,
             },
             Err(error) => FlowListing {
-                name: name.to_string(),
+                name,
                 title: None,
                 version: None,
                 error: Some(error.to_string()),
@@ -822,7 +814,6 @@ fn flows_in(dir: &std::path::Path) -> std::io::Result<Vec<FlowListing>> {
         };
         flows.push(listing);
     }
-    flows.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(flows)
 }
 

@@ -40,24 +40,12 @@ impl FlowTools {
 
     /// Every flow of the folder that loads, as a tool, in name order.
     pub fn tools(&self) -> Vec<Tool> {
-        let Ok(entries) = std::fs::read_dir(&self.flows_dir) else {
-            return Vec::new();
-        };
-        let mut tools: Vec<Tool> = entries
-            .flatten()
-            .filter_map(|entry| {
-                let path = entry.path();
-                let file = path.file_name()?.to_str()?.to_string();
-                let name = file.strip_suffix(".json")?;
-                if name.ends_with(".tests") || name.ends_with(".pins") || !valid_tool_name(name) {
-                    return None;
-                }
-                let flow = Flow::load(&path).ok()?;
-                Some(tool_of(name, &flow))
-            })
-            .collect();
-        tools.sort_by(|a, b| a.name.cmp(&b.name));
-        tools
+        weft_flow::flow_files(&self.flows_dir)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(name, _)| valid_tool_name(name))
+            .filter_map(|(name, path)| Some(tool_of(&name, &Flow::load(&path).ok()?)))
+            .collect()
     }
 
     /// Runs flow `name` with `arguments`, sending progress to `context` as steps end.
