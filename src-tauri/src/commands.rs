@@ -955,6 +955,30 @@ mod tests {
     }
 
     #[test]
+    fn a_reminder_and_an_escalation_say_who_is_asked_and_what() {
+        let mut follow_up = weft_api::FollowedUp {
+            run_id: "6c4ba313-67fb".into(),
+            node_id: "pay".into(),
+            kind: "remind".into(),
+            to: vec!["grace".into(), "bob".into()],
+            message: "Pay the invoice?".into(),
+        };
+        assert_eq!(
+            crate::follow_up_notice(&follow_up),
+            (
+                "Reminder for grace, bob: pay waits".to_string(),
+                "run 6c4ba313: Pay the invoice?".to_string()
+            )
+        );
+        follow_up.kind = "escalate".into();
+        follow_up.to = vec!["group:ops".into()];
+        assert_eq!(
+            crate::follow_up_notice(&follow_up).0,
+            "Escalated to group:ops: pay waits"
+        );
+    }
+
+    #[test]
     fn a_pause_is_told_to_the_desktop_only_when_the_window_is_not_in_front() {
         let paused = event(EventType::WaitInput, None, "Send the note?");
         assert_eq!(pause_notice(&paused, true), None);

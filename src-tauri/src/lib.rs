@@ -74,9 +74,14 @@ impl AppState {
     }
 
     /// Starts the keeper (on the app's async runtime); the runs it continues past their
-    /// deadline are seen by the canvas through the store, like runs of other processes.
-    pub fn start_keeper(&self) {
-        let weft = self.weft();
+    /// deadline are seen by the canvas through the store, like runs of other processes. Its
+    /// reminders and escalations are desktop notifications.
+    pub fn start_keeper(&self, app: tauri::AppHandle) {
+        let weft = self
+            .weft()
+            .on_follow_up(Arc::new(move |follow_up: &weft_api::FollowedUp| {
+                notify(&app, &follow_up_notice(follow_up));
+            }));
         let keeper = tauri::async_runtime::block_on(async move { weft.keep(None) });
         *lock(&self.keeper) = Some(keeper);
     }
@@ -266,7 +271,7 @@ pub fn run() -> Result<(), String> {
         .manage(state)
         .invoke_handler(builder.invoke_handler())
         .setup(|app| {
-            app.state::<AppState>().start_keeper();
+            app.state::<AppState>().start_keeper(app.handle().clone());
             exit_on_terminate(app.handle().clone());
             Ok(())
         })
@@ -281,6 +286,19 @@ pub fn run() -> Result<(), String> {
         }
     });
     Ok(())
+}
+
+/// What the desktop is told of a reminder or an escalation: where the approval waits, who is
+/// asked, what it asks.
+pub(crate) fn follow_up_notice(follow_up: &weft_api::FollowedUp) -> (String, String) {
+    let run = follow_up.run_id.get(..8).unwrap_or(&follow_up.run_id);
+    let who = follow_up.to.join(", ");
+    let title = match follow_up.kind.as_str() {
+        "escalate" => format!("Escalated to {who}: {} waits", follow_up.node_id),
+        _ if who.is_empty() => format!("Reminder: {} waits", follow_up.node_id),
+        _ => format!("Reminder for {who}: {} waits", follow_up.node_id),
+    };
+    (title, format!("run {run}: {}", follow_up.message))
 }
 
 /// Shows a desktop notification; a desktop without a notification service only loses the

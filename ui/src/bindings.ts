@@ -166,6 +166,10 @@ export type ApprovalProgress = {
 	mayStillApprove: string[],
 	/**  Whether whoever started the run may decide it. */
 	allowSelf: boolean,
+	/**  When those still needed were reminded (`remindAfterSeconds`), if they were. */
+	remindedAt?: string | null,
+	/**  When `escalateTo` became approvers too (`escalateAfterSeconds`), if they did. */
+	escalatedAt?: string | null,
 };
 
 /**  One assertion's verdict on one run. */
@@ -875,8 +879,9 @@ export type QueuedStep = {
 /**
  *  Who may decide an approval and how many must approve: `approvers` (names, and `group:NAME`
  *  for the members of a group of the people file), `required` distinct people, and whether
- *  whoever started the run may be one of them. The default is today's approval: anybody, one
- *  answer.
+ *  whoever started the run may be one of them; and what happens while nobody does: a reminder
+ *  to those still needed, approvers added. The default is today's approval: anybody, one
+ *  answer, no follow-ups.
  */
 export type Quorum = {
 	/**  Empty: anybody may decide. */
@@ -885,6 +890,12 @@ export type Quorum = {
 	required?: number,
 	/**  Whoever started the run may decide it. */
 	allowSelf?: boolean,
+	/**  Seconds after the pause when those still needed are reminded. */
+	remindAfterSeconds?: number | null,
+	/**  Seconds after the pause when `escalate_to` become approvers too. */
+	escalateAfterSeconds?: number | null,
+	/**  Names and `group:NAME`s added to `approvers` at the escalation. */
+	escalateTo?: string[],
 };
 
 /**  Two runs compared node by node. */
@@ -1291,6 +1302,8 @@ export type Waiting = {
 	 *  another at its next pause (decisions are kept by it).
 	 */
 	pause?: number,
+	/**  When the approval began to wait (RFC 3339), which its follow-ups count from. */
+	since?: string | null,
 	/**  When the approval times out (RFC 3339, UTC), if it has `timeoutSeconds`. */
 	deadline?: string | null,
 	/**  What the node waited at was given: the draft a person decides on. */

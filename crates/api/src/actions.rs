@@ -19,7 +19,9 @@ use weft_flow::Flow;
 use weft_nodes::{Decision, DecisionChoice, FlowToRun};
 use weft_store::{NewDecision, Recorded, RunRecord, StoredDecision};
 
-use crate::approvals::{Channel, Decided, check_decider, check_quorums, draft_edit, progress};
+use crate::approvals::{
+    Channel, Decided, check_decider, check_quorums, draft_edit, followed_up, progress,
+};
 use crate::hosts::{HostedAction, blocking, foreign_host};
 use crate::{Error, Weft};
 
@@ -164,7 +166,17 @@ impl Weft {
         let decision = decision.by(by);
         let record = self.record(run_id).await?;
         let run_id = record.summary.id.clone();
-        let waiting = waiting_of(&record);
+        let waiting = match waiting_of(&record) {
+            Some(waiting) => {
+                let (id, store) = (run_id.clone(), self.store().clone());
+                Some(
+                    blocking(&store, move |store| followed_up(store, &id, waiting))
+                        .await?
+                        .0,
+                )
+            }
+            None => None,
+        };
         if let Some(waiting) = &waiting
             && waiting.breakpoint.is_some()
         {
@@ -187,7 +199,7 @@ impl Weft {
             let kept = self
                 .keep_decision(&record, waiting, &checked, channel)
                 .await?;
-            let approved = progress(&record, waiting, &self.people, &kept);
+            let approved = progress(&record, waiting, &self.people, &kept, &[]);
             if decision.decision == DecisionChoice::Approve && approved.still_needed > 0 {
                 return Ok(Decided::Counted {
                     run_id,

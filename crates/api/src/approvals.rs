@@ -4,19 +4,18 @@
 //! needs more than one person goes on once enough have approved, or at the first reject.
 
 use serde::{Deserialize, Serialize};
+use weft_engine::RunHandle;
 use weft_engine::Waiting;
 use weft_flow::Flow;
 use weft_nodes::decision::GROUP_PREFIX;
 use weft_nodes::{
-    ApprovalConfig, Decision, DecisionChoice, FormField, FormFieldKind, Kind, Quorum,
+    ApprovalConfig, Decision, DecisionChoice, FollowUpKind, FormField, FormFieldKind, Kind, Quorum,
 };
-use weft_store::{RunRecord, StoredDecision};
+use weft_store::{RunRecord, Store, StoreError, StoredDecision, StoredFollowUp};
 use weft_template::output_text;
 
-use crate::people::People;
-use weft_engine::RunHandle;
-
 use crate::Error;
+use crate::people::People;
 
 /// How a decision reached Weft, kept with it.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -63,6 +62,52 @@ pub struct ApprovalProgress {
     pub may_still_approve: Vec<String>,
     /// Whether whoever started the run may decide it.
     pub allow_self: bool,
+    /// When those still needed were reminded (`remindAfterSeconds`), if they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reminded_at: Option<String>,
+    /// When `escalateTo` became approvers too (`escalateAfterSeconds`), if they did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalated_at: Option<String>,
+}
+
+/// A follow-up the keeper did: a reminder to those still needed, or approvers added.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FollowedUp {
+    pub run_id: String,
+    /// The approval (`sub/review` inside the subflow `sub`).
+    pub node_id: String,
+    /// `remind` or `escalate`.
+    pub kind: String,
+    /// Who was reminded, or who became approvers.
+    pub to: Vec<String>,
+    /// What the approval asks.
+    pub message: String,
+}
+
+/// What a host does with a follow-up besides keeping it (a desktop notification, an email).
+pub type FollowUpListener = std::sync::Arc<dyn Fn(&FollowedUp) + Send + Sync>;
+
+/// `waiting` as its follow-ups left it (escalated: `escalateTo` decide too), with them.
+pub fn followed_up(
+    store: &Store,
+    run_id: &str,
+    mut waiting: Waiting,
+) -> Result<(Waiting, Vec<StoredFollowUp>), StoreError> {
+    if waiting.quorum.remind_after_seconds.is_none()
+        && waiting.quorum.escalate_after_seconds.is_none()
+    {
+        return Ok((waiting, Vec::new()));
+    }
+    let done = store.follow_ups(run_id, waiting.pause)?;
+    if done
+        .iter()
+        .any(|follow_up| follow_up.kind == FollowUpKind::Escalate.as_str())
+    {
+        waiting.quorum = waiting.quorum.escalated();
+    }
+    Ok((waiting, done))
 }
 
 /// What a decision did.
@@ -141,7 +186,8 @@ pub fn check_quorums(flow: &Flow, people: &People, starter: Option<&str>) -> Res
             // The flow's validation names what is wrong with it.
             continue;
         };
-        let quorum = config.quorum();
+        // Enough people may be there only once escalated; the groups it adds must exist.
+        let quorum = config.quorum().escalated();
         if quorum.is_anybody() {
             continue;
         }
@@ -237,7 +283,14 @@ pub fn progress(
     waiting: &Waiting,
     people: &People,
     kept: &[StoredDecision],
+    follow_ups: &[StoredFollowUp],
 ) -> ApprovalProgress {
+    let done = |kind: FollowUpKind| {
+        follow_ups
+            .iter()
+            .find(|follow_up| follow_up.kind == kind.as_str())
+            .map(|follow_up| follow_up.at.clone())
+    };
     let quorum = &waiting.quorum;
     let mut approved_by: Vec<String> = Vec::new();
     for decision in kept {
@@ -259,6 +312,8 @@ pub fn progress(
         approved_by,
         may_still_approve,
         allow_self: quorum.allow_self,
+        reminded_at: done(FollowUpKind::Remind),
+        escalated_at: done(FollowUpKind::Escalate),
     }
 }
 

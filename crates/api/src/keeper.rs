@@ -1,17 +1,23 @@
 //! The duties of a process that lives on (the app, `weft serve`, a Restate worker), done by one
 //! background task: an approval whose `timeoutSeconds` ran out goes on along its `timeout` edge
 //! (or fails naming the timeout) as the deadline passes, and at start for those that passed
-//! while no process ran; a run left `running` by a process that died is marked interrupted, so
-//! that it can be continued. A command that ends in a moment settles what is due once instead
+//! while no process ran; an approval's follow-ups (a reminder to those still needed, approvers
+//! added) are done once across processes as they come due; a run left `running` by a process
+//! that died is marked interrupted, so that it can be continued. A command that ends in a moment settles what is due once instead
 //! ([`Weft::settle_deadlines`]).
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use weft_engine::RunHandle;
+use weft_engine::{RunHandle, waiting_of};
 use weft_event::EventListener;
+use weft_nodes::FollowUpKind;
+use weft_store::FollowUp;
 
+use crate::approvals::{FollowedUp, followed_up, progress};
 use crate::hosts::blocking;
 use crate::{Error, Weft};
 
@@ -35,6 +41,9 @@ impl Weft {
             while !stopped.is_cancelled() {
                 if let Err(error) = weft.settle_deadlines(on_event.clone()).await {
                     tracing::warn!("timed-out approvals could not be settled: {error}");
+                }
+                if let Err(error) = weft.settle_follow_ups().await {
+                    tracing::warn!("reminders and escalations could not be done: {error}");
                 }
                 let store = weft.store().clone();
                 match blocking(&store, |store| store.interrupt_abandoned()).await {
@@ -70,6 +79,94 @@ impl Weft {
         on_event: Option<EventListener>,
     ) -> Result<Vec<RunHandle>, Error> {
         Ok(self.engine.settle_timeouts(on_event).await?)
+    }
+
+    /// Does the follow-ups of paused approvals that are due (reminders to those still needed,
+    /// `escalateTo` added to the approvers), each once whatever the processes doing it: kept in
+    /// the store, logged, and handed to the listener of [`Weft::on_follow_up`]. Returns them.
+    pub async fn settle_follow_ups(&self) -> Result<Vec<FollowedUp>, Error> {
+        let people = Arc::clone(&self.people);
+        let done = blocking(self.store(), move |store| {
+            let now = chrono::Utc::now();
+            let now_text = now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            let mut done = Vec::new();
+            for run_id in store.due_follow_ups(&now_text)? {
+                let record = store.run(&run_id)?;
+                let Some(waiting) =
+                    waiting_of(&record).filter(|waiting| waiting.breakpoint.is_none())
+                else {
+                    store.set_follow_up(&run_id, None)?;
+                    continue;
+                };
+                let since = waiting
+                    .since
+                    .as_deref()
+                    .and_then(|since| chrono::DateTime::parse_from_rfc3339(since).ok())
+                    .map(|since| since.with_timezone(&chrono::Utc))
+                    .unwrap_or(now);
+                let mut next = None;
+                for (kind, at) in waiting.quorum.follow_ups(since) {
+                    let (waiting, kept) = followed_up(store, &run_id, waiting.clone())?;
+                    if kept.iter().any(|follow_up| follow_up.kind == kind.as_str()) {
+                        continue;
+                    }
+                    if at > now {
+                        next = Some(at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+                        break;
+                    }
+                    let to = match kind {
+                        FollowUpKind::Remind => {
+                            let decisions = store.decisions_at(&run_id, waiting.pause)?;
+                            progress(&record, &waiting, &people, &decisions, &kept)
+                                .may_still_approve
+                        }
+                        FollowUpKind::Escalate => waiting.quorum.escalate_to.clone(),
+                    };
+                    let claimed = store.claim_follow_up(&FollowUp {
+                        run_id: &run_id,
+                        pause: waiting.pause,
+                        kind: kind.as_str(),
+                        at: &now_text,
+                        to: &to,
+                    })?;
+                    if claimed {
+                        done.push(FollowedUp {
+                            run_id: run_id.clone(),
+                            node_id: waiting.node_id.clone(),
+                            kind: kind.as_str().to_string(),
+                            to,
+                            message: waiting.message.clone(),
+                        });
+                    }
+                }
+                store.set_follow_up(&run_id, next.as_deref())?;
+            }
+            Ok(done)
+        })
+        .await?;
+        for follow_up in &done {
+            let who = if follow_up.to.is_empty() {
+                "anybody who may decide".to_string()
+            } else {
+                follow_up.to.join(", ")
+            };
+            match follow_up.kind.as_str() {
+                "escalate" => tracing::info!(
+                    "run {} waits at `{}`: escalated, {who} may decide it now",
+                    follow_up.run_id,
+                    follow_up.node_id
+                ),
+                _ => tracing::info!(
+                    "run {} waits at `{}`: reminded {who}",
+                    follow_up.run_id,
+                    follow_up.node_id
+                ),
+            }
+            if let Some(listener) = &self.follow_up_listener {
+                listener(follow_up);
+            }
+        }
+        Ok(done)
     }
 
     /// Whether a paused run of this store had a deadline when the store was opened: a command

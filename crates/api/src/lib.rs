@@ -32,7 +32,7 @@ use weft_providers::{LlmClients, ProviderSettings};
 use weft_store::{Store, WriterStart};
 
 pub use actions::{Cancelled, RunFrom, StartRequest, check_start};
-pub use approvals::{ApprovalProgress, Channel, Decided};
+pub use approvals::{ApprovalProgress, Channel, Decided, FollowedUp};
 pub use decider::{USER_ENV, decider, decider_from};
 pub use error::{Error, ErrorKind};
 pub use hosts::{HostedAction, RunHost};
@@ -54,6 +54,8 @@ pub struct Weft {
     hosts: hosts::Hosts,
     /// Who may decide approvals that name their approvers.
     people: Arc<People>,
+    /// What the host does with a reminder or an escalation besides keeping it.
+    follow_up_listener: Option<approvals::FollowUpListener>,
 }
 
 /// `engine`, exporting its runs' traces when this process set an exporter up
@@ -104,6 +106,7 @@ impl Weft {
             prices,
             hosts: hosts::Hosts::default(),
             people: Arc::new(People::default()),
+            follow_up_listener: None,
         }
     }
 
@@ -124,6 +127,13 @@ impl Weft {
     /// The same Weft, its approvals decided by `people` (who is in which group).
     pub fn with_people(mut self, people: People) -> Weft {
         self.people = Arc::new(people);
+        self
+    }
+
+    /// The same Weft, telling `listener` of each reminder and escalation its keeper does (the
+    /// app notifies the desktop).
+    pub fn on_follow_up(mut self, listener: approvals::FollowUpListener) -> Weft {
+        self.follow_up_listener = Some(listener);
         self
     }
 

@@ -18,11 +18,13 @@ use weft_flow::Flow;
 use weft_history::cost::{Cost, Prices, RunCost, run_cost, run_total};
 use weft_history::visits::{NodeVisit, node_visits};
 use weft_nodes::FormField;
-use weft_store::{NodeOutputRecord, RunRecord, RunSummary, Store, StoreError, StoredDecision};
+use weft_store::{
+    NodeOutputRecord, RunRecord, RunSummary, Store, StoreError, StoredDecision, StoredFollowUp,
+};
 
 pub use weft_history::compare::RunComparison;
 
-use crate::approvals::{ApprovalProgress, progress};
+use crate::approvals::{ApprovalProgress, followed_up, progress};
 use crate::hosts::blocking;
 use crate::people::People;
 use crate::{Error, Weft};
@@ -135,10 +137,16 @@ pub fn run_detail(
             run_id: run_id.clone(),
             message: error.to_string(),
         })?;
-    let waiting = waiting_of(&run);
+    let (waiting, follow_ups) = match waiting_of(&run) {
+        Some(waiting) => {
+            let (waiting, done) = followed_up(store, &run_id, waiting)?;
+            (Some(waiting), done)
+        }
+        None => (None, Vec::new()),
+    };
     let approval = waiting
         .as_ref()
-        .and_then(|waiting| approval_progress(&run, waiting, people, &decisions));
+        .and_then(|waiting| approval_progress(&run, waiting, people, &decisions, &follow_ups));
     Ok(RunDetail {
         waiting,
         approval,
@@ -176,11 +184,12 @@ pub fn pending_approvals(
         else {
             continue;
         };
+        let (waiting, follow_ups) = followed_up(store, &record.summary.id, waiting)?;
         let approval = if waiting.quorum.is_anybody() {
             None
         } else {
             let kept = store.decisions_at(&record.summary.id, waiting.pause)?;
-            approval_progress(record, &waiting, people, &kept)
+            approval_progress(record, &waiting, people, &kept, &follow_ups)
         };
         let summary = &record.summary;
         let flow = summary
@@ -212,6 +221,7 @@ fn approval_progress(
     waiting: &Waiting,
     people: &People,
     kept: &[StoredDecision],
+    follow_ups: &[StoredFollowUp],
 ) -> Option<ApprovalProgress> {
     if waiting.breakpoint.is_some() || waiting.quorum.is_anybody() {
         return None;
@@ -221,7 +231,7 @@ fn approval_progress(
         .filter(|decision| decision.pause == waiting.pause)
         .cloned()
         .collect();
-    Some(progress(record, waiting, people, &at_pause))
+    Some(progress(record, waiting, people, &at_pause, follow_ups))
 }
 
 /// Two runs (ids or unique prefixes) node by node.

@@ -392,3 +392,98 @@ async fn approvals_the_people_cannot_decide_are_refused_before_the_run_starts() 
         error.message
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reminder_and_an_escalation_come_once_when_due_whichever_process_looks() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("runs.db");
+    let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let listening = |weft: Weft| {
+        let heard = std::sync::Arc::clone(&heard);
+        weft.on_follow_up(std::sync::Arc::new(
+            move |follow_up: &weft_api::FollowedUp| {
+                heard.lock().expect("heard").push(follow_up.clone());
+            },
+        ))
+    };
+    let weft = listening(open(&db, PEOPLE));
+    let flow = review_flow(json!({
+        "approvers": ["grace"],
+        "remindAfterSeconds": 0.4,
+        "escalateAfterSeconds": 2.5,
+        "escalateTo": ["group:ops"]
+    }));
+    let run_id = paused_run(&weft, flow, "ada").await;
+    assert!(
+        weft.settle_follow_ups().await.expect("settled").is_empty(),
+        "nothing is due yet"
+    );
+    let refused = decide(&weft, &run_id, "approve", "bob")
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(
+        refused.kind,
+        ErrorKind::Forbidden,
+        "bob is not an approver before the escalation"
+    );
+
+    // Due: of two processes looking at once (the second opened after the pause, as after a
+    // restart), one reminds grace, once.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let other = listening(open(&db, PEOPLE));
+    let (one, two) = tokio::join!(weft.settle_follow_ups(), other.settle_follow_ups());
+    let reminded: Vec<_> = one
+        .expect("one")
+        .into_iter()
+        .chain(two.expect("two"))
+        .collect();
+    assert_eq!(reminded.len(), 1, "{reminded:?}");
+    assert_eq!(
+        (reminded[0].kind.as_str(), reminded[0].to.clone()),
+        ("remind", vec!["grace".to_string()])
+    );
+    assert_eq!(reminded[0].message, "Pay the invoice?");
+    assert!(
+        other.settle_follow_ups().await.expect("settled").is_empty(),
+        "reminded once"
+    );
+    let detail = weft.run(&run_id).await.expect("run");
+    let progress = detail.approval.expect("progress");
+    assert!(
+        progress.reminded_at.is_some() && progress.escalated_at.is_none(),
+        "{progress:?}"
+    );
+
+    // Escalated: ops (bob, eve) may decide now, and bob does.
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    let escalated = other.settle_follow_ups().await.expect("settled");
+    assert_eq!(escalated.len(), 1, "{escalated:?}");
+    assert_eq!(
+        (escalated[0].kind.as_str(), escalated[0].to.clone()),
+        ("escalate", vec!["group:ops".to_string()])
+    );
+    let inbox = weft.pending_approvals().await.expect("inbox");
+    let progress = inbox[0].approval.clone().expect("progress");
+    assert_eq!(progress.may_still_approve, ["grace", "bob", "eve"]);
+    assert!(progress.escalated_at.is_some());
+    assert_eq!(
+        heard.lock().expect("heard").len(),
+        2,
+        "each listener heard what its process did"
+    );
+    let (status, result) = result_of(
+        decide(&weft, &run_id, "approve", "bob")
+            .await
+            .expect("decided"),
+    )
+    .await;
+    assert_eq!(
+        (status, result),
+        (RunStatus::Completed, json!("paid, bob last"))
+    );
+    assert!(
+        weft.settle_follow_ups().await.expect("settled").is_empty(),
+        "a decided run is not followed up"
+    );
+}

@@ -15,7 +15,7 @@ use weft_providers::{
     route_model, supports_web_search,
 };
 use crate::mcp_tools::{McpTool, ToolApprovals, ToolReply, ToolStep, call_mcp_tool, mcp_tools};
-use crate::decision::{DecisionChoice, Quorum};
+use crate::decision::DecisionChoice;
 use crate::step::{ChildPause, Step, StepEnv, StepError, StepErrorKind, StepOutput, Wait};
 use weft_template::output_text;
 
@@ -330,7 +330,8 @@ pub(crate) fn budget_pause(
             path: KEY.to_string(),
             message: format!("{}. Go on without the limit?", stop.message),
             fields: Vec::new(),
-            quorum: Quorum::default(),
+            quorum: Box::default(),
+            since: None,
             breakpoint: false,
             deadline: None,
             input: Value::Null,

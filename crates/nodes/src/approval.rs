@@ -39,7 +39,22 @@ pub struct ApprovalConfig {
     /// Whether whoever started the run may decide it. Yes when not set.
     #[serde(default, rename = "allowSelf", skip_serializing_if = "Option::is_none")]
     pub allow_self: Option<bool>,
+    /// Seconds after the pause when the people still needed are reminded (an
+    /// `approval_reminder` to the hosts: a desktop notification, a log line). At most 30 days.
+    #[serde(default, rename = "remindAfterSeconds", skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 2592000))]
+    pub remind_after_seconds: Option<f64>,
+    /// Seconds after the pause when `escalateTo` become approvers too. At most 30 days.
+    #[serde(default, rename = "escalateAfterSeconds", skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 2592000))]
+    pub escalate_after_seconds: Option<f64>,
+    /// Names and `group:NAME`s added to `approvers` at the escalation.
+    #[serde(default, rename = "escalateTo", skip_serializing_if = "Vec::is_empty")]
+    pub escalate_to: Vec<String>,
 }
+
+/// The longest a follow-up may wait: 30 days, as `timeoutSeconds`.
+const MAX_FOLLOW_UP_SECONDS: f64 = 30.0 * 86_400.0;
 
 impl ApprovalConfig {
     /// Who may decide, and how many must approve.
@@ -52,6 +67,13 @@ impl ApprovalConfig {
                 .collect(),
             required: self.required.unwrap_or(1),
             allow_self: self.allow_self.unwrap_or(true),
+            remind_after_seconds: self.remind_after_seconds,
+            escalate_after_seconds: self.escalate_after_seconds,
+            escalate_to: self
+                .escalate_to
+                .iter()
+                .map(|entry| entry.trim().to_string())
+                .collect(),
         }
     }
 
@@ -74,6 +96,52 @@ impl ApprovalConfig {
             return Err(FieldError::new(
                 "required",
                 "at least one person must approve (required: 1 or more)",
+            ));
+        }
+        for (field, seconds) in [
+            ("remindAfterSeconds", quorum.remind_after_seconds),
+            ("escalateAfterSeconds", quorum.escalate_after_seconds),
+        ] {
+            if let Some(seconds) = seconds
+                && !(seconds > 0.0 && seconds <= MAX_FOLLOW_UP_SECONDS)
+            {
+                return Err(FieldError::new(
+                    field,
+                    "seconds after the pause: more than 0, at most 30 days (2592000)",
+                ));
+            }
+        }
+        for (index, entry) in quorum.escalate_to.iter().enumerate() {
+            let name = entry.strip_prefix(GROUP_PREFIX).unwrap_or(entry);
+            if name.is_empty() {
+                return Err(FieldError::new(
+                    format!("escalateTo[{index}]"),
+                    "an approver is a person's name or group:NAME",
+                ));
+            }
+        }
+        match (
+            quorum.escalate_after_seconds.is_some(),
+            quorum.escalate_to.is_empty(),
+        ) {
+            (true, true) => {
+                return Err(FieldError::new(
+                    "escalateTo",
+                    "escalateAfterSeconds adds approvers: name them in escalateTo",
+                ));
+            }
+            (false, false) => {
+                return Err(FieldError::new(
+                    "escalateAfterSeconds",
+                    "escalateTo needs escalateAfterSeconds: when to add them",
+                ));
+            }
+            _ => {}
+        }
+        if !quorum.escalate_to.is_empty() && quorum.approvers.is_empty() {
+            return Err(FieldError::new(
+                "escalateTo",
+                "anybody may decide an approval without approvers: escalateTo adds to approvers",
             ));
         }
         let names = quorum.names().count();
@@ -236,6 +304,23 @@ mod tests {
         assert!(problem(quorum(&["group:"], 1)).contains("group:NAME"));
         assert!(problem(quorum(&[], 0)).contains("at least one person must approve"));
         assert!(quorum(&["ada", "group:finance"], 3).check().is_ok(), "a group may hold more");
+        let follow_up = |remind: Option<f64>, escalate: Option<f64>, to: &[&str]| ApprovalConfig {
+            remind_after_seconds: remind,
+            escalate_after_seconds: escalate,
+            escalate_to: to.iter().map(|name| name.to_string()).collect(),
+            ..quorum(&["ada"], 1)
+        };
+        assert!(follow_up(Some(3600.0), Some(86_400.0), &["group:ops"]).check().is_ok());
+        assert!(problem(follow_up(Some(0.0), None, &[])).contains("more than 0"));
+        assert!(problem(follow_up(None, Some(31.0 * 86_400.0), &["bob"])).contains("at most 30 days"));
+        assert!(problem(follow_up(None, Some(60.0), &[])).contains("name them in escalateTo"));
+        assert!(problem(follow_up(None, None, &["bob"])).contains("escalateTo needs escalateAfterSeconds"));
+        let anybody = ApprovalConfig {
+            escalate_after_seconds: Some(60.0),
+            escalate_to: vec!["bob".into()],
+            ..ApprovalConfig::default()
+        };
+        assert!(problem(anybody).contains("escalateTo adds to approvers"));
         assert_eq!(seconds_text(90.0), "90 s");
         assert_eq!(seconds_text(3600.0), "60 min");
         assert_eq!(seconds_text(3.0 * 86_400.0), "3 days");

@@ -49,10 +49,11 @@ pub enum FormFieldKind {
 
 /// Who may decide an approval and how many must approve: `approvers` (names, and `group:NAME`
 /// for the members of a group of the people file), `required` distinct people, and whether
-/// whoever started the run may be one of them. The default is today's approval: anybody, one
-/// answer.
+/// whoever started the run may be one of them; and what happens while nobody does: a reminder
+/// to those still needed, approvers added. The default is today's approval: anybody, one
+/// answer, no follow-ups.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Quorum {
     /// Empty: anybody may decide.
@@ -64,6 +65,33 @@ pub struct Quorum {
     /// Whoever started the run may decide it.
     #[serde(default = "yes")]
     pub allow_self: bool,
+    /// Seconds after the pause when those still needed are reminded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remind_after_seconds: Option<f64>,
+    /// Seconds after the pause when `escalate_to` become approvers too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalate_after_seconds: Option<f64>,
+    /// Names and `group:NAME`s added to `approvers` at the escalation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub escalate_to: Vec<String>,
+}
+
+/// A follow-up of an approval nobody settled in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FollowUpKind {
+    /// Those still needed are reminded.
+    Remind,
+    /// `escalateTo` become approvers too.
+    Escalate,
+}
+
+impl FollowUpKind {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            FollowUpKind::Remind => "remind",
+            FollowUpKind::Escalate => "escalate",
+        }
+    }
 }
 
 /// What `group:NAME` in `approvers` starts with.
@@ -83,13 +111,21 @@ impl Default for Quorum {
             approvers: Vec::new(),
             required: 1,
             allow_self: true,
+            remind_after_seconds: None,
+            escalate_after_seconds: None,
+            escalate_to: Vec::new(),
         }
     }
 }
 
 impl Quorum {
-    /// Anybody may decide, alone.
+    /// Anybody may decide, alone (whatever the follow-ups).
     pub fn is_anybody(&self) -> bool {
+        self.approvers.is_empty() && self.required == 1 && self.allow_self
+    }
+
+    /// No approvers, quorum or follow-ups: an approval as it was before them.
+    pub fn is_default(&self) -> bool {
         *self == Quorum::default()
     }
 
@@ -106,6 +142,36 @@ impl Quorum {
             .iter()
             .map(String::as_str)
             .filter(|entry| !entry.starts_with(GROUP_PREFIX))
+    }
+
+    /// The same quorum once escalated: `escalate_to` are approvers too.
+    pub fn escalated(&self) -> Quorum {
+        let mut quorum = self.clone();
+        for entry in &self.escalate_to {
+            if !quorum.approvers.contains(entry) {
+                quorum.approvers.push(entry.clone());
+            }
+        }
+        quorum
+    }
+
+    /// The follow-ups of a pause that began at `since`, each with when it is due, earliest
+    /// first.
+    pub fn follow_ups(
+        &self,
+        since: chrono::DateTime<chrono::Utc>,
+    ) -> Vec<(FollowUpKind, chrono::DateTime<chrono::Utc>)> {
+        let after =
+            |seconds: f64| since + chrono::Duration::milliseconds((seconds * 1000.0) as i64);
+        let mut due: Vec<_> = [
+            (FollowUpKind::Remind, self.remind_after_seconds),
+            (FollowUpKind::Escalate, self.escalate_after_seconds),
+        ]
+        .into_iter()
+        .filter_map(|(kind, seconds)| Some((kind, after(seconds?))))
+        .collect();
+        due.sort_by_key(|(_, at)| *at);
+        due
     }
 }
 

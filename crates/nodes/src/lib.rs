@@ -54,7 +54,7 @@ registry::kinds! {
 
 pub use agent::{AgentTools, ReasoningEffort};
 pub use approval::{TIMEOUT as APPROVAL_TIMEOUT, seconds_text};
-pub use decision::{Decision, DecisionChoice, FormField, FormFieldKind, Quorum};
+pub use decision::{Decision, DecisionChoice, FollowUpKind, FormField, FormFieldKind, Quorum};
 pub use if_node::{Condition, Operator};
 pub use subflow::OnError;
 

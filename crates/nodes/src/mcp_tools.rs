@@ -13,7 +13,7 @@ use weft_event::EventType;
 use weft_mcp::{JsonObject, McpErrorKind};
 use weft_providers::{ToolCall, ToolSpec};
 
-use crate::decision::{Decision, DecisionChoice, FormField, FormFieldKind, Quorum};
+use crate::decision::{Decision, DecisionChoice, FormField, FormFieldKind};
 use crate::step::{ChildPause, ChildResume, StepEnv, StepError, StepErrorKind, ToolCallRequest};
 
 /// How much of a tool's result an event carries (the store keeps it whole).
@@ -356,7 +356,8 @@ pub(crate) async fn call_mcp_tool(
                     path: named,
                     message,
                     fields: Vec::new(),
-                    quorum: Quorum::default(),
+                    quorum: Box::default(),
+                    since: None,
                     breakpoint: true,
                     deadline: None,
                     input: Value::Object(arguments),
@@ -388,7 +389,8 @@ pub(crate) async fn call_mcp_tool(
                     path: named,
                     message,
                     fields: tool_form(&tool.spec.parameters),
-                    quorum: Quorum::default(),
+                    quorum: Box::default(),
+                    since: None,
                     breakpoint: false,
                     deadline: None,
                     input: Value::Object(arguments),

@@ -21,7 +21,8 @@
 //! - Reads (and [`Store::claim_paused`]) first wait until every write queued before them is
 //!   committed, then use a second connection.
 //! - One file per table (`runs`, `events` for `event_batches`, `node_outputs`, `queue`,
-//!   `decisions`) holds its SQL; rows are read by column name.
+//!   `decisions`, `follow_ups` for `approval_follow_ups`) holds its SQL; rows are read by
+//!   column name.
 //! - Approval decisions are kept apart from the queue of writes, in a hash chain of their own
 //!   (an audit log: see [`Store::record_decision`]).
 //!
@@ -30,6 +31,7 @@
 
 mod decisions;
 mod events;
+mod follow_ups;
 mod json;
 mod lease;
 mod llm_calls;
@@ -46,6 +48,7 @@ pub use json::json_text;
 pub use writer::OUTAGE_LIMIT;
 
 pub use decisions::{ChainCheck, NewDecision, Recorded, StoredDecision};
+pub use follow_ups::{FollowUp, StoredFollowUp};
 pub use llm_calls::{CallUsage, RecordedCall};
 pub use postgresql::{is_postgres_url, redacted as shown_location};
 pub use versions::{FlowVersionUse, MIN_HASH_PREFIX, StoredFlowVersion, VersionUseKind};
@@ -334,6 +337,8 @@ pub struct PauseRecord {
     pub state: Value,
     /// When the approval waited at times out (RFC 3339, UTC), if it does.
     pub deadline: Option<String>,
+    /// When the approval waited at has its next follow-up due (RFC 3339, UTC), if it has any.
+    pub follow_up: Option<String>,
 }
 
 /// A run as listed: identity, status and times. Serialized in camelCase, like events.
@@ -842,8 +847,9 @@ impl Store {
         });
     }
 
-    /// Queues pausing a run: status `paused`, the waiting step, the engine state, and the
-    /// run's queue replaced by `pause.queue` (in order). An unknown run is reported by the
+    /// Queues pausing a run: status `paused`, the waiting step, the engine state, when its
+    /// approval times out and has its next follow-up due, and the run's queue replaced by
+    /// `pause.queue` (in order). An unknown run is reported by the
     /// next [`Store::flush`] as [`StoreError::NoSuchRun`].
     pub fn save_pause(&self, run_id: &str, pause: &PauseRecord, at: &str) {
         self.send(Write::Pause {
@@ -851,7 +857,12 @@ impl Store {
             waiting: Box::new(StepRow::new(&pause.waiting)),
             queue: pause.queue.iter().map(StepRow::new).collect(),
             state_json: pause.state.to_string(),
-            deadline: pause.deadline.as_deref().map(Box::from),
+            due: (pause.deadline.is_some() || pause.follow_up.is_some()).then(|| {
+                Box::new(runs::PauseDue {
+                    deadline: pause.deadline.as_deref().map(Box::from),
+                    follow_up: pause.follow_up.as_deref().map(Box::from),
+                })
+            }),
             at: at.to_string(),
         });
     }
@@ -1106,6 +1117,34 @@ impl Store {
     /// no paused run waited with one then), read by the writer as it opened the store.
     pub fn deadline_at_open(&self) -> Option<&str> {
         self.inner.deadline_at_open.as_deref()
+    }
+
+    /// Paused runs whose next follow-up is due at `now` or earlier, earliest first.
+    pub fn due_follow_ups(&self, now: &str) -> Result<Vec<String>, StoreError> {
+        self.read(|db| runs::due_follow_ups(db, now))
+    }
+
+    /// The earliest follow-up due of a paused run.
+    pub fn next_follow_up(&self) -> Result<Option<String>, StoreError> {
+        self.read(|db| runs::next_follow_up(db))
+    }
+
+    /// Sets (`None` clears) when paused run `run_id`'s next follow-up is due; leaves a run that
+    /// is not paused (or unknown) as it is, and never changes `updated_at`.
+    pub fn set_follow_up(&self, run_id: &str, due: Option<&str>) -> Result<(), StoreError> {
+        self.read(|db| runs::set_follow_up(db, run_id, due))
+    }
+
+    /// Keeps `done` unless a follow-up of that kind is already kept for that pause; true for
+    /// the one caller (of any process, any store handle) that kept it.
+    pub fn claim_follow_up(&self, done: &FollowUp<'_>) -> Result<bool, StoreError> {
+        self.read(|db| follow_ups::claim(db, done))
+    }
+
+    /// The follow-ups kept at one pause of a run, in the order they were kept (by `at`, then
+    /// kind).
+    pub fn follow_ups(&self, run_id: &str, pause: u64) -> Result<Vec<StoredFollowUp>, StoreError> {
+        self.read(|db| follow_ups::at_pause(db, run_id, pause))
     }
 
     /// Paused runs whose approval's deadline is `now` or earlier, oldest deadline first.

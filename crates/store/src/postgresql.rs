@@ -40,6 +40,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     MIGRATION_7,
     MIGRATION_8,
     MIGRATION_9,
+    MIGRATION_10,
 ];
 
 /// Migration 1: SQLite's schema as its migration 8 left it.
@@ -214,6 +215,20 @@ CREATE TABLE decision_chain (
 );
 INSERT INTO decision_chain (id, count, last_hash)
 VALUES (1, 0, '0000000000000000000000000000000000000000000000000000000000000000');
+"#;
+
+/// Migration 10: approval follow-ups (SQLite's migration 18).
+const MIGRATION_10: &str = r#"
+ALTER TABLE runs ADD COLUMN follow_up_at TEXT COLLATE "C";
+CREATE INDEX runs_follow_up_at ON runs(follow_up_at) WHERE follow_up_at IS NOT NULL;
+CREATE TABLE approval_follow_ups (
+    run_id TEXT COLLATE "C" NOT NULL,
+    pause BIGINT NOT NULL,
+    kind TEXT COLLATE "C" NOT NULL,
+    at TEXT COLLATE "C" NOT NULL,
+    to_json TEXT NOT NULL,
+    PRIMARY KEY (run_id, pause, kind)
+);
 "#;
 
 /// Whether `location` names a PostgreSQL database rather than a SQLite file.

@@ -28,7 +28,7 @@ pub(super) const SET_STATE: &str = "UPDATE runs SET state_json = ?2, updated_at 
 pub(super) const FINISH_RUN: &str = "UPDATE runs SET status = ?2, result_json = ?3, error = ?4, \
      waiting_node_id = NULL, waiting_input_json = NULL, \
      waiting_source_node_id = NULL, ended_at = ?5, updated_at = ?5, \
-     lease_owner = NULL, lease_until = NULL, deadline = NULL WHERE id = ?1";
+     lease_owner = NULL, lease_until = NULL, deadline = NULL, follow_up_at = NULL WHERE id = ?1";
 
 /// A running run's checkpoint.
 pub(super) const CHECKPOINT_RUN: &str = "UPDATE runs SET waiting_node_id = ?2, waiting_input_json = ?3, \
@@ -224,20 +224,21 @@ fn changed(run_id: &str, rows: u64) -> Result<(), StoreError> {
     }
 }
 
-/// Status `paused`, the waiting step, the engine state and when the approval times out (the
-/// queue is the `queue` table's).
+/// Status `paused`, the waiting step, the engine state, when the approval times out and when
+/// its next follow-up is due (the queue is the `queue` table's).
 pub(super) fn pause(
     db: &mut dyn Db,
     run_id: &str,
     waiting: &StepRow,
     state_json: &str,
-    deadline: Option<&str>,
+    due: &PauseDue,
     at: &str,
 ) -> Result<(), StoreError> {
     let rows = db.execute(
         "UPDATE runs SET status = 'paused', waiting_node_id = ?2, \
          waiting_input_json = ?3, waiting_source_node_id = ?4, state_json = ?5, \
-         updated_at = ?6, lease_owner = NULL, lease_until = NULL, deadline = ?7 WHERE id = ?1",
+         updated_at = ?6, lease_owner = NULL, lease_until = NULL, deadline = ?7, \
+         follow_up_at = ?8 WHERE id = ?1",
         &params![
             run_id,
             &waiting.node_id,
@@ -245,7 +246,8 @@ pub(super) fn pause(
             &waiting.source_node_id,
             state_json,
             at,
-            deadline
+            due.deadline.as_deref(),
+            due.follow_up.as_deref()
         ],
     )?;
     changed(run_id, rows)
@@ -273,6 +275,60 @@ pub(super) fn next_deadline(db: &mut dyn Db) -> Result<Option<String>, StoreErro
     .map(|row| row.opt_text("earliest"))
     .transpose()
     .map(Option::flatten)
+}
+
+/// When a paused run's approval times out and has its next follow-up due, as
+/// [`crate::PauseRecord`] has them.
+#[derive(Debug)]
+pub(super) struct PauseDue {
+    pub deadline: Option<Box<str>>,
+    pub follow_up: Option<Box<str>>,
+}
+
+impl PauseDue {
+    /// Neither.
+    pub const NONE: PauseDue = PauseDue {
+        deadline: None,
+        follow_up: None,
+    };
+}
+
+/// Paused runs whose next follow-up is due at `now` or earlier, earliest first.
+pub(super) fn due_follow_ups(db: &mut dyn Db, now: &str) -> Result<Vec<String>, StoreError> {
+    db.query(
+        "SELECT id FROM runs WHERE status = 'paused' AND follow_up_at IS NOT NULL \
+         AND follow_up_at <= ?1 ORDER BY follow_up_at, id",
+        &params![now],
+    )?
+    .iter()
+    .map(|row| row.text("id"))
+    .collect()
+}
+
+/// The earliest follow-up due of a paused run.
+pub(super) fn next_follow_up(db: &mut dyn Db) -> Result<Option<String>, StoreError> {
+    db.query_opt(
+        "SELECT MIN(follow_up_at) AS earliest FROM runs \
+         WHERE status = 'paused' AND follow_up_at IS NOT NULL",
+        &[],
+    )?
+    .map(|row| row.opt_text("earliest"))
+    .transpose()
+    .map(Option::flatten)
+}
+
+/// Sets (`None` clears) when paused run `run_id`'s next follow-up is due; a run that is not
+/// paused, or unknown, is left as it is. `updated_at` stays: it says when the run paused.
+pub(super) fn set_follow_up(
+    db: &mut dyn Db,
+    run_id: &str,
+    due: Option<&str>,
+) -> Result<(), StoreError> {
+    db.execute(
+        "UPDATE runs SET follow_up_at = ?2 WHERE id = ?1 AND status = 'paused'",
+        &params![run_id, due],
+    )?;
+    Ok(())
 }
 
 /// Every paused run's record, oldest pause first.
@@ -352,7 +408,7 @@ pub(super) fn claim(
         .unwrap_or_else(|_| super::lease::until(chrono::Utc::now()));
     let claimed = db.execute(
         "UPDATE runs SET status = 'running', updated_at = ?2, lease_owner = ?4, \
-         lease_until = ?5, deadline = NULL WHERE id = ?1 AND status = ?3",
+         lease_until = ?5, deadline = NULL, follow_up_at = NULL WHERE id = ?1 AND status = ?3",
         &params![run_id, at, from.as_str(), owner, until.as_str()],
     )?;
     if claimed == 0 {

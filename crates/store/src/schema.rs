@@ -39,6 +39,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     MIGRATION_15,
     MIGRATION_16,
     MIGRATION_17,
+    MIGRATION_18,
 ];
 
 /// Migration 1: runs, their events, node outputs and the queue of a paused run.
@@ -307,6 +308,22 @@ INSERT INTO decision_chain (id, count, last_hash)
 VALUES (1, 0, '0000000000000000000000000000000000000000000000000000000000000000');
 ";
 
+/// Migration 18: approval follow-ups (reminders, escalations). When a paused run's approval has
+/// its next follow-up due (`follow_up_at`, like `deadline`), and the follow-ups done at each
+/// pause of a run, one of each kind (the first process to insert it does it).
+const MIGRATION_18: &str = "
+ALTER TABLE runs ADD COLUMN follow_up_at TEXT;
+CREATE INDEX runs_follow_up_at ON runs(follow_up_at) WHERE follow_up_at IS NOT NULL;
+CREATE TABLE approval_follow_ups (
+    run_id TEXT NOT NULL,
+    pause INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    at TEXT NOT NULL,
+    to_json TEXT NOT NULL,
+    PRIMARY KEY (run_id, pause, kind)
+);
+";
+
 /// The schema as the migrations leave it, made at once in a new store: replaying every
 /// migration (tables made, altered, copied and dropped, the whole schema parsed again after
 /// each change) took half of a first run's time. A test keeps the two the same.
@@ -332,11 +349,13 @@ CREATE TABLE runs (
     host TEXT,
     trigger_json TEXT,
     flow_version TEXT,
-    pins_json TEXT
+    pins_json TEXT,
+    follow_up_at TEXT
 );
 CREATE INDEX runs_started_at ON runs(started_at);
 CREATE INDEX runs_status ON runs(status);
 CREATE INDEX runs_deadline ON runs(deadline) WHERE deadline IS NOT NULL;
+CREATE INDEX runs_follow_up_at ON runs(follow_up_at) WHERE follow_up_at IS NOT NULL;
 CREATE TABLE queue (
     run_id TEXT NOT NULL,
     position INTEGER NOT NULL,
@@ -434,6 +453,14 @@ CREATE TABLE decision_chain (
 );
 INSERT INTO decision_chain (id, count, last_hash)
 VALUES (1, 0, '0000000000000000000000000000000000000000000000000000000000000000');
+CREATE TABLE approval_follow_ups (
+    run_id TEXT NOT NULL,
+    pause INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    at TEXT NOT NULL,
+    to_json TEXT NOT NULL,
+    PRIMARY KEY (run_id, pause, kind)
+);
 ";
 
 /// A clear message for an error met while opening.

@@ -201,6 +201,8 @@ on_both_backends!(
 
 /// The chain of approval decisions (`decisions`).
 mod decisions;
+/// Approval follow-ups (`approval_follow_ups`, `runs.follow_up_at`).
+mod follow_ups;
 
 /// Three runs of one file in two versions, and a save in a third: three versions kept, each
 /// once; a run reads its flow back from its version; a version is found by a prefix of its
@@ -332,6 +334,7 @@ fn pause_record() -> PauseRecord {
         queue: vec![step("b", 2, Some("a")), step("c", 3, None)],
         state: json!({"nextSeq": 5, "visits": {"a": 1}}),
         deadline: None,
+        follow_up: None,
     }
 }
 

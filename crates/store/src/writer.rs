@@ -115,7 +115,9 @@ pub(super) enum Write {
         waiting: Box<StepRow>,
         queue: Vec<StepRow>,
         state_json: String,
-        deadline: Option<Box<str>>,
+        /// When its approval times out and has its next follow-up due (`None`: neither; boxed
+        /// so that a queued write stays small).
+        due: Option<Box<runs::PauseDue>>,
         at: String,
     },
     Checkpoint {
@@ -291,10 +293,11 @@ impl Write {
                 waiting,
                 queue: steps,
                 state_json,
-                deadline,
+                due,
                 at,
             } => {
-                runs::pause(db, run_id, waiting, state_json, deadline.as_deref(), at)?;
+                let due = due.as_deref().unwrap_or(&runs::PauseDue::NONE);
+                runs::pause(db, run_id, waiting, state_json, due, at)?;
                 queue::replace(db, run_id, steps)
             }
             Write::SetState {

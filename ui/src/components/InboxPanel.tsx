@@ -19,6 +19,8 @@ function Progress({ progress }: { progress: ApprovalProgress }) {
     <div className="muted" data-testid="inbox-progress">
       {progress.approvedBy.length} of {progress.required} ({approved}); still needed: {progress.stillNeeded} more{from}
       {!progress.allowSelf && ' (not whoever started the run)'}
+      {progress.remindedAt && ` · reminded ${sinceText(progress.remindedAt)}`}
+      {progress.escalatedAt && ` · escalated ${sinceText(progress.escalatedAt)}`}
     </div>
   );
 }

@@ -172,6 +172,18 @@ fn decisions(detail: &RunDetail, style: Style) -> String {
                 format!(", from {}", progress.may_still_approve.join(", "))
             }
         ));
+        for (what, at) in [
+            ("reminded", &progress.reminded_at),
+            ("escalated", &progress.escalated_at),
+        ] {
+            if let Some(at) = at {
+                text.push_str(&format!(
+                    "{}  {}\n",
+                    style.bold(what),
+                    output::date_time(at)
+                ));
+            }
+        }
     }
     if detail.decisions.is_empty() {
         return text;

@@ -149,7 +149,7 @@ pub struct RunOutcome {
 /// What a paused run waits for: the node (a path such as `sub/review` for one inside a
 /// subflow) and the message shown to the person.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Waiting {
     pub node_id: String,
@@ -162,12 +162,15 @@ pub struct Waiting {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fields: Vec<FormField>,
     /// Who may decide the approval, and how many must approve.
-    #[serde(default, skip_serializing_if = "Quorum::is_anybody")]
+    #[serde(default, skip_serializing_if = "Quorum::is_default")]
     pub quorum: Quorum,
     /// Which pause of the run this is: a number that stays while the run waits here and is
     /// another at its next pause (decisions are kept by it).
     #[serde(default)]
     pub pause: u64,
+    /// When the approval began to wait (RFC 3339), which its follow-ups count from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
     /// When the approval times out (RFC 3339, UTC), if it has `timeoutSeconds`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<String>,
@@ -1273,6 +1276,10 @@ impl Engine {
                     queue: paused.queue,
                     state: serde_json::to_value(&paused.state).unwrap_or_default(),
                     deadline: paused.deadline.clone(),
+                    follow_up: first_follow_up(
+                        &paused.state.waiting_quorum,
+                        paused.state.waiting_since.as_deref(),
+                    ),
                 };
                 store.save_pause(&ctx.run_id, &pause, &at);
                 ctx.events.release_held();
@@ -1283,6 +1290,7 @@ impl Engine {
                     fields: paused.state.waiting_fields.clone(),
                     quorum: paused.state.waiting_quorum.clone(),
                     pause: paused.state.next_seq,
+                    since: paused.state.waiting_since.clone(),
                     deadline: paused.deadline,
                     input,
                 })
@@ -1491,13 +1499,24 @@ pub fn waiting_of(record: &RunRecord) -> Option<Waiting> {
         message: state.waiting_message.unwrap_or_default(),
         breakpoint: state.breakpoint.map(|stop| stop.when),
         fields: state.waiting_fields,
-        quorum: state.waiting_quorum,
         pause: state.next_seq,
+        since: state.waiting_since.clone(),
+        quorum: state.waiting_quorum,
         deadline: state.deadline,
         input: state
             .waiting_input
             .unwrap_or_else(|| Value::clone(&waiting.input)),
     })
+}
+
+/// When the first follow-up (a reminder, an escalation) of an approval that began to wait at
+/// `since` is due, RFC 3339.
+fn first_follow_up(quorum: &Quorum, since: Option<&str>) -> Option<String> {
+    let since = chrono::DateTime::parse_from_rfc3339(since?).ok()?;
+    quorum
+        .follow_ups(since.with_timezone(&chrono::Utc))
+        .first()
+        .map(|(_, at)| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
 }
 
 /// The run's input as a value: the given text (JSON objects and arrays parsed), else the start

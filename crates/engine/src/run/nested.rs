@@ -166,7 +166,8 @@ pub(crate) async fn run_child(
                     path: paused.path,
                     message: paused.message,
                     fields: state.state.waiting_fields.clone(),
-                    quorum: state.state.waiting_quorum.clone(),
+                    quorum: Box::new(state.state.waiting_quorum.clone()),
+                    since: state.state.waiting_since.clone(),
                     // Breakpoints stop the top-level run only.
                     breakpoint: false,
                     deadline: paused.deadline,

@@ -80,8 +80,12 @@ pub(crate) struct SavedState {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub waiting_fields: Vec<FormField>,
     /// Who may decide the approval waited on (innermost), and how many must approve.
-    #[serde(default, skip_serializing_if = "Quorum::is_anybody")]
+    #[serde(default, skip_serializing_if = "Quorum::is_default")]
     pub waiting_quorum: Quorum,
+    /// When the approval waited on (innermost) began to wait, RFC 3339: its follow-ups count
+    /// from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_since: Option<String>,
     /// What the approval waited on was given (innermost): the draft a person decides on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_input: Option<Value>,
@@ -1277,6 +1281,7 @@ impl Scheduler {
             waiting_message: None,
             waiting_fields: Vec::new(),
             waiting_quorum: Quorum::default(),
+            waiting_since: None,
             waiting_input: None,
             deadline: None,
             nested: None,
@@ -1334,6 +1339,7 @@ impl Scheduler {
                     let path = item.node_id.clone();
                     state.waiting_fields = fields;
                     state.waiting_quorum = quorum;
+                    state.waiting_since = Some(now_shared().to_string());
                     state.waiting_input = Some(Value::clone(&item.input));
                     state.deadline = deadline;
                     (item, path, message)
@@ -1342,7 +1348,8 @@ impl Scheduler {
                     let path = format!("{}/{}", item.node_id, pause.path);
                     let message = pause.message.clone();
                     state.waiting_fields = pause.fields.clone();
-                    state.waiting_quorum = pause.quorum.clone();
+                    state.waiting_quorum = Quorum::clone(&pause.quorum);
+                    state.waiting_since = pause.since.clone();
                     state.waiting_input = Some(pause.input.clone());
                     state.deadline = pause.deadline.clone();
                     state.nested = Some(pause);

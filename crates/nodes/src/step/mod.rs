@@ -188,8 +188,11 @@ pub struct ChildPause {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fields: Vec<crate::decision::FormField>,
     /// Who may decide the innermost approval.
-    #[serde(default, skip_serializing_if = "crate::decision::Quorum::is_anybody")]
-    pub quorum: crate::decision::Quorum,
+    #[serde(default, skip_serializing_if = "no_quorum")]
+    pub quorum: Box<crate::decision::Quorum>,
+    /// When the innermost approval began to wait (RFC 3339), which its follow-ups count from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
     /// A breakpoint (an agent stopped before a tool call), continued rather than decided.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub breakpoint: bool,
@@ -203,6 +206,13 @@ pub struct ChildPause {
     /// Weft before this field had its name).
     #[serde(alias = "child")]
     pub state: Value,
+}
+
+/// Whether a pause's quorum is the default one (not written into a paused run's state).
+// Boxed in `ChildPause` (which every step's outcome may carry), so serde hands the box over.
+#[allow(clippy::borrowed_box)]
+fn no_quorum(quorum: &Box<crate::decision::Quorum>) -> bool {
+    quorum.is_default()
 }
 
 /// A paused child run and the answer that lets it go on.
