@@ -118,6 +118,32 @@ pub fn run_listings(
     Ok(listed)
 }
 
+/// A page of runs: `limit` runs newest first (after run `after`, the last of the page before,
+/// when given), each with its cost, and the id the next page starts after when more follow.
+pub fn run_listing_page(
+    store: &Store,
+    limit: usize,
+    after: Option<&str>,
+    prices: &Prices,
+) -> Result<(Vec<RunListing>, Option<String>), StoreError> {
+    // One more than asked says whether another page follows.
+    let mut summaries = match after {
+        Some(after) => store.list_runs_after(limit + 1, after)?,
+        None => store.list_runs(limit + 1)?,
+    };
+    let more = summaries.len() > limit;
+    summaries.truncate(limit);
+    let next = more
+        .then(|| summaries.last().map(|summary| summary.id.clone()))
+        .flatten();
+    let mut listed = Vec::with_capacity(summaries.len());
+    for summary in summaries {
+        let cost = run_total(store, &summary.id, prices)?;
+        listed.push(RunListing { summary, cost });
+    }
+    Ok((listed, next))
+}
+
 /// Everything about run `run_id` (an id or a unique prefix).
 pub fn run_detail(
     store: &Store,
@@ -250,6 +276,19 @@ impl Weft {
         let prices = self.prices.clone();
         blocking(self.store(), move |store| {
             run_listings(store, limit, &prices)
+        })
+        .await
+    }
+
+    /// [`run_listing_page`].
+    pub async fn runs_page(
+        &self,
+        limit: usize,
+        after: Option<&str>,
+    ) -> Result<(Vec<RunListing>, Option<String>), Error> {
+        let (prices, after) = (self.prices.clone(), after.map(str::to_string));
+        blocking(self.store(), move |store| {
+            run_listing_page(store, limit, after.as_deref(), &prices)
         })
         .await
     }

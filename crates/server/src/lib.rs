@@ -240,6 +240,7 @@ fn routes() -> Vec<Route> {
                         status: 200,
                         description: "The OpenAPI document.",
                         content: Content::Document,
+                        headers: &[],
                     }],
                 },
             )],
@@ -272,22 +273,33 @@ fn routes() -> Vec<Route> {
                     "get",
                     get(list_runs),
                     Operation {
-                        summary: "The newest runs, as `weft runs --json`.",
+                        summary: "The newest runs, as `weft runs --json`, a page at a time.",
                         authorized: true,
                         body: None,
-                        query: &[(
-                            "limit",
-                            "How many runs, newest first (20 by default, at most 1,000).",
-                            "integer",
-                        )],
+                        query: &[
+                            (
+                                "limit",
+                                "How many runs, newest first (20 by default, at most 1,000).",
+                                "integer",
+                            ),
+                            (
+                                "cursor",
+                                "The `Next-Cursor` of the page before: the runs that come after it. Runs started meanwhile do not shift the pages.",
+                                "string",
+                            ),
+                        ],
                         responses: vec![
                             Answer::json::<Vec<views::RunListing>>(
                                 200,
                                 "Runs, newest first, each with its cost.",
-                            ),
+                            )
+                            .with_headers(&[(
+                                NEXT_CURSOR,
+                                "Set when more runs follow: the `cursor` of the next page.",
+                            )]),
                             Answer::error(
                                 400,
-                                "A limit that is not a number, or several `Authorization` headers.",
+                                "A limit that is not a number, a cursor that names no run, or several `Authorization` headers.",
                             ),
                             unauthorized(),
                         ],
@@ -376,6 +388,7 @@ fn routes() -> Vec<Route> {
                             status: 200,
                             description: "An event stream.",
                             content: Content::Events(schema::<RunEvent>),
+                            headers: &[],
                         },
                         Answer::error(
                             400,
@@ -970,16 +983,36 @@ async fn webhook(
 #[derive(Debug, Deserialize)]
 struct ListQuery {
     limit: Option<usize>,
+    cursor: Option<String>,
 }
+
+/// The header of a page of runs that names where the next one starts.
+const NEXT_CURSOR: &str = "Next-Cursor";
 
 async fn list_runs(
     State(api): State<Arc<Api>>,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Vec<views::RunListing>>, ApiError> {
+) -> Result<Response, ApiError> {
     let Query(query) =
         query.map_err(|error| ApiError::bad_request(format!("the query: {error}")))?;
     let limit = query.limit.unwrap_or(20).min(1000);
-    Ok(Json(api.weft.runs(limit).await?))
+    let (runs, next) = api
+        .weft
+        .runs_page(limit, query.cursor.as_deref())
+        .await
+        .map_err(|error| match (&query.cursor, error.kind) {
+            (Some(cursor), weft_api::ErrorKind::NotFound) => {
+                ApiError::bad_request(format!("the cursor `{cursor}` names no run"))
+            }
+            _ => error.into(),
+        })?;
+    let mut answer = Json(runs).into_response();
+    if let Some(next) = next
+        && let Ok(value) = axum::http::HeaderValue::from_str(&next)
+    {
+        answer.headers_mut().insert(NEXT_CURSOR, value);
+    }
+    Ok(answer)
 }
 
 async fn list_flows(State(api): State<Arc<Api>>) -> Result<Json<Vec<FlowListing>>, ApiError> {

@@ -32,6 +32,8 @@ pub struct Answer {
     pub status: u16,
     pub description: &'static str,
     pub content: Content,
+    /// Headers it may carry: name, description (a text each).
+    pub headers: &'static [(&'static str, &'static str)],
 }
 
 /// What an answer's body is.
@@ -57,7 +59,14 @@ impl Answer {
             status,
             description,
             content: Content::Json(schema::<T>),
+            headers: &[],
         }
+    }
+
+    /// The same answer, carrying `headers` (name, description).
+    pub fn with_headers(mut self, headers: &'static [(&'static str, &'static str)]) -> Answer {
+        self.headers = headers;
+        self
     }
 
     pub fn error(status: u16, description: &'static str) -> Answer {
@@ -65,6 +74,7 @@ impl Answer {
             status,
             description,
             content: Content::Error,
+            headers: &[],
         }
     }
 }
@@ -140,10 +150,21 @@ pub fn document(operations: &[(&str, &str, &Operation)]) -> Value {
                     json!({ "application/json": { "schema": { "type": "object" } } })
                 }
             };
-            responses.insert(
-                answer.status.to_string(),
-                json!({ "description": answer.description, "content": content }),
-            );
+            let mut response = json!({ "description": answer.description, "content": content });
+            if !answer.headers.is_empty() {
+                let headers: Map<String, Value> = answer
+                    .headers
+                    .iter()
+                    .map(|(name, description)| {
+                        (
+                            name.to_string(),
+                            json!({ "description": description, "schema": { "type": "string" } }),
+                        )
+                    })
+                    .collect();
+                response["headers"] = Value::Object(headers);
+            }
+            responses.insert(answer.status.to_string(), response);
         }
         described.insert("responses".into(), Value::Object(responses));
         let entry = paths

@@ -1062,3 +1062,69 @@ async fn a_run_of_a_body_nested_as_deep_as_json_is_read_stays_readable() {
     .await;
     assert_eq!(status, 200, "{shown}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn runs_are_listed_a_page_at_a_time_each_once_by_the_cursor_of_the_page_before() {
+    let dir = tempfile::tempdir().expect("dir");
+    let url = serve(dir.path(), weft_server::DEFAULT_HEADER_TIMEOUT).await;
+    let http = reqwest::Client::new();
+    let mut started = Vec::new();
+    for n in 0..5 {
+        let answer: Value = http
+            .post(format!("{url}/v1/runs"))
+            .bearer_auth(TOKEN)
+            .json(&json!({ "flow": "echo", "input": format!("run {n}") }))
+            .send()
+            .await
+            .expect("started")
+            .json()
+            .await
+            .expect("JSON");
+        started.push(answer["runId"].as_str().expect("an id").to_string());
+    }
+    let mut listed = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let mut address = format!("{url}/v1/runs?limit=2");
+        if let Some(cursor) = &cursor {
+            address.push_str(&format!("&cursor={cursor}"));
+        }
+        let answer = http
+            .get(address)
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .expect("a page");
+        assert_eq!(answer.status(), 200);
+        cursor = answer
+            .headers()
+            .get("next-cursor")
+            .map(|value| value.to_str().expect("text").to_string());
+        let page: Vec<Value> = answer.json().await.expect("JSON");
+        pages += 1;
+        listed.extend(
+            page.iter()
+                .map(|run| run["id"].as_str().expect("id").to_string()),
+        );
+        if cursor.is_none() {
+            break;
+        }
+        assert_eq!(page.len(), 2, "a page with more after it is full");
+    }
+    assert_eq!(pages, 3);
+    let mut sorted = listed.clone();
+    sorted.sort();
+    sorted.dedup();
+    started.sort();
+    assert_eq!(sorted, started, "each run once: {listed:?}");
+    let answer = http
+        .get(format!("{url}/v1/runs?cursor=nowhere"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("refused");
+    assert_eq!(answer.status(), 400);
+    let error: Value = answer.json().await.expect("JSON");
+    assert_eq!(error["message"], json!("the cursor `nowhere` names no run"));
+}

@@ -1167,6 +1167,19 @@ impl Store {
         self.read(|db| runs::list(db, limit))
     }
 
+    /// The `limit` runs that come after run `after` in [`Store::list_runs`]'s order: the next
+    /// page of a long list, `after` being the last run of the page before. Runs started
+    /// meanwhile do not shift the pages (they come before the first).
+    ///
+    /// Errors: [`StoreError::NoSuchRun`] when there is no run `after`.
+    pub fn list_runs_after(
+        &self,
+        limit: usize,
+        after: &str,
+    ) -> Result<Vec<RunSummary>, StoreError> {
+        self.read(|db| runs::list_after(db, limit, after))
+    }
+
     /// The full id of the one run whose id starts with `id_or_prefix` (an exact id always
     /// matches itself).
     ///

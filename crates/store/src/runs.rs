@@ -444,6 +444,31 @@ pub(super) fn list(db: &mut dyn Db, limit: usize) -> Result<Vec<RunSummary>, Sto
     .collect()
 }
 
+/// The `limit` runs listed after run `after` (newest first, as [`list`] orders them): a page of
+/// a long list, `after` being the last run of the page before. [`StoreError::NoSuchRun`] when
+/// there is no run `after`.
+pub(super) fn list_after(
+    db: &mut dyn Db,
+    limit: usize,
+    after: &str,
+) -> Result<Vec<RunSummary>, StoreError> {
+    if !exists(db, after)? {
+        return Err(StoreError::NoSuchRun(after.to_string()));
+    }
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    db.query(
+        "SELECT id, flow_name, flow_path, status, started_at, ended_at, updated_at, \
+         waiting_node_id, trigger_json FROM runs \
+         WHERE started_at < (SELECT started_at FROM runs WHERE id = ?2) \
+         OR (started_at = (SELECT started_at FROM runs WHERE id = ?2) AND id < ?2) \
+         ORDER BY started_at DESC, id DESC LIMIT ?1",
+        &params![limit, after],
+    )?
+    .iter()
+    .map(summary)
+    .collect()
+}
+
 /// The one run id that is `id_or_prefix` or starts with it.
 pub(super) fn resolve(db: &mut dyn Db, id_or_prefix: &str) -> Result<String, StoreError> {
     if exists(db, id_or_prefix)? {

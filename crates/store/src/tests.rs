@@ -176,6 +176,7 @@ on_both_backends!(
     exactly_one_of_several_stores_claiming_a_paused_run_at_once_wins,
     store_round_trips_a_run_with_events_and_outputs,
     store_lists_newest_first_and_resolves_prefixes,
+    ten_thousand_runs_page_through_each_once_in_order,
     store_claims_a_paused_run_once,
     store_refuses_to_claim_a_finished_run,
     store_pause_survives_reopening_in_another_store,
@@ -394,6 +395,53 @@ fn store_round_trips_a_run_with_events_and_outputs(at: &Location) {
     assert!(matches!(
         store.events("nope"),
         Err(StoreError::NoSuchRun(_))
+    ));
+}
+
+/// Every run once, in `list_runs`' order, however the pages fall: runs started in the same
+/// millisecond (ties broken by id) included, and runs started while paging come before the
+/// first page, not inside the others.
+fn ten_thousand_runs_page_through_each_once_in_order(at: &Location) {
+    let store = at.open();
+    // Ten runs a millisecond: every page boundary falls inside a tie somewhere.
+    let started = |n: u64| {
+        format!(
+            "2025-01-01T00:{:02}:{:02}.{:03}Z",
+            n / 600_000 % 60,
+            n / 10_000 % 60,
+            n / 10 % 1000
+        )
+    };
+    let total = 10_000u64;
+    for n in 0..total {
+        store.create_run(&new_run(
+            &format!("run-{:05}", (n * 7_919) % total),
+            &started(n),
+        ));
+    }
+    store.flush().expect("stored");
+    let everything: Vec<String> = store
+        .list_runs(total as usize)
+        .expect("list")
+        .into_iter()
+        .map(|run| run.id)
+        .collect();
+    assert_eq!(everything.len(), total as usize);
+    let mut paged = Vec::new();
+    let mut page = store.list_runs(997).expect("first page");
+    while let Some(last) = page.last().map(|run| run.id.clone()) {
+        paged.extend(page.into_iter().map(|run| run.id));
+        if paged.len() == 997 {
+            // A run started while a client pages does not move the pages after the first.
+            store.create_run(&new_run("run-late", "2026-01-01T00:00:00.000Z"));
+            store.flush().expect("stored");
+        }
+        page = store.list_runs_after(997, &last).expect("next page");
+    }
+    assert_eq!(paged, everything, "each run once, in order");
+    assert!(matches!(
+        store.list_runs_after(10, "no-such-run"),
+        Err(StoreError::NoSuchRun(id)) if id == "no-such-run"
     ));
 }
 
