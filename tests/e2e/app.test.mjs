@@ -851,6 +851,118 @@ test("the inbox lists a run paused by weft and decides it with a form; the side 
   assert.match(await byTestId(browser, "node-decision").getText(), /^Decision: approve by Ada E2E at /);
 });
 
+test("two of finance decide: People in Settings, the starter refused in the inbox, one approval from the app and one from weft", async () => {
+  const file = path.join(TMP, "two-of-finance.json");
+  const flowNode = (id, type, data) => ({ id, type, position: { x: 0, y: 0 }, data });
+  writeFileSync(
+    file,
+    JSON.stringify({
+      version: 1,
+      name: "Payment",
+      nodes: [
+        flowNode("start", "start", { initialInput: "40 EUR" }),
+        flowNode("pay", "approval", {
+          message: "Pay {{ PREVIOUS_OUTPUT }}?",
+          approvers: ["group:finance"],
+          required: 2,
+          allowSelf: false,
+        }),
+        flowNode("paid", "template", { template: "paid {{ PREVIOUS_OUTPUT }}, {{ approval.by }} last" }),
+      ],
+      edges: [
+        { id: "a", source: "start", target: "pay" },
+        { id: "b", source: "pay", sourceHandle: "approve", target: "paid" },
+      ],
+    }),
+  );
+  const people = "ada - finance\ngrace - finance\nbob - finance";
+  const peopleFile = path.join(TMP, "people.txt");
+  writeFileSync(peopleFile, `${people}\n`);
+  const setUser = async (name) => {
+    await byTestId(browser, "tab-settings").click();
+    await typeInto(browser, byTestId(browser, "settings-user-name"), name);
+    await byTestId(browser, "settings-save-user-name").click();
+  };
+  await byTestId(browser, "tab-settings").click();
+  // Line by line: the driver drops a newline inside a typed text.
+  const lines = people.split("\n");
+  await typeInto(browser, byTestId(browser, "settings-people"), lines[0]);
+  for (const line of lines.slice(1)) {
+    await browser.keys(["Enter"]);
+    await byTestId(browser, "settings-people").addValue(line);
+  }
+  await byTestId(browser, "settings-save-people").click();
+  assert.equal(await byTestId(browser, "settings-people").getValue(), people);
+  await setUser("bob");
+
+  // bob starts it with weft; the inbox says who may approve: finance but bob.
+  const weft = path.join(path.dirname(APP), "weft");
+  const env = { ...process.env, WEFT_PEOPLE_FILE: peopleFile, WEFT_USER: "bob" };
+  let runId = "";
+  try {
+    execFileSync(weft, ["run", file, "--db", process.env.WEFT_DB], { env, stdio: ["ignore", "pipe", "pipe"] });
+  } catch (error) {
+    assert.equal(error.status, 3, `weft run pauses: ${error.stderr}`);
+    runId = error.stdout.toString().trim();
+  }
+  assert.match(runId, /^[0-9a-f-]{36}$/);
+  const waitForItem = async () => {
+    await byTestId(browser, "tab-inbox").click();
+    await byTestId(browser, "inbox-refresh").click();
+    let item;
+    await browser.waitUntil(async () => (item = await inboxItem(browser, runId)) !== undefined, {
+      timeout: 10_000,
+      timeoutMsg: "the run paused by weft is not in the inbox",
+    });
+    return item;
+  };
+  let item = await waitForItem();
+  assert.equal(
+    (await item.$('[data-testid="inbox-progress"]').getText()).trim(),
+    "0 of 2 (nobody has approved yet); still needed: 2 more, from ada, grace (not whoever started the run)",
+  );
+
+  // bob, the app's user, started the run: refused, and it still waits.
+  await item.$('[data-testid="inbox-approve"]').click();
+  const banner = byTestId(browser, "error-banner");
+  await banner.waitForDisplayed({ timeout: 10_000 });
+  assert.match(await banner.getText(), /bob started run .*, and `pay` does not let whoever started a run decide it \(allowSelf: false\)/);
+  await byTestId(browser, "error-dismiss").click();
+
+  // grace approves in the app: counted, the run still waits for one more.
+  await setUser("grace");
+  item = await waitForItem();
+  await item.$('[data-testid="inbox-approve"]').click();
+  await browser.waitUntil(
+    async () => ((await (await inboxItem(browser, runId))?.$('[data-testid="inbox-progress"]').getText()) ?? "").startsWith("1 of 2 (approved by grace)"),
+    { timeout: 10_000, timeoutMsg: "grace's approval is not counted in the inbox" },
+  );
+  assert.match(await byTestId(browser, "notice-banner").getText(), /Your approval is kept: 1 of 2 \(approved by grace\); still needed: 1 more, from ada/);
+  await shot(browser, "31-inbox-quorum");
+  await byTestId(browser, "error-dismiss").click();
+
+  // ada's, from the command line, makes two: the run completes and leaves the inbox.
+  const resumed = execFileSync(weft, ["resume", runId, "--decision", "approve", "--by", "ada", "--db", process.env.WEFT_DB], {
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  assert.equal(resumed.toString(), "paid 40 EUR, ada last\n");
+  await byTestId(browser, "inbox-refresh").click();
+  await browser.waitUntil(async () => (await inboxItem(browser, runId)) === undefined, {
+    timeout: 10_000,
+    timeoutMsg: "the decided run stays in the inbox",
+  });
+  const audit = JSON.parse(execFileSync(weft, ["audit", "--run", runId, "--json", "--db", process.env.WEFT_DB], { env }).toString());
+  assert.deepEqual(
+    audit.map((decision) => [decision.by, decision.channel, decision.decision]),
+    [
+      ["grace", "app", "approve"],
+      ["ada", "cli", "approve"],
+    ],
+  );
+  await setUser("Ada E2E");
+});
+
 test("an approval nobody decides in time goes on along `timeout` while the app is open, and leaves the inbox", async () => {
   const file = path.join(TMP, "deadline.json");
   const flowNode = (id, type, data) => ({ id, type, position: { x: 0, y: 0 }, data });

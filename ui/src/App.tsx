@@ -56,7 +56,11 @@ function ErrorBanner() {
   if (errors.length === 0) return null;
   const newest = errors[errors.length - 1];
   return (
-    <div className="banner error" role="alert" data-testid="error-banner">
+    <div
+      className={newest.notice ? 'banner viewing' : 'banner error'}
+      role={newest.notice ? 'status' : 'alert'}
+      data-testid={newest.notice ? 'notice-banner' : 'error-banner'}
+    >
       <span className="banner-text">{newest.message}</span>
       {errors.length > 1 && <span className="muted"> (and {errors.length - 1} earlier)</span>}
       <button

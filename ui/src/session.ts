@@ -38,6 +38,8 @@ import { flowCompareView, type FlowCompareView } from './flowCompare';
 export interface Banner {
   id: number;
   message: string;
+  /** Said for the person's information (a decision counted), not an error. */
+  notice?: boolean;
 }
 
 /** A test case being written from a past run: its JSON, and where it will go. */
@@ -253,6 +255,12 @@ export class Session {
 
   reportError(error: unknown): void {
     const banner = { id: this.nextBannerId++, message: errorMessage(error) };
+    this.set({ errors: [...this.state.errors, banner] });
+  }
+
+  /** Tells the person something that went as it should but not as they may expect. */
+  reportNotice(message: string): void {
+    const banner = { id: this.nextBannerId++, message, notice: true };
     this.set({ errors: [...this.state.errors, banner] });
   }
 
@@ -557,7 +565,7 @@ export class Session {
     const progress = answer.approval;
     if (!progress) return false;
     const from = progress.mayStillApprove.length > 0 ? `, from ${progress.mayStillApprove.join(', ')}` : '';
-    this.reportError(
+    this.reportNotice(
       `Your approval is kept: ${progress.approvedBy.length} of ${progress.required} (approved by ${progress.approvedBy.join(', ')}); still needed: ${progress.stillNeeded} more${from}.`,
     );
     return true;
