@@ -534,3 +534,106 @@ async fn the_server_settles_a_timeout_and_sigterm_stores_what_runs_as_cancelled(
     assert_eq!(status_of(&slow), "cancelled");
     assert_eq!(status_of(&paused), "paused", "a paused run keeps its pause");
 }
+
+/// The events of what a run does inside its steps reach a client of the event stream too: an
+/// agent's calls of its subagents (as tools), and the steps of a subflow (with their scope).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_event_stream_carries_subagent_calls_and_the_steps_of_a_subflow() {
+    use weft_scripted_llm::{Match, Rule, ToolCall};
+    let script = Script::default()
+        .with_rule(Rule::on(
+            Match {
+                has_tools: Some(true),
+                last_role: Some("user".into()),
+                ..Match::default()
+            },
+            Reply::ToolCalls {
+                calls: vec![ToolCall {
+                    id: Some("call_a".into()),
+                    name: "researcher".into(),
+                    arguments: json!({"task": "facts about deltas"}),
+                }],
+                delay_ms: 0,
+            },
+        ))
+        .with_rule(Rule::on(
+            Match {
+                has_tools: Some(true),
+                last_role: Some("tool".into()),
+                ..Match::default()
+            },
+            Reply::text("final answer"),
+        ))
+        .with_fallback(Reply::echo("facts for: "));
+    let llm = ScriptedLlm::start(script).await.expect("llm");
+    let sandbox = Sandbox::new();
+    let flows = sandbox.dir.path().join("flows");
+    std::fs::create_dir_all(&flows).expect("flows");
+    let team = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../flows/team.json"),
+    )
+    .expect("flows/team.json");
+    std::fs::write(flows.join("team.json"), team).expect("team");
+    std::fs::write(flows.join("echo.json"), echo_flow().to_string()).expect("echo");
+    let outer = json!({
+        "version": 1,
+        "nodes": [
+            node("start", "start", json!({ "initialInput": "deltas" })),
+            node("sub", "subflow", json!({ "flow": "echo.json" })),
+            node("team", "subflow", json!({ "flow": "team.json" })),
+        ],
+        "edges": [edge("e1", "start", "sub", None), edge("e2", "sub", "team", None)]
+    });
+    std::fs::write(flows.join("outer.json"), outer.to_string()).expect("outer");
+    let server = Server::start(&sandbox, &[], Some(&llm));
+    let (status, started) = server.post("/v1/runs", json!({ "flow": "outer" })).await;
+    assert_eq!(status, 201, "{started}");
+    let id = started["runId"].as_str().expect("id").to_string();
+    let stream = server
+        .http
+        .get(format!("{}/v1/runs/{id}/events", server.url))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("events");
+    let text = tokio::time::timeout(Duration::from_secs(30), stream.text())
+        .await
+        .expect("the stream ends with the run")
+        .expect("text");
+    let events: Vec<Value> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .map(|data| serde_json::from_str(data).expect("an event"))
+        .collect();
+    let last = events.last().expect("events");
+    assert_eq!(last["type"], "run_end", "{last}");
+    assert!(
+        last["content"].as_str().unwrap_or("").contains("completed"),
+        "{last}"
+    );
+    let scoped = |scope: &str, node: &str, kind: &str| {
+        events.iter().any(|event| {
+            event["scope"] == json!(scope)
+                && event["nodeId"] == json!(node)
+                && event["type"] == json!(kind)
+        })
+    };
+    assert!(
+        scoped("sub", "said", "step_end"),
+        "the subflow's step: {text}"
+    );
+    assert!(
+        scoped("team", "lead", "subagent_call_start"),
+        "the subagent call: {text}"
+    );
+    assert!(
+        scoped("team", "lead", "subagent_call_end"),
+        "its end: {text}"
+    );
+    assert!(
+        events
+            .windows(2)
+            .all(|pair| pair[0]["seq"].as_u64() < pair[1]["seq"].as_u64()),
+        "in order, each once"
+    );
+}
