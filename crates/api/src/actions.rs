@@ -20,7 +20,8 @@ use weft_nodes::{Decision, DecisionChoice, FlowToRun};
 use weft_store::{NewDecision, Recorded, RunRecord, StoredDecision};
 
 use crate::approvals::{
-    Channel, Decided, check_decider, check_quorums, draft_edit, followed_up, progress,
+    Channel, Decided, check_advance_decisions, check_decider, check_quorums, draft_edit,
+    followed_up, progress,
 };
 use crate::hosts::{HostedAction, blocking, foreign_host};
 use crate::{Error, Weft};
@@ -109,6 +110,13 @@ impl Weft {
             },
             &self.people,
             starter,
+        )?;
+        check_advance_decisions(
+            match &flow {
+                FlowToRun::Checked(checked) => checked.flow(),
+                FlowToRun::Unchecked(flow) => flow,
+            },
+            &request.decisions,
         )?;
         let entry = match &request.from {
             Some(from) => {

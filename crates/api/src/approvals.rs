@@ -228,6 +228,35 @@ pub fn check_quorums(flow: &Flow, people: &People, starter: Option<&str>) -> Res
     }
 }
 
+/// Refuses answers given in advance (`weft run --decide`, `decide` of `POST /v1/runs`) for an
+/// approval that names who may decide it or needs several people: they are answered when the run
+/// waits there, by the people it allows.
+pub fn check_advance_decisions(
+    flow: &Flow,
+    decisions: &std::collections::HashMap<String, Decision>,
+) -> Result<(), Error> {
+    let mut named: Vec<&String> = decisions.keys().collect();
+    named.sort();
+    for node_id in named {
+        let Some(node) = flow
+            .node(node_id)
+            .filter(|node| node.kind == ApprovalConfig::ID)
+        else {
+            continue;
+        };
+        let data = serde_json::Value::Object(node.data.clone());
+        let Ok(config) = serde_json::from_value::<ApprovalConfig>(data) else {
+            continue;
+        };
+        if !config.quorum().is_anybody() {
+            return Err(Error::forbidden(format!(
+                "`{node_id}` names who may decide it: answer it when the run waits there (weft resume, the inbox, the API), not in advance"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The people who may approve under `quorum`, in order (names as given, then groups' members).
 fn eligible(
     quorum: &Quorum,

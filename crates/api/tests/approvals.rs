@@ -356,6 +356,29 @@ async fn approvals_the_people_cannot_decide_are_refused_before_the_run_starts() 
         "{}",
         error.message
     );
+    // Nor may it be answered in advance, whoever starts the run.
+    let error = weft
+        .start(
+            review_flow(json!({"approvers": ["grace"]})),
+            StartRequest {
+                decisions: [(
+                    "review".to_string(),
+                    Decision::parse_text("approve").expect("an answer"),
+                )]
+                .into_iter()
+                .collect(),
+                ..started_by("grace")
+            },
+        )
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(error.kind, ErrorKind::Forbidden);
+    assert!(
+        error.message.contains("`review` names who may decide it"),
+        "{}",
+        error.message
+    );
     // Without a people file, a group cannot be resolved, and says so.
     let nobody = open(&dir.path().join("runs.db"), "");
     let error = nobody
