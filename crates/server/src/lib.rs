@@ -263,6 +263,10 @@ fn routes() -> Vec<Route> {
                                 "Not JSON, an invalid flow, a flow name that would leave the folder, a decision for no approval, or several `Authorization` headers.",
                             ),
                             unauthorized(),
+                            Answer::error(
+                                403,
+                                "A decision in advance (`decide`) for an approval that names who may decide it: it is answered when the run waits there. Nothing is stored.",
+                            ),
                             Answer::error(404, "No such flow in the folder."),
                             too_slow(),
                             too_large(),

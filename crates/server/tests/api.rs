@@ -463,6 +463,15 @@ async fn every_documented_operation_is_served_and_answers_as_documented() {
     .await;
     assert_eq!(status, 201, "{answer}");
     let grace_run = id_of(&answer);
+    let (status, refused) = exchange((
+        &post,
+        "/v1/runs",
+        "/v1/runs",
+        true,
+        Some(r#"{"flow": "grace", "decide": {"review": "approve"}}"#),
+    ))
+    .await;
+    assert_eq!(status, 403, "{refused}");
     wait_for_status(&http, &url, &grace_run, "paused").await;
     let (status, answer) = exchange((
         &post,
