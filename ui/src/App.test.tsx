@@ -548,7 +548,11 @@ describe('App', () => {
     const startRun = vi.fn(() => Promise.resolve('run-c'));
     const session = await mount(
       fakeApi({
-        listRuns: () => Promise.resolve([{ ...run('run-a'), cost: priced }, { ...run('run-b'), cost: NO_CALLS }]),
+        listRuns: () =>
+          Promise.resolve([
+            { ...run('run-a'), cost: priced },
+            { ...run('run-b'), trigger: { kind: 'api', by: 'ci' }, cost: NO_CALLS },
+          ]),
         compareRuns,
         startRun,
         openRun: () =>
@@ -568,8 +572,9 @@ describe('App', () => {
     await act(async () => fireEvent.click(screen.getByTestId('tab-history')));
     const costs = screen.getAllByTestId('history-cost').map((cell) => cell.textContent);
     expect(costs).toEqual(['$0.0123', '—']);
-    // What started each run: a schedule here (a run started by hand says nothing).
-    expect(screen.getAllByTestId('history-trigger').map((cell) => cell.textContent)).toEqual([' · by schedule', ' · by schedule']);
+    // What started each run: a schedule, a token's request (named); a run started by hand by
+    // nobody named says nothing.
+    expect(screen.getAllByTestId('history-trigger').map((cell) => cell.textContent)).toEqual([' · by schedule', ' · by api (ci)']);
     const compare = screen.getByTestId('history-compare') as HTMLButtonElement;
     expect(compare.disabled).toBe(true);
     const checks = screen.getAllByTestId('history-check');

@@ -4,7 +4,7 @@
 // become a test case. Beside the runs, the open file's versions (VersionsPanel).
 
 import { useEffect, useState } from 'react';
-import type { Cost, EdgeName, FlowDiff, NodeComparison, NodeRun, RunSide, RunSummary } from '../bindings';
+import type { Cost, EdgeName, FlowDiff, NodeComparison, NodeRun, RunSide, RunSummary, Trigger } from '../bindings';
 import { costText, tokensText } from '../cost';
 import { useRun, useSession, useSessionState } from '../hooks';
 import { TestDraftEditor } from './TestsPanel';
@@ -17,6 +17,12 @@ function durationOf(startedAt: string, endedAt: string | null | undefined): stri
   if (ms < 1000) return `${ms} ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
   return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+/** What started a run, as History says it: `schedule`, `api (ci)`, or the person who ran it. */
+function triggerText(trigger: Trigger): string {
+  if (trigger.kind === 'manual') return trigger.by ?? 'manual';
+  return trigger.by ? `${trigger.kind} (${trigger.by})` : trigger.kind;
 }
 
 function startOf(startedAt: string): string {
@@ -303,9 +309,9 @@ function RunsList() {
                 {startOf(run.startedAt)} · {durationOf(run.startedAt, run.endedAt)} ·{' '}
                 <span data-testid="history-cost">{costText(costs[run.id])}</span>
                 {run.waitingNodeId ? ` · waits at ${run.waitingNodeId}` : ''}
-                {run.trigger && run.trigger.kind !== 'manual' && (
+                {run.trigger && (run.trigger.kind !== 'manual' || run.trigger.by) && (
                   <span data-testid="history-trigger" title={run.trigger.occurrence ? `the occurrence of ${run.trigger.occurrence}` : undefined}>
-                    {` · by ${run.trigger.kind}`}
+                    {` · by ${triggerText(run.trigger)}`}
                   </span>
                 )}
               </span>
