@@ -200,7 +200,7 @@ impl Weft {
                 .checked(&waiting.fields, &waiting.input)
                 .map_err(|problem| {
                     Error::invalid(format!(
-                        "the decision does not fit the form of `{}`: {problem}",
+                        "the answer for `{}` does not fit its form: {problem}; run {run_id} stays paused",
                         waiting.node_id
                     ))
                 })?;
