@@ -180,7 +180,13 @@ fn hostile_snippets_are_refused_or_stopped() {
     // The first run starts an interpreter; on a machine busy with other tests that alone can
     // take longer than the battery's short timeout, which is for the snippets.
     sandbox
-        .run("return 1", &[], &json!({}), &Value::Null, &Limits::default())
+        .run(
+            "return 1",
+            &[],
+            &json!({}),
+            &Value::Null,
+            &Limits::default(),
+        )
         .expect("an interpreter starts");
     let limits = Limits {
         timeout: Duration::from_millis(300),
