@@ -14,7 +14,8 @@ with_tests=false
 packages=(libwebkit2gtk-4.1-dev libgtk-3-dev librsvg2-dev libayatana-appindicator3-dev
   libsoup-3.0-dev libxdo-dev libssl-dev pkg-config build-essential file)
 if $with_tests; then
-  packages+=(xvfb xauth webkit2gtk-driver dbus-x11 at-spi2-core fonts-dejavu-core)
+  # openssl: the approval-email test makes its SMTP server a certificate.
+  packages+=(xvfb xauth webkit2gtk-driver dbus-x11 at-spi2-core fonts-dejavu-core openssl)
 fi
 missing=()
 for package in "${packages[@]}"; do

@@ -84,7 +84,7 @@ if wants rust; then
   # package installs leave a core free most of the time).
   begin "rust: build and lint every target (release)"
   servers_log="$(mktemp)"
-  (bash scripts/setup-postgres.sh && bash scripts/setup-restate.sh && bash scripts/setup-mcp.sh && bash scripts/setup-phoenix.sh && bash tests/llama/setup.sh >"$servers_log.python") >"$servers_log" 2>&1 &
+  (bash scripts/setup-postgres.sh && bash scripts/setup-restate.sh && bash scripts/setup-mcp.sh && bash scripts/setup-phoenix.sh && bash scripts/setup-smtp.sh && bash tests/llama/setup.sh >"$servers_log.python") >"$servers_log" 2>&1 &
   servers=$!
   lint_while_building
   cargo build --workspace --all-targets --locked --release

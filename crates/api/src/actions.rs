@@ -269,6 +269,12 @@ impl Weft {
         })
         .await?;
         match recorded {
+            (Recorded::Repeated(earlier), _) if channel == Channel::Email => {
+                Err(Error::conflict(format!(
+                    "this link was used already: {} answered `{}` of run {} ({} at {})",
+                    earlier.by, earlier.node_id, earlier.run_id, earlier.decision, earlier.at
+                )))
+            }
             (Recorded::Repeated(earlier), _) if earlier.decision != choice => {
                 Err(Error::conflict(format!(
                     "{} already answered `{}` of run {} ({} at {}); a person answers an approval once",

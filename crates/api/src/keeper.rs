@@ -130,6 +130,10 @@ impl Weft {
                         to: &to,
                     })?;
                     if claimed {
+                        if !to.is_empty() {
+                            // Emailed by whichever process has a mailer (`weft serve --smtp`).
+                            store.queue_mail(&run_id, waiting.pause, kind.as_str(), &now_text)?;
+                        }
                         done.push(FollowedUp {
                             run_id: run_id.clone(),
                             node_id: waiting.node_id.clone(),

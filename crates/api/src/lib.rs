@@ -13,6 +13,7 @@
 
 mod actions;
 pub mod approvals;
+mod asked;
 mod decider;
 mod error;
 mod hosts;
@@ -33,6 +34,7 @@ use weft_store::{Store, WriterStart};
 
 pub use actions::{Cancelled, RunFrom, StartRequest, check_start};
 pub use approvals::{ApprovalProgress, Channel, Decided, FollowedUp};
+pub use asked::Asked;
 pub use decider::{USER_ENV, decider, decider_from};
 pub use error::{Error, ErrorKind};
 pub use hosts::{HostedAction, RunHost};

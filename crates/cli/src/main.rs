@@ -350,6 +350,18 @@ pub(crate) struct ServeArgs {
     /// GROUP...` (docs/approvals.md).
     #[arg(long, value_name = "FILE", env = "WEFT_PEOPLE_FILE")]
     pub people: Option<PathBuf>,
+    /// Email approvers a link to answer through this SMTP server: smtp://HOST[:PORT],
+    /// smtps://HOST[:PORT] (TLS), smtp://HOST[:PORT]?tls=required (STARTTLS). Needs
+    /// --public-url and WEFT_LINK_KEY; credentials from WEFT_SMTP_USERNAME and
+    /// WEFT_SMTP_PASSWORD.
+    #[arg(long, value_name = "URL", env = "WEFT_SMTP_URL")]
+    pub smtp: Option<String>,
+    /// This server's address as approvers' browsers reach it, for the links in emails.
+    #[arg(long, value_name = "URL", env = "WEFT_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Who approval emails come from [default: Weft <weft@HOST of --public-url>].
+    #[arg(long, value_name = "ADDRESS", env = "WEFT_MAIL_FROM")]
+    pub mail_from: Option<String>,
     #[command(flatten)]
     pub store: StoreArgs,
 }

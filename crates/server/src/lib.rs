@@ -16,6 +16,8 @@
 
 mod connections;
 mod error;
+pub mod links;
+pub mod mail;
 pub mod mcp;
 pub mod openapi;
 pub mod tokens;
@@ -77,6 +79,10 @@ pub struct ServeConfig {
     pub header_timeout: Duration,
     /// A request whose body has not all arrived this long after its headers gets 408.
     pub body_timeout: Duration,
+    /// Approval links are answered (`/approve/{token}`) when set: signed with this key.
+    pub link_key: Option<links::LinkKey>,
+    /// Approval emails are sent through it when set.
+    pub mailer: Option<mail::Mailer>,
 }
 
 impl ServeConfig {
@@ -88,6 +94,8 @@ impl ServeConfig {
             max_body: DEFAULT_MAX_BODY,
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             body_timeout: DEFAULT_BODY_TIMEOUT,
+            link_key: None,
+            mailer: None,
         }
     }
 }
@@ -103,6 +111,8 @@ struct Api {
     changed: Arc<Notify>,
     /// Set when the server shuts down: event streams end.
     stopping: CancellationToken,
+    /// What approval links are signed with, if this server answers them.
+    link_key: Option<links::LinkKey>,
 }
 
 /// Who called: the name of their token.
@@ -132,12 +142,15 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let header_timeout = config.header_timeout;
     let flows_dir = config.flows_dir.clone();
+    let mailer = config.mailer.clone();
     let (router, api) = router_and_state(weft.clone(), config)?;
     // Approvals nobody decided in time (also those that ran out while no process ran), runs
     // of processes that died.
     let keeper = weft.keep(Some(api.wake()));
     // The flows' schedules (settings.schedules), each occurrence claimed in the store first.
     let schedules = weft.start_schedules(flows_dir, Some(api.wake()));
+    // Approval emails, from the store's outbox (any process may have queued them).
+    let mailer = mailer.map(|mailer| mailer.start(weft.clone(), api.stopping.clone()));
     let connections = connections::Connections::new(router, header_timeout);
     connections.accept(&listener, shutdown).await;
     // New connections are refused from here on.
@@ -146,6 +159,9 @@ pub async fn serve(
     api.stopping.cancel();
     connections.stop(DRAIN).await;
     schedules.stop().await;
+    if let Some(mailer) = mailer {
+        let _ = mailer.await;
+    }
     keeper.stop().await;
     if !weft.engine().shutdown(grace).await {
         tracing::warn!("some runs were still going when the server stopped");
@@ -173,6 +189,7 @@ fn router_and_state(weft: Weft, config: ServeConfig) -> std::io::Result<(Router,
         body_timeout: config.body_timeout,
         changed: Arc::new(Notify::new()),
         stopping: CancellationToken::new(),
+        link_key: config.link_key,
     });
     let mut protected = Router::new();
     let mut public = Router::new();
@@ -185,6 +202,8 @@ fn router_and_state(weft: Weft, config: ServeConfig) -> std::io::Result<(Router,
             }
         }
     }
+    // Approval links: the signed link is the credential, so no token (docs/approvals.md).
+    let public = public.route("/approve/{token}", get(link_page).post(link_answer));
     // Flows as MCP tools over streamable HTTP, behind the same tokens.
     let protected = protected.route_service(
         "/mcp",
@@ -1144,6 +1163,135 @@ async fn decide(
             approval: Some(progress),
         },
     }))
+}
+
+/// The link's key and what it is for, or the page saying why it answers nothing.
+fn opened_link(api: &Api, token: &str) -> Result<links::Link, links::Page> {
+    let Some(key) = &api.link_key else {
+        return Err(links::refusal(
+            Some(weft_api::ErrorKind::NotFound),
+            &format!(
+                "this server answers no approval links ({} is not set)",
+                links::LINK_KEY_ENV
+            ),
+        ));
+    };
+    let link = key
+        .open(token)
+        .map_err(|refused| links::refusal(None, &refused))?;
+    if link.expired(chrono::Utc::now()) {
+        return Err(links::expired(&link));
+    }
+    Ok(link)
+}
+
+/// `GET /approve/{token}`: the approval the link answers, its form and buttons; decides
+/// nothing (mail scanners and previews open links).
+async fn link_page(State(api): State<Arc<Api>>, UrlPath(token): UrlPath<String>) -> links::Page {
+    let link = match opened_link(&api, &token) {
+        Ok(link) => link,
+        Err(page) => return page,
+    };
+    match api
+        .weft
+        .asked_of(&link.run_id, link.pause, &link.person)
+        .await
+    {
+        Ok(asked) => links::ask_page(&asked, &link.person),
+        Err(error) => links::refusal(Some(error.kind), &error.message),
+    }
+}
+
+/// `POST /approve/{token}`: the link's person decides (channel `email`), with the form's
+/// answers (`decision`, `note`, and each field by name; empty ones left unanswered).
+async fn link_answer(
+    State(api): State<Arc<Api>>,
+    UrlPath(token): UrlPath<String>,
+    body: Result<
+        axum::extract::Form<Vec<(String, String)>>,
+        axum::extract::rejection::FormRejection,
+    >,
+) -> links::Page {
+    let link = match opened_link(&api, &token) {
+        Ok(link) => link,
+        Err(page) => return page,
+    };
+    let axum::extract::Form(answers) = match body {
+        Ok(form) => form,
+        Err(rejection) => {
+            return links::refusal(
+                Some(weft_api::ErrorKind::Invalid),
+                &format!("the answer could not be read: {rejection}"),
+            );
+        }
+    };
+    let mut decision = None;
+    let mut note = String::new();
+    let mut fields = BTreeMap::new();
+    for (name, value) in answers {
+        match name.as_str() {
+            "decision" => decision = Some(value),
+            "note" => note = value,
+            _ if value.trim().is_empty() => {}
+            _ => {
+                fields.insert(name, Value::String(value));
+            }
+        }
+    }
+    let decision = match Decision::parse(decision.as_deref().unwrap_or(""), note) {
+        Ok(decision) => Decision { fields, ..decision },
+        Err(problem) => {
+            return links::refusal(Some(weft_api::ErrorKind::Invalid), &problem);
+        }
+    };
+    let approving = decision.decision == weft_nodes::DecisionChoice::Approve;
+    // The link's own checks first (used already, no longer waiting), as its page made them.
+    if let Err(error) = api
+        .weft
+        .asked_of(&link.run_id, link.pause, &link.person)
+        .await
+    {
+        return links::refusal(Some(error.kind), &error.message);
+    }
+    let options = ResumeOptions {
+        on_event: Some(api.wake()),
+        ..ResumeOptions::default()
+    };
+    match api
+        .weft
+        .decide(
+            &link.run_id,
+            decision,
+            Some(link.person.clone()),
+            Channel::Email,
+            options,
+        )
+        .await
+    {
+        Ok(Decided::GoingOn(handle)) => links::answered_page(
+            if approving { "Approved" } else { "Rejected" },
+            &format!(
+                "Thank you, {}: your decision is kept, and run {} goes on.",
+                link.person, handle.run_id
+            ),
+        ),
+        Ok(Decided::Counted { progress, .. }) => links::answered_page(
+            "Approval counted",
+            &format!(
+                "Thank you, {}: your approval is counted ({} of {}); the run waits for {} more{}.",
+                link.person,
+                progress.approved_by.len(),
+                progress.required,
+                progress.still_needed,
+                if progress.may_still_approve.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (from {})", progress.may_still_approve.join(", "))
+                }
+            ),
+        ),
+        Err(error) => links::refusal(Some(error.kind), &error.message),
+    }
 }
 
 async fn cancel(

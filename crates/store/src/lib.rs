@@ -35,6 +35,7 @@ mod follow_ups;
 mod json;
 mod lease;
 mod llm_calls;
+mod mail;
 mod node_outputs;
 mod postgresql;
 mod queue;
@@ -50,6 +51,7 @@ pub use writer::OUTAGE_LIMIT;
 pub use decisions::{ChainCheck, NewDecision, Recorded, StoredDecision};
 pub use follow_ups::{FollowUp, StoredFollowUp};
 pub use llm_calls::{CallUsage, RecordedCall};
+pub use mail::{MailKey, StoredMail};
 pub use postgresql::{is_postgres_url, redacted as shown_location};
 pub use versions::{FlowVersionUse, MIN_HASH_PREFIX, StoredFlowVersion, VersionUseKind};
 
@@ -339,6 +341,9 @@ pub struct PauseRecord {
     pub deadline: Option<String>,
     /// When the approval waited at has its next follow-up due (RFC 3339, UTC), if it has any.
     pub follow_up: Option<String>,
+    /// The pause's number when its approval names who may decide it: an email asking them is
+    /// owed (`approval_mail`), sent by a process that has a mailer.
+    pub ask_by_mail: Option<u64>,
 }
 
 /// A run as listed: identity, status and times. Serialized in camelCase, like events.
@@ -857,10 +862,14 @@ impl Store {
             waiting: Box::new(StepRow::new(&pause.waiting)),
             queue: pause.queue.iter().map(StepRow::new).collect(),
             state_json: pause.state.to_string(),
-            due: (pause.deadline.is_some() || pause.follow_up.is_some()).then(|| {
+            due: (pause.deadline.is_some()
+                || pause.follow_up.is_some()
+                || pause.ask_by_mail.is_some())
+            .then(|| {
                 Box::new(runs::PauseDue {
                     deadline: pause.deadline.as_deref().map(Box::from),
                     follow_up: pause.follow_up.as_deref().map(Box::from),
+                    ask_by_mail: pause.ask_by_mail,
                 })
             }),
             at: at.to_string(),
@@ -1139,6 +1148,65 @@ impl Store {
     /// the one caller (of any process, any store handle) that kept it.
     pub fn claim_follow_up(&self, done: &FollowUp<'_>) -> Result<bool, StoreError> {
         self.read(|db| follow_ups::claim(db, done))
+    }
+
+    /// Owes an email of `kind` ("remind", "escalate") for pause `pause` of `run_id`, to be
+    /// addressed and sent by a process that has a mailer; whether it was not owed already.
+    pub fn queue_mail(
+        &self,
+        run_id: &str,
+        pause: u64,
+        kind: &str,
+        at: &str,
+    ) -> Result<bool, StoreError> {
+        self.read(|db| mail::queue(db, run_id, pause, kind, at))
+    }
+
+    /// Emails to address or (re)try at `now`, earliest first, at most `limit`.
+    pub fn due_mail(&self, now: &str, limit: u32) -> Result<Vec<StoredMail>, StoreError> {
+        self.read(|db| mail::due(db, now, limit))
+    }
+
+    /// Takes the email `key` until `until` (counting an attempt) if it is still due at `seen`,
+    /// as the caller read it: true for the one caller of any process that has it.
+    pub fn claim_mail(
+        &self,
+        key: &MailKey<'_>,
+        seen: &str,
+        until: &str,
+    ) -> Result<bool, StoreError> {
+        self.read(|db| mail::claim(db, key, seen, until))
+    }
+
+    /// Addresses the owed email `key`: one for each of `to` (person, address; `None`: kept
+    /// unsent, saying why), due at `at`; the owed one is done.
+    pub fn address_mail(
+        &self,
+        key: &MailKey<'_>,
+        to: &[(String, Option<String>)],
+        at: &str,
+    ) -> Result<(), StoreError> {
+        self.read(|db| mail::address(db, key, to, at))
+    }
+
+    /// Marks the email `key` sent at `at`.
+    pub fn mail_sent(&self, key: &MailKey<'_>, at: &str) -> Result<(), StoreError> {
+        self.read(|db| mail::finish(db, key, None, Some(at), None))
+    }
+
+    /// Keeps why the email `key` was not sent; due again at `retry_at`, or done when `None`.
+    pub fn mail_failed(
+        &self,
+        key: &MailKey<'_>,
+        error: &str,
+        retry_at: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.read(|db| mail::finish(db, key, retry_at, None, Some(error)))
+    }
+
+    /// Every email of a run, owed, sent or not sent, by pause and time owed.
+    pub fn mails(&self, run_id: &str) -> Result<Vec<StoredMail>, StoreError> {
+        self.read(|db| mail::of_run(db, run_id))
     }
 
     /// The follow-ups kept at one pause of a run, in the order they were kept (by `at`, then

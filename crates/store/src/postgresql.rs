@@ -41,6 +41,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     MIGRATION_8,
     MIGRATION_9,
     MIGRATION_10,
+    MIGRATION_11,
 ];
 
 /// Migration 1: SQLite's schema as its migration 8 left it.
@@ -229,6 +230,24 @@ CREATE TABLE approval_follow_ups (
     to_json TEXT NOT NULL,
     PRIMARY KEY (run_id, pause, kind)
 );
+"#;
+
+/// Migration 11: SQLite's migration 19 (the outbox of approval emails).
+const MIGRATION_11: &str = r#"
+CREATE TABLE approval_mail (
+    run_id TEXT COLLATE "C" NOT NULL,
+    pause BIGINT NOT NULL,
+    kind TEXT COLLATE "C" NOT NULL,
+    person TEXT COLLATE "C" NOT NULL,
+    email TEXT,
+    queued_at TEXT COLLATE "C" NOT NULL,
+    next_at TEXT COLLATE "C",
+    attempts BIGINT NOT NULL,
+    sent_at TEXT COLLATE "C",
+    last_error TEXT,
+    PRIMARY KEY (run_id, pause, kind, person)
+);
+CREATE INDEX approval_mail_next ON approval_mail(next_at) WHERE next_at IS NOT NULL;
 "#;
 
 /// Whether `location` names a PostgreSQL database rather than a SQLite file.

@@ -283,6 +283,7 @@ pub(super) fn next_deadline(db: &mut dyn Db) -> Result<Option<String>, StoreErro
 pub(super) struct PauseDue {
     pub deadline: Option<Box<str>>,
     pub follow_up: Option<Box<str>>,
+    pub ask_by_mail: Option<u64>,
 }
 
 impl PauseDue {
@@ -290,6 +291,7 @@ impl PauseDue {
     pub const NONE: PauseDue = PauseDue {
         deadline: None,
         follow_up: None,
+        ask_by_mail: None,
     };
 }
 

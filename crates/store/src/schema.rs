@@ -40,6 +40,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     MIGRATION_16,
     MIGRATION_17,
     MIGRATION_18,
+    MIGRATION_19,
 ];
 
 /// Migration 1: runs, their events, node outputs and the queue of a paused run.
@@ -324,6 +325,25 @@ CREATE TABLE approval_follow_ups (
 );
 ";
 
+/// Migration 19: the outbox of approval emails (asking approvers, reminders, escalations): owed
+/// per pause, then one per person, sent by the processes that have a mailer.
+const MIGRATION_19: &str = "
+CREATE TABLE approval_mail (
+    run_id TEXT NOT NULL,
+    pause INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    person TEXT NOT NULL,
+    email TEXT,
+    queued_at TEXT NOT NULL,
+    next_at TEXT,
+    attempts INTEGER NOT NULL,
+    sent_at TEXT,
+    last_error TEXT,
+    PRIMARY KEY (run_id, pause, kind, person)
+);
+CREATE INDEX approval_mail_next ON approval_mail(next_at) WHERE next_at IS NOT NULL;
+";
+
 /// The schema as the migrations leave it, made at once in a new store: replaying every
 /// migration (tables made, altered, copied and dropped, the whole schema parsed again after
 /// each change) took half of a first run's time. A test keeps the two the same.
@@ -461,6 +481,20 @@ CREATE TABLE approval_follow_ups (
     to_json TEXT NOT NULL,
     PRIMARY KEY (run_id, pause, kind)
 );
+CREATE TABLE approval_mail (
+    run_id TEXT NOT NULL,
+    pause INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    person TEXT NOT NULL,
+    email TEXT,
+    queued_at TEXT NOT NULL,
+    next_at TEXT,
+    attempts INTEGER NOT NULL,
+    sent_at TEXT,
+    last_error TEXT,
+    PRIMARY KEY (run_id, pause, kind, person)
+);
+CREATE INDEX approval_mail_next ON approval_mail(next_at) WHERE next_at IS NOT NULL;
 ";
 
 /// A clear message for an error met while opening.

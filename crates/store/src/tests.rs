@@ -204,6 +204,8 @@ on_both_backends!(
 mod decisions;
 /// Approval follow-ups (`approval_follow_ups`, `runs.follow_up_at`).
 mod follow_ups;
+/// The outbox of approval emails (`approval_mail`).
+mod mail;
 
 /// Three runs of one file in two versions, and a save in a third: three versions kept, each
 /// once; a run reads its flow back from its version; a version is found by a prefix of its
@@ -336,6 +338,7 @@ fn pause_record() -> PauseRecord {
         state: json!({"nextSeq": 5, "visits": {"a": 1}}),
         deadline: None,
         follow_up: None,
+        ask_by_mail: None,
     }
 }
 

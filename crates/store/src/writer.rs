@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use super::sql::{Db, Dialect};
 use super::{
-    FlowVersionUse, RecordedCall, StepRow, StoreError, events, lease, llm_calls, node_outputs,
-    queue, runs, versions,
+    FlowVersionUse, RecordedCall, StepRow, StoreError, events, lease, llm_calls, mail,
+    node_outputs, queue, runs, versions,
 };
 use weft_event::{EventListener, RunEvent, RunStatus};
 use weft_providers::Usage;
@@ -298,6 +298,9 @@ impl Write {
             } => {
                 let due = due.as_deref().unwrap_or(&runs::PauseDue::NONE);
                 runs::pause(db, run_id, waiting, state_json, due, at)?;
+                if let Some(pause) = due.ask_by_mail {
+                    mail::queue(db, run_id, pause, "ask", at)?;
+                }
                 queue::replace(db, run_id, steps)
             }
             Write::SetState {

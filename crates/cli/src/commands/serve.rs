@@ -27,6 +27,30 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<Exit> {
             args.flows.display()
         )));
     }
+    let link_key = weft_server::links::LinkKey::from_env().map_err(usage_error)?;
+    let mailer = match (&args.smtp, &args.public_url, &link_key) {
+        (None, _, _) => None,
+        (Some(_), None, _) => {
+            return Err(usage_error(
+                "--smtp needs --public-url: the address approvers' browsers reach this server at, for the links in the emails",
+            ));
+        }
+        (Some(_), Some(_), None) => {
+            return Err(usage_error(format!(
+                "--smtp needs {}: a secret of at least 32 characters the links are signed with (the same for every server answering them; e.g. `openssl rand -hex 32`)",
+                weft_server::links::LINK_KEY_ENV
+            )));
+        }
+        (Some(smtp), Some(public_url), Some(key)) => Some(
+            weft_server::mail::Mailer::new(
+                smtp,
+                public_url,
+                args.mail_from.as_deref(),
+                key.clone(),
+            )
+            .map_err(usage_error)?,
+        ),
+    };
     let location = super::location(&args.store)?;
     let people =
         weft_api::People::from_file_or_env(args.people.as_deref()).map_err(super::api_error)?;
@@ -53,6 +77,8 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<Exit> {
         max_body: args.max_body.unwrap_or(DEFAULT_MAX_BODY),
         header_timeout: Duration::from_secs(args.header_timeout),
         body_timeout: Duration::from_secs(args.body_timeout),
+        link_key,
+        mailer,
         ..ServeConfig::new(args.flows.clone(), tokens)
     };
     weft_server::serve(listener, weft, config, stop_signal(), SHUTDOWN_GRACE)

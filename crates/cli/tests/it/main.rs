@@ -15,6 +15,7 @@ mod flow_tests;
 mod fmt;
 mod hostile;
 mod hosts;
+mod mail;
 mod mcp;
 mod postgres;
 #[cfg(unix)]

@@ -1280,6 +1280,9 @@ impl Engine {
                         &paused.state.waiting_quorum,
                         paused.state.waiting_since.as_deref(),
                     ),
+                    ask_by_mail: (paused.state.breakpoint.is_none()
+                        && !paused.state.waiting_quorum.approvers.is_empty())
+                    .then_some(paused.state.next_seq),
                 };
                 store.save_pause(&ctx.run_id, &pause, &at);
                 ctx.events.release_held();
