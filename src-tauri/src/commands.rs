@@ -931,7 +931,7 @@ pub async fn save_test_case(
 pub async fn pending_approvals(
     state: State<'_, AppState>,
 ) -> Result<Vec<PendingApproval>, AppError> {
-    Ok(state.weft().pending_approvals().await?)
+    Ok(state.weft().pending_approvals(state.user_name()).await?)
 }
 
 #[cfg(test)]

@@ -922,12 +922,12 @@ test("two of finance decide: People in Settings, the starter refused in the inbo
     "0 of 2 (nobody has approved yet); still needed: 2 more, from ada, grace (not whoever started the run)",
   );
 
-  // bob, the app's user, started the run: refused, and it still waits.
-  await item.$('[data-testid="inbox-approve"]').click();
-  const banner = byTestId(browser, "error-banner");
-  await banner.waitForDisplayed({ timeout: 10_000 });
-  assert.match(await banner.getText(), /bob started run .*, and `pay` does not let whoever started a run decide it \(allowSelf: false\)/);
-  await byTestId(browser, "error-dismiss").click();
+  // bob, the app's user, started the run: his buttons are disabled, saying why.
+  const why = /bob started run .*, and `pay` does not let whoever started a run decide it \(allowSelf: false\)/;
+  assert.match(await item.$('[data-testid="inbox-refusal"]').getText(), why);
+  assert.equal(await item.$('[data-testid="inbox-approve"]').isEnabled(), false);
+  assert.equal(await item.$('[data-testid="inbox-reject"]').isEnabled(), false);
+  assert.match(await item.$('[data-testid="inbox-approve"]').getAttribute("title"), why);
 
   // grace approves in the app: counted, the run still waits for one more.
   await setUser("grace");

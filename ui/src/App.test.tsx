@@ -228,6 +228,51 @@ describe('App', () => {
     expect(document.body.textContent).toContain('1 of 2 (approved by grace); still needed: 1 more, from bob');
   });
 
+  it('disables deciding for a person the approval does not allow, saying why, everywhere it is asked', async () => {
+    const RUN = '6c4ba313-67fb-4e7c-bbc7-63ab45649f30';
+    const why = 'bob started run 6c4ba313, and `review` does not let whoever started a run decide it (allowSelf: false)';
+    const pending: PendingApproval[] = [
+      {
+        runId: RUN,
+        flow: 'offline',
+        flowName: 'Refund desk (offline)',
+        flowPath: '/flows/offline.json',
+        since: '2026-11-21T20:56:18.000Z',
+        nodeId: 'review',
+        message: 'Approve the refund?',
+        input: 'Dear Ada',
+        approval: { required: 2, approvedBy: [], stillNeeded: 2, mayStillApprove: ['ada', 'grace'], allowSelf: false },
+        refusal: why,
+      },
+    ];
+    const startRun = vi.fn((_request, onEvent: (event: RunEvent) => void) => {
+      offlineEventsToPause().forEach(onEvent);
+      return Promise.resolve(RUN);
+    });
+    const resumeRun = vi.fn(() => Promise.resolve({ runId: RUN, approval: null }));
+    const session = await mount(fakeApi({ pendingApprovals: () => Promise.resolve(pending), startRun, resumeRun }));
+    await act(async () => fireEvent.click(screen.getByTestId('run')));
+    await act(() => session.refreshInbox());
+    const prompt = within(screen.getByTestId('node-review')).getByTestId('approval-prompt');
+    const card = screen.getByTestId('paused-card');
+    await act(async () => fireEvent.click(screen.getByTestId('tab-inbox')));
+    const item = screen.getByTestId('inbox-item');
+    for (const [where, prefix] of [
+      [prompt, ''],
+      [card, 'panel-'],
+      [item, 'inbox-'],
+    ] as const) {
+      expect(within(where).getByTestId(`${prefix}refusal`).textContent).toBe(why);
+      for (const button of ['approve', 'reject']) {
+        const shown = within(where).getByTestId(`${prefix}${button}`) as HTMLButtonElement;
+        expect(shown.disabled).toBe(true);
+        expect(shown.title).toBe(why);
+        await act(async () => fireEvent.click(shown));
+      }
+    }
+    expect(resumeRun).not.toHaveBeenCalled();
+  });
+
   it('stops at a breakpoint set with F9 and goes on with a replaced value', async () => {
     const startRun = vi.fn((_request, onEvent: (event: RunEvent) => void) => {
       onEvent(event(1, 'run_start', null, 'x'));

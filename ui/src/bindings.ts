@@ -779,6 +779,11 @@ export type PendingApproval = {
 	approval?: ApprovalProgress | null,
 	/**  The draft the person decides on: what the approval was given. */
 	input: Value,
+	/**
+	 *  Why whoever asked (the app's user, the API token's name) may not decide it, as deciding
+	 *  would refuse them; absent when they may.
+	 */
+	refusal?: string | null,
 };
 
 /**  A canvas position. Stored as integers; fractional positions from the canvas are rounded on save. */

@@ -24,7 +24,7 @@ use weft_store::{
 
 pub use weft_history::compare::RunComparison;
 
-use crate::approvals::{ApprovalProgress, followed_up, progress};
+use crate::approvals::{ApprovalProgress, check_decider, followed_up, progress};
 use crate::hosts::blocking;
 use crate::people::People;
 use crate::{Error, Weft};
@@ -101,6 +101,10 @@ pub struct PendingApproval {
     pub approval: Option<ApprovalProgress>,
     /// The draft the person decides on: what the approval was given.
     pub input: Value,
+    /// Why whoever asked (the app's user, the API token's name) may not decide it, as deciding
+    /// would refuse them; absent when they may.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<String>,
 }
 
 /// The newest `limit` runs, newest first.
@@ -198,10 +202,12 @@ pub fn run_visits(store: &Store, run_id: &str, prices: &Prices) -> Result<RunVis
 }
 
 /// Every approval a person may decide now, across flows and runs (this process's, other
-/// processes', a server's): paused runs not stopped at a breakpoint, oldest first.
+/// processes', a server's): paused runs not stopped at a breakpoint, oldest first; each saying
+/// why `decider` may not decide it, if they may not.
 pub fn pending_approvals(
     store: &Store,
     people: &People,
+    decider: Option<&str>,
 ) -> Result<Vec<PendingApproval>, StoreError> {
     let records = store.paused_runs()?;
     let mut pending = Vec::with_capacity(records.len());
@@ -211,11 +217,26 @@ pub fn pending_approvals(
             continue;
         };
         let (waiting, follow_ups) = followed_up(store, &record.summary.id, waiting)?;
-        let approval = if waiting.quorum.is_anybody() {
-            None
+        let (approval, refusal) = if waiting.quorum.is_anybody() {
+            (None, None)
         } else {
             let kept = store.decisions_at(&record.summary.id, waiting.pause)?;
-            approval_progress(record, &waiting, people, &kept, &follow_ups)
+            let refusal = match kept
+                .iter()
+                .find(|decision| Some(decision.by.as_str()) == decider)
+            {
+                Some(earlier) => Some(format!(
+                    "{} answered it already ({} at {})",
+                    earlier.by, earlier.decision, earlier.at
+                )),
+                None => check_decider(record, &waiting, people, decider)
+                    .err()
+                    .map(|error| error.message),
+            };
+            (
+                approval_progress(record, &waiting, people, &kept, &follow_ups),
+                refusal,
+            )
         };
         let summary = &record.summary;
         let flow = summary
@@ -236,6 +257,7 @@ pub fn pending_approvals(
             since: summary.updated_at.clone(),
             approval,
             input: waiting.input,
+            refusal,
         });
     }
     Ok(pending)
@@ -312,10 +334,16 @@ impl Weft {
         .await
     }
 
-    /// [`pending_approvals`].
-    pub async fn pending_approvals(&self) -> Result<Vec<PendingApproval>, Error> {
+    /// [`pending_approvals`], for `decider` (the app's user, a token's name).
+    pub async fn pending_approvals(
+        &self,
+        decider: Option<String>,
+    ) -> Result<Vec<PendingApproval>, Error> {
         let people = Arc::clone(&self.people);
-        blocking(self.store(), move |store| pending_approvals(store, &people)).await
+        blocking(self.store(), move |store| {
+            pending_approvals(store, &people, decider.as_deref())
+        })
+        .await
     }
 
     /// [`comparison`].

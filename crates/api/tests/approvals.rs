@@ -168,7 +168,7 @@ async fn two_of_finance_must_approve_and_whoever_started_the_run_may_not() {
         weft.run(&run_id).await.expect("run").run.summary.status,
         RunStatus::Paused
     );
-    let inbox = weft.pending_approvals().await.expect("inbox");
+    let inbox = weft.pending_approvals(None).await.expect("inbox");
     let pending = inbox
         .iter()
         .find(|pending| pending.run_id == run_id)
@@ -180,6 +180,33 @@ async fn two_of_finance_must_approve_and_whoever_started_the_run_may_not() {
             .map(|progress| progress.still_needed),
         Some(1)
     );
+    // The inbox says each person whether they may decide it, and why not (what the app's
+    // disabled buttons and the API's `refusal` show).
+    let refusal = |by: Option<&str>| {
+        let weft = weft.clone();
+        let (run_id, by) = (run_id.clone(), by.map(str::to_string));
+        async move {
+            weft.pending_approvals(by)
+                .await
+                .expect("inbox")
+                .into_iter()
+                .find(|pending| pending.run_id == run_id)
+                .expect("listed")
+                .refusal
+        }
+    };
+    assert_eq!(refusal(Some("bob")).await, None);
+    let said = refusal(Some("ada")).await.expect("ada started it");
+    assert!(said.contains("allowSelf: false"), "{said}");
+    let said = refusal(Some("grace")).await.expect("grace approved");
+    assert!(
+        said.contains("grace answered it already (approve at"),
+        "{said}"
+    );
+    let said = refusal(Some("eve")).await.expect("eve is not in finance");
+    assert!(said.contains("eve may not decide `review`"), "{said}");
+    let said = refusal(None).await.expect("nobody named");
+    assert!(said.contains("name yourself"), "{said}");
 
     // Her approval again counts once; changing her answer is refused.
     let Decided::Counted { progress, .. } = decide(&weft, &run_id, "approve", "grace")
@@ -486,7 +513,7 @@ async fn a_reminder_and_an_escalation_come_once_when_due_whichever_process_looks
         (escalated[0].kind.as_str(), escalated[0].to.clone()),
         ("escalate", vec!["group:ops".to_string()])
     );
-    let inbox = weft.pending_approvals().await.expect("inbox");
+    let inbox = weft.pending_approvals(None).await.expect("inbox");
     let progress = inbox[0].approval.clone().expect("progress");
     assert_eq!(progress.may_still_approve, ["grace", "bob", "eve"]);
     assert!(progress.escalated_at.is_some());

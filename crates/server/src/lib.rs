@@ -1128,8 +1128,9 @@ async fn show_run(
 
 async fn approvals(
     State(api): State<Arc<Api>>,
+    Extension(caller): Extension<Caller>,
 ) -> Result<Json<Vec<views::PendingApproval>>, ApiError> {
-    Ok(Json(api.weft.pending_approvals().await?))
+    Ok(Json(api.weft.pending_approvals(Some(caller.0)).await?))
 }
 
 async fn decide(

@@ -33,10 +33,12 @@ export interface ApprovalFormProps {
   deadline?: string | null;
   where?: string | null;
   disabled: boolean;
+  /** Why this person may not decide it (not an approver, started the run, answered already). */
+  refusal?: string | null;
   onDecide: (approve: boolean, note: string, fields: Record<string, Value>) => Promise<void>;
 }
 
-export function ApprovalForm({ testIdPrefix = '', message, fields, input, deadline, where, disabled, onDecide }: ApprovalFormProps) {
+export function ApprovalForm({ testIdPrefix = '', message, fields, input, deadline, where, disabled, refusal, onDecide }: ApprovalFormProps) {
   const [note, setNote] = useState('');
   const [answers, setAnswers] = useState<Record<string, string>>(() => initialAnswers(fields, input));
   const [problem, setProblem] = useState<string | null>(null);
@@ -127,11 +129,30 @@ export function ApprovalForm({ testIdPrefix = '', message, fields, input, deadli
           {problem}
         </div>
       )}
+      {refusal && (
+        <div className="muted" data-testid={id('refusal')}>
+          {refusal}
+        </div>
+      )}
       <div className="approval-buttons">
-        <button type="button" className="button approve" data-testid={id('approve')} disabled={disabled} onClick={() => decide(true)}>
+        <button
+          type="button"
+          className="button approve"
+          data-testid={id('approve')}
+          disabled={disabled || Boolean(refusal)}
+          title={refusal ?? undefined}
+          onClick={() => decide(true)}
+        >
           Approve
         </button>
-        <button type="button" className="button reject" data-testid={id('reject')} disabled={disabled} onClick={() => decide(false)}>
+        <button
+          type="button"
+          className="button reject"
+          data-testid={id('reject')}
+          disabled={disabled || Boolean(refusal)}
+          title={refusal ?? undefined}
+          onClick={() => decide(false)}
+        >
           Reject
         </button>
       </div>

@@ -48,6 +48,7 @@ function InboxItem({ approval }: { approval: PendingApproval }) {
         input={approval.input}
         deadline={approval.deadline}
         disabled={busy}
+        refusal={approval.refusal}
         onDecide={(approve, note, fields) => session.decideFromInbox(approval.runId, approve, note, fields)}
       />
       <button
@@ -108,6 +109,7 @@ export function PausedApprovalCard() {
         deadline={pending?.deadline}
         where={waiting.nodeId}
         disabled={busy}
+        refusal={pending?.refusal}
         onDecide={(approve, note, answers) => session.answerApproval(approve, note, answers)}
       />
     </section>

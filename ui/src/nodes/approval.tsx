@@ -88,6 +88,7 @@ export function ApprovalPrompt({ nodeId }: { nodeId: string }) {
         deadline={pending?.deadline}
         where={nested ? waiting.nodeId : null}
         disabled={busy}
+        refusal={pending?.refusal}
         onDecide={(approve, note, answers) => session.answerApproval(approve, note, answers)}
       />
     </div>
