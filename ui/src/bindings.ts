@@ -402,7 +402,7 @@ export type ErrorCode =
 "internal";
 
 /**  What happened. Serialized in snake_case (`run_start`, `llm_delta`, ...). */
-export type EventType = "run_start" | "step_start" | "start_prompt" | "logic_check" | "wait_input" | "input_received" | "llm_delta" | "llm_response" | "llm_error" | "subagent_call_start" | "subagent_call_end" | "subagent_call_error" | "tool_call" | "tool_result" | "tool_error" | "step_end" | "error" | "run_end";
+export type EventType = "run_start" | "step_start" | "start_prompt" | "logic_check" | "wait_input" | "input_received" | "llm_delta" | "llm_response" | "llm_error" | "subagent_call_start" | "subagent_call_end" | "subagent_call_error" | "tool_call" | "tool_result" | "tool_error" | "step_end" | "error" | "run_end" | "approval_reminder" | "approval_escalated";
 
 /**
  *  One field whose value differs: `type`, a key of `data` (`userPrompt`), of `settings`, or a

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use weft_engine::{RunHandle, waiting_of};
-use weft_event::EventListener;
+use weft_event::{EventListener, EventType, RunEvent};
 use weft_nodes::FollowUpKind;
 use weft_store::FollowUp;
 
@@ -30,33 +30,45 @@ pub struct Keeper {
     task: Option<JoinHandle<()>>,
 }
 
+/// What a keeper does each round.
+enum Duties {
+    /// Deadlines, follow-ups and runs of dead processes; the runs it continues send their
+    /// events to the listener.
+    Every(Option<EventListener>),
+    /// Follow-ups only.
+    FollowUps,
+}
+
 impl Weft {
     /// Starts the keeper on the current tokio runtime; the runs it continues send their events
     /// to `on_event`.
     pub fn keep(&self, on_event: Option<EventListener>) -> Keeper {
+        self.start_keeper(Duties::Every(on_event))
+    }
+
+    /// Starts a keeper that does approvals' follow-ups only (reminders, escalations): for a
+    /// host whose runs' deadlines and lost processes are seen to elsewhere (a Restate worker:
+    /// durable timers, Restate's own retries).
+    pub fn keep_following_up(&self) -> Keeper {
+        self.start_keeper(Duties::FollowUps)
+    }
+
+    fn start_keeper(&self, duties: Duties) -> Keeper {
         let stop = CancellationToken::new();
         let weft = self.clone();
         let stopped = stop.clone();
         let task = tokio::spawn(async move {
             while !stopped.is_cancelled() {
-                if let Err(error) = weft.settle_deadlines(on_event.clone()).await {
+                if let Duties::Every(on_event) = &duties
+                    && let Err(error) = weft.settle_deadlines(on_event.clone()).await
+                {
                     tracing::warn!("timed-out approvals could not be settled: {error}");
                 }
                 if let Err(error) = weft.settle_follow_ups().await {
                     tracing::warn!("reminders and escalations could not be done: {error}");
                 }
-                let store = weft.store().clone();
-                match blocking(&store, |store| store.interrupt_abandoned()).await {
-                    Ok(runs) => {
-                        for run in runs {
-                            tracing::info!(
-                                "run {run} was left running by a process that stopped; it is interrupted now"
-                            );
-                        }
-                    }
-                    Err(error) => {
-                        tracing::warn!("runs of stopped processes could not be marked: {error}")
-                    }
+                if let Duties::Every(_) = duties {
+                    weft.interrupt_abandoned().await;
                 }
                 tokio::select! {
                     () = tokio::time::sleep(EVERY) => {}
@@ -67,6 +79,23 @@ impl Weft {
         Keeper {
             stop,
             task: Some(task),
+        }
+    }
+
+    /// Marks the runs left running by processes that stopped as interrupted, logging each.
+    async fn interrupt_abandoned(&self) {
+        let store = self.store().clone();
+        match blocking(&store, |store| store.interrupt_abandoned()).await {
+            Ok(runs) => {
+                for run in runs {
+                    tracing::info!(
+                        "run {run} was left running by a process that stopped; it is interrupted now"
+                    );
+                }
+            }
+            Err(error) => {
+                tracing::warn!("runs of stopped processes could not be marked: {error}")
+            }
         }
     }
 
@@ -130,6 +159,13 @@ impl Weft {
                         to: &to,
                     })?;
                     if claimed {
+                        store.append_to_paused(follow_up_event(
+                            &run_id,
+                            &waiting.node_id,
+                            kind,
+                            &to,
+                            &now_text,
+                        ))?;
                         if !to.is_empty() {
                             // Emailed by whichever process has a mailer (`weft serve --smtp`).
                             store.queue_mail(&run_id, waiting.pause, kind.as_str(), &now_text)?;
@@ -177,6 +213,46 @@ impl Weft {
     /// with nothing to settle need not start anything to find out.
     pub fn has_deadlines(&self) -> bool {
         self.store().deadline_at_open().is_some()
+    }
+}
+
+/// The event a follow-up adds to the run's log while it waits (`approval_reminder`,
+/// `approval_escalated`), at the approval `path` (`sub/review`: node `review` of scope `sub`).
+fn follow_up_event(
+    run_id: &str,
+    path: &str,
+    kind: FollowUpKind,
+    to: &[String],
+    at: &str,
+) -> RunEvent {
+    let who = if to.is_empty() {
+        "anybody who may decide".to_string()
+    } else {
+        to.join(", ")
+    };
+    let (kind, content) = match kind {
+        FollowUpKind::Remind => (EventType::ApprovalReminder, format!("reminded {who}")),
+        FollowUpKind::Escalate => (
+            EventType::ApprovalEscalated,
+            format!("escalated: {who} may decide it now"),
+        ),
+    };
+    let (scope, node) = match path.rsplit_once('/') {
+        Some((scope, node)) => (Some(scope.to_string()), node),
+        None => (None, path),
+    };
+    RunEvent {
+        seq: 0,
+        run_id: Arc::from(run_id),
+        ts: Arc::from(at),
+        kind,
+        node_id: Some(node.to_string()),
+        content,
+        scope,
+        item: None,
+        from: None,
+        usage: None,
+        model: None,
     }
 }
 

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use weft_api::{
     Channel, Decided, ErrorKind, Lifetime, People, ResumeOptions, StartRequest, StoreLocation, Weft,
 };
-use weft_event::RunStatus;
+use weft_event::{EventType, RunStatus};
 use weft_flow::Flow;
 use weft_nodes::Decision;
 use weft_providers::ProviderSettings;
@@ -535,5 +535,37 @@ async fn a_reminder_and_an_escalation_come_once_when_due_whichever_process_looks
     assert!(
         weft.settle_follow_ups().await.expect("settled").is_empty(),
         "a decided run is not followed up"
+    );
+
+    // Both are in the run's log, where it waited, once each; the run went on numbering its
+    // events after them (no number twice, none skipped).
+    let events = weft.store().events(&run_id).expect("events");
+    let kinds: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|event| {
+            matches!(
+                event.kind,
+                EventType::ApprovalReminder | EventType::ApprovalEscalated
+            )
+        })
+        .map(|event| (event.kind.as_str(), event.content.as_str()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("approval_reminder", "reminded grace"),
+            (
+                "approval_escalated",
+                "escalated: group:ops may decide it now"
+            ),
+        ]
+    );
+    let numbers: Vec<u64> = events.iter().map(|event| event.seq).collect();
+    assert_eq!(numbers, (1..=events.len() as u64).collect::<Vec<_>>());
+    let position = |kind: EventType| events.iter().position(|event| event.kind == kind);
+    assert!(
+        position(EventType::WaitInput) < position(EventType::ApprovalReminder)
+            && position(EventType::ApprovalEscalated) < position(EventType::InputReceived),
+        "{events:?}"
     );
 }

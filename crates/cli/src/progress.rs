@@ -277,6 +277,13 @@ impl Progress {
                     )
                 }
             }
+            EventType::ApprovalReminder | EventType::ApprovalEscalated => {
+                format!(
+                    "  {} {node}: {}\n",
+                    style.yellow("⏰"),
+                    output::one_line(&event.content, 160)
+                )
+            }
             EventType::InputReceived => {
                 let (decision, note) = decision_parts(&event.content);
                 let mut line = format!("  {} {node}: {}", style.dim("→"), style.bold(&decision));

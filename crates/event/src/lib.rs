@@ -69,6 +69,11 @@ pub enum EventType {
     StepEnd,
     Error,
     RunEnd,
+    // While the run waits at an approval (`node_id`, the path of one in a subflow): those still
+    // needed were reminded (`remindAfterSeconds`); the content names them.
+    ApprovalReminder,
+    // While it waits: `escalateTo` became approvers too (`escalateAfterSeconds`).
+    ApprovalEscalated,
 }
 
 impl EventType {

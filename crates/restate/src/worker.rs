@@ -212,11 +212,14 @@ async fn answer(
     let checked = given.clone();
     let id = run_id.clone();
     // The store says where the run waits (the workflow may not have reached its promise yet):
-    // the pause is named by the run's last event then.
+    // see `pause_of` for the pause's name.
     let pause_seq = ctx
         .run(|| async move {
             match engine.check_answer(&id, &checked).await {
-                Ok(()) => engine.store().last_seq(&id).map_err(retryable),
+                Ok(()) => {
+                    let record = engine.store().run(&id).map_err(retryable)?;
+                    pause_of(&engine, &record).await
+                }
                 Err(RunError::Store(StoreError::Refused { message })) => {
                     Err(TerminalError::new_with_code(400, message).into())
                 }
@@ -320,8 +323,7 @@ async fn segment(engine: &Engine, run_id: &str, step: Step) -> HandlerResult<Out
                     return outcome_of(engine, &record).await;
                 }
                 (RunStatus::Paused, Step::Answer { answer, pause_seq }) => {
-                    let last = last_seq(engine, run_id).await?;
-                    if last != *pause_seq {
+                    if pause_of(engine, &record).await? != *pause_seq {
                         // This decision was taken and the run paused again before the segment
                         // was journaled: that later pause is where it stands.
                         return outcome_of(engine, &record).await;
@@ -396,9 +398,21 @@ async fn last_seq(engine: &Engine, run_id: &str) -> HandlerResult<u64> {
     engine.store().last_seq(run_id).map_err(retryable)
 }
 
+/// The name of the pause a paused run waits at (its workflow's promise is named by it): the
+/// number of the run's last event when it paused. Taken from the pause itself, not the log, so
+/// that events a keeper adds while the run waits (a reminder) do not rename it; a workflow
+/// paused by an earlier Weft, which read the log's last event then, has the same name.
+async fn pause_of(engine: &Engine, record: &weft_store::RunRecord) -> HandlerResult<u64> {
+    match weft_engine::waiting_of(record) {
+        Some(waiting) => Ok(waiting.pause.saturating_sub(1)),
+        None => last_seq(engine, &record.summary.id).await,
+    }
+}
+
 async fn outcome_from(engine: &Engine, outcome: RunOutcome) -> HandlerResult<Outcome> {
-    let pause_seq = match outcome.status {
-        RunStatus::Paused => last_seq(engine, &outcome.run_id).await?,
+    let pause_seq = match (outcome.status, &outcome.waiting) {
+        (RunStatus::Paused, Some(waiting)) => waiting.pause.saturating_sub(1),
+        (RunStatus::Paused, None) => last_seq(engine, &outcome.run_id).await?,
         _ => 0,
     };
     let deadline = outcome
@@ -419,7 +433,7 @@ async fn outcome_from(engine: &Engine, outcome: RunOutcome) -> HandlerResult<Out
 async fn outcome_of(engine: &Engine, record: &weft_store::RunRecord) -> HandlerResult<Outcome> {
     let status = record.summary.status;
     let pause_seq = match status {
-        RunStatus::Paused => last_seq(engine, &record.summary.id).await?,
+        RunStatus::Paused => pause_of(engine, record).await?,
         _ => 0,
     };
     Ok(Outcome {

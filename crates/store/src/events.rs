@@ -9,9 +9,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::sql::{Db, params};
+use super::sql::{Db, Dialect, params};
 use super::{StoreError, corrupt, to_i64};
-use weft_event::{EventType, RunEvent};
+use weft_event::{EventType, RunEvent, RunStatus};
 use weft_providers::Usage;
 
 /// Stores one committed batch of a run's events.
@@ -183,4 +183,36 @@ pub(super) fn last_seq(db: &mut dyn Db, run_id: &str) -> Result<u64, StoreError>
         .map(|row| row.int("last_seq"))
         .transpose()?;
     super::to_u64(run_id, "event seq", last.unwrap_or(0))
+}
+
+/// Appends `event` to the events of run `run_id` as its next one, if the run is paused, inside
+/// the caller's transaction (begun with [`Db::begin`]): its `seq` is set here. A host that
+/// claims the run to go on does so before or after this, never between its reading the last
+/// `seq` and this insert (SQLite's transaction holds the write lock; PostgreSQL's locks the
+/// run's row), and a run going on numbers its events after the last one stored. `None` when
+/// the run is not paused.
+pub(super) fn append_to_paused(
+    db: &mut dyn Db,
+    event: &mut RunEvent,
+) -> Result<Option<u64>, StoreError> {
+    let run_id = event.run_id.to_string();
+    let status = match db.dialect() {
+        Dialect::Postgres => db.query_opt(
+            "SELECT status FROM runs WHERE id = ?1 FOR UPDATE",
+            &params![run_id.as_str()],
+        )?,
+        Dialect::Sqlite => db.query_opt(
+            "SELECT status FROM runs WHERE id = ?1",
+            &params![run_id.as_str()],
+        )?,
+    };
+    let Some(status) = status else {
+        return Err(StoreError::NoSuchRun(run_id));
+    };
+    if super::runs::parse_status(&run_id, &status.text("status")?)? != RunStatus::Paused {
+        return Ok(None);
+    }
+    event.seq = last_seq(db, &run_id)? + 1;
+    insert_batch(db, &run_id, &[&*event])?;
+    Ok(Some(event.seq))
 }

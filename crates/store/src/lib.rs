@@ -1053,6 +1053,23 @@ impl Store {
         })
     }
 
+    /// Appends `event` to the events of its run as the next one (its `seq` is set here) if the
+    /// run is paused: what a keeper notes while a run waits (a reminder, an escalation). A host
+    /// claiming the run meanwhile goes on after it. Returns the event's seq, or `None` when the
+    /// run is not paused.
+    pub fn append_to_paused(&self, mut event: RunEvent) -> Result<Option<u64>, StoreError> {
+        self.read(|db| {
+            db.begin()?;
+            match events::append_to_paused(db, &mut event) {
+                Ok(seq) => db.commit().map(|()| seq),
+                Err(error) => {
+                    let _ = db.rollback();
+                    Err(error)
+                }
+            }
+        })
+    }
+
     /// The decisions kept at pause `pause` of run `run_id`, in chain order.
     pub fn decisions_at(
         &self,

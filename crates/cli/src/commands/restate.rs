@@ -67,6 +67,8 @@ pub(crate) async fn restate(args: RestateArgs) -> anyhow::Result<Exit> {
     ));
     // The flows' schedules: each worker looks, the one that claims an occurrence in the store
     // hands its run to the ingress.
+    // Approvals' reminders and escalations (their timeouts are the workflows' durable timers).
+    let follow_ups = weft.keep_following_up();
     let schedules = Schedules::started_by(
         weft,
         args.flows.clone(),
@@ -80,6 +82,7 @@ pub(crate) async fn restate(args: RestateArgs) -> anyhow::Result<Exit> {
         _ = super::serve::stop_signal() => {}
     }
     schedules.stop().await;
+    follow_ups.stop().await;
     output::err(&format!("{}\n", style.dim("stopped")));
     Ok(Exit::Success)
 }

@@ -636,6 +636,90 @@ async fn an_approval_nobody_decides_times_out_on_a_durable_timer() {
     assert_eq!(status, 409, "too late: {answer}");
 }
 
+/// A reminder is added to the log of a run that waits in a workflow; the workflow's promise is
+/// still found by the decision (it is named by the pause, not by the log's last event).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reminder_in_the_log_of_a_waiting_workflow_does_not_lose_its_decision() {
+    let sandbox = sandbox_with_flow(
+        "pay",
+        &json!({
+            "version": 1,
+            "name": "Pay",
+            "nodes": [
+                node("start", "start", json!({ "initialInput": "40 EUR" })),
+                node("review", "approval", json!({
+                    "message": "Pay {{PREVIOUS_OUTPUT}}?",
+                    "approvers": ["bob"],
+                    "remindAfterSeconds": 1
+                })),
+                node("paid", "template", json!({ "template": "paid {{PREVIOUS_OUTPUT}}" })),
+                node("held", "template", json!({ "template": "held" })),
+            ],
+            "edges": [
+                edge("e1", "start", "review", None),
+                edge("e2", "review", "paid", Some("approve")),
+                edge("e3", "review", "held", Some("reject")),
+            ]
+        }),
+    );
+    let llm = ScriptedLlm::start(Script::default())
+        .await
+        .expect("scripted LLM");
+    let ingress = Ingress::new(RestateServer::start());
+    let _worker = worker(&sandbox, &llm, &ingress.server, true);
+    ingress.start("pay-1", "pay").await;
+    wait_for_status(&sandbox, "pay-1", "paused").await;
+
+    // The worker's keeper reminds bob, in the run's log.
+    let started = Instant::now();
+    loop {
+        let run = shown(&sandbox, "pay-1");
+        let reminded = run["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .any(|event| {
+                event["type"] == "approval_reminder" && event["content"] == "reminded bob"
+            });
+        if reminded {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "bob was never reminded: {run}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let db = sandbox.db_arg();
+    let ran = sandbox
+        .run_with(
+            &[
+                "resume",
+                "pay-1",
+                "--decision",
+                "approve",
+                "--by",
+                "bob",
+                "--db",
+                &db,
+            ],
+            &llm,
+        )
+        .await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout, "paid 40 EUR\n", "{ran:?}");
+    let result = ingress.result("pay-1").await;
+    assert_eq!(result["status"], "completed", "{result}");
+    let run = shown(&sandbox, "pay-1");
+    let numbers: Vec<u64> = run["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|event| event["seq"].as_u64())
+        .collect();
+    assert_eq!(numbers, (1..=numbers.len() as u64).collect::<Vec<_>>());
+}
+
 #[test]
 fn a_worker_that_cannot_register_or_has_no_flows_folder_says_why() {
     let sandbox = Sandbox::new();

@@ -757,10 +757,12 @@ impl Engine {
                 // A step that paused in its middle (an agent's tool approval) runs again, and
                 // gets the answers it had.
                 let calls = store.llm_calls(&run_id)?;
-                Ok((run_id, record, (outputs, calls)))
+                // Read once claimed: events a keeper added while it waited (a reminder) are in.
+                let last_seq = store.last_seq(&run_id)?;
+                Ok((run_id, record, (outputs, calls, last_seq)))
             })
             .await;
-        let (run_id, record, (stored_outputs, calls)) = match (claimed, answer.clone()) {
+        let (run_id, record, (stored_outputs, calls, last_seq)) = match (claimed, answer.clone()) {
             (
                 Err(StoreError::NotPaused {
                     run_id,
@@ -800,7 +802,7 @@ impl Engine {
             Arc::from(run_id.as_str()),
             self.store().clone(),
             options.on_event,
-            state.next_seq.max(1),
+            state.next_seq.max(last_seq + 1),
             record.usage,
             self.trace(
                 &run_id,
@@ -1065,19 +1067,21 @@ impl Engine {
     ) -> Result<RunOutcome, RunError> {
         hosted::refuse_if_hosted(self, run_id, "be cancelled").await?;
         let wanted = run_id.to_string();
-        let (run_id, record) = self
+        let claimed = self
             .blocking(move |store| {
                 let run_id = store.resolve_run_id(&wanted)?;
                 let record = store.claim_paused(&run_id, &now(), None)?;
-                Ok((run_id, record))
+                let last_seq = store.last_seq(&run_id)?;
+                Ok((run_id, record, last_seq))
             })
             .await?;
+        let (run_id, record, last_seq) = claimed;
         let state: SavedState = serde_json::from_value(record.state.clone()).unwrap_or_default();
         let events = Emitter::new(
             Arc::from(run_id.as_str()),
             self.store().clone(),
             on_event,
-            state.next_seq.max(1),
+            state.next_seq.max(last_seq + 1),
             record.usage,
             None,
         );
