@@ -17,7 +17,7 @@ use weft_engine::{
 use weft_event::{EventListener, RunStatus};
 use weft_flow::Flow;
 use weft_nodes::{Decision, DecisionChoice, FlowToRun};
-use weft_store::{NewDecision, Recorded, RunRecord, StoredDecision};
+use weft_store::{NewDecision, Recorded, RunRecord, StoredDecision, TriggerKind};
 
 use crate::approvals::{
     Channel, Decided, check_advance_decisions, check_decider, check_quorums, draft_edit,
@@ -130,9 +130,22 @@ impl Weft {
             }
             None => Entry::Start,
         };
+        // Answers given in advance are kept in the audit as the channel that started the run.
+        let decisions_through = request
+            .trigger
+            .as_ref()
+            .and_then(|trigger| match trigger.kind {
+                TriggerKind::Manual => Some(Channel::Cli),
+                TriggerKind::Api | TriggerKind::Hook => Some(Channel::Api),
+                TriggerKind::Mcp => Some(Channel::Mcp),
+                TriggerKind::Schedule => None,
+            })
+            .filter(|_| !request.decisions.is_empty())
+            .map(|channel| channel.as_str().to_string());
         let options = RunOptions {
             input: request.input,
             decisions: request.decisions,
+            decisions_through,
             flow_path: request.flow_path,
             on_event: request.on_event,
             cancel: request.cancel,

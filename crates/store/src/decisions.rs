@@ -49,6 +49,38 @@ pub struct NewDecision<'a> {
     pub at: &'a str,
 }
 
+/// A decision given in advance, as the engine queues it for keeping ([`NewDecision`] owned).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GivenDecision {
+    pub run_id: String,
+    pub node_id: String,
+    /// The number of the event that says it was applied (`input_received`).
+    pub pause: u64,
+    pub decision: String,
+    pub by: String,
+    pub channel: String,
+    pub note: String,
+    pub fields: Value,
+    pub at: String,
+}
+
+impl GivenDecision {
+    pub(super) fn as_new(&self) -> NewDecision<'_> {
+        NewDecision {
+            run_id: &self.run_id,
+            node_id: &self.node_id,
+            pause: self.pause,
+            decision: &self.decision,
+            by: &self.by,
+            channel: &self.channel,
+            note: &self.note,
+            fields: &self.fields,
+            draft_edit: None,
+            at: &self.at,
+        }
+    }
+}
+
 /// A kept decision, as `weft audit --json` prints it.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -126,6 +158,20 @@ pub enum ChainCheck {
 /// Keeps `new` at the end of the chain, inside the caller's transaction (begun with
 /// [`Db::begin`]): see [`crate::Store::record_decision`].
 pub(super) fn record(db: &mut dyn Db, new: &NewDecision<'_>) -> Result<Recorded, StoreError> {
+    record_checked(db, new, true)
+}
+
+/// Keeps `new`, a decision given in advance and applied as the run went (`weft run --decide`),
+/// at the end of the chain, inside the writer's transaction: the run is not paused for it.
+pub(super) fn record_given(db: &mut dyn Db, new: &NewDecision<'_>) -> Result<(), StoreError> {
+    record_checked(db, new, false).map(|_| ())
+}
+
+fn record_checked(
+    db: &mut dyn Db,
+    new: &NewDecision<'_>,
+    paused: bool,
+) -> Result<Recorded, StoreError> {
     let pause = to_i64("a pause's number", new.pause)?;
     let by = if new.by.is_empty() { "unknown" } else { new.by };
     // Every inserter waits here for the one before it (SQLite's transaction holds the write
@@ -160,6 +206,7 @@ pub(super) fn record(db: &mut dyn Db, new: &NewDecision<'_>) -> Result<Recorded,
         Some(row) => runs::parse_status(&run_id, &row.text("status")?)?,
     };
     match status {
+        _ if !paused => {}
         RunStatus::Paused => {}
         status if status.is_finished() => return Err(StoreError::Finished { run_id, status }),
         status => return Err(StoreError::NotPaused { run_id, status }),

@@ -48,7 +48,7 @@ mod writer;
 pub use json::json_text;
 pub use writer::OUTAGE_LIMIT;
 
-pub use decisions::{ChainCheck, NewDecision, Recorded, StoredDecision};
+pub use decisions::{ChainCheck, GivenDecision, NewDecision, Recorded, StoredDecision};
 pub use follow_ups::{FollowUp, StoredFollowUp};
 pub use llm_calls::{CallUsage, RecordedCall};
 pub use mail::{MailKey, StoredMail};
@@ -850,6 +850,12 @@ impl Store {
             approval_json: approval.to_string(),
             at: at.to_string(),
         });
+    }
+
+    /// Queues keeping a decision given in advance (`weft run --decide`) as the run applied it,
+    /// in the chain of decisions (`weft audit`).
+    pub fn keep_given_decision(&self, given: GivenDecision) {
+        self.send(Write::GivenDecision(Box::new(given)));
     }
 
     /// Queues pausing a run: status `paused`, the waiting step, the engine state, when its

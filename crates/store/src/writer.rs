@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use super::sql::{Db, Dialect};
 use super::{
-    FlowVersionUse, RecordedCall, StepRow, StoreError, events, lease, llm_calls, mail,
-    node_outputs, queue, runs, versions,
+    FlowVersionUse, GivenDecision, RecordedCall, StepRow, StoreError, decisions, events, lease,
+    llm_calls, mail, node_outputs, queue, runs, versions,
 };
 use weft_event::{EventListener, RunEvent, RunStatus};
 use weft_providers::Usage;
@@ -110,6 +110,8 @@ pub(super) enum Write {
         run_id: String,
         pins_json: String,
     },
+    /// A decision given in advance and applied, kept in the chain of decisions.
+    GivenDecision(Box<GivenDecision>),
     Pause {
         run_id: String,
         waiting: Box<StepRow>,
@@ -204,6 +206,10 @@ impl Write {
             } => format!("storing the approval at node {node_id} in run {run_id}"),
             Write::Pins { run_id, .. } => format!("keeping the pins of run {run_id}"),
             Write::Pause { run_id, .. } => format!("pausing run {run_id}"),
+            Write::GivenDecision(given) => format!(
+                "keeping {}'s decision for `{}` of run {}",
+                given.by, given.node_id, given.run_id
+            ),
             Write::Checkpoint { run_id, .. } => format!("checkpointing run {run_id}"),
             Write::LlmCall { run_id, call, .. } => format!(
                 "keeping the answer of an LLM call of node {} in run {run_id}",
@@ -308,6 +314,7 @@ impl Write {
                 state_json,
                 at,
             } => runs::set_state(db, run_id, state_json, at),
+            Write::GivenDecision(given) => decisions::record_given(db, &given.as_new()),
             Write::Finish {
                 run_id,
                 status,

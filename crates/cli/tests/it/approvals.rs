@@ -180,3 +180,76 @@ fn a_people_file_that_does_not_parse_is_refused_naming_the_line() {
         "{ran:?}"
     );
 }
+
+#[test]
+fn an_answer_given_in_advance_is_kept_in_the_audit_as_it_is_applied() {
+    let sandbox = Sandbox::new();
+    let people = sandbox.dir.path().join("people.txt");
+    std::fs::write(&people, PEOPLE).expect("people");
+    let people = people.display().to_string();
+    let flow = sandbox.flow("review.json", &approval_flow());
+    let db = sandbox.db_arg();
+    let ran = weft(
+        &sandbox,
+        &people,
+        "grace",
+        &[
+            "run",
+            &flow,
+            "--db",
+            &db,
+            "--decide",
+            "review=approve:ship it",
+        ],
+    );
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout, "APPROVED Draft: the plan (ship it)\n");
+
+    let runs = weft(&sandbox, &people, "grace", &["runs", "--db", &db, "--json"]);
+    let runs: Value = serde_json::from_str(&runs.stdout).expect("runs");
+    let id = runs[0]["id"].as_str().expect("id").to_string();
+    let audit = weft(
+        &sandbox,
+        &people,
+        "grace",
+        &["audit", "--run", &id, "--json", "--db", &db],
+    );
+    let audit: Value = serde_json::from_str(&audit.stdout).expect("audit");
+    let kept: Vec<(&str, &str, &str, &str, &str)> = audit
+        .as_array()
+        .expect("decisions")
+        .iter()
+        .map(|decision| {
+            (
+                decision["nodeId"].as_str().unwrap_or_default(),
+                decision["decision"].as_str().unwrap_or_default(),
+                decision["by"].as_str().unwrap_or_default(),
+                decision["channel"].as_str().unwrap_or_default(),
+                decision["note"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(kept, [("review", "approve", "grace", "cli", "ship it")]);
+    // Numbered by the event that applied it.
+    let shown = weft(
+        &sandbox,
+        &people,
+        "grace",
+        &["show", &id, "--json", "--db", &db],
+    );
+    let shown: Value = serde_json::from_str(&shown.stdout).expect("show");
+    let applied = shown["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .find(|event| event["type"] == "input_received")
+        .expect("applied");
+    assert_eq!(audit[0]["pause"], applied["seq"]);
+    let verified = weft(
+        &sandbox,
+        &people,
+        "grace",
+        &["audit", "--verify", "--db", &db],
+    );
+    assert_eq!(verified.code, Some(0), "{verified:?}");
+}

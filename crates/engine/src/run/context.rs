@@ -45,6 +45,9 @@ pub(crate) struct RunShared {
     /// The subflow versions this run has recorded (`path` and hash): a forEach over a
     /// thousand items records its body's version once.
     pub subflow_versions: Arc<std::sync::Mutex<std::collections::HashSet<(String, String)>>>,
+    /// How the decisions given in advance reached Weft (`cli`, `api`, `mcp`): they are kept in
+    /// the chain of decisions as they are applied. `None`: not kept (a flow test's answers).
+    pub decisions_through: Option<Arc<str>>,
 }
 
 /// Shared by every step of one run (or of one nested run).

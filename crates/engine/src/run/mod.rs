@@ -90,6 +90,9 @@ pub struct RunOptions {
     /// `sub`); used every time that node is reached in this process. Checked by
     /// [`check_decisions`] before the run starts.
     pub decisions: HashMap<String, Decision>,
+    /// How `decisions` reached Weft (`cli`, `api`, `mcp`): each is kept in the store's chain of
+    /// decisions (`weft audit`) as it is applied. `None` keeps them only in the run's events.
+    pub decisions_through: Option<String>,
     /// The flow file, stored with the run for history.
     pub flow_path: Option<PathBuf>,
     pub on_event: Option<EventListener>,
@@ -477,6 +480,10 @@ impl Engine {
                 ..RunShared::default()
             },
             (None, replay) => self.shared_replaying(replay).await?,
+        };
+        let shared = RunShared {
+            decisions_through: options.decisions_through.as_deref().map(Arc::from),
+            ..shared
         };
         let run_id = options
             .run_id

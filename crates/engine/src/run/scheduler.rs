@@ -955,7 +955,7 @@ impl Scheduler {
         if let Some(decision) = self.ctx.decisions.get(&node_id).cloned() {
             self.ctx
                 .emit(EventType::WaitInput, Some(&node_id), message.clone());
-            self.apply_decision(item, &decision);
+            self.apply_decision_given(item, &decision);
         } else {
             self.ctx
                 .events
@@ -999,6 +999,35 @@ impl Scheduler {
             self.waiting = Some(Waiting::Child { item, pause });
             self.status = RunStatus::Paused;
         }
+    }
+
+    /// A decision given in advance: applied, and kept in the chain of decisions as given by its
+    /// person through the run's channel.
+    fn apply_decision_given(&mut self, item: QueuedStep, decision: &Decision) {
+        let fields = self.approval_fields(&item.node_id);
+        if let (Some(channel), Ok(checked)) = (
+            self.ctx.shared.decisions_through.clone(),
+            decision.clone().checked(&fields, &item.input),
+        ) {
+            self.ctx
+                .store()
+                .keep_given_decision(weft_store::GivenDecision {
+                    run_id: self.ctx.run_id.to_string(),
+                    node_id: self.ctx.store_key(&item.node_id),
+                    // The `input_received` event that says it was applied.
+                    pause: self.ctx.events.next_seq(),
+                    decision: checked.decision.handle().to_string(),
+                    by: checked
+                        .by
+                        .clone()
+                        .unwrap_or_else(|| weft_nodes::decision::UNKNOWN_DECIDER.to_string()),
+                    channel: channel.to_string(),
+                    note: checked.note.clone(),
+                    fields: serde_json::to_value(&checked.fields).unwrap_or_default(),
+                    at: now(),
+                });
+        }
+        self.apply_decision(item, decision);
     }
 
     fn apply_decision(&mut self, item: QueuedStep, decision: &Decision) {
