@@ -492,6 +492,8 @@ pub struct SettingsView {
     pub people: String,
     /// The names of the variables set for MCP servers' `${NAME}`s (their values stay here).
     pub variables: Vec<String>,
+    /// The `weft serve`s this app connects to (their tokens stay here).
+    pub servers: Vec<crate::servers::ServerView>,
     /// Where the settings live (the file is readable by its owner only).
     pub settings_file: String,
     /// The run store.
@@ -517,6 +519,8 @@ pub struct SettingsChange {
     pub people: Option<String>,
     /// A variable MCP server definitions read as `${NAME}`; an empty value removes it.
     pub variable: Option<VariableChange>,
+    /// A `weft serve` added, changed or removed.
+    pub server: Option<crate::servers::ServerChange>,
 }
 
 /// A variable for MCP servers' `${NAME}`s, written into the settings file only.
@@ -571,6 +575,9 @@ pub fn save_settings(
         if let Some(variable) = &change.variable {
             updated.set_variable(&variable.name, &variable.value)?;
         }
+        if let Some(server) = &change.server {
+            updated.servers = crate::servers::changed(&updated.servers, server)?;
+        }
         updated.save(&state.paths.settings_file())?;
         *settings = updated;
     }
@@ -590,6 +597,28 @@ pub async fn test_connection(
         .check_connection(provider)
         .await
         .map_err(|e| AppError::new(ErrorCode::Provider, e.to_string()))
+}
+
+/// Checks the connection to the server named `name` in Settings → Servers: reached, a Weft
+/// server with the routes the app uses, the token taken; what is wrong otherwise.
+#[tauri::command]
+#[specta::specta]
+pub async fn check_server(
+    state: State<'_, AppState>,
+    name: String,
+) -> Result<crate::servers::ServerCheck, AppError> {
+    let server = crate::lock(&state.settings)
+        .servers
+        .iter()
+        .find(|server| server.name == name)
+        .cloned()
+        .ok_or_else(|| {
+            AppError::new(
+                ErrorCode::NotFound,
+                format!("there is no server `{name}` in Settings → Servers"),
+            )
+        })?;
+    Ok(crate::servers::check(&server, crate::servers::CHECK_TIMEOUT).await)
 }
 
 /// One MCP server's tools as Settings and the flow's settings panel list them.
@@ -756,6 +785,7 @@ impl AppState {
                 .unwrap_or_default(),
             people: settings.people.clone().unwrap_or_default(),
             variables: settings.variables(),
+            servers: crate::servers::views(&settings.servers),
             settings_file: self.paths.settings_file().display().to_string(),
             run_store: self.paths.store.shown(),
         }

@@ -7,6 +7,7 @@
 
 mod commands;
 mod error;
+pub mod servers;
 mod settings;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -231,6 +232,7 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::get_settings,
             commands::save_settings,
             commands::test_connection,
+            commands::check_server,
             commands::list_mcp_tools,
         ])
 }

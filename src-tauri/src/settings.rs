@@ -117,6 +117,9 @@ pub struct SettingsFile {
     /// (`NAME EMAIL GROUP...` a line); without it, the file `WEFT_PEOPLE_FILE` names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub people: Option<String>,
+    /// The `weft serve`s this app connects to (Settings → Servers), their tokens with them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<crate::servers::ServerEntry>,
 }
 
 /// How messages name the people typed in Settings.

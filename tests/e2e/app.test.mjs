@@ -4,8 +4,8 @@
 // target folder).
 
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { copyFileSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
 
@@ -1318,4 +1318,60 @@ test("History → Versions: a run and a save each keep a version; Compare marks 
     ["start", "say", "old"],
   );
   assert.equal(saved.nodes[1].data.template, "first: {{ PREVIOUS_OUTPUT }}");
+});
+
+test("Settings → Servers: a team's weft serve added with its token; the check says connected, then names a wrong token", async () => {
+  // A real `weft serve` on loopback, with a tokens file.
+  const dir = path.join(TMP, "team-server");
+  mkdirSync(path.join(dir, "flows"), { recursive: true });
+  writeFileSync(path.join(dir, "tokens.txt"), "ada:team-token-0123456789abcdef\n");
+  const weft = path.join(path.dirname(APP), "weft");
+  const server = spawn(weft, ["serve", "--flows", "flows", "--tokens", "tokens.txt", "--addr", "127.0.0.1:0", "--db", path.join(dir, "runs.db")], {
+    cwd: dir,
+    stdio: ["ignore", "pipe", "ignore"],
+  });
+  try {
+    const url = await new Promise((resolve, reject) => {
+      let text = "";
+      server.stdout.on("data", (chunk) => {
+        text += chunk;
+        if (text.includes("\n")) resolve(text.split("\n")[0].trim());
+      });
+      server.on("exit", (code) => reject(new Error(`weft serve stopped: ${code}`)));
+    });
+    await byTestId(browser, "tab-settings").click();
+    await typeInto(browser, byTestId(browser, "settings-server-name"), "team");
+    await typeInto(browser, byTestId(browser, "settings-server-url"), url);
+    await typeInto(browser, byTestId(browser, "settings-server-token"), "team-token-0123456789abcdef");
+    await byTestId(browser, "settings-save-server").click();
+    const row = byTestId(browser, "settings-server");
+    await row.waitForExist({ timeout: 5_000 });
+    assert.match(await row.getText(), /team[\s\S]*token set/);
+    await row.$('[data-testid="settings-check-server"]').click();
+    const found = row.$('[data-testid="settings-server-check"]');
+    await found.waitForExist({ timeout: 15_000 });
+    assert.equal(await found.getAttribute("data-ok"), "true", await found.getText());
+    assert.match(await found.getText(), /connected to http:\/\/127\.0\.0\.1:\d+: the token is taken/);
+    await shot(browser, "40-settings-servers");
+
+    // Saved again with another token: the check names the refusal.
+    await typeInto(browser, byTestId(browser, "settings-server-name"), "team");
+    await typeInto(browser, byTestId(browser, "settings-server-url"), url);
+    await typeInto(browser, byTestId(browser, "settings-server-token"), "not-the-token-0123456789");
+    await byTestId(browser, "settings-save-server").click();
+    await browser.waitUntil(async () => (await byTestId(browser, "settings-server-token").getValue()) === "", {
+      timeout: 5_000,
+      timeoutMsg: "the server was not saved again",
+    });
+    await byTestId(browser, "settings-server").$('[data-testid="settings-check-server"]').click();
+    await browser.waitUntil(
+      async () => /refuses the token \(401\)/.test(await byTestId(browser, "settings-server").getText()),
+      { timeout: 15_000, timeoutMsg: "the wrong token was not named" },
+    );
+    // Removed: other tests see no servers.
+    await byTestId(browser, "settings-server").$(".icon-button").click();
+    await waitUntilGone(browser, "settings-server");
+  } finally {
+    server.kill();
+  }
 });

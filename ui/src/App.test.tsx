@@ -22,6 +22,7 @@ import type {
   RunDetail,
   RunEvent,
   RunSummary,
+  SettingsChange,
   SettingsView,
   TestsView,
   Value,
@@ -53,7 +54,7 @@ function pastRun(id: string): RunSummary {
 }
 
 function settingsView(): SettingsView {
-  return { providers: [], defaultModel: '', userName: '', prices: '', mcpServers: '', people: '', variables: [], settingsFile: '/c/settings.json', runStore: '/d/runs.db' };
+  return { providers: [], defaultModel: '', userName: '', prices: '', mcpServers: '', people: '', variables: [], servers: [], settingsFile: '/c/settings.json', runStore: '/d/runs.db' };
 }
 
 function fakeApi(overrides: Partial<Api> = {}): Api {
@@ -91,6 +92,7 @@ function fakeApi(overrides: Partial<Api> = {}): Api {
     getSettings: fail,
     saveSettings: fail,
     testConnection: fail,
+    checkServer: fail,
     listMcpTools: fail,
     ...overrides,
   };
@@ -762,6 +764,7 @@ describe('App', () => {
       mcpServers: '',
       people: '',
       variables: [],
+      servers: [],
       settingsFile: '/config/settings.json',
       runStore: '/data/runs.db',
     });
@@ -780,6 +783,41 @@ describe('App', () => {
     await act(async () => fireEvent.click(screen.getByTestId('settings-save-prices')));
     expect(saveSettings).toHaveBeenLastCalledWith(expect.objectContaining({ prices: '{"openai/x": {"input": 1, "output": 1}}', defaultModel: null }));
     expect(screen.queryByTestId('settings-prices-error')).toBeNull();
+  });
+
+  it('adds a server in Settings → Servers without showing its token back, and says what its connection check found', async () => {
+    let servers: SettingsView['servers'] = [];
+    const view = (): SettingsView => ({ ...settingsView(), servers });
+    const saveSettings = vi.fn((change: SettingsChange) => {
+      const server = change.server;
+      if (server && !(server.url ?? '').startsWith('http')) {
+        return Promise.reject({ code: 'badRequest', message: '`team.example`: a server’s address starts with http:// or https://' });
+      }
+      if (server) servers = server.remove ? [] : [{ name: server.name, url: server.url ?? '', tokenSet: (server.token ?? '') !== '' }];
+      return Promise.resolve(view());
+    });
+    const checkServer = vi.fn(() => Promise.resolve({ ok: false, message: 'http://127.0.0.1:8420 refuses the token (401): it must be one of the server’s tokens file' }));
+    await mount(fakeApi({ getSettings: () => Promise.resolve(view()), saveSettings, checkServer }));
+    await act(async () => fireEvent.click(screen.getByTestId('tab-settings')));
+    fireEvent.change(await screen.findByTestId('settings-server-name'), { target: { value: 'team' } });
+    fireEvent.change(screen.getByTestId('settings-server-url'), { target: { value: 'team.example' } });
+    fireEvent.change(screen.getByTestId('settings-server-token'), { target: { value: 'secret-token-0123456789' } });
+    await act(async () => fireEvent.click(screen.getByTestId('settings-save-server')));
+    expect(screen.getByTestId('settings-server-error').textContent).toContain('starts with http://');
+    fireEvent.change(screen.getByTestId('settings-server-url'), { target: { value: 'http://127.0.0.1:8420' } });
+    await act(async () => fireEvent.click(screen.getByTestId('settings-save-server')));
+    expect(saveSettings).toHaveBeenLastCalledWith(
+      expect.objectContaining({ server: { name: 'team', url: 'http://127.0.0.1:8420', token: 'secret-token-0123456789', remove: false } }),
+    );
+    const row = screen.getByTestId('settings-server');
+    expect(row.textContent).toContain('token set');
+    expect(document.body.textContent).not.toContain('secret-token-0123456789');
+    expect((screen.getByTestId('settings-server-token') as HTMLInputElement).value).toBe('');
+    await act(async () => fireEvent.click(within(row).getByTestId('settings-check-server')));
+    expect(checkServer).toHaveBeenCalledWith('team');
+    const found = within(row).getByTestId('settings-server-check');
+    expect(found.dataset.ok).toBe('false');
+    expect(found.textContent).toContain('refuses the token (401)');
   });
 
   it('lists the flow’s test cases, runs them showing each failing assertion, and saves a past run as a case', async () => {

@@ -35,6 +35,7 @@ import type {
   TestsView,
   Upcoming,
   Value,
+  ServerCheck,
   SettingsChange,
   SettingsView,
 } from './bindings';
@@ -103,6 +104,8 @@ export interface Api {
   getSettings(): Promise<SettingsView>;
   saveSettings(change: SettingsChange): Promise<SettingsView>;
   testConnection(provider: ProviderKind): Promise<ConnectionReport>;
+  /** Checks the connection to a server of Settings → Servers. */
+  checkServer(name: string): Promise<ServerCheck>;
   /** The tools of the MCP servers `flow` may use (its own and Settings'; Settings' alone without a flow). */
   listMcpTools(flow: Flow | null, path: string | null): Promise<McpServerTools[]>;
 }
@@ -161,5 +164,6 @@ export const tauriApi: Api = {
   getSettings: () => commands.getSettings(),
   saveSettings: (change) => commands.saveSettings(change),
   testConnection: (provider) => commands.testConnection(provider),
+  checkServer: (name) => commands.checkServer(name),
   listMcpTools: (flow, path) => commands.listMcpTools(flow, path),
 };

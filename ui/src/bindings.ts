@@ -134,6 +134,11 @@ export const commands = {
 	/**  Asks a provider for its model list with the current settings. */
 	testConnection: (provider: ProviderKind) => __TAURI_INVOKE<ConnectionReport>("test_connection", { provider }),
 	/**
+	 *  Checks the connection to the server named `name` in Settings → Servers: reached, a Weft
+	 *  server with the routes the app uses, the token taken; what is wrong otherwise.
+	 */
+	checkServer: (name: string) => __TAURI_INVOKE<ServerCheck>("check_server", { name }),
+	/**
 	 *  Connects to the MCP servers `flow` may use (its own and the app's; the app's alone without
 	 *  a flow) and lists their tools: Settings' and the flow panel's "Test connection", and what
 	 *  the agent inspector's tool picker offers. A server that cannot be listed says why.
@@ -1089,6 +1094,32 @@ export type RunVisits = {
 	cost: RunCost,
 };
 
+/**  A server added, changed or removed in Settings. */
+export type ServerChange = {
+	name: string,
+	/**  Its address (ignored when removing). */
+	url?: string,
+	/**  Its token; empty keeps the one kept for a server of that name. */
+	token?: string,
+	/**  Removes the server of that name instead. */
+	remove?: boolean,
+};
+
+/**  What a connection check found. */
+export type ServerCheck = {
+	/**  The server answered as a Weft server with every route the app needs, and took the token. */
+	ok: boolean,
+	/**  What was found, or what is wrong. */
+	message: string,
+};
+
+/**  A server as the canvas sees it: whether its token is set, never the token. */
+export type ServerView = {
+	name: string,
+	url: string,
+	tokenSet: boolean,
+};
+
 /**  A change to the settings: `None` leaves a value as it is, an empty text removes it. */
 export type SettingsChange = {
 	provider: ProviderKind | null,
@@ -1110,6 +1141,8 @@ export type SettingsChange = {
 	people: string | null,
 	/**  A variable MCP server definitions read as `${NAME}`; an empty value removes it. */
 	variable: VariableChange | null,
+	/**  A `weft serve` added, changed or removed. */
+	server: ServerChange | null,
 };
 
 export type SettingsView = {
@@ -1125,6 +1158,8 @@ export type SettingsView = {
 	people: string,
 	/**  The names of the variables set for MCP servers' `${NAME}`s (their values stay here). */
 	variables: string[],
+	/**  The `weft serve`s this app connects to (their tokens stay here). */
+	servers: ServerView[],
 	/**  Where the settings live (the file is readable by its owner only). */
 	settingsFile: string,
 	/**  The run store. */

@@ -3,7 +3,7 @@
 // whether one is set and where it comes from.
 
 import { useEffect, useState } from 'react';
-import type { McpServerTools, ProviderKind, ProviderSettingsView, SettingsChange, SettingsView } from '../bindings';
+import type { McpServerTools, ProviderKind, ProviderSettingsView, ServerCheck, SettingsChange, SettingsView } from '../bindings';
 import { errorMessage } from '../errors';
 import { useLayout, useSession } from '../hooks';
 import type { Theme } from '../layout';
@@ -21,6 +21,7 @@ function changeOf(change: Partial<SettingsChange>): SettingsChange {
     mcpServers: null,
     people: null,
     variable: null,
+    server: null,
     ...change,
   };
 }
@@ -372,6 +373,140 @@ function VariableSettings({ view, onSaved }: { view: SettingsView; onSaved: (vie
   );
 }
 
+/**
+ * The `weft serve`s this app connects to: a name, an address and a token each (the token kept
+ * like a provider key, never shown back), and a connection check that says what is wrong.
+ */
+function ServerSettings({ view, onSaved }: { view: SettingsView; onSaved: (view: SettingsView) => void }) {
+  const session = useSession();
+  const [name, setName] = useState('');
+  const [url, setUrl] = useState('');
+  const [token, setToken] = useState('');
+  const [problem, setProblem] = useState<string | null>(null);
+  const [checks, setChecks] = useState<Record<string, ServerCheck | 'checking'>>({});
+  const change = async (server: { name: string; url: string; token: string; remove: boolean }) => {
+    try {
+      onSaved(await session.api.saveSettings(changeOf({ server })));
+      setProblem(null);
+      return true;
+    } catch (error) {
+      setProblem(errorMessage(error));
+      return false;
+    }
+  };
+  const checkServer = async (server: string) => {
+    setChecks((shown) => ({ ...shown, [server]: 'checking' }));
+    try {
+      const found = await session.api.checkServer(server);
+      setChecks((shown) => ({ ...shown, [server]: found }));
+    } catch (error) {
+      setChecks((shown) => ({ ...shown, [server]: { ok: false, message: errorMessage(error) } }));
+    }
+  };
+  return (
+    <section className="provider" data-testid="settings-servers">
+      <h3 className="section-title">Servers</h3>
+      {view.servers.length > 0 && (
+        <ul className="variable-list">
+          {view.servers.map((server) => {
+            const check = checks[server.name];
+            return (
+              <li key={server.name} className="server-row" data-testid="settings-server" data-name={server.name}>
+                <strong>{server.name}</strong>
+                <code>{server.url}</code>
+                <span className="muted">{server.tokenSet ? 'token set' : 'no token'}</span>
+                <button
+                  type="button"
+                  className="button small"
+                  data-testid="settings-check-server"
+                  disabled={check === 'checking'}
+                  onClick={() => void checkServer(server.name)}
+                >
+                  {check === 'checking' ? 'Checking…' : 'Check connection'}
+                </button>
+                <button
+                  type="button"
+                  className="icon-button"
+                  title={`Remove ${server.name}`}
+                  aria-label={`Remove ${server.name}`}
+                  onClick={() => void change({ name: server.name, url: '', token: '', remove: true })}
+                >
+                  ×
+                </button>
+                {check && check !== 'checking' && (
+                  <div
+                    className={`server-check ${check.ok ? 'muted' : 'field-error'}`}
+                    data-testid="settings-server-check"
+                    data-ok={String(check.ok)}
+                  >
+                    {check.message}
+                  </div>
+                )}
+              </li>
+            );
+          })}
+        </ul>
+      )}
+      <div className="button-row">
+        <input
+          className="input mono"
+          data-testid="settings-server-name"
+          aria-label="Server name"
+          placeholder="name"
+          value={name}
+          spellCheck={false}
+          onChange={(event) => setName(event.target.value)}
+        />
+        <input
+          className="input mono"
+          data-testid="settings-server-url"
+          aria-label="Server address"
+          placeholder="http://127.0.0.1:8420"
+          value={url}
+          spellCheck={false}
+          onChange={(event) => setUrl(event.target.value)}
+        />
+        <input
+          type="password"
+          className="input"
+          data-testid="settings-server-token"
+          aria-label="Server token"
+          placeholder="token"
+          autoComplete="off"
+          value={token}
+          onChange={(event) => setToken(event.target.value)}
+        />
+        <button
+          type="button"
+          className="button primary small"
+          data-testid="settings-save-server"
+          disabled={name.trim() === '' || url.trim() === ''}
+          onClick={() =>
+            void change({ name, url, token, remove: false }).then((saved) => {
+              if (saved) {
+                setName('');
+                setUrl('');
+                setToken('');
+              }
+            })
+          }
+        >
+          Save
+        </button>
+      </div>
+      {problem && (
+        <div className="field-error" data-testid="settings-server-error">
+          {problem}
+        </div>
+      )}
+      <span className="field-help">
+        A <code>weft serve</code> of your team: its address and one of its tokens (kept in the settings file, readable by you only,
+        never shown or stored with a flow). Saving a server again with an empty token keeps its token.
+      </span>
+    </section>
+  );
+}
+
 /** Light, dark, or as the system says (kept with the window's layout). */
 function ThemeSettings() {
   const session = useSession();
@@ -495,6 +630,7 @@ export function SettingsPanel() {
       <McpSettings view={view} onSaved={saved} />
       <PeopleSettings view={view} onSaved={saved} />
       <VariableSettings view={view} onSaved={setView} />
+      <ServerSettings view={view} onSaved={setView} />
       <section className="settings-paths muted">
         <div>
           Settings file: <code data-testid="settings-file">{view.settingsFile}</code>

@@ -24,5 +24,6 @@ mod schedules;
 mod serve;
 #[cfg(unix)]
 mod serve_limits;
+mod team_servers;
 mod traces;
 mod versions;
