@@ -954,14 +954,34 @@ pub async fn save_test_case(
     .await
 }
 
-/// Every approval waiting for a person, across flows and runs (the app's, `weft`'s and a
-/// server's runs in the same store), oldest first: the inbox.
+/// The inbox: every approval waiting for a person, across flows and runs (the app's, `weft`'s
+/// and a server's runs in the same store, oldest first), then those of the team's servers of
+/// Settings → Servers; and the servers that could not answer.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct Inbox {
+    pub approvals: Vec<PendingApproval>,
+    /// What went wrong asking a server ("server `team`: cannot reach …"), one a server.
+    pub problems: Vec<String>,
+}
+
+/// The inbox (see [`Inbox`]).
 #[tauri::command]
 #[specta::specta]
-pub async fn pending_approvals(
+pub async fn pending_approvals(state: State<'_, AppState>) -> Result<Inbox, AppError> {
+    state.inbox().await
+}
+
+/// Decides an approval of a team's server from the inbox, under that server's token.
+#[tauri::command]
+#[specta::specta]
+pub async fn decide_on_server(
     state: State<'_, AppState>,
-) -> Result<Vec<PendingApproval>, AppError> {
-    Ok(state.weft().pending_approvals(state.user_name()).await?)
+    server: String,
+    run_id: String,
+    decision: Decision,
+) -> Result<DecisionAnswer, AppError> {
+    state.decide_on_server(&server, &run_id, decision).await
 }
 
 #[cfg(test)]

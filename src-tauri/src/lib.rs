@@ -120,6 +120,61 @@ impl AppState {
         })
     }
 
+    /// Every approval waiting for a person: this store's (for the app's user), then each
+    /// server's of Settings → Servers (for its token's name, marked with the server), asked at
+    /// once, each within a few seconds; a server that cannot answer is named in `problems`
+    /// and the rest are listed.
+    pub async fn inbox(&self) -> Result<commands::Inbox, AppError> {
+        let mut approvals = self.weft().pending_approvals(self.user_name()).await?;
+        let servers = lock(&self.settings).servers.clone();
+        let mut asked = tokio::task::JoinSet::new();
+        for (index, server) in servers.into_iter().enumerate() {
+            asked.spawn(async move {
+                let found = servers::approvals(&server, servers::INBOX_TIMEOUT).await;
+                (index, found)
+            });
+        }
+        let mut answers = asked.join_all().await;
+        answers.sort_by_key(|(index, _)| *index);
+        let mut problems = Vec::new();
+        for (_, found) in answers {
+            match found {
+                Ok(found) => approvals.extend(found),
+                Err(problem) => problems.push(problem),
+            }
+        }
+        Ok(commands::Inbox {
+            approvals,
+            problems,
+        })
+    }
+
+    /// Decides the approval run `run_id` of the server named `server` waits at, under that
+    /// server's token.
+    pub async fn decide_on_server(
+        &self,
+        server: &str,
+        run_id: &str,
+        decision: weft_nodes::Decision,
+    ) -> Result<commands::DecisionAnswer, AppError> {
+        let entry = lock(&self.settings)
+            .servers
+            .iter()
+            .find(|entry| entry.name == server)
+            .cloned()
+            .ok_or_else(|| {
+                AppError::new(
+                    ErrorCode::NotFound,
+                    format!("there is no server `{server}` in Settings → Servers"),
+                )
+            })?;
+        let decided = servers::decide(&entry, run_id, &decision).await?;
+        Ok(commands::DecisionAnswer {
+            run_id: decided.run_id,
+            approval: decided.approval,
+        })
+    }
+
     /// Who uses this app: the name in Settings, else who decides on this machine.
     pub fn user_name(&self) -> Option<String> {
         lock(&self.settings).user_name(env)
@@ -233,6 +288,7 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::save_settings,
             commands::test_connection,
             commands::check_server,
+            commands::decide_on_server,
             commands::list_mcp_tools,
         ])
 }

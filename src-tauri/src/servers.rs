@@ -148,9 +148,9 @@ pub fn views(servers: &[ServerEntry]) -> Vec<ServerView> {
 /// Checks `server`: reached (and TLS), a Weft server with the routes the app needs, the token
 /// taken. Waits at most `timeout` for each answer.
 pub async fn check(server: &ServerEntry, timeout: Duration) -> ServerCheck {
-    let client = match reqwest::Client::builder().timeout(timeout).build() {
+    let client = match client(timeout) {
         Ok(client) => client,
-        Err(error) => return ServerCheck::wrong(format!("no HTTP client: {error}")),
+        Err(error) => return ServerCheck::wrong(error),
     };
     let url = &server.url;
     let document = match client.get(format!("{url}/openapi.json")).send().await {
@@ -214,6 +214,104 @@ pub async fn check(server: &ServerEntry, timeout: Duration) -> ServerCheck {
             ))
         }
     }
+}
+
+/// How long the inbox waits for a server's approvals: a slow server delays it this much at most.
+pub const INBOX_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a decision sent to a server may take.
+const DECIDE_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn client(timeout: Duration) -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .build()
+        .map_err(|error| format!("no HTTP client: {error}"))
+}
+
+/// The approvals waiting on `server` for its token's name, each marked with the server's name;
+/// else what is wrong, naming the server.
+pub async fn approvals(
+    server: &ServerEntry,
+    timeout: Duration,
+) -> Result<Vec<weft_api::views::PendingApproval>, String> {
+    let url = &server.url;
+    let name = &server.name;
+    let answer = client(timeout)?
+        .get(format!("{url}/v1/approvals"))
+        .bearer_auth(&server.token)
+        .send()
+        .await
+        .map_err(|error| format!("server `{name}`: {}", unreachable(url, &error, timeout)))?;
+    match answer.status().as_u16() {
+        200 => {}
+        401 => return Err(format!("server `{name}` refuses the token (401)")),
+        status => {
+            return Err(format!(
+                "server `{name}` answered {status} for its approvals"
+            ));
+        }
+    }
+    let mut approvals: Vec<weft_api::views::PendingApproval> = answer
+        .json()
+        .await
+        .map_err(|error| format!("server `{name}`: its approvals could not be read ({error})"))?;
+    for approval in &mut approvals {
+        approval.server = Some(name.clone());
+    }
+    Ok(approvals)
+}
+
+/// What a server said of a decision: the run goes on, or (`approval`) it was counted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decided {
+    pub run_id: String,
+    pub approval: Option<weft_api::ApprovalProgress>,
+}
+
+/// Decides the approval run `run_id` of `server` waits at, under the server's token (its name
+/// is the decider there); refused as the server refuses it, naming the server.
+pub async fn decide(
+    server: &ServerEntry,
+    run_id: &str,
+    decision: &weft_nodes::Decision,
+) -> Result<Decided, AppError> {
+    let url = &server.url;
+    let name = &server.name;
+    let failed = |message: String| AppError::new(ErrorCode::Conflict, message);
+    let answer = client(DECIDE_TIMEOUT)
+        .map_err(failed)?
+        .post(format!("{url}/v1/runs/{run_id}/decision"))
+        .bearer_auth(&server.token)
+        .json(decision)
+        .send()
+        .await
+        .map_err(|error| {
+            failed(format!(
+                "server `{name}`: {}; nothing was decided",
+                unreachable(url, &error, DECIDE_TIMEOUT)
+            ))
+        })?;
+    let status = answer.status().as_u16();
+    let body: serde_json::Value = answer.json().await.unwrap_or_default();
+    if (200..300).contains(&status) {
+        return Ok(Decided {
+            run_id: body["runId"].as_str().unwrap_or(run_id).to_string(),
+            approval: serde_json::from_value(body["approval"].clone()).ok(),
+        });
+    }
+    let code = match status {
+        403 => ErrorCode::Forbidden,
+        404 => ErrorCode::NotFound,
+        409 => ErrorCode::Conflict,
+        401 => ErrorCode::Settings,
+        _ => ErrorCode::BadRequest,
+    };
+    let message = body["message"].as_str().unwrap_or("no message");
+    Err(AppError::new(
+        code,
+        format!("server `{name}` refused the decision ({status}): {message}"),
+    ))
 }
 
 /// Why a request to `url` got no answer: not reached, TLS, or too slow.

@@ -1325,6 +1325,25 @@ test("Settings → Servers: a team's weft serve added with its token; the check 
   const dir = path.join(TMP, "team-server");
   mkdirSync(path.join(dir, "flows"), { recursive: true });
   writeFileSync(path.join(dir, "tokens.txt"), "ada:team-token-0123456789abcdef\n");
+  const at = { x: 0, y: 0 };
+  writeFileSync(
+    path.join(dir, "flows", "pay.json"),
+    JSON.stringify({
+      version: 1,
+      name: "Pay",
+      nodes: [
+        { id: "start", type: "start", position: at, data: { initialInput: "40 EUR" } },
+        { id: "review", type: "approval", position: at, data: { message: "Pay {{PREVIOUS_OUTPUT}}?" } },
+        { id: "paid", type: "template", position: at, data: { template: "paid {{PREVIOUS_OUTPUT}} ({{ approval.note }})" } },
+        { id: "held", type: "template", position: at, data: { template: "held" } },
+      ],
+      edges: [
+        { id: "e1", source: "start", target: "review" },
+        { id: "e2", source: "review", target: "paid", sourceHandle: "approve" },
+        { id: "e3", source: "review", target: "held", sourceHandle: "reject" },
+      ],
+    }),
+  );
   const weft = path.join(path.dirname(APP), "weft");
   const server = spawn(weft, ["serve", "--flows", "flows", "--tokens", "tokens.txt", "--addr", "127.0.0.1:0", "--db", path.join(dir, "runs.db")], {
     cwd: dir,
@@ -1353,6 +1372,36 @@ test("Settings → Servers: a team's weft serve added with its token; the check 
     assert.equal(await found.getAttribute("data-ok"), "true", await found.getText());
     assert.match(await found.getText(), /connected to http:\/\/127\.0\.0\.1:\d+: the token is taken/);
     await shot(browser, "40-settings-servers");
+
+    // A run of the server, started with curl's request, waits in the app's inbox marked with
+    // the server; approved there, it completes on the server, decided under the token's name.
+    const headers = { authorization: "Bearer team-token-0123456789abcdef", "content-type": "application/json" };
+    const started = await (await fetch(`${url}/v1/runs`, { method: "POST", headers, body: JSON.stringify({ flow: "pay" }) })).json();
+    const serverRun = async () => (await (await fetch(`${url}/v1/runs/${started.runId}`, { headers })).json()).run;
+    await browser.waitUntil(async () => (await serverRun()).summary.status === "paused", { timeout: 10_000, timeoutMsg: "the server run never paused" });
+    await byTestId(browser, "tab-inbox").click();
+    await byTestId(browser, "inbox-refresh").click();
+    let item;
+    await browser.waitUntil(async () => (item = await inboxItem(browser, started.runId)) !== undefined, {
+      timeout: 10_000,
+      timeoutMsg: "the server's run is not in the inbox",
+    });
+    assert.equal(await item.getAttribute("data-server"), "team");
+    assert.equal(await item.$('[data-testid="inbox-server"]').getText(), "team");
+    await shot(browser, "41-inbox-server-run");
+    await typeInto(browser, item.$('[data-testid="inbox-approval-note"]'), "from the desk");
+    await item.$('[data-testid="inbox-approve"]').click();
+    await browser.waitUntil(async () => (await serverRun()).summary.status === "completed", {
+      timeout: 10_000,
+      timeoutMsg: "the server run was not decided",
+    });
+    const done = await serverRun();
+    assert.equal(done.result, "paid 40 EUR (from the desk)");
+    await browser.waitUntil(async () => (await inboxItem(browser, started.runId)) === undefined, {
+      timeout: 10_000,
+      timeoutMsg: "the decided server run stays in the inbox",
+    });
+    await byTestId(browser, "tab-settings").click();
 
     // Saved again with another token: the check names the refusal.
     await typeInto(browser, byTestId(browser, "settings-server-name"), "team");

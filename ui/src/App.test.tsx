@@ -84,7 +84,8 @@ function fakeApi(overrides: Partial<Api> = {}): Api {
     savePins: () => Promise.resolve(null),
     openRun: fail,
     runVisits: () => Promise.resolve({ visits: [], cost: NO_COST }),
-    pendingApprovals: () => Promise.resolve([]),
+    pendingApprovals: () => Promise.resolve({ approvals: [], problems: [] }),
+    decideOnServer: fail,
     readTests: () => Promise.resolve({ testsFile: '/flows/offline.tests.json', exists: false, cases: [], problem: null }),
     runTests: fail,
     caseFromRun: fail,
@@ -230,6 +231,44 @@ describe('App', () => {
     expect(document.body.textContent).toContain('1 of 2 (approved by grace); still needed: 1 more, from bob');
   });
 
+  it('lists a team server’s approvals marked with the server, decides them there, and names a server that cannot answer', async () => {
+    const remote: PendingApproval = {
+      runId: 'server-run',
+      flow: 'pay',
+      flowName: 'Pay',
+      flowPath: '/srv/flows/pay.json',
+      since: '2026-11-21T20:56:18.000Z',
+      nodeId: 'review',
+      message: 'Pay 40 EUR?',
+      input: '40 EUR',
+      server: 'team',
+    };
+    let pending = [remote];
+    const decideOnServer = vi.fn((_server: string, runId: string, _decision: Decision) => {
+      pending = [];
+      return Promise.resolve({ runId, approval: null });
+    });
+    const resumeRun = vi.fn(() => Promise.resolve({ runId: 'x', approval: null }));
+    await mount(
+      fakeApi({
+        pendingApprovals: () => Promise.resolve({ approvals: pending, problems: ['server `eu`: cannot reach http://10.0.0.9:8420: connection refused'] }),
+        decideOnServer,
+        resumeRun,
+      }),
+    );
+    await act(async () => fireEvent.click(screen.getByTestId('tab-inbox')));
+    expect(screen.getByTestId('inbox-server-problem').textContent).toContain('server `eu`: cannot reach');
+    const item = screen.getByTestId('inbox-item');
+    expect(item.dataset.server).toBe('team');
+    expect(within(item).getByTestId('inbox-server').textContent).toBe('team');
+    expect((within(item).getByTestId('inbox-open-run') as HTMLButtonElement).disabled).toBe(true);
+    fireEvent.change(within(item).getByTestId('inbox-approval-note'), { target: { value: 'budgeted' } });
+    await act(async () => fireEvent.click(within(item).getByTestId('inbox-approve')));
+    expect(decideOnServer).toHaveBeenCalledWith('team', 'server-run', { decision: 'approve', note: 'budgeted', fields: {} });
+    expect(resumeRun).not.toHaveBeenCalled();
+    expect(screen.queryByTestId('inbox-item')).toBeNull();
+  });
+
   it('disables deciding for a person the approval does not allow, saying why, everywhere it is asked', async () => {
     const RUN = '6c4ba313-67fb-4e7c-bbc7-63ab45649f30';
     const why = 'bob started run 6c4ba313, and `review` does not let whoever started a run decide it (allowSelf: false)';
@@ -252,7 +291,7 @@ describe('App', () => {
       return Promise.resolve(RUN);
     });
     const resumeRun = vi.fn(() => Promise.resolve({ runId: RUN, approval: null }));
-    const session = await mount(fakeApi({ pendingApprovals: () => Promise.resolve(pending), startRun, resumeRun }));
+    const session = await mount(fakeApi({ pendingApprovals: () => Promise.resolve({ approvals: pending, problems: [] }), startRun, resumeRun }));
     await act(async () => fireEvent.click(screen.getByTestId('run')));
     await act(() => session.refreshInbox());
     const prompt = within(screen.getByTestId('node-review')).getByTestId('approval-prompt');
@@ -948,7 +987,7 @@ describe('App', () => {
       offlineEventsToPause().forEach(onEvent);
       return Promise.resolve(RUN);
     });
-    const session = await mount(fakeApi({ pendingApprovals: () => Promise.resolve(pending), resumeRun, startRun }));
+    const session = await mount(fakeApi({ pendingApprovals: () => Promise.resolve({ approvals: pending, problems: [] }), resumeRun, startRun }));
     expect(screen.getByTestId('inbox-count').textContent).toBe('1');
     await act(async () => fireEvent.click(screen.getByTestId('tab-inbox')));
     const item = screen.getByTestId('inbox-item');

@@ -15,6 +15,7 @@ import type {
   Flow,
   FlowComparison,
   FlowDiff,
+  Inbox,
   KindCatalog,
   McpServerTools,
   OpenedFlow,
@@ -27,7 +28,6 @@ import type {
   RunListing,
   RunComparison,
   RunVisits,
-  PendingApproval,
   CaseReport,
   CaseSpec,
   SuiteReport,
@@ -90,7 +90,10 @@ export interface Api {
   diffFlows(a: Flow, b: Flow): Promise<FlowDiff>;
   openRun(runId: string): Promise<RunDetail>;
   /** Every approval waiting for a person, across flows and runs: the inbox. */
-  pendingApprovals(): Promise<PendingApproval[]>;
+  /** This store's approvals waiting, then the team's servers'; and the servers that could not answer. */
+  pendingApprovals(): Promise<Inbox>;
+  /** Decides an approval of a team's server (Settings → Servers), under its token. */
+  decideOnServer(server: string, runId: string, decision: Decision): Promise<DecisionAnswer>;
   /** Every visit of every node of a run (a run going now too), and its cost per node. */
   runVisits(runId: string): Promise<RunVisits>;
   /** The test cases beside the flow file `path`, checked against `flow`. */
@@ -153,6 +156,7 @@ export const tauriApi: Api = {
   openRun: (runId) => commands.openRun(runId),
   runVisits: (runId) => commands.runVisits(runId),
   pendingApprovals: () => commands.pendingApprovals(),
+  decideOnServer: (server, runId, decision) => commands.decideOnServer(server, runId, decision),
   readTests: (flow, path) => commands.readTests(flow, path),
   runTests: (request, onCase) => {
     const channel = new Channel<CaseReport>();

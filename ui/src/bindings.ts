@@ -79,11 +79,8 @@ export const commands = {
 	 *  before the canvas sees them).
 	 */
 	runVisits: (runId: string) => __TAURI_INVOKE<RunVisits>("run_visits", { runId }),
-	/**
-	 *  Every approval waiting for a person, across flows and runs (the app's, `weft`'s and a
-	 *  server's runs in the same store), oldest first: the inbox.
-	 */
-	pendingApprovals: () => __TAURI_INVOKE<PendingApproval[]>("pending_approvals"),
+	/**  The inbox (see [`Inbox`]). */
+	pendingApprovals: () => __TAURI_INVOKE<Inbox>("pending_approvals"),
 	/**  The cases of the flow at `path` (checked against `flow`, the canvas's, which may be unsaved). */
 	readTests: (flow: Flow, path: string) => __TAURI_INVOKE<TestsView>("read_tests", { flow, path }),
 	/**
@@ -138,6 +135,8 @@ export const commands = {
 	 *  server with the routes the app uses, the token taken; what is wrong otherwise.
 	 */
 	checkServer: (name: string) => __TAURI_INVOKE<ServerCheck>("check_server", { name }),
+	/**  Decides an approval of a team's server from the inbox, under that server's token. */
+	decideOnServer: (server: string, runId: string, decision: Decision) => __TAURI_INVOKE<DecisionAnswer>("decide_on_server", { server, runId, decision }),
 	/**
 	 *  Connects to the MCP servers `flow` may use (its own and the app's; the app's alone without
 	 *  a flow) and lists their tools: Settings' and the flow panel's "Test connection", and what
@@ -575,6 +574,17 @@ export type HandleKind =
 /**  The run continues along it when the node fails. */
 "error";
 
+/**
+ *  The inbox: every approval waiting for a person, across flows and runs (the app's, `weft`'s
+ *  and a server's runs in the same store, oldest first), then those of the team's servers of
+ *  Settings → Servers; and the servers that could not answer.
+ */
+export type Inbox = {
+	approvals: PendingApproval[],
+	/**  What went wrong asking a server ("server `team`: cannot reach …"), one a server. */
+	problems: string[],
+};
+
 /**  Everything the canvas draws nodes and inspectors from. */
 export type KindCatalog = {
 	kinds: KindDescription[],
@@ -789,6 +799,11 @@ export type PendingApproval = {
 	 *  would refuse them; absent when they may.
 	 */
 	refusal?: string | null,
+	/**
+	 *  The team's server (Settings → Servers) whose run waits here, in the desktop app's inbox;
+	 *  absent for a run of this store (and always in a server's own answers).
+	 */
+	server?: string | null,
 };
 
 /**  A canvas position. Stored as integers; fractional positions from the canvas are rounded on save. */

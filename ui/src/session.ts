@@ -115,6 +115,8 @@ export interface SessionState {
    * server's), oldest first; read again as runs pause and end, and every few seconds.
    */
   inbox: PendingApproval[];
+  /** The team's servers that could not list their approvals, each saying why. */
+  inboxProblems: string[];
   /**
    * Model names the configured providers list (`provider/model`), offered by the model field;
    * `null` until asked.
@@ -184,6 +186,7 @@ export class Session {
     testsRunning: false,
     testDraft: null,
     inbox: [],
+    inboxProblems: [],
     models: null,
     mcpTools: null,
     mcpToolsLoading: false,
@@ -612,7 +615,8 @@ export class Session {
   /** Reads every approval waiting for a person, across flows and runs. */
   async refreshInbox(): Promise<void> {
     try {
-      this.set({ inbox: await this.api.pendingApprovals() });
+      const inbox = await this.api.pendingApprovals();
+      this.set({ inbox: inbox.approvals, inboxProblems: inbox.problems });
     } catch (error) {
       this.reportError(error);
     }
@@ -631,12 +635,17 @@ export class Session {
    */
   async decideFromInbox(runId: string, approve: boolean, note: string, fields: Record<string, Value> = {}): Promise<void> {
     const shown = this.run.getSnapshot();
-    if (!this.state.viewing && shown.runId === runId && shown.status === 'paused') {
+    const server = this.state.inbox.find((approval) => approval.runId === runId)?.server ?? null;
+    if (server === null && !this.state.viewing && shown.runId === runId && shown.status === 'paused') {
       await this.answerApproval(approve, note, fields);
       return;
     }
     try {
-      this.counted(await this.api.resumeRun(runId, decisionOf(approve, note, fields), () => {}));
+      const decision = decisionOf(approve, note, fields);
+      // A team server's run is decided there, under its token.
+      this.counted(
+        server !== null ? await this.api.decideOnServer(server, runId, decision) : await this.api.resumeRun(runId, decision, () => {}),
+      );
     } catch (error) {
       this.reportError(error);
     } finally {

@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use weft_engine::{Waiting, waiting_of};
 use weft_event::RunEvent;
@@ -75,7 +75,7 @@ pub struct RunVisits {
 
 /// An approval waiting for a person, as an inbox lists it.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PendingApproval {
     pub run_id: String,
@@ -105,6 +105,10 @@ pub struct PendingApproval {
     /// would refuse them; absent when they may.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refusal: Option<String>,
+    /// The team's server (Settings → Servers) whose run waits here, in the desktop app's inbox;
+    /// absent for a run of this store (and always in a server's own answers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
 }
 
 /// The newest `limit` runs, newest first.
@@ -258,6 +262,7 @@ pub fn pending_approvals(
             approval,
             input: waiting.input,
             refusal,
+            server: None,
         });
     }
     Ok(pending)

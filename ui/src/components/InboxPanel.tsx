@@ -28,11 +28,24 @@ function Progress({ progress }: { progress: ApprovalProgress }) {
 function InboxItem({ approval }: { approval: PendingApproval }) {
   const session = useSession();
   const busy = useSessionState((state) => state.busy);
-  const blocked = session.openRunBlockedReason();
+  const server = approval.server ?? null;
+  const blocked =
+    server !== null ? `A run of server ${server}: it is decided here, and opened on the server` : session.openRunBlockedReason();
   const flow = approval.flowName || approval.flow || 'Untitled';
   return (
-    <li className="inbox-item" data-testid="inbox-item" data-run-id={approval.runId} data-node-id={approval.nodeId}>
+    <li
+      className="inbox-item"
+      data-testid="inbox-item"
+      data-run-id={approval.runId}
+      data-node-id={approval.nodeId}
+      data-server={server ?? undefined}
+    >
       <div className="inbox-head">
+        {server !== null && (
+          <span className="server-badge" data-testid="inbox-server" title={`Waits on server ${server}`}>
+            {server}
+          </span>
+        )}
         <strong>{flow}</strong>
         <span className="muted mono">
           {approval.nodeId} · {approval.runId.slice(0, 8)}
@@ -68,6 +81,7 @@ function InboxItem({ approval }: { approval: PendingApproval }) {
 export function InboxPanel() {
   const session = useSession();
   const inbox = useSessionState((state) => state.inbox);
+  const problems = useSessionState((state) => state.inboxProblems);
   return (
     <div className="inbox" data-testid="inbox">
       <div className="history-toolbar">
@@ -78,6 +92,11 @@ export function InboxPanel() {
           {inbox.length === 0 ? 'Nothing waits for a decision.' : `${inbox.length} waiting for a decision`}
         </span>
       </div>
+      {problems.map((problem) => (
+        <div key={problem} className="field-error" data-testid="inbox-server-problem">
+          {problem}
+        </div>
+      ))}
       <ul className="inbox-list">
         {inbox.map((approval) => (
           <InboxItem key={`${approval.runId}:${approval.nodeId}`} approval={approval} />

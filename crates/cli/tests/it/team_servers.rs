@@ -1,15 +1,18 @@
 //! Settings → Servers' connection check (SPEC §18) against a real `weft serve` on loopback, and
 //! against what a person may have typed instead: a wrong token, nothing listening, TLS to a
 //! plain HTTP server, a server that never answers, one that is not Weft, and an older Weft
-//! without the routes the app uses. Each says what is wrong.
+//! without the routes the app uses. Each says what is wrong. And the app's inbox over a team's
+//! server: its approvals listed and decided there.
 
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use weft_app::servers::{CHECK_TIMEOUT, ServerEntry, check};
+use weft_app::{AppPaths, AppState};
+use weft_nodes::Decision;
 
-use crate::common::Sandbox;
 use crate::common::serve::{Server, TOKEN};
+use crate::common::{Sandbox, approval_flow};
 
 fn entry(url: &str, token: &str) -> ServerEntry {
     ServerEntry {
@@ -109,5 +112,86 @@ async fn a_connection_check_says_what_is_wrong_or_that_all_is_well() {
     assert!(
         said.contains("is an older Weft server: it lacks /v1/flows, /v1/runs/{id}/continue, /v1/runs/{id}/pause"),
         "{said}"
+    );
+}
+
+/// The app's inbox lists what waits on a team's server (marked with it) beside its own, decides
+/// it there under the server's token, and names a server that stopped without losing the rest.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_apps_inbox_lists_and_decides_a_team_servers_approvals() {
+    let team = Sandbox::new();
+    let server = Server::start(&team, &[], None);
+    team.flow("flows/review.json", &approval_flow());
+    let (status, started) = server
+        .post("/v1/runs", serde_json::json!({ "flow": "review" }))
+        .await;
+    assert_eq!(status, 201, "{started}");
+    let id = started["runId"].as_str().expect("id").to_string();
+    server.wait_for(&id, "paused").await;
+
+    // The app: its own store, the server in its settings.
+    let desk = Sandbox::new();
+    let config = desk.dir.path().join("config");
+    std::fs::create_dir_all(&config).expect("config");
+    std::fs::write(
+        config.join("settings.json"),
+        serde_json::json!({ "servers": [{ "name": "team", "url": server.url, "token": TOKEN }] })
+            .to_string(),
+    )
+    .expect("settings");
+    let app = AppState::open(
+        AppPaths {
+            config_dir: config,
+            store: weft_api::StoreLocation::from(desk.db()),
+        },
+        None,
+    )
+    .expect("the app opens");
+
+    let inbox = app.inbox().await.expect("inbox");
+    assert!(inbox.problems.is_empty(), "{:?}", inbox.problems);
+    assert_eq!(inbox.approvals.len(), 1, "{:?}", inbox.approvals);
+    let waiting = &inbox.approvals[0];
+    assert_eq!(
+        (
+            waiting.run_id.as_str(),
+            waiting.server.as_deref(),
+            waiting.message.as_str()
+        ),
+        (id.as_str(), Some("team"), "Ship Draft: the plan?")
+    );
+
+    let decision = Decision::parse("approve", "from the desk").expect("decision");
+    let answer = app
+        .decide_on_server("team", &id, decision.clone())
+        .await
+        .expect("decided");
+    assert_eq!(answer.approval, None);
+    let run = server.wait_for(&id, "completed").await;
+    assert_eq!(
+        run["run"]["result"],
+        "APPROVED Draft: the plan (from the desk)"
+    );
+    let refused = app
+        .decide_on_server("team", &id, decision)
+        .await
+        .expect_err("decided already");
+    assert!(
+        refused
+            .message
+            .starts_with("server `team` refused the decision (409)"),
+        "{}",
+        refused.message
+    );
+
+    // The server stops: the inbox names it, and still answers.
+    drop(server);
+    let inbox = app.inbox().await.expect("inbox");
+    assert!(inbox.approvals.is_empty());
+    assert_eq!(inbox.problems.len(), 1, "{:?}", inbox.problems);
+    assert!(
+        inbox.problems[0].starts_with("server `team`: cannot reach"),
+        "{:?}",
+        inbox.problems
     );
 }
