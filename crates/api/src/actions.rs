@@ -24,7 +24,7 @@ use crate::approvals::{
     followed_up, progress,
 };
 use crate::hosts::{HostedAction, blocking, foreign_host};
-use crate::{Error, Weft};
+use crate::{Error, ErrorKind, Weft};
 
 /// "Run from here" or "run this node": where a partial run starts and which earlier run's
 /// outputs it uses.
@@ -237,9 +237,30 @@ impl Weft {
                 .await
                 .map(Decided::GoingOn);
         }
-        Ok(Decided::GoingOn(
-            self.engine.spawn_resume(&run_id, decision, options).await?,
-        ))
+        match self.engine.spawn_resume(&run_id, decision, options).await {
+            Ok(handle) => Ok(Decided::GoingOn(handle)),
+            Err(error) => Err(self.naming_who_decided(&run_id, error.into()).await),
+        }
+    }
+
+    /// `error`, when it says the run no longer waits (decided, ended), with who decided it
+    /// last: of two people deciding at once, the one refused sees who won.
+    async fn naming_who_decided(&self, run_id: &str, error: Error) -> Error {
+        if error.kind != ErrorKind::Conflict {
+            return error;
+        }
+        let id = run_id.to_string();
+        let last = blocking(self.store(), move |store| store.decisions(Some(&id)))
+            .await
+            .ok()
+            .and_then(|decisions| decisions.into_iter().last());
+        match last {
+            Some(last) => Error::conflict(format!(
+                "{}; {} decided `{}` already ({} at {}, through {})",
+                error.message, last.by, last.node_id, last.decision, last.at, last.channel
+            )),
+            None => error,
+        }
     }
 
     /// Keeps `decision` at the approval `waiting` and returns every decision kept there. A

@@ -210,9 +210,14 @@ async fn a_refused_decision_is_refused_alike_by_the_command_the_api_and_the_app(
     let [cli, api, app] = hosts
         .refusals(&run_id, &json!({ "decision": "reject" }))
         .await;
-    assert_eq!(
-        cli.1,
-        format!("run {run_id} has already finished (completed); it cannot be resumed")
+    // It says who decided it, and how.
+    let said = &cli.1;
+    assert!(
+        said.starts_with(&format!(
+            "run {run_id} has already finished (completed); it cannot be resumed; "
+        )) && said.contains(" decided `review` already (approve at ")
+            && said.ends_with(", through app)"),
+        "{said}"
     );
     assert_eq!(
         (api.1.as_str(), app.1.as_str()),

@@ -183,6 +183,19 @@ async fn the_apps_inbox_lists_and_decides_a_team_servers_approvals() {
         "{}",
         refused.message
     );
+    // The one refused sees who won: the token's name, through the API.
+    assert!(
+        refused
+            .message
+            .contains("ada decided `review` already (approve at "),
+        "{}",
+        refused.message
+    );
+    assert!(
+        refused.message.ends_with(", through api)"),
+        "{}",
+        refused.message
+    );
 
     // The server stops: the inbox names it, and still answers.
     drop(server);
