@@ -87,6 +87,11 @@ impl SmtpServer {
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         let child = command.spawn().expect("aiosmtpd starts");
+        SmtpServer::listening(child, maildir, port, dir)
+    }
+
+    /// `child`, once it listens on `port`.
+    fn listening(child: Child, maildir: PathBuf, port: u16, dir: tempfile::TempDir) -> SmtpServer {
         let server = SmtpServer {
             child,
             maildir,
@@ -99,6 +104,27 @@ impl SmtpServer {
             std::thread::sleep(Duration::from_millis(50));
         }
         server
+    }
+
+    /// On `port`, taking mail only after AUTH as `user` with `password`
+    /// (tests/smtp/auth_server.py).
+    fn start_with_login(port: u16, user: &str, password: &str) -> SmtpServer {
+        let dir = tempfile::tempdir().expect("dir");
+        let maildir = dir.path().join("mail");
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/smtp/auth_server.py"
+        );
+        let child = Command::new(smtp_python())
+            .arg(script)
+            .arg(port.to_string())
+            .arg(&maildir)
+            .args([user, password])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the SMTP server starts");
+        SmtpServer::listening(child, maildir, port, dir)
     }
 
     fn url(&self) -> String {
@@ -725,4 +751,65 @@ fn serve_refuses_email_without_what_it_needs() {
         !said.contains("secret@"),
         "the password is not repeated: {said}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_server_logs_in_to_smtp_with_the_credentials_of_the_environment() {
+    let smtp = SmtpServer::start_with_login(free_port(), "weft-mailer", "mail-password-1");
+    // A wrong password: refused by the SMTP server, kept and retried; the right one: sent.
+    for (password, sent) in [("wrong-password", false), ("mail-password-1", true)] {
+        let sandbox = Sandbox::new();
+        let people = sandbox.dir.path().join("people.txt");
+        std::fs::write(&people, PEOPLE).expect("people");
+        let people = people.display().to_string();
+        let smtp_url = smtp.url();
+        let server = Server::start_with_env(
+            &sandbox,
+            &[
+                "--people",
+                &people,
+                "--smtp",
+                &smtp_url,
+                "--public-url",
+                PUBLIC_URL,
+            ],
+            None,
+            &[
+                ("WEFT_LINK_KEY", KEY),
+                ("WEFT_SMTP_USERNAME", "weft-mailer"),
+                ("WEFT_SMTP_PASSWORD", password),
+            ],
+        );
+        sandbox.flow("flows/pay.json", &payment_flow(None));
+        let before = smtp.received().len();
+        let (status, _) = server
+            .post("/v1/runs", json!({ "flow": "pay", "input": "invoice 8" }))
+            .await;
+        assert_eq!(status, 201);
+        if sent {
+            smtp.wait_for(before + 2, &sandbox).await;
+            continue;
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let outbox = outbox(&sandbox);
+            if outbox
+                .iter()
+                .any(|row| row.starts_with("ask grace: ") && row.contains("535"))
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "no refusal was kept: {outbox:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(smtp.received().len(), before, "nothing was sent");
+        // The password is in no error kept.
+        assert!(
+            outbox(&sandbox)
+                .iter()
+                .all(|row| !row.contains("wrong-password")),
+            "{:?}",
+            outbox(&sandbox)
+        );
+    }
 }
