@@ -8,22 +8,8 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../tests/phoenix" && pwd)"
 venv="${WEFT_PHOENIX_VENV:-$HOME/.cache/weft/phoenix-venv}"
-python="$venv/bin/python"
 
-command -v python3 >/dev/null || { echo "error: python3 (3.10 or newer) is needed for Arize Phoenix" >&2; exit 2; }
-
-if [ ! -x "$python" ]; then
-  echo "== creating $venv" >&2
-  mkdir -p "$(dirname "$venv")"
-  python3 -m venv "$venv" >&2 || {
-    echo "error: python3 -m venv failed (on Debian/Ubuntu: apt-get install python3-venv)" >&2
-    exit 2
-  }
-fi
-
-if ! cmp -s "$here/requirements.txt" "$venv/weft-requirements.txt"; then
-  echo "== pip install -r tests/phoenix/requirements.txt" >&2
-  "$python" -m pip install --quiet --disable-pip-version-check -r "$here/requirements.txt" >&2
-  cp "$here/requirements.txt" "$venv/weft-requirements.txt"
-fi
+# shellcheck source=scripts/pinned-venv.sh
+. "$(dirname "$0")/pinned-venv.sh"
+pinned_venv "$venv" "$here/requirements.txt" "Arize Phoenix"
 "$venv/bin/phoenix" --help >/dev/null

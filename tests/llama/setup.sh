@@ -14,24 +14,11 @@ venv="${WEFT_LLAMA_VENV:-$HOME/.cache/weft/llama-venv}"
 python="$venv/bin/python"
 model="$venv/tiny-llama.gguf"
 
-command -v python3 >/dev/null || { echo "error: python3 (3.11 or newer) is needed for tests/llama" >&2; exit 2; }
+# shellcheck source=scripts/pinned-venv.sh
+. "$here/../../scripts/pinned-venv.sh"
+pinned_venv "$venv" "$here/requirements.txt" "tests/llama"
 
-if [ ! -x "$python" ]; then
-  echo "== creating $venv" >&2
-  mkdir -p "$(dirname "$venv")"
-  python3 -m venv "$venv" >&2 || {
-    echo "error: python3 -m venv failed (on Debian/Ubuntu: apt-get install python3-venv)" >&2
-    exit 2
-  }
-fi
-
-# The copies of requirements.txt and make_model.py kept in the venv say what it was built from.
-if ! cmp -s "$here/requirements.txt" "$venv/weft-requirements.txt"; then
-  echo "== pip install -r tests/llama/requirements.txt" >&2
-  "$python" -m pip install --quiet --disable-pip-version-check -r "$here/requirements.txt" >&2
-  cp "$here/requirements.txt" "$venv/weft-requirements.txt"
-fi
-
+# The copy of make_model.py kept in the venv says what the model was written by.
 if [ ! -s "$model" ] || ! cmp -s "$here/make_model.py" "$venv/weft-make_model.py"; then
   echo "== writing $model" >&2
   "$python" "$here/make_model.py" "$model.tmp" >&2

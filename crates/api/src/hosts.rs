@@ -160,6 +160,17 @@ async fn follow(store: &Store, run_id: &str, before: u64) -> Result<RunOutcome, 
     }
 }
 
+impl crate::Weft {
+    /// Runs a blocking call on the run store off the async workers: for a host's own store
+    /// work (the mailer's outbox).
+    pub async fn in_store<T: Send + 'static>(
+        &self,
+        call: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, Error> {
+        blocking(self.store(), call).await
+    }
+}
+
 /// Runs a blocking store call off the async workers.
 pub(crate) async fn blocking<T: Send + 'static>(
     store: &Store,

@@ -21,7 +21,7 @@ use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use weft_api::{Asked, ErrorKind, Weft};
-use weft_store::{Store, StoreError, StoredMail};
+use weft_store::StoredMail;
 use weft_template::output_text;
 
 use crate::links::{Link, LinkKey};
@@ -165,11 +165,12 @@ impl Mailer {
     pub async fn send_due(&self, weft: &Weft) -> Result<(), weft_api::Error> {
         let now = Utc::now();
         let now_text = time_text(now);
-        let due = in_store(weft, {
-            let now_text = now_text.clone();
-            move |store| store.due_mail(&now_text, BATCH)
-        })
-        .await?;
+        let due = weft
+            .in_store({
+                let now_text = now_text.clone();
+                move |store| store.due_mail(&now_text, BATCH)
+            })
+            .await?;
         for mail in due {
             if mail.person.is_empty() {
                 self.address(weft, &mail, &now_text).await?;
@@ -195,7 +196,7 @@ impl Mailer {
         };
         let mail = mail.clone();
         let now = now.to_string();
-        in_store(weft, move |store| match to {
+        weft.in_store(move |store| match to {
             Some(to) => store.address_mail(&mail.key(), &to, &now),
             None => store.mail_failed(&mail.key(), NO_LONGER_WAITING, None),
         })
@@ -213,11 +214,12 @@ impl Mailer {
             return Ok(());
         };
         let until = time_text(now + CLAIM);
-        let claimed = in_store(weft, {
-            let mail = mail.clone();
-            move |store| store.claim_mail(&mail.key(), &seen, &until)
-        })
-        .await?;
+        let claimed = weft
+            .in_store({
+                let mail = mail.clone();
+                move |store| store.claim_mail(&mail.key(), &seen, &until)
+            })
+            .await?;
         if !claimed {
             return Ok(());
         }
@@ -272,7 +274,7 @@ impl Mailer {
         let at = time_text(Utc::now());
         let outcome =
             outcome.map_err(|(error, retry)| (error.to_string(), retry.map(str::to_string)));
-        in_store(weft, move |store| match outcome {
+        weft.in_store(move |store| match outcome {
             Ok(()) => store.mail_sent(&key.key(), &at),
             Err((error, retry)) => store.mail_failed(&key.key(), &error, retry.as_deref()),
         })
@@ -391,17 +393,6 @@ fn backoff(attempt: u32) -> chrono::Duration {
 
 fn time_text(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
-
-async fn in_store<T: Send + 'static>(
-    weft: &Weft,
-    call: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
-) -> Result<T, weft_api::Error> {
-    let store = weft.store().clone();
-    tokio::task::spawn_blocking(move || call(&store))
-        .await
-        .map_err(|error| weft_api::Error::failed(format!("the store's task failed: {error}")))?
-        .map_err(weft_api::Error::from)
 }
 
 /// How the SMTP server is reached.
