@@ -422,26 +422,43 @@ pub async fn cancel_run(state: State<'_, AppState>, run_id: String) -> Result<Ca
     Ok(state.weft().cancel(&run_id, None).await?)
 }
 
-/// The most recent runs, newest first (runs of `weft` and servers in the same store too),
-/// with their cost.
-#[tauri::command]
-#[specta::specta]
-pub async fn list_runs(
-    state: State<'_, AppState>,
-    limit: u32,
-) -> Result<Vec<RunListing>, AppError> {
-    Ok(state.weft().runs(limit as usize).await?)
+/// History: the newest runs of this store (runs of `weft` and servers in the same store too)
+/// and of the team's servers, newest first, with what each cost.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct RunHistory {
+    pub runs: Vec<RunListing>,
+    /// What went wrong asking a server ("server `team`: cannot reach …"), one a server.
+    pub problems: Vec<String>,
 }
 
-/// Two past runs compared node by node: status, output, time, tokens and cost.
+/// History: the newest `limit` runs here and on each team's server, and the servers that
+/// could not answer.
+#[tauri::command]
+#[specta::specta]
+pub async fn list_runs(state: State<'_, AppState>, limit: u32) -> Result<RunHistory, AppError> {
+    state.history(limit as usize).await
+}
+
+/// A run of this store (`server` absent) or of a team's server.
+#[derive(Debug, Clone, Deserialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRef {
+    pub id: String,
+    #[serde(default)]
+    pub server: Option<String>,
+}
+
+/// Two past runs compared node by node: status, output, time, tokens and cost (each of this
+/// store or of a server).
 #[tauri::command]
 #[specta::specta]
 pub async fn compare_runs(
     state: State<'_, AppState>,
-    a: String,
-    b: String,
+    a: RunRef,
+    b: RunRef,
 ) -> Result<RunComparison, AppError> {
-    Ok(state.weft().compare(&a, &b).await?)
+    state.compare(&a, &b).await
 }
 
 /// Every visit of every node of the run `run_id` (loops, forEach items, steps inside subflows),
@@ -453,11 +470,58 @@ pub async fn run_visits(state: State<'_, AppState>, run_id: String) -> Result<Ru
     Ok(state.weft().visits(&run_id).await?)
 }
 
-/// Opens a past run (a full id or a unique prefix) to show its trace on the canvas.
+/// Opens a past run (a full id or a unique prefix) to show its trace on the canvas: of this
+/// store, or of the team's server named `server`.
 #[tauri::command]
 #[specta::specta]
-pub async fn open_run(state: State<'_, AppState>, run_id: String) -> Result<RunDetail, AppError> {
-    Ok(state.weft().run(&run_id).await?)
+pub async fn open_run(
+    state: State<'_, AppState>,
+    run_id: String,
+    server: Option<String>,
+) -> Result<RunDetail, AppError> {
+    state.run_detail(&run_id, server.as_deref()).await
+}
+
+/// Follows a run of the team's server `server` live: its events after event `after` arrive on
+/// `events` as the server stores them, until the run ends or pauses; then the run as the
+/// server keeps it. A stream the server closes is opened again where it stopped; following
+/// another run (or `stop_following`) ends this one (`null`).
+#[tauri::command]
+#[specta::specta]
+pub async fn follow_server_run(
+    state: State<'_, AppState>,
+    server: String,
+    run_id: String,
+    after: u64,
+    events: Channel<RunEvent>,
+) -> Result<Option<RunDetail>, AppError> {
+    state
+        .follow_server_run(&server, &run_id, after, |event| {
+            // A canvas that went away ends nothing here: the run is the server's.
+            let _ = events.send(event);
+        })
+        .await
+}
+
+/// Goes on from a breakpoint, pauses or cancels a run of the team's server `server` (as its
+/// token's name); follow it to see what it does.
+#[tauri::command]
+#[specta::specta]
+pub async fn act_on_server(
+    state: State<'_, AppState>,
+    server: String,
+    run_id: String,
+    action: crate::servers::ServerAction,
+) -> Result<(), AppError> {
+    state.act_on_server(&server, &run_id, &action).await
+}
+
+/// Ends the following of run `run_id` of `server` (the canvas shows something else); one
+/// followed since goes on.
+#[tauri::command]
+#[specta::specta]
+pub fn stop_following(state: State<'_, AppState>, server: String, run_id: String) {
+    state.stop_following(&server, &run_id);
 }
 
 /// One provider's settings as the canvas sees them: whether a key is set, never the key.

@@ -26,6 +26,9 @@ pub enum ErrorCode {
     Conflict,
     /// The person may not do it (not an approver of the approval, or its run's starter).
     Forbidden,
+    /// A team's server (Settings → Servers) could not be reached, did not answer in time or
+    /// refused the token; the message names it.
+    Server,
     /// Weft itself went wrong (a bug); the message says where.
     Internal,
 }

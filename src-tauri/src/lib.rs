@@ -17,6 +17,7 @@ use weft_api::{Keeper, Lifetime, Weft};
 use weft_history::cost::Prices;
 use weft_providers::ProviderSettings;
 
+pub use commands::{RunHistory, RunRef};
 pub use error::{AppError, ErrorCode};
 pub use settings::{AppPaths, SettingsFile};
 
@@ -35,6 +36,8 @@ pub struct AppState {
     keeper: Mutex<Option<Keeper>>,
     /// The flow file given on the command line, opened first.
     startup_file: Option<String>,
+    /// The server run followed live (its server and id), and how to end its following.
+    following: Mutex<Option<(String, String, tokio_util::sync::CancellationToken)>>,
 }
 
 impl AppState {
@@ -66,6 +69,7 @@ impl AppState {
             weft: Mutex::new(weft),
             keeper: Mutex::new(None),
             startup_file,
+            following: Mutex::new(None),
         })
     }
 
@@ -121,32 +125,148 @@ impl AppState {
     }
 
     /// Every approval waiting for a person: this store's (for the app's user), then each
-    /// server's of Settings → Servers (for its token's name, marked with the server), asked at
-    /// once, each within a few seconds; a server that cannot answer is named in `problems`
-    /// and the rest are listed.
+    /// server's of Settings → Servers (for its token's name, marked with the server); a server
+    /// that cannot answer is named in `problems` and the rest are listed.
     pub async fn inbox(&self) -> Result<commands::Inbox, AppError> {
         let mut approvals = self.weft().pending_approvals(self.user_name()).await?;
-        let servers = lock(&self.settings).servers.clone();
-        let mut asked = tokio::task::JoinSet::new();
-        for (index, server) in servers.into_iter().enumerate() {
-            asked.spawn(async move {
-                let found = servers::approvals(&server, servers::INBOX_TIMEOUT).await;
-                (index, found)
-            });
-        }
-        let mut answers = asked.join_all().await;
-        answers.sort_by_key(|(index, _)| *index);
-        let mut problems = Vec::new();
-        for (_, found) in answers {
-            match found {
-                Ok(found) => approvals.extend(found),
-                Err(problem) => problems.push(problem),
-            }
-        }
+        let (found, problems) = self
+            .ask_every_server(|server| async move {
+                servers::approvals(&server, servers::LIST_TIMEOUT).await
+            })
+            .await;
+        approvals.extend(found);
         Ok(commands::Inbox {
             approvals,
             problems,
         })
+    }
+
+    /// History: the newest `limit` runs of this store and of each server of Settings → Servers
+    /// (marked with the server), newest first; a server that cannot answer is named in
+    /// `problems` and the rest are listed. A server that keeps its runs in this very store
+    /// lists them once, as this store's.
+    pub async fn history(&self, limit: usize) -> Result<commands::RunHistory, AppError> {
+        let mut runs = self.weft().runs(limit).await?;
+        let (found, problems) = self
+            .ask_every_server(move |server| async move {
+                servers::runs(&server, limit, servers::LIST_TIMEOUT).await
+            })
+            .await;
+        let local: std::collections::HashSet<String> =
+            runs.iter().map(|run| run.summary.id.clone()).collect();
+        runs.extend(
+            found
+                .into_iter()
+                .filter(|run| !local.contains(&run.summary.id)),
+        );
+        // RFC 3339 times in UTC, as every store writes them, sort as text.
+        runs.sort_by(|a, b| b.summary.started_at.cmp(&a.summary.started_at));
+        Ok(commands::RunHistory { runs, problems })
+    }
+
+    /// Asks every server of Settings → Servers at once; what they answered, in the order of
+    /// Settings, and what went wrong with the others.
+    async fn ask_every_server<T, Answer>(
+        &self,
+        ask: impl Fn(servers::ServerEntry) -> Answer,
+    ) -> (Vec<T>, Vec<String>)
+    where
+        T: Send + 'static,
+        Answer: std::future::Future<Output = Result<Vec<T>, String>> + Send + 'static,
+    {
+        let servers = lock(&self.settings).servers.clone();
+        let mut asked = tokio::task::JoinSet::new();
+        for (index, server) in servers.into_iter().enumerate() {
+            let answer = ask(server);
+            asked.spawn(async move { (index, answer.await) });
+        }
+        let mut answers = asked.join_all().await;
+        answers.sort_by_key(|(index, _)| *index);
+        let (mut found, mut problems) = (Vec::new(), Vec::new());
+        for (_, answer) in answers {
+            match answer {
+                Ok(answer) => found.extend(answer),
+                Err(problem) => problems.push(problem),
+            }
+        }
+        (found, problems)
+    }
+
+    /// The server of Settings → Servers named `name`.
+    fn server(&self, name: &str) -> Result<servers::ServerEntry, AppError> {
+        lock(&self.settings)
+            .servers
+            .iter()
+            .find(|entry| entry.name == name)
+            .cloned()
+            .ok_or_else(|| {
+                AppError::new(
+                    ErrorCode::NotFound,
+                    format!("there is no server `{name}` in Settings → Servers"),
+                )
+            })
+    }
+
+    /// Everything kept of run `run_id`: of this store, or of the server named `server`.
+    pub async fn run_detail(
+        &self,
+        run_id: &str,
+        server: Option<&str>,
+    ) -> Result<weft_api::views::RunDetail, AppError> {
+        match server {
+            None => Ok(self.weft().run(run_id).await?),
+            Some(server) => servers::run(&self.server(server)?, run_id).await,
+        }
+    }
+
+    /// Two runs compared node by node, each of this store or of a server.
+    pub async fn compare(
+        &self,
+        a: &commands::RunRef,
+        b: &commands::RunRef,
+    ) -> Result<weft_api::views::RunComparison, AppError> {
+        if a.server.is_none() && b.server.is_none() {
+            return Ok(self.weft().compare(&a.id, &b.id).await?);
+        }
+        let (a, b) = tokio::try_join!(
+            self.run_detail(&a.id, a.server.as_deref()),
+            self.run_detail(&b.id, b.server.as_deref())
+        )?;
+        Ok(weft_api::views::compare_details(&a, &b))
+    }
+
+    /// Follows run `run_id` of the server named `server` live from after event `after` (see
+    /// [`servers::follow`]); following another run, or [`AppState::stop_following`], ends it
+    /// (`None`).
+    pub async fn follow_server_run(
+        &self,
+        server: &str,
+        run_id: &str,
+        after: u64,
+        on_event: impl FnMut(weft_event::RunEvent),
+    ) -> Result<Option<weft_api::views::RunDetail>, AppError> {
+        let entry = self.server(server)?;
+        let stop = tokio_util::sync::CancellationToken::new();
+        let followed = (server.to_string(), run_id.to_string(), stop.clone());
+        if let Some((_, _, before)) = lock(&self.following).replace(followed) {
+            before.cancel();
+        }
+        let followed = servers::follow(&entry, run_id, after, &stop, on_event).await;
+        stop.cancel();
+        followed
+    }
+
+    /// Ends the following of run `run_id` of `server`, if it is the one followed (one
+    /// followed since is left alone).
+    pub fn stop_following(&self, server: &str, run_id: &str) {
+        let mut following = lock(&self.following);
+        if let Some((followed_server, followed_run, stop)) = following.as_ref()
+            && followed_server == server
+            && followed_run == run_id
+        {
+            stop.cancel();
+            *following = None;
+        }
     }
 
     /// Decides the approval run `run_id` of the server named `server` waits at, under that
@@ -157,22 +277,21 @@ impl AppState {
         run_id: &str,
         decision: weft_nodes::Decision,
     ) -> Result<commands::DecisionAnswer, AppError> {
-        let entry = lock(&self.settings)
-            .servers
-            .iter()
-            .find(|entry| entry.name == server)
-            .cloned()
-            .ok_or_else(|| {
-                AppError::new(
-                    ErrorCode::NotFound,
-                    format!("there is no server `{server}` in Settings → Servers"),
-                )
-            })?;
-        let decided = servers::decide(&entry, run_id, &decision).await?;
+        let decided = servers::decide(&self.server(server)?, run_id, &decision).await?;
         Ok(commands::DecisionAnswer {
             run_id: decided.run_id,
             approval: decided.approval,
         })
+    }
+
+    /// Does `action` to run `run_id` of the server named `server`, under its token.
+    pub async fn act_on_server(
+        &self,
+        server: &str,
+        run_id: &str,
+        action: &servers::ServerAction,
+    ) -> Result<(), AppError> {
+        servers::act(&self.server(server)?, run_id, action).await
     }
 
     /// Who uses this app: the name in Settings, else who decides on this machine.
@@ -289,6 +408,9 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::test_connection,
             commands::check_server,
             commands::decide_on_server,
+            commands::follow_server_run,
+            commands::stop_following,
+            commands::act_on_server,
             commands::list_mcp_tools,
         ])
 }

@@ -1403,6 +1403,29 @@ test("Settings → Servers: a team's weft serve added with its token; the check 
       timeout: 10_000,
       timeoutMsg: "the decided server run stays in the inbox",
     });
+
+    // History lists the server's run marked with the server; opened, its trace is on the canvas.
+    await byTestId(browser, "tab-history").click();
+    await byTestId(browser, "history-refresh").click();
+    const serverRow = async () => {
+      for (const row of await allByTestId(browser, "history-row")) {
+        if ((await row.getAttribute("data-run-id")) === started.runId) return row;
+      }
+      return undefined;
+    };
+    await browser.waitUntil(async () => (await serverRow()) !== undefined, {
+      timeout: 10_000,
+      timeoutMsg: "the server's run is not in History",
+    });
+    const listed = await serverRow();
+    assert.equal(await listed.getAttribute("data-server"), "team");
+    assert.equal(await listed.getAttribute("data-status"), "completed");
+    await listed.click();
+    await waitForRunStatus(browser, "completed");
+    await waitForStatus(browser, "paid", "done");
+    assert.equal(await byTestId(browser, "viewing-server").getText(), "team");
+    await shot(browser, "42-history-server-run");
+    await byTestId(browser, "back-to-editing").click();
     await byTestId(browser, "tab-settings").click();
 
     // Saved again with another token: the check names the refusal.

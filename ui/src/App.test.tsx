@@ -75,7 +75,7 @@ function fakeApi(overrides: Partial<Api> = {}): Api {
     continueRun: fail,
     cancelRun: (runId) => Promise.resolve({ runId, status: 'cancelled' }),
     pauseRun: () => Promise.resolve(true),
-    listRuns: () => Promise.resolve([]),
+    listRuns: () => Promise.resolve({ runs: [], problems: [] }),
     compareRuns: fail,
     flowVersions: (path) => Promise.resolve({ path, current: null, versions: [] }),
     compareFlow: fail,
@@ -86,6 +86,9 @@ function fakeApi(overrides: Partial<Api> = {}): Api {
     runVisits: () => Promise.resolve({ visits: [], cost: NO_COST }),
     pendingApprovals: () => Promise.resolve({ approvals: [], problems: [] }),
     decideOnServer: fail,
+    followServerRun: fail,
+    stopFollowing: () => Promise.resolve(),
+    actOnServer: fail,
     readTests: () => Promise.resolve({ testsFile: '/flows/offline.tests.json', exists: false, cases: [], problem: null }),
     runTests: fail,
     caseFromRun: fail,
@@ -261,7 +264,7 @@ describe('App', () => {
     const item = screen.getByTestId('inbox-item');
     expect(item.dataset.server).toBe('team');
     expect(within(item).getByTestId('inbox-server').textContent).toBe('team');
-    expect((within(item).getByTestId('inbox-open-run') as HTMLButtonElement).disabled).toBe(true);
+    expect((within(item).getByTestId('inbox-open-run') as HTMLButtonElement).disabled).toBe(false);
     fireEvent.change(within(item).getByTestId('inbox-approval-note'), { target: { value: 'budgeted' } });
     await act(async () => fireEvent.click(within(item).getByTestId('inbox-approve')));
     expect(decideOnServer).toHaveBeenCalledWith('team', 'server-run', { decision: 'approve', note: 'budgeted', fields: {} });
@@ -552,7 +555,7 @@ describe('App', () => {
     const session = await mount(
       fakeApi({
         retryRun,
-        listRuns: () => Promise.resolve([{ ...summary, cost: NO_CALLS }]),
+        listRuns: () => Promise.resolve({ runs: [{ ...summary, cost: NO_CALLS }], problems: [] }),
         openRun: () =>
           Promise.resolve(stored({
             summary,
@@ -582,7 +585,7 @@ describe('App', () => {
     vi.useFakeTimers();
     try {
       let status: RunSummary['status'] = 'running';
-      const listRuns = vi.fn(() => Promise.resolve([{ ...pastRun('going'), status, cost: NO_CALLS }]));
+      const listRuns = vi.fn(() => Promise.resolve({ runs: [{ ...pastRun('going'), status, cost: NO_CALLS }], problems: [] }));
       await mount(fakeApi({ listRuns }));
       await act(async () => fireEvent.click(screen.getByTestId('tab-history')));
       expect(screen.getByTestId('history-row').dataset.status).toBe('running');
@@ -635,10 +638,13 @@ describe('App', () => {
     const session = await mount(
       fakeApi({
         listRuns: () =>
-          Promise.resolve([
-            { ...run('run-a'), cost: priced },
-            { ...run('run-b'), trigger: { kind: 'api', by: 'ci' }, cost: NO_CALLS },
-          ]),
+          Promise.resolve({
+            runs: [
+              { ...run('run-a'), cost: priced },
+              { ...run('run-b'), trigger: { kind: 'api', by: 'ci' }, cost: NO_CALLS },
+            ],
+            problems: [],
+          }),
         compareRuns,
         startRun,
         openRun: () =>
@@ -668,7 +674,7 @@ describe('App', () => {
     fireEvent.click(checks[1]);
     expect(compare.disabled).toBe(false);
     await act(async () => fireEvent.click(compare));
-    expect(compareRuns).toHaveBeenCalledWith('run-a', 'run-b');
+    expect(compareRuns).toHaveBeenCalledWith({ id: 'run-a', server: null }, { id: 'run-b', server: null });
     expect(screen.getByTestId('compare-verdict').textContent).toBe('Outputs differ at 1 of 1 nodes');
     // What changed in the flow between the two runs comes first.
     const changes = screen.getByTestId('compare-flow-changes');
@@ -694,6 +700,84 @@ describe('App', () => {
     const request = (startRun.mock.calls[0] as unknown[])[0] as { replay: string; input: string };
     expect(request.replay).toBe('run-a');
     expect(request.input).toBe('the ticket');
+  });
+
+  it('lists a team server’s runs beside the local ones, follows one live, compares it, and continues it there', async () => {
+    const local = { ...pastRun('run-a'), startedAt: '2026-11-21T20:50:00.000Z' };
+    const remote: RunSummary = { ...pastRun('srv-1'), status: 'running', endedAt: null, trigger: { kind: 'api', by: 'ada' } };
+    const scoped = (seq: number, type: RunEvent['type'], nodeId: string | null, content: string) =>
+      event(seq, type, nodeId, content, { runId: 'srv-1' });
+    const begun = [scoped(1, 'run_start', null, 'run started'), scoped(2, 'step_start', 'start', 'Start'), scoped(3, 'step_end', 'start', 'x')];
+    const detail = (summary: RunSummary, events: RunEvent[], waiting: Waiting | null = null) =>
+      stored({ summary, flow: offlineFlow(), input: 'x', result: null, error: null, waiting, events, outputs: [], cost: NO_COST });
+    let endFollowing: (ended: RunDetail | null) => void = () => {};
+    let pushEvent: (event: RunEvent) => void = () => {};
+    const followServerRun = vi.fn((_server: string, _runId: string, _after: number, onEvent: (event: RunEvent) => void) => {
+      pushEvent = onEvent;
+      return new Promise<RunDetail | null>((resolve) => {
+        endFollowing = resolve;
+      });
+    });
+    const openRun = vi.fn((_runId: string, server: string | null) =>
+      Promise.resolve(server === 'team' ? detail(remote, begun) : detail(local, [])),
+    );
+    const compareRuns = vi.fn(() => Promise.reject({ code: 'badRequest', message: 'compared' }));
+    const actOnServer = vi.fn(() => Promise.resolve(null));
+    const session = await mount(
+      fakeApi({
+        listRuns: () =>
+          Promise.resolve({
+            runs: [
+              { ...remote, server: 'team', cost: NO_CALLS },
+              { ...local, cost: NO_CALLS },
+            ],
+            problems: ['server `eu`: cannot reach http://10.0.0.9:8420: connection refused'],
+          }),
+        openRun,
+        followServerRun,
+        compareRuns,
+        actOnServer,
+      }),
+    );
+    await act(async () => fireEvent.click(screen.getByTestId('tab-history')));
+    expect(screen.getByTestId('history-problem').textContent).toContain('server `eu`: cannot reach');
+    const rows = screen.getAllByTestId('history-row');
+    expect(rows.map((row) => row.dataset.server ?? null)).toEqual(['team', null]);
+    expect(within(rows[0]).getByTestId('history-server').textContent).toBe('team');
+
+    // Opened: the server's run is shown, and followed from its last event.
+    await act(async () => fireEvent.click(rows[0]));
+    expect(openRun).toHaveBeenCalledWith('srv-1', 'team');
+    expect(followServerRun.mock.calls[0].slice(0, 3)).toEqual(['team', 'srv-1', 3]);
+    expect(screen.getByTestId('run-status').textContent).toBe('running');
+    act(() => pushEvent(scoped(4, 'step_start', 'summary', 'Summarize')));
+    expect(screen.getByTestId('node-summary').dataset.status).toBe('running');
+    // Replaying needs the recorded answers, which the server keeps.
+    const replay = screen.getByTestId('history-replay') as HTMLButtonElement;
+    expect(replay.disabled).toBe(true);
+    expect(replay.title).toContain('server team');
+
+    // It stops at a breakpoint on the server: shown as the server keeps it, and continued there.
+    const atBreakpoint: Waiting = { nodeId: 'summary', message: 'breakpoint before `summary`: its input is x', breakpoint: 'before', pause: 1, input: 'x' };
+    const paused = detail({ ...remote, status: 'paused', waitingNodeId: 'summary' }, [...begun, scoped(4, 'wait_input', 'summary', atBreakpoint.message)], atBreakpoint);
+    await act(async () => endFollowing(paused));
+    expect(screen.getByTestId('run-status').textContent).toBe('paused');
+    const prompt = within(screen.getByTestId('node-summary')).getByTestId('breakpoint-prompt');
+    fireEvent.change(within(prompt).getByTestId('breakpoint-value'), { target: { value: '"y"' } });
+    await act(async () => fireEvent.click(within(prompt).getByTestId('breakpoint-continue')));
+    expect(actOnServer).toHaveBeenCalledWith('team', 'srv-1', { continue: { step: false, set: 'y' } });
+    // Going on, it is opened and followed again.
+    expect(openRun).toHaveBeenLastCalledWith('srv-1', 'team');
+    expect(followServerRun).toHaveBeenCalledTimes(2);
+
+    // Compared with the local run: each named with where it is kept, the earlier first.
+    await act(async () => fireEvent.click(screen.getByTestId('tab-history')));
+    const checks = screen.getAllByTestId('history-check');
+    fireEvent.click(checks[0]);
+    fireEvent.click(checks[1]);
+    await act(async () => fireEvent.click(screen.getByTestId('history-compare')));
+    expect(compareRuns).toHaveBeenCalledWith({ id: 'run-a', server: null }, { id: 'srv-1', server: 'team' });
+    act(() => session.backToEditing());
   });
 
   it('shows every visit of a node with its cost, on the node and in the inspector, and pins one visit', async () => {
@@ -932,7 +1016,7 @@ describe('App', () => {
     // The failing case's run opens on the canvas.
     const failed = screen.getAllByTestId('test-case')[1];
     await act(async () => fireEvent.click(within(failed).getByTestId('test-open-run')));
-    expect(openRun).toHaveBeenCalledWith('run-rejected');
+    expect(openRun).toHaveBeenCalledWith('run-rejected', null);
     expect(session.getSnapshot().viewing?.run.summary.id).toBe('run-rejected');
 
     // That run becomes a new case: edited as JSON, refused when it is not, saved with its answers.

@@ -109,8 +109,15 @@ function ViewingBanner() {
   return (
     <div className="banner viewing" data-testid="viewing-banner">
       <span className="banner-text">
-        Viewing past run <code>{viewing.run.summary.id.slice(0, 8)}</code> of “{viewing.run.summary.flowName || 'Untitled'}” ({status}
-        ) — read only. Your flow is kept as it was.
+        Viewing {viewing.server ? 'run' : 'past run'} <code>{viewing.run.summary.id.slice(0, 8)}</code> of “
+        {viewing.run.summary.flowName || 'Untitled'}”
+        {viewing.server && (
+          <>
+            {' '}
+            on server <strong data-testid="viewing-server">{viewing.server}</strong>
+          </>
+        )}{' '}
+        ({status}) — read only{viewing.server && status === 'running' ? ', followed live' : ''}. Your flow is kept as it was.
         {status === 'interrupted' && ' Its process stopped before it ended: continue it to run what was cut off.'}
       </span>
       {status === 'interrupted' && (

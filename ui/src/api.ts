@@ -25,7 +25,8 @@ import type {
   RunEvent,
   RunRequest,
   Continue,
-  RunListing,
+  RunHistory,
+  RunRef,
   RunComparison,
   RunVisits,
   CaseReport,
@@ -35,6 +36,7 @@ import type {
   TestsView,
   Upcoming,
   Value,
+  ServerAction,
   ServerCheck,
   SettingsChange,
   SettingsView,
@@ -74,21 +76,31 @@ export interface Api {
   cancelRun(runId: string): Promise<Cancelled>;
   /** Asks a run going to pause before its next step. */
   pauseRun(runId: string): Promise<boolean>;
-  /** The newest runs with what each cost. */
-  listRuns(limit: number): Promise<RunListing[]>;
+  /** The newest runs here and on the team's servers, with what each cost; and the servers that could not answer. */
+  listRuns(limit: number): Promise<RunHistory>;
   /** The pinned outputs kept beside the flow file `flowPath`, by node. */
   readPins(flowPath: string): Promise<Record<string, Value>>;
   /** Keeps pinned outputs beside the flow file `flowPath` (none: no file). */
   savePins(flowPath: string, pins: Record<string, Value>): Promise<null>;
-  /** Two past runs compared node by node. */
-  compareRuns(a: string, b: string): Promise<RunComparison>;
+  /** Two past runs compared node by node (each of this store or of a server). */
+  compareRuns(a: RunRef, b: RunRef): Promise<RunComparison>;
   /** The versions of the flow file `path` kept in the store, newest first. */
   flowVersions(path: string): Promise<FileVersions>;
   /** The open flow against another version: a version's hash, a run's id, a flow file. */
   compareFlow(flow: Flow, path: string | null, against: string): Promise<FlowComparison>;
   /** What changed from flow `a` to flow `b` (a comparison asked again after an edit). */
   diffFlows(a: Flow, b: Flow): Promise<FlowDiff>;
-  openRun(runId: string): Promise<RunDetail>;
+  /** A past run: of this store (`server` null) or of a team's server. */
+  openRun(runId: string, server: string | null): Promise<RunDetail>;
+  /**
+   * Follows a run of a team's server: its events after event `after` go to `onEvent` until it
+   * ends or pauses; then the run as the server keeps it (null when following was ended).
+   */
+  followServerRun(server: string, runId: string, after: number, onEvent: EventListener): Promise<RunDetail | null>;
+  /** Goes on from a breakpoint, pauses or cancels a run of a team's server, under its token. */
+  actOnServer(server: string, runId: string, action: ServerAction): Promise<null>;
+  /** Ends the following of that run (another run followed since goes on). */
+  stopFollowing(server: string, runId: string): Promise<void>;
   /** Every approval waiting for a person, across flows and runs: the inbox. */
   /** This store's approvals waiting, then the team's servers'; and the servers that could not answer. */
   pendingApprovals(): Promise<Inbox>;
@@ -153,7 +165,10 @@ export const tauriApi: Api = {
   diffFlows: (a, b) => commands.flowDiff(a, b),
   readPins: (flowPath) => commands.readPins(flowPath),
   savePins: (flowPath, pins) => commands.savePins(flowPath, pins),
-  openRun: (runId) => commands.openRun(runId),
+  openRun: (runId, server) => commands.openRun(runId, server),
+  followServerRun: (server, runId, after, onEvent) => commands.followServerRun(server, runId, after, channelTo(onEvent)),
+  stopFollowing: (server, runId) => commands.stopFollowing(server, runId),
+  actOnServer: (server, runId, action) => commands.actOnServer(server, runId, action),
   runVisits: (runId) => commands.runVisits(runId),
   pendingApprovals: () => commands.pendingApprovals(),
   decideOnServer: (server, runId, decision) => commands.decideOnServer(server, runId, decision),

@@ -69,10 +69,10 @@ export const commands = {
 	 */
 	pauseRun: (runId: string) => __TAURI_INVOKE<boolean>("pause_run", { runId }),
 	/**
-	 *  The most recent runs, newest first (runs of `weft` and servers in the same store too),
-	 *  with their cost.
+	 *  History: the newest `limit` runs here and on each team's server, and the servers that
+	 *  could not answer.
 	 */
-	listRuns: (limit: number) => __TAURI_INVOKE<RunListing[]>("list_runs", { limit }),
+	listRuns: (limit: number) => __TAURI_INVOKE<RunHistory>("list_runs", { limit }),
 	/**
 	 *  Every visit of every node of the run `run_id` (loops, forEach items, steps inside subflows),
 	 *  with input, output, time, tokens and cost (a run going now too: its events are stored
@@ -99,8 +99,11 @@ export const commands = {
 	 *  so it runs offline at once.
 	 */
 	saveTestCase: (flow: Flow, path: string, testCase: CaseSpec, fromRun: string | null) => __TAURI_INVOKE<TestsView>("save_test_case", { flow, path, testCase, fromRun }),
-	/**  Two past runs compared node by node: status, output, time, tokens and cost. */
-	compareRuns: (a: string, b: string) => __TAURI_INVOKE<RunComparison>("compare_runs", { a, b }),
+	/**
+	 *  Two past runs compared node by node: status, output, time, tokens and cost (each of this
+	 *  store or of a server).
+	 */
+	compareRuns: (a: RunRef, b: RunRef) => __TAURI_INVOKE<RunComparison>("compare_runs", { a, b }),
 	/**  The versions of the flow file at `path` kept in the run store, newest first. */
 	flowVersions: (path: string) => __TAURI_INVOKE<FileVersions>("flow_versions", { path }),
 	/**
@@ -113,8 +116,11 @@ export const commands = {
 	 *  with the other version it already has (nothing is read again).
 	 */
 	flowDiff: (a: Flow, b: Flow) => __TAURI_INVOKE<FlowDiff>("flow_diff", { a, b }),
-	/**  Opens a past run (a full id or a unique prefix) to show its trace on the canvas. */
-	openRun: (runId: string) => __TAURI_INVOKE<RunDetail>("open_run", { runId }),
+	/**
+	 *  Opens a past run (a full id or a unique prefix) to show its trace on the canvas: of this
+	 *  store, or of the team's server named `server`.
+	 */
+	openRun: (runId: string, server: string | null) => __TAURI_INVOKE<RunDetail>("open_run", { runId, server }),
 	/**  The pinned outputs of the flow at `flow_path` (its `NAME.pins.json`; none when missing). */
 	readPins: (flowPath: string) => __TAURI_INVOKE<{ [key in string]: Value }>("read_pins", { flowPath }),
 	/**
@@ -137,6 +143,23 @@ export const commands = {
 	checkServer: (name: string) => __TAURI_INVOKE<ServerCheck>("check_server", { name }),
 	/**  Decides an approval of a team's server from the inbox, under that server's token. */
 	decideOnServer: (server: string, runId: string, decision: Decision) => __TAURI_INVOKE<DecisionAnswer>("decide_on_server", { server, runId, decision }),
+	/**
+	 *  Follows a run of the team's server `server` live: its events after event `after` arrive on
+	 *  `events` as the server stores them, until the run ends or pauses; then the run as the
+	 *  server keeps it. A stream the server closes is opened again where it stopped; following
+	 *  another run (or `stop_following`) ends this one (`null`).
+	 */
+	followServerRun: (server: string, runId: string, after: number, events: Channel<RunEvent>) => __TAURI_INVOKE<RunDetail | null>("follow_server_run", { server, runId, after, events }),
+	/**
+	 *  Ends the following of run `run_id` of `server` (the canvas shows something else); one
+	 *  followed since goes on.
+	 */
+	stopFollowing: (server: string, runId: string) => __TAURI_INVOKE<void>("stop_following", { server, runId }),
+	/**
+	 *  Goes on from a breakpoint, pauses or cancels a run of the team's server `server` (as its
+	 *  token's name); follow it to see what it does.
+	 */
+	actOnServer: (server: string, runId: string, action: ServerAction) => __TAURI_INVOKE<null>("act_on_server", { server, runId, action }),
 	/**
 	 *  Connects to the MCP servers `flow` may use (its own and the app's; the app's alone without
 	 *  a flow) and lists their tools: Settings' and the flow panel's "Test connection", and what
@@ -402,6 +425,11 @@ export type ErrorCode =
 "conflict" | 
 /**  The person may not do it (not an approver of the approval, or its run's starter). */
 "forbidden" | 
+/**
+ *  A team's server (Settings → Servers) could not be reached, did not answer in time or
+ *  refused the token; the message names it.
+ */
+"server" | 
 /**  Weft itself went wrong (a bug); the message says where. */
 "internal";
 
@@ -1012,9 +1040,24 @@ export type RunFrom = {
 	only?: boolean,
 };
 
+/**
+ *  History: the newest runs of this store (runs of `weft` and servers in the same store too)
+ *  and of the team's servers, newest first, with what each cost.
+ */
+export type RunHistory = {
+	runs: RunListing[],
+	/**  What went wrong asking a server ("server `team`: cannot reach …"), one a server. */
+	problems: string[],
+};
+
 /**  A run as History lists it: its summary and what its LLM calls cost. */
 export type RunListing = {
 	cost: Cost,
+	/**
+	 *  The team's server (Settings → Servers) that ran it, in the desktop app's History; absent
+	 *  for a run of this store (and always in a server's own answers).
+	 */
+	server?: string | null,
 } & RunSummary;
 
 /**  Everything stored about a run except its events and node outputs. */
@@ -1045,6 +1088,12 @@ export type RunRecord = {
 	usage: Usage,
 	/**  Who drives the run (see [`NewRun::host`]); `None` for a run of this store's processes. */
 	host: string | null,
+};
+
+/**  A run of this store (`server` absent) or of a team's server. */
+export type RunRef = {
+	id: string,
+	server?: string | null,
 };
 
 /**  What to run. */
@@ -1108,6 +1157,15 @@ export type RunVisits = {
 	visits: NodeVisit[],
 	cost: RunCost,
 };
+
+/**  What the canvas asks of a server's run it shows (under the server's token). */
+export type ServerAction = 
+/**  Go on from the breakpoint it stopped at (`POST /v1/runs/{id}/continue`). */
+{ continue: Continue } | 
+/**  Pause it before its next step (`POST /v1/runs/{id}/pause`). */
+"pause" | 
+/**  Cancel it (`POST /v1/runs/{id}/cancel`). */
+"cancel";
 
 /**  A server added, changed or removed in Settings. */
 export type ServerChange = {

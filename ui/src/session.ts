@@ -16,8 +16,10 @@ import type {
   Problem,
   RunComparison,
   RunDetail,
-  RunSummary,
+  RunListing,
+  RunRef,
   RunVisits,
+  ServerAction,
   PendingApproval,
   CaseReport,
   CaseSpec,
@@ -60,7 +62,16 @@ export function decisionOf(approve: boolean, note: string, fields: Record<string
   return { decision: approve ? 'approve' : 'reject', note, fields };
 }
 
-export type ViewedRun = RunDetail & { flow: CanvasFlow };
+/** A past run shown on the canvas; `server` names the team's server it is of (null: this store). */
+export type ViewedRun = RunDetail & { flow: CanvasFlow; server: string | null };
+
+/** A run as History lists it: of this store, or (`server`) of a team's server. */
+export type HistoryEntry = Omit<RunListing, 'cost'>;
+
+/** How History, Compare and the costs know a run: its id, with its server's name for a server's. */
+export function runKey(run: RunRef): string {
+  return run.server ? `${run.server}/${run.id}` : run.id;
+}
 
 export interface SessionState {
   catalog: KindCatalog | null;
@@ -71,10 +82,12 @@ export interface SessionState {
   /** The next occurrences of the edited flow's schedules (`settings.schedules`), as validated. */
   upcoming: Upcoming[];
   errors: Banner[];
-  /** Recent runs from the store, newest first. */
-  history: RunSummary[];
-  /** What each run in `history` cost, by run id. */
+  /** Recent runs from the store and the team's servers, newest first. */
+  history: HistoryEntry[];
+  /** What each run in `history` cost, by its `runKey`. */
   historyCosts: Record<string, Cost>;
+  /** The team's servers that could not list their runs, each saying why. */
+  historyProblems: string[];
   /** Two past runs compared, shown over the canvas. */
   comparison: RunComparison | null;
   /** The open flow compared with another version of it, marked on the canvas. */
@@ -172,6 +185,7 @@ export class Session {
     errors: [],
     history: [],
     historyCosts: {},
+    historyProblems: [],
     comparison: null,
     flowCompare: null,
     versions: null,
@@ -526,6 +540,10 @@ export class Session {
   async cancelRun(): Promise<void> {
     const { runId, status } = this.run.getSnapshot();
     if (status !== 'running') return;
+    if (this.state.viewing?.server) {
+      await this.actOnViewedServerRun('cancel');
+      return;
+    }
     if (!runId) {
       this.cancelRequested = true;
       return;
@@ -544,6 +562,10 @@ export class Session {
   async pauseRun(): Promise<void> {
     const { runId, status } = this.run.getSnapshot();
     if (status !== 'running' || !runId) return;
+    if (this.state.viewing?.server) {
+      await this.actOnViewedServerRun('pause');
+      return;
+    }
     try {
       await this.api.pauseRun(runId);
     } catch (error) {
@@ -556,6 +578,11 @@ export class Session {
    * in the same view.
    */
   async answerApproval(approve: boolean, note: string, fields: Record<string, Value> = {}): Promise<void> {
+    const viewing = this.state.viewing;
+    if (viewing?.server) {
+      await this.decideFromInbox(viewing.run.summary.id, approve, note, fields, viewing.server);
+      return;
+    }
     await this.goOnFromPause((runId, onEvent) => this.api.resumeRun(runId, decisionOf(approve, note, fields), onEvent));
     void this.refreshInbox();
   }
@@ -633,9 +660,15 @@ export class Session {
    * run (another flow's, one paused by `weft` or a server) goes on in the background, and the
    * inbox and History show where it got to.
    */
-  async decideFromInbox(runId: string, approve: boolean, note: string, fields: Record<string, Value> = {}): Promise<void> {
+  async decideFromInbox(
+    runId: string,
+    approve: boolean,
+    note: string,
+    fields: Record<string, Value> = {},
+    onServer: string | null = null,
+  ): Promise<void> {
     const shown = this.run.getSnapshot();
-    const server = this.state.inbox.find((approval) => approval.runId === runId)?.server ?? null;
+    const server = onServer ?? this.state.inbox.find((approval) => approval.runId === runId)?.server ?? null;
     if (server === null && !this.state.viewing && shown.runId === runId && shown.status === 'paused') {
       await this.answerApproval(approve, note, fields);
       return;
@@ -643,9 +676,11 @@ export class Session {
     try {
       const decision = decisionOf(approve, note, fields);
       // A team server's run is decided there, under its token.
-      this.counted(
+      const counted = this.counted(
         server !== null ? await this.api.decideOnServer(server, runId, decision) : await this.api.resumeRun(runId, decision, () => {}),
       );
+      // The server's run shown goes on there: it is shown as it goes.
+      if (server !== null && !counted && this.isViewed(server, runId)) await this.openRun(runId, server);
     } catch (error) {
       this.reportError(error);
     } finally {
@@ -714,7 +749,13 @@ export class Session {
 
   /** Reads every visit of the run shown, and its cost per node, from the store. */
   async refreshVisits(): Promise<void> {
-    const runId = this.state.viewing?.run.summary.id ?? this.run.getSnapshot().runId;
+    const viewing = this.state.viewing;
+    if (viewing?.server) {
+      // A server's run: its visits came with it (and come again as following it ends).
+      this.set({ visits: { visits: viewing.visits, cost: viewing.cost } });
+      return;
+    }
+    const runId = viewing?.run.summary.id ?? this.run.getSnapshot().runId;
     if (!runId) return;
     try {
       const visits = await this.api.runVisits(runId);
@@ -775,6 +816,7 @@ export class Session {
   caseFromViewedBlockedReason(): string | null {
     const viewed = this.state.viewing;
     if (!viewed) return 'Open a past run first.';
+    if (viewed.server) return `A run of server ${viewed.server}: its recorded answers are kept there.`;
     if (!viewed.run.summary.flowPath) return "This run's flow was not saved to a file: a case lives beside its flow's file.";
     return null;
   }
@@ -925,7 +967,34 @@ export class Session {
    * the next steps; with `how.set`, that value replaces the one at the breakpoint.
    */
   async continueFromBreakpoint(how: Continue): Promise<void> {
+    if (this.state.viewing?.server) {
+      await this.actOnViewedServerRun({ continue: how });
+      return;
+    }
     await this.goOnFromPause((runId, onEvent) => this.api.continueRun(runId, how, onEvent));
+  }
+
+  /**
+   * Continues, pauses or cancels the server run shown, on its server; a run that goes on is
+   * followed again.
+   */
+  private async actOnViewedServerRun(action: ServerAction): Promise<void> {
+    const viewing = this.state.viewing;
+    if (!viewing?.server || this.state.busy) return;
+    const { server } = viewing;
+    const runId = viewing.run.summary.id;
+    this.set({ busy: true });
+    try {
+      await this.api.actOnServer(server, runId, action);
+    } catch (error) {
+      this.reportError(error);
+      return;
+    } finally {
+      this.set({ busy: false });
+    }
+    // A continued run goes on: shown again, and followed. A pause or a cancel shows in the
+    // events of the run followed already.
+    if (typeof action !== 'string' && this.isViewed(server, runId)) await this.openRun(runId, server);
   }
 
   // --- history --------------------------------------------------------------------------
@@ -934,16 +1003,17 @@ export class Session {
     try {
       const listed = await this.api.listRuns(HISTORY_LIMIT);
       this.set({
-        history: listed.map(({ cost: _cost, ...summary }) => summary),
-        historyCosts: Object.fromEntries(listed.map((entry) => [entry.id, entry.cost])),
+        history: listed.runs.map(({ cost: _cost, ...entry }) => entry),
+        historyCosts: Object.fromEntries(listed.runs.map((entry) => [runKey(entry), entry.cost])),
+        historyProblems: listed.problems,
       });
     } catch (error) {
       this.reportError(error);
     }
   }
 
-  /** Compares two past runs node by node; the comparison shows in History. */
-  async compareRuns(a: string, b: string): Promise<void> {
+  /** Compares two past runs node by node (each of this store or of a server); the comparison shows in History. */
+  async compareRuns(a: RunRef, b: RunRef): Promise<void> {
     try {
       this.set({ comparison: await this.api.compareRuns(a, b) });
     } catch (error) {
@@ -1029,7 +1099,7 @@ export class Session {
    */
   async replayViewed(): Promise<void> {
     const viewed = this.state.viewing;
-    if (!viewed || this.state.busy) return;
+    if (!viewed || viewed.server || this.state.busy) return;
     const input = typeof viewed.run.input === 'string' ? viewed.run.input : JSON.stringify(viewed.run.input);
     this.leaveViewing();
     await this.startRun(input, null, viewed.run.summary.id);
@@ -1044,22 +1114,59 @@ export class Session {
     return this.state.busy || liveGoing ? 'Past runs open when the run going now ends.' : null;
   }
 
-  /** Shows a past run on the canvas: its flow, replayed statuses, log and outputs. */
-  async openRun(runId: string): Promise<void> {
+  /**
+   * Shows a past run on the canvas: its flow, replayed statuses, log and outputs. A run of a
+   * team's server (`server`) that is still going is followed live until it ends or pauses.
+   */
+  async openRun(runId: string, server: string | null = null): Promise<void> {
     if (this.openRunBlockedReason() !== null) return;
     try {
-      const stored = await this.api.openRun(runId);
-      const detail: ViewedRun = { ...stored, flow: canvasFlow(stored.flow) };
-      if (!this.state.viewing) {
-        this.liveView = this.run.getSnapshot();
-        this.liveVisits = this.state.visits;
-      }
-      this.run.show(runViewFromDetail(detail, this.runnableNodeIds(detail.flow)));
-      this.set({ viewing: detail, viewSelection: null, visits: null });
-      this.showLog();
-      void this.refreshVisits();
+      const stored = await this.api.openRun(runId, server);
+      this.showViewed({ ...stored, flow: canvasFlow(stored.flow), server });
+      if (server && stored.run.summary.status === 'running') void this.followServerRun(server, stored);
     } catch (error) {
       this.reportError(error);
+    }
+  }
+
+  private showViewed(detail: ViewedRun): void {
+    const before = this.state.viewing;
+    if (!before) {
+      this.liveView = this.run.getSnapshot();
+      this.liveVisits = this.state.visits;
+    } else if (before.server && !(before.server === detail.server && before.run.summary.id === detail.run.summary.id)) {
+      // The server run shown until now is followed no more.
+      void this.api.stopFollowing(before.server, before.run.summary.id);
+    }
+    this.run.show(runViewFromDetail(detail, this.runnableNodeIds(detail.flow)));
+    this.set({ viewing: detail, viewSelection: null, visits: null });
+    this.showLog();
+    void this.refreshVisits();
+  }
+
+  /** Whether `detail`'s run is the one shown. */
+  private isViewed(server: string, runId: string): boolean {
+    const viewing = this.state.viewing;
+    return viewing !== null && viewing.server === server && viewing.run.summary.id === runId;
+  }
+
+  /**
+   * Paints the events of a server's run shown as the server stores them, then shows the run as
+   * it ended or paused (its outputs, visits and cost). Showing something else ends it.
+   */
+  private async followServerRun(server: string, stored: RunDetail): Promise<void> {
+    const runId = stored.run.summary.id;
+    const after = stored.events.length > 0 ? stored.events[stored.events.length - 1].seq : 0;
+    try {
+      const ended = await this.api.followServerRun(server, runId, after, (event) => {
+        if (this.isViewed(server, runId)) this.run.push(event);
+      });
+      if (ended && this.isViewed(server, runId)) {
+        this.showViewed({ ...ended, flow: canvasFlow(ended.flow), server });
+        void this.refreshHistory();
+      }
+    } catch (error) {
+      if (this.isViewed(server, runId)) this.reportError(error);
     }
   }
 
@@ -1071,6 +1178,8 @@ export class Session {
 
   private leaveViewing(): void {
     if (!this.state.viewing) return;
+    const { server, run } = this.state.viewing;
+    if (server) void this.api.stopFollowing(server, run.summary.id);
     this.run.show(this.liveView ?? emptyRunView());
     this.liveView = null;
     this.set({ viewing: null, viewSelection: null, visits: this.liveVisits });

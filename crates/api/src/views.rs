@@ -31,17 +31,21 @@ use crate::{Error, Weft};
 
 /// A run as History lists it: its summary and what its LLM calls cost.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunListing {
     #[serde(flatten)]
     pub summary: RunSummary,
     pub cost: Cost,
+    /// The team's server (Settings → Servers) that ran it, in the desktop app's History; absent
+    /// for a run of this store (and always in a server's own answers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
 }
 
 /// Everything about one run.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunDetail {
     pub run: RunRecord,
@@ -121,7 +125,11 @@ pub fn run_listings(
     let mut listed = Vec::with_capacity(summaries.len());
     for summary in summaries {
         let cost = run_total(store, &summary.id, prices)?;
-        listed.push(RunListing { summary, cost });
+        listed.push(RunListing {
+            summary,
+            cost,
+            server: None,
+        });
     }
     Ok(listed)
 }
@@ -147,7 +155,11 @@ pub fn run_listing_page(
     let mut listed = Vec::with_capacity(summaries.len());
     for summary in summaries {
         let cost = run_total(store, &summary.id, prices)?;
-        listed.push(RunListing { summary, cost });
+        listed.push(RunListing {
+            summary,
+            cost,
+            server: None,
+        });
     }
     Ok((listed, next))
 }
@@ -295,6 +307,20 @@ pub fn comparison(
     prices: &Prices,
 ) -> Result<RunComparison, StoreError> {
     weft_history::compare::compare_runs(store, a.trim(), b.trim(), prices)
+}
+
+/// Two runs compared from their details, as a store or a team's server (`GET /v1/runs/{id}`)
+/// gave them: how the desktop app compares a server's run with another.
+pub fn compare_details(a: &RunDetail, b: &RunDetail) -> RunComparison {
+    fn parts(detail: &RunDetail) -> weft_history::compare::RunParts<'_> {
+        weft_history::compare::RunParts {
+            record: &detail.run,
+            events: &detail.events,
+            cost: detail.cost.clone(),
+            outputs: &detail.node_outputs,
+        }
+    }
+    weft_history::compare::compare_parts(parts(a), parts(b))
 }
 
 impl Weft {

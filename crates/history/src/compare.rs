@@ -6,21 +6,21 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::cost::{Cost, Prices, RunCost, run_cost};
 pub use crate::lines::DiffLine;
 use crate::lines::line_diff;
 use weft_event::{EventType, RunEvent, RunStatus};
-use weft_store::{Store, StoreError};
+use weft_store::{NodeOutputRecord, RunRecord, Store, StoreError};
 
 /// Changes listed per node at most (a diff of two unrelated documents says no more).
 const MAX_CHANGES: usize = 200;
 
 /// What happened to a node in one run, from its events.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum NodeStatus {
     Completed,
@@ -121,8 +121,45 @@ pub fn compare_runs(
     b: &str,
     prices: &Prices,
 ) -> Result<RunComparison, StoreError> {
-    let a = RunFacts::read(store, &store.resolve_run_id(a)?, prices)?;
-    let b = RunFacts::read(store, &store.resolve_run_id(b)?, prices)?;
+    let read = |id: &str| -> Result<
+        (RunRecord, Vec<RunEvent>, RunCost, Vec<NodeOutputRecord>),
+        StoreError,
+    > {
+        let id = store.resolve_run_id(id)?;
+        let record = store.run(&id)?;
+        let cost = run_cost(store, &record, prices)?;
+        Ok((record, store.events(&id)?, cost, store.node_outputs(&id)?))
+    };
+    let (a, b) = (read(a)?, read(b)?);
+    Ok(compare_parts(
+        RunParts {
+            record: &a.0,
+            events: &a.1,
+            cost: a.2,
+            outputs: &a.3,
+        },
+        RunParts {
+            record: &b.0,
+            events: &b.1,
+            cost: b.2,
+            outputs: &b.3,
+        },
+    ))
+}
+
+/// What a run's store keeps of it, as compared: read from a store, or from a server's answer
+/// (`GET /v1/runs/{id}`) when the desktop app compares a run of a team's server.
+pub struct RunParts<'a> {
+    pub record: &'a RunRecord,
+    pub events: &'a [RunEvent],
+    /// What its calls cost, priced where it is kept.
+    pub cost: RunCost,
+    pub outputs: &'a [NodeOutputRecord],
+}
+
+/// Compares two runs node by node from what is kept of them.
+pub fn compare_parts(a: RunParts<'_>, b: RunParts<'_>) -> RunComparison {
+    let (a, b) = (RunFacts::of(a), RunFacts::of(b));
     let mut seen: HashSet<&str> = HashSet::with_capacity(a.order.len());
     let keys: Vec<&str> = a
         .order
@@ -153,13 +190,13 @@ pub fn compare_runs(
         }
         _ => None,
     };
-    Ok(RunComparison {
+    RunComparison {
         equal: nodes.iter().all(|node| node.same_output),
         a: a.side,
         b: b.side,
         nodes,
         flow_changes,
-    })
+    }
 }
 
 /// What one run stored, gathered by node key.
@@ -182,13 +219,16 @@ struct Timing {
 }
 
 impl RunFacts {
-    fn read(store: &Store, run_id: &str, prices: &Prices) -> Result<RunFacts, StoreError> {
-        let record = store.run(run_id)?;
-        let events = store.events(run_id)?;
-        let cost = run_cost(store, &record, prices)?;
+    fn of(parts: RunParts<'_>) -> RunFacts {
+        let RunParts {
+            record,
+            events,
+            cost,
+            outputs: stored_outputs,
+        } = parts;
         let mut order: Vec<String> = Vec::new();
         let mut timings: HashMap<String, Timing> = HashMap::new();
-        for event in &events {
+        for event in events {
             let Some(key) = event_key(event) else {
                 continue;
             };
@@ -198,19 +238,22 @@ impl RunFacts {
             timings.entry(key).or_default().see(event);
         }
         let mut outputs = HashMap::new();
-        for stored in store.node_outputs(run_id)? {
+        for stored in stored_outputs {
             // Each node has one stored output: those without events come after the others.
             if !timings.contains_key(&stored.node_id) {
                 order.push(stored.node_id.clone());
             }
-            outputs.insert(stored.node_id, (stored.output, stored.visits));
+            outputs.insert(
+                stored.node_id.clone(),
+                (stored.output.clone(), stored.visits),
+            );
         }
         let run = &record.summary;
         let duration_ms = run
             .ended_at
             .as_deref()
             .and_then(|ended| millis_between(&run.started_at, ended));
-        Ok(RunFacts {
+        RunFacts {
             flow: weft_flow::Flow::parse(&record.flow_json, "the stored flow").ok(),
             side: RunSide {
                 id: run.id.clone(),
@@ -223,7 +266,7 @@ impl RunFacts {
             outputs,
             timings,
             cost,
-        })
+        }
     }
 
     fn node(&self, key: &str) -> NodeRun {

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use weft_flow::Flow;
@@ -187,7 +187,7 @@ fn parse_value(value: Value, path: &Path) -> Result<HashMap<String, Price>, Pric
 
 /// Tokens and dollars of some LLM calls.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Cost {
     pub calls: u64,
@@ -256,7 +256,7 @@ pub fn usd_text(usd: f64) -> String {
 
 /// One LLM call and what it cost (`None`: its model has no price).
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CallCost {
     pub node_key: String,
@@ -269,7 +269,7 @@ pub struct CallCost {
 
 /// A run's cost: in total, per node, per call.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunCost {
     pub total: Cost,

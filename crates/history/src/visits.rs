@@ -9,7 +9,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::compare::{NodeStatus, millis_between};
@@ -22,7 +22,7 @@ use weft_store::{NodeOutputRecord, RunRecord};
 
 /// One run of one node.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeVisit {
     /// The node of the run's own flow this visit is part of: the node itself, or the `subflow`
@@ -56,7 +56,7 @@ pub struct NodeVisit {
 
 /// One MCP tool call of a visit, as its events tell it.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VisitToolCall {
     pub server: String,

@@ -306,7 +306,7 @@ pub struct QueuedStep {
 /// A step of a run's stored queue: its key (unique in the run's queue), the step, and the visit
 /// it started as when it was already running when the queue was stored.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StoredStep {
     pub key: u64,
@@ -348,7 +348,7 @@ pub struct PauseRecord {
 
 /// A run as listed: identity, status and times. Serialized in camelCase, like events.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunSummary {
     pub id: String,
@@ -367,7 +367,7 @@ pub struct RunSummary {
 
 /// Everything stored about a run except its events and node outputs.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunRecord {
     pub summary: RunSummary,
@@ -401,7 +401,7 @@ pub struct RunRecord {
 
 /// The latest output of one node in one run.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeOutputRecord {
     pub node_id: String,

@@ -1,12 +1,15 @@
-// Past runs from the store (runs of `weft` in the same store too), with what each cost. Opening
-// one shows its flow, replayed statuses, log and outputs on the canvas; the edited flow stays as
-// it was. Two checked runs can be compared node by node, the run shown can be replayed, and it can
-// become a test case. Beside the runs, the open file's versions (VersionsPanel).
+// Past runs from the store (runs of `weft` in the same store too) and from the team's servers
+// (Settings → Servers, each run marked with its server), with what each cost. Opening one shows
+// its flow, replayed statuses, log and outputs on the canvas (a server's run still going is
+// followed live); the edited flow stays as it was. Two checked runs can be compared node by node
+// (a server's with a local one too), a local run shown can be replayed, and it can become a test
+// case. Beside the runs, the open file's versions (VersionsPanel).
 
 import { useEffect, useState } from 'react';
-import type { Cost, EdgeName, FlowDiff, NodeComparison, NodeRun, RunSide, RunSummary, Trigger } from '../bindings';
+import type { Cost, EdgeName, FlowDiff, NodeComparison, NodeRun, RunRef, RunSide, Trigger } from '../bindings';
 import { costText, tokensText } from '../cost';
 import { useRun, useSession, useSessionState } from '../hooks';
+import { runKey, type HistoryEntry } from '../session';
 import { TestDraftEditor } from './TestsPanel';
 import { VersionsPanel } from './VersionsPanel';
 
@@ -179,10 +182,15 @@ export function CompareView() {
 
 /** The two checked runs, the earlier first: a comparison reads from before to after,
  *  whichever was checked first. */
-function earlierFirst(checked: string[], history: RunSummary[]): [string, string] {
-  const started = (id: string) => Date.parse(history.find((run) => run.id === id)?.startedAt ?? '') || 0;
+function earlierFirst(checked: string[], history: HistoryEntry[]): [RunRef, RunRef] {
+  const entry = (key: string) => history.find((run) => runKey(run) === key);
+  const started = (key: string) => Date.parse(entry(key)?.startedAt ?? '') || 0;
+  const refOf = (key: string): RunRef => {
+    const run = entry(key);
+    return run ? { id: run.id, server: run.server ?? null } : { id: key, server: null };
+  };
   const [first, second] = checked;
-  return started(second) < started(first) ? [second, first] : [first, second];
+  return started(second) < started(first) ? [refOf(second), refOf(first)] : [refOf(first), refOf(second)];
 }
 
 const HISTORY_POLL_MS = 1_000;
@@ -216,16 +224,20 @@ function RunsList() {
   const session = useSession();
   const history = useSessionState((state) => state.history);
   const costs = useSessionState((state) => state.historyCosts);
+  const problems = useSessionState((state) => state.historyProblems);
   const viewing = useSessionState((state) => state.viewing);
   const busy = useSessionState((state) => state.busy);
   const [checked, setChecked] = useState<string[]>([]);
-  const toggle = (runId: string) =>
-    setChecked((now) => (now.includes(runId) ? now.filter((id) => id !== runId) : [...now.slice(-1), runId]));
+  const toggle = (key: string) =>
+    setChecked((now) => (now.includes(key) ? now.filter((checkedKey) => checkedKey !== key) : [...now.slice(-1), key]));
   // Subscribed so that the blocked reason below is recomputed when these change.
   useSessionState((state) => state.busy);
   useRun((view) => view.status);
-  const viewingId = useSessionState((state) => state.viewing?.run.summary.id ?? null);
+  const viewingKey = useSessionState((state) =>
+    state.viewing ? runKey({ id: state.viewing.run.summary.id, server: state.viewing.server }) : null,
+  );
   const shownRunId = useRun((view) => view.runId);
+  const viewingServerRun = useSessionState((state) => state.viewing?.server ?? null);
   const blocked = session.openRunBlockedReason();
   const caseBlocked = session.caseFromViewedBlockedReason();
 
@@ -262,8 +274,12 @@ function RunsList() {
           type="button"
           className="button small"
           data-testid="history-replay"
-          disabled={!viewing || busy}
-          title="Run the edited flow with the LLM answers the run shown recorded: only what changed goes live"
+          disabled={!viewing || busy || viewingServerRun !== null}
+          title={
+            viewingServerRun
+              ? `A run of server ${viewingServerRun}: its recorded answers are kept there`
+              : 'Run the edited flow with the LLM answers the run shown recorded: only what changed goes live'
+          }
           onClick={() => void session.replayViewed()}
         >
           Replay
@@ -281,44 +297,61 @@ function RunsList() {
         {blocked && <span className="muted">{blocked}</span>}
       </div>
       <TestDraftEditor />
+      {problems.map((problem) => (
+        <p key={problem} className="field-error" data-testid="history-problem" role="status">
+          {problem}
+        </p>
+      ))}
       {history.length === 0 && <p className="muted">No runs yet.</p>}
       <ul className="history-list">
-        {history.map((run) => (
-          <li key={run.id} className="history-item">
-            <input
-              type="checkbox"
-              className="history-check"
-              data-testid="history-check"
-              aria-label={`Compare run ${run.id.slice(0, 8)}`}
-              checked={checked.includes(run.id)}
-              onChange={() => toggle(run.id)}
-            />
-            <button
-              type="button"
-              className={`history-row status-${run.status} ${run.id === viewingId || run.id === shownRunId ? 'current' : ''}`}
-              data-testid="history-row"
-              data-run-id={run.id}
-              data-status={run.status}
-              disabled={blocked !== null}
-              onClick={() => void session.openRun(run.id)}
-              title={run.flowPath ?? undefined}
-            >
-              <span className="history-name">{run.flowName || 'Untitled'}</span>
-              <span className={`run-status-chip status-${run.status}`}>{run.status}</span>
-              <span className="history-meta muted">
-                {startOf(run.startedAt)} · {durationOf(run.startedAt, run.endedAt)} ·{' '}
-                <span data-testid="history-cost">{costText(costs[run.id])}</span>
-                {run.waitingNodeId ? ` · waits at ${run.waitingNodeId}` : ''}
-                {run.trigger && (run.trigger.kind !== 'manual' || run.trigger.by) && (
-                  <span data-testid="history-trigger" title={run.trigger.occurrence ? `the occurrence of ${run.trigger.occurrence}` : undefined}>
-                    {` · by ${triggerText(run.trigger)}`}
-                  </span>
-                )}
-              </span>
-              <span className="history-id muted mono">{run.id.slice(0, 8)}</span>
-            </button>
-          </li>
-        ))}
+        {history.map((run) => {
+          const key = runKey(run);
+          const server = run.server ?? null;
+          return (
+            <li key={key} className="history-item">
+              <input
+                type="checkbox"
+                className="history-check"
+                data-testid="history-check"
+                aria-label={`Compare run ${run.id.slice(0, 8)}${server ? ` of ${server}` : ''}`}
+                checked={checked.includes(key)}
+                onChange={() => toggle(key)}
+              />
+              <button
+                type="button"
+                className={`history-row status-${run.status} ${key === viewingKey || (!server && run.id === shownRunId) ? 'current' : ''}`}
+                data-testid="history-row"
+                data-run-id={run.id}
+                data-server={server ?? undefined}
+                data-status={run.status}
+                disabled={blocked !== null}
+                onClick={() => void session.openRun(run.id, server)}
+                title={run.flowPath ?? undefined}
+              >
+                <span className="history-name">
+                  {server && (
+                    <span className="server-badge" data-testid="history-server" title={`A run of the team's server ${server}`}>
+                      {server}
+                    </span>
+                  )}
+                  {run.flowName || 'Untitled'}
+                </span>
+                <span className={`run-status-chip status-${run.status}`}>{run.status}</span>
+                <span className="history-meta muted">
+                  {startOf(run.startedAt)} · {durationOf(run.startedAt, run.endedAt)} ·{' '}
+                  <span data-testid="history-cost">{costText(costs[key])}</span>
+                  {run.waitingNodeId ? ` · waits at ${run.waitingNodeId}` : ''}
+                  {run.trigger && (run.trigger.kind !== 'manual' || run.trigger.by) && (
+                    <span data-testid="history-trigger" title={run.trigger.occurrence ? `the occurrence of ${run.trigger.occurrence}` : undefined}>
+                      {` · by ${triggerText(run.trigger)}`}
+                    </span>
+                  )}
+                </span>
+                <span className="history-id muted mono">{run.id.slice(0, 8)}</span>
+              </button>
+            </li>
+          );
+        })}
       </ul>
     </div>
   );

@@ -29,8 +29,7 @@ function InboxItem({ approval }: { approval: PendingApproval }) {
   const session = useSession();
   const busy = useSessionState((state) => state.busy);
   const server = approval.server ?? null;
-  const blocked =
-    server !== null ? `A run of server ${server}: it is decided here, and opened on the server` : session.openRunBlockedReason();
+  const blocked = session.openRunBlockedReason();
   const flow = approval.flowName || approval.flow || 'Untitled';
   return (
     <li
@@ -69,8 +68,8 @@ function InboxItem({ approval }: { approval: PendingApproval }) {
         className="button small"
         data-testid="inbox-open-run"
         disabled={blocked !== null}
-        title={blocked ?? 'Show this run on the canvas'}
-        onClick={() => void session.openRun(approval.runId)}
+        title={blocked ?? (server !== null ? `Show this run of server ${server} on the canvas` : 'Show this run on the canvas')}
+        onClick={() => void session.openRun(approval.runId, server)}
       >
         Open run
       </button>

@@ -29,31 +29,35 @@ pub(crate) fn runs(args: &RunsArgs) -> anyhow::Result<Exit> {
 fn table(runs: &[RunListing], style: Style) -> String {
     let rows: Vec<[String; 7]> = runs
         .iter()
-        .map(|RunListing { summary: run, cost }| {
-            [
-                run.id.clone(),
-                run.status.as_str().to_string(),
-                output::one_line(
-                    if run.flow_name.is_empty() {
-                        "(unnamed)"
-                    } else {
-                        &run.flow_name
-                    },
-                    40,
-                ),
-                output::date_time(&run.started_at),
-                run.trigger
-                    .as_ref()
-                    .map(|trigger| match trigger.kind {
-                        // The occurrence's time is in `weft show`; the table stays narrow.
-                        weft_store::TriggerKind::Schedule => "schedule".to_string(),
-                        _ => trigger.text(),
-                    })
-                    .unwrap_or_else(|| "—".into()),
-                cost.text(),
-                took(run),
-            ]
-        })
+        .map(
+            |RunListing {
+                 summary: run, cost, ..
+             }| {
+                [
+                    run.id.clone(),
+                    run.status.as_str().to_string(),
+                    output::one_line(
+                        if run.flow_name.is_empty() {
+                            "(unnamed)"
+                        } else {
+                            &run.flow_name
+                        },
+                        40,
+                    ),
+                    output::date_time(&run.started_at),
+                    run.trigger
+                        .as_ref()
+                        .map(|trigger| match trigger.kind {
+                            // The occurrence's time is in `weft show`; the table stays narrow.
+                            weft_store::TriggerKind::Schedule => "schedule".to_string(),
+                            _ => trigger.text(),
+                        })
+                        .unwrap_or_else(|| "—".into()),
+                    cost.text(),
+                    took(run),
+                ]
+            },
+        )
         .collect();
     let header = ["ID", "STATUS", "FLOW", "STARTED", "BY", "COST", "TOOK"];
     let mut widths = header.map(|title| title.chars().count());
@@ -131,6 +135,7 @@ mod tests {
                 trigger: Some(weft_store::Trigger::of(weft_store::TriggerKind::Api)),
             },
             cost: Cost::default(),
+            server: None,
         }
     }
 

@@ -1,8 +1,9 @@
 //! Settings → Servers' connection check (SPEC §18) against a real `weft serve` on loopback, and
 //! against what a person may have typed instead: a wrong token, nothing listening, TLS to a
 //! plain HTTP server, a server that never answers, one that is not Weft, and an older Weft
-//! without the routes the app uses. Each says what is wrong. And the app's inbox over a team's
-//! server: its approvals listed and decided there.
+//! without the routes the app uses. Each says what is wrong. And the app over a team's server:
+//! its approvals listed and decided there; its runs in History, opened, compared with a local
+//! run and followed live, through a proxy that breaks the first event stream off.
 
 use std::time::Duration;
 
@@ -10,9 +11,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use weft_app::servers::{CHECK_TIMEOUT, ServerEntry, check};
 use weft_app::{AppPaths, AppState};
 use weft_nodes::Decision;
+use weft_scripted_llm::{Reply, Script, ScriptedLlm};
 
 use crate::common::serve::{Server, TOKEN};
-use crate::common::{Sandbox, approval_flow};
+use crate::common::{Sandbox, approval_flow, node};
 
 fn entry(url: &str, token: &str) -> ServerEntry {
     ServerEntry {
@@ -179,7 +181,7 @@ async fn the_apps_inbox_lists_and_decides_a_team_servers_approvals() {
     assert!(
         refused
             .message
-            .starts_with("server `team` refused the decision (409)"),
+            .starts_with("server `team` answered 409 for the decision"),
         "{}",
         refused.message
     );
@@ -206,5 +208,290 @@ async fn the_apps_inbox_lists_and_decides_a_team_servers_approvals() {
         inbox.problems[0].starts_with("server `team`: cannot reach"),
         "{:?}",
         inbox.problems
+    );
+}
+
+/// The desktop app over its own store in `desk`, with `url` as the server `team`.
+fn desktop_app(desk: &Sandbox, url: &str) -> AppState {
+    let config = desk.dir.path().join("config");
+    std::fs::create_dir_all(&config).expect("config");
+    std::fs::write(
+        config.join("settings.json"),
+        serde_json::json!({ "servers": [{ "name": "team", "url": url, "token": TOKEN }] })
+            .to_string(),
+    )
+    .expect("settings");
+    AppState::open(
+        AppPaths {
+            config_dir: config,
+            store: weft_api::StoreLocation::from(desk.db()),
+        },
+        None,
+    )
+    .expect("the app opens")
+}
+
+/// A loopback proxy to `upstream` that breaks off the first event stream asked of it once it
+/// has passed its first event on; what each event stream request asked as `Last-Event-ID`.
+async fn breaking_proxy(
+    upstream: String,
+) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = listener.local_addr().expect("address");
+    let upstream = upstream.trim_start_matches("http://").to_string();
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let streams = std::sync::Arc::clone(&asked);
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut client, _)) = listener.accept().await else {
+                return;
+            };
+            let (upstream, streams) = (upstream.clone(), std::sync::Arc::clone(&streams));
+            tokio::spawn(async move {
+                let mut request = vec![0_u8; 16 * 1024];
+                let read = client.read(&mut request).await.unwrap_or(0);
+                let request = &request[..read];
+                let text = String::from_utf8_lossy(request).to_string();
+                let Ok(mut server) = tokio::net::TcpStream::connect(&upstream).await else {
+                    return;
+                };
+                if server.write_all(request).await.is_err() {
+                    return;
+                }
+                let first_stream = text.contains("/events ") && {
+                    let mut streams = streams.lock().expect("lock");
+                    let last = text
+                        .lines()
+                        .find_map(|line| line.strip_prefix("last-event-id: "))
+                        .or_else(|| {
+                            text.lines()
+                                .find_map(|line| line.strip_prefix("Last-Event-ID: "))
+                        })
+                        .unwrap_or("")
+                        .to_string();
+                    streams.push(last);
+                    streams.len() == 1
+                };
+                if !first_stream {
+                    let (mut from_server, mut to_server) = server.into_split();
+                    let (mut from_client, mut to_client) = client.into_split();
+                    let _ = tokio::join!(
+                        tokio::io::copy(&mut from_server, &mut to_client),
+                        tokio::io::copy(&mut from_client, &mut to_server)
+                    );
+                    return;
+                }
+                // The first event stream: its head and first event, then the connection drops
+                // in the middle of the stream.
+                let mut passed = Vec::new();
+                let mut buffer = [0_u8; 4096];
+                loop {
+                    let Ok(read) = server.read(&mut buffer).await else {
+                        return;
+                    };
+                    if read == 0 || client.write_all(&buffer[..read]).await.is_err() {
+                        return;
+                    }
+                    passed.extend_from_slice(&buffer[..read]);
+                    let body = String::from_utf8_lossy(&passed);
+                    if body.contains("event: run_start") && body.matches("\n\n").count() >= 2 {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (format!("http://{address}"), asked)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_apps_history_opens_compares_and_follows_a_team_servers_runs() {
+    let llm = ScriptedLlm::start(Script::always(Reply::Slow {
+        delay_ms: 400,
+        content: "said".into(),
+    }))
+    .await
+    .expect("scripted LLM");
+    let team = Sandbox::new();
+    let server = Server::start(&team, &[], Some(&llm));
+    team.flow("flows/review.json", &approval_flow());
+    let agent = |id: &str| {
+        node(
+            id,
+            "agent",
+            serde_json::json!({"model": "gpt-4o-mini", "userPrompt": "{{ PREVIOUS_OUTPUT }}"}),
+        )
+    };
+    team.flow(
+        "flows/three.json",
+        &serde_json::json!({"version": 1, "name": "Three", "nodes": [
+            node("start", "start", serde_json::json!({"initialInput": "go"})),
+            agent("a1"), agent("a2"), agent("a3")],
+            "edges": [{"id": "e1", "source": "start", "target": "a1"},
+                      {"id": "e2", "source": "a1", "target": "a2"},
+                      {"id": "e3", "source": "a2", "target": "a3"}]}),
+    );
+
+    // A run of the desk's own store, then one of the server: the same flow, another answer.
+    let desk = Sandbox::new();
+    let (proxy, streams) = breaking_proxy(server.url.clone()).await;
+    let app = desktop_app(&desk, &proxy);
+    let flow = weft_flow::Flow::parse(&approval_flow().to_string(), "review.json").expect("flow");
+    let local = app
+        .weft()
+        .start(flow, weft_api::StartRequest::default())
+        .await
+        .expect("starts")
+        .outcome()
+        .await
+        .expect("an outcome")
+        .run_id;
+    app.decide(
+        &local,
+        Decision::parse("approve", "at my desk").expect("decision"),
+        None,
+    )
+    .await
+    .expect("decided here");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while app
+        .weft()
+        .run(&local)
+        .await
+        .expect("run")
+        .run
+        .summary
+        .status
+        != weft_event::RunStatus::Completed
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the local run did not complete"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (_, started) = server
+        .post("/v1/runs", serde_json::json!({ "flow": "review" }))
+        .await;
+    let remote = started["runId"].as_str().expect("id").to_string();
+    server.wait_for(&remote, "paused").await;
+    let (status, _) = server
+        .post(
+            &format!("/v1/runs/{remote}/decision"),
+            serde_json::json!({ "decision": "approve", "note": "on the server" }),
+        )
+        .await;
+    assert_eq!(status, 200);
+    server.wait_for(&remote, "completed").await;
+
+    // History lists both, the server's marked, newest first.
+    let history = app.history(20).await.expect("history");
+    assert!(history.problems.is_empty(), "{:?}", history.problems);
+    let listed: Vec<(&str, Option<&str>)> = history
+        .runs
+        .iter()
+        .map(|run| (run.summary.id.as_str(), run.server.as_deref()))
+        .collect();
+    assert_eq!(
+        listed,
+        [(remote.as_str(), Some("team")), (local.as_str(), None)]
+    );
+
+    // Opened: the server's run as the server keeps it.
+    let opened = app.run_detail(&remote, Some("team")).await.expect("opened");
+    assert_eq!(
+        opened.run.result,
+        Some(serde_json::json!(
+            "APPROVED Draft: the plan (on the server)"
+        ))
+    );
+    assert!(!opened.events.is_empty() && !opened.visits.is_empty());
+    let missing = app
+        .run_detail("no-such-run", Some("team"))
+        .await
+        .expect_err("no such run");
+    assert_eq!(
+        missing.code,
+        weft_app::ErrorCode::NotFound,
+        "{}",
+        missing.message
+    );
+    assert!(
+        missing.message.starts_with("server `team` answered 404"),
+        "{}",
+        missing.message
+    );
+
+    // Compared with the local run: the approval's note made the outputs differ.
+    let compared = app
+        .compare(
+            &weft_app::RunRef {
+                id: local.clone(),
+                server: None,
+            },
+            &weft_app::RunRef {
+                id: remote.clone(),
+                server: Some("team".into()),
+            },
+        )
+        .await
+        .expect("compared");
+    assert!(!compared.equal);
+    assert_eq!(compared.a.id, local);
+    assert_eq!(compared.b.id, remote);
+    let yes = compared
+        .nodes
+        .iter()
+        .find(|node| node.node == "yes")
+        .expect("yes compared");
+    assert_eq!(
+        (yes.a.output.clone(), yes.b.output.clone()),
+        (
+            Some(serde_json::json!("APPROVED Draft: the plan (at my desk)")),
+            Some(serde_json::json!(
+                "APPROVED Draft: the plan (on the server)"
+            ))
+        )
+    );
+    assert!(
+        compared
+            .nodes
+            .iter()
+            .filter(|node| node.node != "yes" && node.node != "out")
+            .all(|node| node.same_output)
+    );
+
+    // Followed live while it runs; the proxy breaks the first stream off after the run's
+    // start, and following goes on from the last event received.
+    let (_, started) = server
+        .post("/v1/runs", serde_json::json!({ "flow": "three" }))
+        .await;
+    let going = started["runId"].as_str().expect("id").to_string();
+    let mut received = Vec::new();
+    let ended = app
+        .follow_server_run("team", &going, 0, |event| received.push(event))
+        .await
+        .expect("followed")
+        .expect("not stopped");
+    assert_eq!(ended.run.summary.status, weft_event::RunStatus::Completed);
+    let seqs: Vec<u64> = received.iter().map(|event| event.seq).collect();
+    let stored: Vec<u64> = ended.events.iter().map(|event| event.seq).collect();
+    assert_eq!(seqs, stored, "every event once, in order");
+    let asked = streams.lock().expect("lock").clone();
+    assert!(asked.len() >= 2, "the stream was opened again: {asked:?}");
+    assert_eq!(asked[0], "0");
+    assert!(asked[1].parse::<u64>().expect("a number") > 0, "{asked:?}");
+
+    // The server stops: History names it and lists the rest.
+    drop(server);
+    let history = app.history(20).await.expect("history");
+    assert_eq!(history.runs.len(), 1);
+    assert_eq!(history.problems.len(), 1, "{:?}", history.problems);
+    assert!(
+        history.problems[0].starts_with("server `team`:"),
+        "{:?}",
+        history.problems
     );
 }

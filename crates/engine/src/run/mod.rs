@@ -152,7 +152,7 @@ pub struct RunOutcome {
 /// What a paused run waits for: the node (a path such as `sub/review` for one inside a
 /// subflow) and the message shown to the person.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Waiting {
     pub node_id: String,
