@@ -516,6 +516,66 @@ pub async fn act_on_server(
     state.act_on_server(&server, &run_id, &action).await
 }
 
+/// A flow of a team's server, as its flows folder lists it.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerFlow {
+    pub server: String,
+    #[serde(flatten)]
+    pub flow: weft_api::views::FlowListing,
+}
+
+/// The flows of every team's server, and the servers that could not list theirs.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerFlows {
+    pub flows: Vec<ServerFlow>,
+    /// What went wrong asking a server, one a server.
+    pub problems: Vec<String>,
+}
+
+/// A flow of a team's server opened on the canvas: runs of it go to the server.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenedServerFlow {
+    pub server: String,
+    /// Its name in the server's folder (what runs of it start it by).
+    pub name: String,
+    /// The version of the server's file.
+    pub version: String,
+    pub flow: Flow,
+}
+
+/// The flows of every team's server (Settings → Servers).
+#[tauri::command]
+#[specta::specta]
+pub async fn server_flows(state: State<'_, AppState>) -> Result<ServerFlows, AppError> {
+    Ok(state.server_flows().await)
+}
+
+/// Opens the flow `name` of the team's server `server` (its file as it is now).
+#[tauri::command]
+#[specta::specta]
+pub async fn open_server_flow(
+    state: State<'_, AppState>,
+    server: String,
+    name: String,
+) -> Result<OpenedServerFlow, AppError> {
+    state.open_server_flow(&server, &name).await
+}
+
+/// Runs a flow of the team's server `server` there, with breakpoints and pins, under its
+/// token; the run's id (open it to follow it).
+#[tauri::command]
+#[specta::specta]
+pub async fn run_on_server(
+    state: State<'_, AppState>,
+    server: String,
+    request: crate::servers::ServerRunRequest,
+) -> Result<String, AppError> {
+    state.run_on_server(&server, &request).await
+}
+
 /// Ends the following of run `run_id` of `server` (the canvas shows something else); one
 /// followed since goes on.
 #[tauri::command]

@@ -284,6 +284,59 @@ impl AppState {
         })
     }
 
+    /// The flows of every server of Settings → Servers, each marked with its server; a server
+    /// that cannot answer is named in `problems` and the rest are listed.
+    pub async fn server_flows(&self) -> commands::ServerFlows {
+        let (flows, problems) = self
+            .ask_every_server(|server| async move {
+                let name = server.name.clone();
+                servers::flows(&server, servers::LIST_TIMEOUT)
+                    .await
+                    .map(|flows| {
+                        flows
+                            .into_iter()
+                            .map(|flow| commands::ServerFlow {
+                                server: name.clone(),
+                                flow,
+                            })
+                            .collect::<Vec<_>>()
+                    })
+            })
+            .await;
+        commands::ServerFlows { flows, problems }
+    }
+
+    /// The flow `name` of the server named `server`, to edit and run on the canvas.
+    pub async fn open_server_flow(
+        &self,
+        server: &str,
+        name: &str,
+    ) -> Result<commands::OpenedServerFlow, AppError> {
+        let detail = servers::flow(&self.server(server)?, name).await?;
+        let flow = weft_flow::Flow::parse(&detail.flow.to_string(), &format!("{server}:{name}"))
+            .map_err(|error| {
+                AppError::new(
+                    ErrorCode::FlowFile,
+                    format!("the flow `{name}` of server `{server}` does not load here: {error}"),
+                )
+            })?;
+        Ok(commands::OpenedServerFlow {
+            server: server.to_string(),
+            name: detail.name,
+            version: detail.version,
+            flow,
+        })
+    }
+
+    /// Starts `request` on the server named `server`, under its token; the run's id.
+    pub async fn run_on_server(
+        &self,
+        server: &str,
+        request: &servers::ServerRunRequest,
+    ) -> Result<String, AppError> {
+        servers::start(&self.server(server)?, request).await
+    }
+
     /// Does `action` to run `run_id` of the server named `server`, under its token.
     pub async fn act_on_server(
         &self,
@@ -411,6 +464,9 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::follow_server_run,
             commands::stop_following,
             commands::act_on_server,
+            commands::server_flows,
+            commands::open_server_flow,
+            commands::run_on_server,
             commands::list_mcp_tools,
         ])
 }

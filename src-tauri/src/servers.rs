@@ -347,6 +347,67 @@ pub async fn run(
     .await
 }
 
+/// The flows of `server`'s flows folder; else what is wrong, naming the server.
+pub async fn flows(
+    server: &ServerEntry,
+    timeout: Duration,
+) -> Result<Vec<weft_api::views::FlowListing>, String> {
+    read(server, "/v1/flows", timeout, "its flows")
+        .await
+        .map_err(|error| error.message)
+}
+
+/// One flow of `server`'s flows folder, as its file is now.
+pub async fn flow(
+    server: &ServerEntry,
+    name: &str,
+) -> Result<weft_api::views::FlowDetail, AppError> {
+    read(
+        server,
+        &format!("/v1/flows/{name}"),
+        OPEN_TIMEOUT,
+        &format!("the flow `{name}`"),
+    )
+    .await
+}
+
+/// A run of a server's flow, as the app starts it there (`POST /v1/runs`).
+#[derive(Debug, Clone, Serialize, Deserialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerRunRequest {
+    /// The flow of the server's folder, by name.
+    pub flow: String,
+    /// The run's input; absent or empty: the start node's `initialInput`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+    /// Where the run stops for the person.
+    #[serde(default)]
+    pub breakpoints: Vec<weft_engine::breakpoints::Breakpoint>,
+    /// Outputs that stand for their nodes, which then do not run.
+    #[serde(default)]
+    pub pins: weft_engine::pins::Pins,
+}
+
+/// Starts `request` on `server` under its token; the run's id.
+pub async fn start(server: &ServerEntry, request: &ServerRunRequest) -> Result<String, AppError> {
+    let mut body = serde_json::to_value(request)
+        .map_err(|error| AppError::new(ErrorCode::Internal, error.to_string()))?;
+    if request
+        .input
+        .as_deref()
+        .is_some_and(|input| input.trim().is_empty())
+    {
+        body.as_object_mut().map(|body| body.remove("input"));
+    }
+    let answer = post(server, "/v1/runs", &body, "the run").await?;
+    answer["runId"].as_str().map(str::to_string).ok_or_else(|| {
+        AppError::new(
+            ErrorCode::Server,
+            format!("server `{}` started a run but named no runId", server.name),
+        )
+    })
+}
+
 /// Follows run `run_id` of `server` live: each event after event `after` goes to `on_event`,
 /// in order and once, until the run ends or pauses (or `stop` is cancelled: `None`); then the
 /// run as the server keeps it. A stream the server closes while the run goes on, or a server

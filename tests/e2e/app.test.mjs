@@ -1346,6 +1346,22 @@ test("Settings → Servers: a team's weft serve added with its token; the check 
       ],
     }),
   );
+  writeFileSync(
+    path.join(dir, "flows", "polish.json"),
+    JSON.stringify({
+      version: 1,
+      name: "Polish",
+      nodes: [
+        { id: "start", type: "start", position: { x: 0, y: 0 }, data: { initialInput: "the notes" } },
+        { id: "draft", type: "template", position: { x: 320, y: 0 }, data: { template: "Draft of {{ PREVIOUS_OUTPUT }}" } },
+        { id: "polish", type: "template", position: { x: 640, y: 0 }, data: { template: "Polished {{ PREVIOUS_OUTPUT }}" } },
+      ],
+      edges: [
+        { id: "e1", source: "start", target: "draft" },
+        { id: "e2", source: "draft", target: "polish" },
+      ],
+    }),
+  );
   const weft = path.join(path.dirname(APP), "weft");
   const server = spawn(weft, ["serve", "--flows", "flows", "--tokens", "tokens.txt", "--addr", "127.0.0.1:0", "--db", path.join(dir, "runs.db")], {
     cwd: dir,
@@ -1426,6 +1442,44 @@ test("Settings → Servers: a team's weft serve added with its token; the check 
     assert.equal(await byTestId(browser, "viewing-server").getText(), "team");
     await shot(browser, "42-history-server-run");
     await byTestId(browser, "back-to-editing").click();
+
+    // A flow of the server, opened from History → Server flows, runs there with a breakpoint
+    // set here; stopped before `polish`, it goes on with another value and completes there.
+    await byTestId(browser, "history-servers").click();
+    let polish;
+    await browser.waitUntil(
+      async () => {
+        for (const listed of await allByTestId(browser, "server-flow")) {
+          if ((await listed.getAttribute("data-name")) === "polish") polish = listed;
+        }
+        return polish !== undefined;
+      },
+      { timeout: 10_000, timeoutMsg: "the server's flows are not listed" },
+    );
+    await polish.click();
+    await byTestId(browser, "title-server").waitForExist({ timeout: 5_000 });
+    assert.equal(await byTestId(browser, "title-server").getText(), "team");
+    await node(browser, "polish").waitForExist();
+    await selectNode(browser, "polish");
+    await byTestId(browser, "breakpoint-when").selectByAttribute("value", "before");
+    await byTestId(browser, "breakpoint-polish").waitForExist({ timeout: 2_000 });
+    await byTestId(browser, "run").click();
+    await waitForStatus(browser, "polish", "paused");
+    assert.equal(await byTestId(browser, "viewing-server").getText(), "team");
+    assert.match(await byTestId(browser, "breakpoint-message").getText(), /before `polish` \(visit 1\): its input is Draft of the notes/);
+    await shot(browser, "43-server-flow-breakpoint");
+    await typeInto(browser, byTestId(browser, "breakpoint-value"), '"a better draft"');
+    await byTestId(browser, "breakpoint-continue").click();
+    await waitForRunStatus(browser, "completed");
+    await waitForStatus(browser, "polish", "done");
+    const ranThere = await (await fetch(`${url}/v1/runs?limit=1`, { headers })).json();
+    assert.equal(ranThere[0].flowName, "Polish");
+    assert.equal(ranThere[0].status, "completed");
+    const polished = await (await fetch(`${url}/v1/runs/${ranThere[0].id}`, { headers })).json();
+    assert.equal(polished.run.result, "Polished a better draft");
+    assert.equal(polished.run.summary.trigger.by, "ada");
+    await byTestId(browser, "back-to-editing").click();
+    await byTestId(browser, "file-new").click();
     await byTestId(browser, "tab-settings").click();
 
     // Saved again with another token: the check names the refusal.

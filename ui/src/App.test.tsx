@@ -89,6 +89,9 @@ function fakeApi(overrides: Partial<Api> = {}): Api {
     followServerRun: fail,
     stopFollowing: () => Promise.resolve(),
     actOnServer: fail,
+    serverFlows: () => Promise.resolve({ flows: [], problems: [] }),
+    openServerFlow: fail,
+    runOnServer: fail,
     readTests: () => Promise.resolve({ testsFile: '/flows/offline.tests.json', exists: false, cases: [], problem: null }),
     runTests: fail,
     caseFromRun: fail,
@@ -778,6 +781,60 @@ describe('App', () => {
     await act(async () => fireEvent.click(screen.getByTestId('history-compare')));
     expect(compareRuns).toHaveBeenCalledWith({ id: 'run-a', server: null }, { id: 'srv-1', server: 'team' });
     act(() => session.backToEditing());
+  });
+
+  it('opens a team server’s flow and runs it there with the breakpoints and pins set here', async () => {
+    const runOnServer = vi.fn(() => Promise.resolve('srv-run'));
+    const remote: RunSummary = { ...pastRun('srv-run'), status: 'completed' };
+    const openRun = vi.fn(() =>
+      Promise.resolve(stored({ summary: remote, flow: offlineFlow(), input: 'x', result: 'done', error: null, waiting: null, events: [], outputs: [], cost: NO_COST })),
+    );
+    const flow = offlineFlow();
+    const session = await mount(
+      fakeApi({
+        serverFlows: () =>
+          Promise.resolve({
+            flows: [
+              { server: 'team', name: 'refunds', title: 'Refund desk (offline)', version: 'abcdef0123456789' },
+              { server: 'team', name: 'broken', error: 'not JSON at line 1' },
+            ],
+            problems: ['server `eu`: cannot reach http://10.0.0.9:8420: connection refused'],
+          }),
+        openServerFlow: (server, name) => Promise.resolve({ server, name, version: 'abcdef0123456789', flow }),
+        runOnServer,
+        openRun,
+      }),
+    );
+    await act(async () => fireEvent.click(screen.getByTestId('tab-history')));
+    await act(async () => fireEvent.click(screen.getByTestId('history-servers')));
+    expect(screen.getByTestId('server-flows-problem').textContent).toContain('server `eu`');
+    const listed = screen.getAllByTestId('server-flow');
+    expect(listed.map((row) => row.dataset.name)).toEqual(['refunds', 'broken']);
+    expect((listed[1] as HTMLButtonElement).disabled).toBe(true);
+    expect(listed[1].textContent).toContain('does not load: not JSON at line 1');
+    await act(async () => fireEvent.click(listed[0]));
+    expect(screen.getByTestId('title-server').textContent).toBe('team');
+    expect(screen.getByTestId('title').textContent).toContain('refunds.json');
+
+    // Run: on the server, with this canvas's breakpoint and pin; then shown and followed.
+    act(() => session.setBreakpoint('summary', 'before'));
+    await act(() => session.setPin('large', 'yes'));
+    await act(async () => fireEvent.click(screen.getByTestId('run')));
+    expect(runOnServer).toHaveBeenCalledWith('team', {
+      flow: 'refunds',
+      input: null,
+      pins: { large: 'yes' },
+      breakpoints: [{ nodeId: 'summary', when: 'before', condition: null }],
+    });
+    expect(openRun).toHaveBeenCalledWith('srv-run', 'team');
+    expect(screen.getByTestId('viewing-server').textContent).toBe('team');
+    act(() => session.backToEditing());
+
+    // Edited, it no longer is the server's file: Run says why it is not run there.
+    act(() => session.canvas.update((edited) => ({ ...edited, name: 'Edited here' })));
+    const run = screen.getByTestId('run') as HTMLButtonElement;
+    expect(run.disabled).toBe(true);
+    expect(run.title).toContain('Save as… to run your edits here');
   });
 
   it('shows every visit of a node with its cost, on the node and in the inspector, and pins one visit', async () => {

@@ -117,7 +117,11 @@ function ViewingBanner() {
             on server <strong data-testid="viewing-server">{viewing.server}</strong>
           </>
         )}{' '}
-        ({status}) — read only{viewing.server && status === 'running' ? ', followed live' : ''}. Your flow is kept as it was.
+        ({status}) — read only
+        {viewing.server && (status === 'running' || status === 'paused')
+          ? `; it goes on on the server${status === 'running' ? ', followed live' : ''}, and is continued or decided here`
+          : ''}
+        . Your flow is kept as it was.
         {status === 'interrupted' && ' Its process stopped before it ended: continue it to run what was cut off.'}
       </span>
       {status === 'interrupted' && (

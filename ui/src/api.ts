@@ -38,6 +38,9 @@ import type {
   Value,
   ServerAction,
   ServerCheck,
+  ServerFlows,
+  OpenedServerFlow,
+  ServerRunRequest,
   SettingsChange,
   SettingsView,
 } from './bindings';
@@ -99,6 +102,12 @@ export interface Api {
   followServerRun(server: string, runId: string, after: number, onEvent: EventListener): Promise<RunDetail | null>;
   /** Goes on from a breakpoint, pauses or cancels a run of a team's server, under its token. */
   actOnServer(server: string, runId: string, action: ServerAction): Promise<null>;
+  /** The flows of every team's server, and the servers that could not list theirs. */
+  serverFlows(): Promise<ServerFlows>;
+  /** A flow of a team's server, as its file is there now. */
+  openServerFlow(server: string, name: string): Promise<OpenedServerFlow>;
+  /** Runs a flow of a team's server there (with breakpoints and pins); the run's id. */
+  runOnServer(server: string, request: ServerRunRequest): Promise<string>;
   /** Ends the following of that run (another run followed since goes on). */
   stopFollowing(server: string, runId: string): Promise<void>;
   /** Every approval waiting for a person, across flows and runs: the inbox. */
@@ -169,6 +178,9 @@ export const tauriApi: Api = {
   followServerRun: (server, runId, after, onEvent) => commands.followServerRun(server, runId, after, channelTo(onEvent)),
   stopFollowing: (server, runId) => commands.stopFollowing(server, runId),
   actOnServer: (server, runId, action) => commands.actOnServer(server, runId, action),
+  serverFlows: () => commands.serverFlows(),
+  openServerFlow: (server, name) => commands.openServerFlow(server, name),
+  runOnServer: (server, request) => commands.runOnServer(server, request),
   runVisits: (runId) => commands.runVisits(runId),
   pendingApprovals: () => commands.pendingApprovals(),
   decideOnServer: (server, runId, decision) => commands.decideOnServer(server, runId, decision),

@@ -160,6 +160,15 @@ export const commands = {
 	 *  token's name); follow it to see what it does.
 	 */
 	actOnServer: (server: string, runId: string, action: ServerAction) => __TAURI_INVOKE<null>("act_on_server", { server, runId, action }),
+	/**  The flows of every team's server (Settings → Servers). */
+	serverFlows: () => __TAURI_INVOKE<ServerFlows>("server_flows"),
+	/**  Opens the flow `name` of the team's server `server` (its file as it is now). */
+	openServerFlow: (server: string, name: string) => __TAURI_INVOKE<OpenedServerFlow>("open_server_flow", { server, name }),
+	/**
+	 *  Runs a flow of the team's server `server` there, with breakpoints and pins, under its
+	 *  token; the run's id (open it to follow it).
+	 */
+	runOnServer: (server: string, request: ServerRunRequest) => __TAURI_INVOKE<string>("run_on_server", { server, request }),
 	/**
 	 *  Connects to the MCP servers `flow` may use (its own and the app's; the app's alone without
 	 *  a flow) and lists their tools: Settings' and the flow panel's "Test connection", and what
@@ -557,6 +566,21 @@ export type FlowDiff = {
 	edgesRemoved: EdgeName[],
 };
 
+/**  A flow of the flows folder, as `GET /v1/flows` lists it. */
+export type FlowListing = {
+	/**  What `POST /v1/runs` and `GET /v1/flows/{name}` take: the file's name without `.json`. */
+	name: string,
+	/**  The flow's own `name`, when it has one. */
+	title?: string | null,
+	/**
+	 *  The version of the file's content, as `weft versions` names it (SHA-256 of its
+	 *  canonical form); absent when the file does not load.
+	 */
+	version?: string | null,
+	/**  Why the file does not load, when it does not. */
+	error?: string | null,
+};
+
 /**  One question of an approval's form. */
 export type FormField = {
 	/**  Its answer is `{{ approval.<name> }}`. */
@@ -781,6 +805,16 @@ export type NodeVisit = {
 /**  A flow file as opened: its absolute path and its content in the normalized form. */
 export type OpenedFlow = {
 	path: string,
+	flow: Flow,
+};
+
+/**  A flow of a team's server opened on the canvas: runs of it go to the server. */
+export type OpenedServerFlow = {
+	server: string,
+	/**  Its name in the server's folder (what runs of it start it by). */
+	name: string,
+	/**  The version of the server's file. */
+	version: string,
 	flow: Flow,
 };
 
@@ -1184,6 +1218,30 @@ export type ServerCheck = {
 	ok: boolean,
 	/**  What was found, or what is wrong. */
 	message: string,
+};
+
+/**  A flow of a team's server, as its flows folder lists it. */
+export type ServerFlow = {
+	server: string,
+} & FlowListing;
+
+/**  The flows of every team's server, and the servers that could not list theirs. */
+export type ServerFlows = {
+	flows: ServerFlow[],
+	/**  What went wrong asking a server, one a server. */
+	problems: string[],
+};
+
+/**  A run of a server's flow, as the app starts it there (`POST /v1/runs`). */
+export type ServerRunRequest = {
+	/**  The flow of the server's folder, by name. */
+	flow: string,
+	/**  The run's input; absent or empty: the start node's `initialInput`. */
+	input?: string | null,
+	/**  Where the run stops for the person. */
+	breakpoints?: Breakpoint[],
+	/**  Outputs that stand for their nodes, which then do not run. */
+	pins?: { [key in string]: Value },
 };
 
 /**  A server as the canvas sees it: whether its token is set, never the token. */

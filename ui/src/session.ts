@@ -20,6 +20,7 @@ import type {
   RunRef,
   RunVisits,
   ServerAction,
+  ServerFlows,
   PendingApproval,
   CaseReport,
   CaseSpec,
@@ -65,6 +66,15 @@ export function decisionOf(approve: boolean, note: string, fields: Record<string
 /** A past run shown on the canvas; `server` names the team's server it is of (null: this store). */
 export type ViewedRun = RunDetail & { flow: CanvasFlow; server: string | null };
 
+/** Where the edited flow came from when it is a flow of a team's server: runs of it go there. */
+export interface ServerFlowOrigin {
+  server: string;
+  /** Its name in the server's flows folder. */
+  name: string;
+  /** The version of the server's file that was opened. */
+  version: string;
+}
+
 /** A run as History lists it: of this store, or (`server`) of a team's server. */
 export type HistoryEntry = Omit<RunListing, 'cost'>;
 
@@ -88,6 +98,10 @@ export interface SessionState {
   historyCosts: Record<string, Cost>;
   /** The team's servers that could not list their runs, each saying why. */
   historyProblems: string[];
+  /** The flows of the team's servers, as last listed (`null` until asked). */
+  serverFlows: ServerFlows | null;
+  /** The edited flow is a team server's flow (opened from it, not saved here since): runs go there. */
+  serverFlow: ServerFlowOrigin | null;
   /** Two past runs compared, shown over the canvas. */
   comparison: RunComparison | null;
   /** The open flow compared with another version of it, marked on the canvas. */
@@ -186,6 +200,8 @@ export class Session {
     history: [],
     historyCosts: {},
     historyProblems: [],
+    serverFlows: null,
+    serverFlow: null,
     comparison: null,
     flowCompare: null,
     versions: null,
@@ -297,7 +313,7 @@ export class Session {
   createNew(): void {
     this.leaveViewing();
     this.detachRun();
-    this.set({ ranFlow: null, flowCompare: null, versions: null });
+    this.set({ ranFlow: null, flowCompare: null, versions: null, serverFlow: null });
     this.canvas.load(this.newFlow(), null);
     this.run.show(emptyRunView());
     this.set({ visits: null });
@@ -310,10 +326,50 @@ export class Session {
       this.leaveViewing();
       this.detachRun();
       this.canvas.load(opened.flow, opened.path);
-      this.set({ ranFlow: null, visits: null, tests: null, testResults: {}, flowCompare: null, versions: null });
+      this.set({ ranFlow: null, visits: null, tests: null, testResults: {}, flowCompare: null, versions: null, serverFlow: null });
       this.run.show(emptyRunView());
       void this.validateNow();
       void this.loadPins(opened.path);
+      return true;
+    } catch (error) {
+      this.reportError(error);
+      return false;
+    }
+  }
+
+  /** Lists the flows of every team's server (Settings → Servers). */
+  async loadServerFlows(): Promise<void> {
+    try {
+      this.set({ serverFlows: await this.api.serverFlows() });
+    } catch (error) {
+      this.reportError(error);
+    }
+  }
+
+  /**
+   * Opens the flow `name` of the team's server `server` on the canvas, as its file is there
+   * now: Run runs it on the server (with the breakpoints and pins set here), and the run is
+   * followed live.
+   */
+  async openServerFlow(server: string, name: string): Promise<boolean> {
+    try {
+      const opened = await this.api.openServerFlow(server, name);
+      this.leaveViewing();
+      this.detachRun();
+      this.canvas.load(opened.flow, null);
+      this.set({
+        ranFlow: null,
+        visits: null,
+        tests: null,
+        testResults: {},
+        flowCompare: null,
+        versions: null,
+        serverFlow: { server, name: opened.name, version: opened.version },
+        pins: { ...this.state.pins, '': {} },
+        breakpoints: { ...this.state.breakpoints, '': {} },
+      });
+      this.run.show(emptyRunView());
+      void this.validateNow();
       return true;
     } catch (error) {
       this.reportError(error);
@@ -328,6 +384,8 @@ export class Session {
     try {
       const written = await this.api.saveFlow(path, flow);
       this.canvas.markSaved(written, flow);
+      // Saved here, a server's flow becomes a file of this machine: it runs here from now on.
+      if (this.state.serverFlow) this.set({ serverFlow: null });
       // Subflow paths resolve against the file's folder: a new place may change problems.
       if (written !== before) void this.validateNow();
       // The save is a version of its own (History → Versions).
@@ -417,6 +475,10 @@ export class Session {
     if (this.state.viewing) return 'A past run is shown: go back to editing to run the flow.';
     if (this.state.busy || this.run.getSnapshot().status === 'running') return 'A run is going.';
     if (!this.state.catalog) return 'The node kinds are not loaded.';
+    const origin = this.state.serverFlow;
+    if (origin && this.canvas.getSnapshot().dirty) {
+      return `Edited since it was opened from server ${origin.server}, which runs its own file: Save as… to run your edits here.`;
+    }
     const errors = this.state.problems.filter((problem) => problem.severity === 'error');
     if (errors.length === 0) return null;
     const first = errors[0];
@@ -439,6 +501,7 @@ export class Session {
     const blocked = this.runBlockedReason();
     if (blocked !== null) return blocked;
     if (this.state.viewing) return 'Go back to editing first.';
+    if (this.state.serverFlow) return `A flow of server ${this.state.serverFlow.server} runs there whole.`;
     const { runId, status } = this.run.getSnapshot();
     if (!runId || status === null) return 'Run the flow once first: a partial run reuses its outputs.';
     if (status === 'running' || status === 'paused') return 'Wait until the run shown ends.';
@@ -458,6 +521,11 @@ export class Session {
   ): Promise<void> {
     if (this.runBlockedReason() !== null) return;
     if (from && this.partialRunBlockedReason() !== null) return;
+    const origin = this.state.serverFlow;
+    if (origin && !replay) {
+      await this.runOnServer(origin, input);
+      return;
+    }
     const earlierRunId = this.run.getSnapshot().runId;
     this.leaveViewing();
     const { flow, path } = this.canvas.getSnapshot();
@@ -493,6 +561,33 @@ export class Session {
       this.set({ busy: false });
       void this.refreshHistory();
     }
+  }
+
+  /**
+   * Runs the server's flow the edited one was opened from, on that server, with the
+   * breakpoints and pins set here; the run is then shown and followed live as it goes there.
+   */
+  private async runOnServer(origin: ServerFlowOrigin, input: string): Promise<void> {
+    this.set({ busy: true });
+    let runId: string;
+    try {
+      runId = await this.api.runOnServer(origin.server, {
+        flow: origin.name,
+        input: input.trim() === '' ? null : input,
+        pins: this.pinsOfFlow(),
+        breakpoints: Object.values(this.breakpointsOfFlow()).map((breakpoint) => ({
+          ...breakpoint,
+          condition: breakpoint.condition?.trim() || null,
+        })),
+      });
+    } catch (error) {
+      this.reportError(error);
+      return;
+    } finally {
+      this.set({ busy: false });
+    }
+    await this.openRun(runId, origin.server);
+    void this.refreshHistory();
   }
 
   /**

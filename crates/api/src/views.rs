@@ -115,6 +115,37 @@ pub struct PendingApproval {
     pub server: Option<String>,
 }
 
+/// A flow of the flows folder, as `GET /v1/flows` lists it.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FlowListing {
+    /// What `POST /v1/runs` and `GET /v1/flows/{name}` take: the file's name without `.json`.
+    pub name: String,
+    /// The flow's own `name`, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The version of the file's content, as `weft versions` names it (SHA-256 of its
+    /// canonical form); absent when the file does not load.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Why the file does not load, when it does not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One flow of the folder, as `GET /v1/flows/{name}` gives it.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FlowDetail {
+    pub name: String,
+    /// The version of the file's content (see [`FlowListing::version`]).
+    pub version: String,
+    /// The flow in its canonical form (as the app saves it and `weft fmt` writes it).
+    pub flow: Value,
+}
+
 /// The newest `limit` runs, newest first.
 pub fn run_listings(
     store: &Store,

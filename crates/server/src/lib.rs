@@ -44,6 +44,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+use weft_api::views::{FlowDetail, FlowListing};
 use weft_api::{Channel, Decided, ResumeOptions, StartRequest, Weft, check_start, views};
 use weft_event::{EventListener, EventSink, EventType, RunEvent, RunStatus};
 use weft_flow::{Flow, FlowNameError, flow_in_dir};
@@ -796,35 +797,6 @@ struct ContinueBody {
 #[serde(rename_all = "camelCase")]
 struct Started {
     run_id: String,
-}
-
-/// A flow of the flows folder, as `GET /v1/flows` lists it.
-#[derive(Debug, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-struct FlowListing {
-    /// What `POST /v1/runs` and `GET /v1/flows/{name}` take: the file's name without `.json`.
-    name: String,
-    /// The flow's own `name`, when it has one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    title: Option<String>,
-    /// The version of the file's content, as `weft versions` names it (SHA-256 of its
-    /// canonical form); absent when the file does not load.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    version: Option<String>,
-    /// Why the file does not load, when it does not.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-}
-
-/// One flow of the folder, as `GET /v1/flows/{name}` gives it.
-#[derive(Debug, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-struct FlowDetail {
-    name: String,
-    /// The version of the file's content (see [`FlowListing::version`]).
-    version: String,
-    /// The flow in its canonical form (as the app saves it and `weft fmt` writes it).
-    flow: Value,
 }
 
 /// The flows of the folder `dir`, by name: each `NAME.json` but tests and pins files.

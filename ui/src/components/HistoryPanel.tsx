@@ -6,7 +6,7 @@
 // case. Beside the runs, the open file's versions (VersionsPanel).
 
 import { useEffect, useState } from 'react';
-import type { Cost, EdgeName, FlowDiff, NodeComparison, NodeRun, RunRef, RunSide, Trigger } from '../bindings';
+import { SHORT_HASH, type Cost, type EdgeName, type FlowDiff, type NodeComparison, type NodeRun, type RunRef, type RunSide, type Trigger } from '../bindings';
 import { costText, tokensText } from '../cost';
 import { useRun, useSession, useSessionState } from '../hooks';
 import { runKey, type HistoryEntry } from '../session';
@@ -195,13 +195,15 @@ function earlierFirst(checked: string[], history: HistoryEntry[]): [RunRef, RunR
 
 const HISTORY_POLL_MS = 1_000;
 
-/** History: the runs of the store, or the open file's versions. */
+const VIEW_LABELS = { runs: 'Runs', versions: 'Versions', servers: 'Server flows' } as const;
+
+/** History: the runs of the store and the team's servers, the open file's versions, or the servers' flows. */
 export function HistoryPanel() {
-  const [shown, setShown] = useState<'runs' | 'versions'>('runs');
+  const [shown, setShown] = useState<keyof typeof VIEW_LABELS>('runs');
   return (
     <>
       <div className="history-views" role="tablist">
-        {(['runs', 'versions'] as const).map((view) => (
+        {(['runs', 'versions', 'servers'] as const).map((view) => (
           <button
             key={view}
             type="button"
@@ -211,12 +213,70 @@ export function HistoryPanel() {
             data-testid={`history-${view}`}
             onClick={() => setShown(view)}
           >
-            {view === 'runs' ? 'Runs' : 'Versions'}
+            {VIEW_LABELS[view]}
           </button>
         ))}
       </div>
-      {shown === 'runs' ? <RunsList /> : <VersionsPanel />}
+      {shown === 'runs' && <RunsList />}
+      {shown === 'versions' && <VersionsPanel />}
+      {shown === 'servers' && <ServerFlowsList />}
     </>
+  );
+}
+
+/**
+ * The flows of the team's servers (Settings → Servers): one opened goes on the canvas, and Run
+ * then runs it on its server, with the breakpoints and pins set here, followed live.
+ */
+function ServerFlowsList() {
+  const session = useSession();
+  const listed = useSessionState((state) => state.serverFlows);
+  const origin = useSessionState((state) => state.serverFlow);
+  useEffect(() => {
+    void session.loadServerFlows();
+  }, [session]);
+  return (
+    <div className="history" data-testid="server-flows">
+      <div className="history-toolbar">
+        <button type="button" className="button small" data-testid="server-flows-refresh" onClick={() => void session.loadServerFlows()}>
+          Refresh
+        </button>
+      </div>
+      {listed?.problems.map((problem) => (
+        <p key={problem} className="field-error" data-testid="server-flows-problem" role="status">
+          {problem}
+        </p>
+      ))}
+      {listed && listed.flows.length === 0 && listed.problems.length === 0 && (
+        <p className="muted">No flows: add a team's server in Settings → Servers.</p>
+      )}
+      <ul className="history-list">
+        {listed?.flows.map((flow) => {
+          const current = origin?.server === flow.server && origin.name === flow.name;
+          return (
+            <li key={`${flow.server}/${flow.name}`} className="history-item">
+              <button
+                type="button"
+                className={`history-row ${current ? 'current' : ''}`}
+                data-testid="server-flow"
+                data-server={flow.server}
+                data-name={flow.name}
+                disabled={flow.error !== undefined && flow.error !== null}
+                title={flow.error ?? `Open ${flow.name} of ${flow.server}: Run runs it there`}
+                onClick={() => void session.openServerFlow(flow.server, flow.name)}
+              >
+                <span className="history-name">
+                  <span className="server-badge">{flow.server}</span>
+                  {flow.title || flow.name}
+                </span>
+                <span className="history-id muted mono">{flow.version ? flow.version.slice(0, SHORT_HASH) : ''}</span>
+                <span className="history-meta muted">{flow.error ? `does not load: ${flow.error}` : `${flow.name}.json`}</span>
+              </button>
+            </li>
+          );
+        })}
+      </ul>
+    </div>
   );
 }
 

@@ -1,6 +1,7 @@
 // File commands, the flow's title with its dirty marker, the run's input, Run / Cancel and
 // the run's status.
 
+import { SHORT_HASH } from '../bindings';
 import { labelOf } from '../catalog';
 import { getPath } from '../flowMapping';
 import { useCanvas, useLayout, useRun, useSession, useSessionState } from '../hooks';
@@ -44,6 +45,7 @@ export function Toolbar(props: ToolbarProps) {
   useSessionState((state) => state.busy);
   useSessionState((state) => state.catalog);
   const viewing = useSessionState((state) => state.viewing !== null);
+  const origin = useSessionState((state) => state.serverFlow);
   // The budget of the run shown (a past run's own flow, else the edited one's).
   const shownSettings = useSessionState((state) => state.viewing?.flow.settings);
   const budget = budgetOf(shownSettings ?? flow.settings);
@@ -122,7 +124,16 @@ export function Toolbar(props: ToolbarProps) {
         </select>
       </div>
       <div className="title" data-testid="title" data-dirty={dirty ? 'true' : 'false'} title={path ?? 'Not saved yet'}>
-        <span className="title-file">{fileNameOf(path)}</span>
+        {origin && (
+          <span
+            className="server-badge"
+            data-testid="title-server"
+            title={`The flow ${origin.name} of server ${origin.server} (version ${origin.version.slice(0, SHORT_HASH)}): Run runs the server's file there, with the breakpoints and pins set here (Save as… makes it a file of this machine)`}
+          >
+            {origin.server}
+          </span>
+        )}
+        <span className="title-file">{origin ? `${origin.name}.json` : fileNameOf(path)}</span>
         {dirty && (
           <span className="dirty-marker" aria-label="unsaved changes">
             {' •'}
@@ -152,7 +163,7 @@ export function Toolbar(props: ToolbarProps) {
           data-testid="run"
           disabled={blocked !== null}
           onClick={props.onRun}
-          title={blocked ?? 'Run the flow (Ctrl+Enter)'}
+          title={blocked ?? (origin ? `Run ${origin.name} on server ${origin.server} (Ctrl+Enter)` : 'Run the flow (Ctrl+Enter)')}
         >
           ▶ Run
         </button>

@@ -786,3 +786,62 @@ async fn two_workers_start_each_occurrence_of_a_schedule_once_as_a_workflow() {
         assert_eq!(runs.len(), 1, "occurrence {occurrence}: {runs:#?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_desktop_app_continues_a_restate_run_at_a_breakpoint_through_weft_serve() {
+    let sandbox = sandbox_with_flow("greeting", &greeting_flow());
+    let llm = ScriptedLlm::start(Script::default())
+        .await
+        .expect("scripted LLM");
+    let ingress = Ingress::new(RestateServer::start());
+    let _worker = worker(&sandbox, &llm, &ingress.server, true);
+    let (status, started) = ingress
+        .post(
+            "/WeftRun/desk-1/run/send",
+            json!({ "flow": "greeting", "breakpoints": [{ "nodeId": "greet", "when": "after" }] }),
+        )
+        .await;
+    assert!(status == 200 || status == 202, "{status} {started}");
+    wait_for_status(&sandbox, "desk-1", "paused").await;
+
+    // The team's `weft serve` over the workers' store, and a desktop app connected to it.
+    let server = Server::start(&sandbox, &[], None);
+    let desk = Sandbox::new();
+    let app = crate::team_servers::desktop_app(&desk, &server.url);
+    let history = app.history(10).await.expect("history");
+    let listed = history
+        .runs
+        .iter()
+        .find(|run| run.summary.id == "desk-1")
+        .expect("the workflow's run is in History");
+    assert_eq!(listed.server.as_deref(), Some("team"));
+    let paused = app
+        .run_detail("desk-1", Some("team"))
+        .await
+        .expect("opened");
+    let waiting = paused.waiting.as_ref().expect("waits");
+    assert_eq!(waiting.node_id, "greet");
+    assert_eq!(waiting.input, json!("hello world"), "its output, after it");
+
+    // Continued from the app with another value: the server hands it to the workflow.
+    app.act_on_server(
+        "team",
+        "desk-1",
+        &weft_app::servers::ServerAction::Continue(weft_engine::Continue {
+            step: false,
+            set: Some(json!("hello from the desk")),
+        }),
+    )
+    .await
+    .expect("went on");
+    let result = ingress.result("desk-1").await;
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(result["result"], "hello from the desk", "{result}");
+    let last = paused.events.last().expect("events").seq;
+    let ended = app
+        .follow_server_run("team", "desk-1", last, |_| {})
+        .await
+        .expect("followed")
+        .expect("not stopped");
+    assert_eq!(ended.run.summary.status, weft_event::RunStatus::Completed);
+}

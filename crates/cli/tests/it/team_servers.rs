@@ -212,7 +212,7 @@ async fn the_apps_inbox_lists_and_decides_a_team_servers_approvals() {
 }
 
 /// The desktop app over its own store in `desk`, with `url` as the server `team`.
-fn desktop_app(desk: &Sandbox, url: &str) -> AppState {
+pub(crate) fn desktop_app(desk: &Sandbox, url: &str) -> AppState {
     let config = desk.dir.path().join("config");
     std::fs::create_dir_all(&config).expect("config");
     std::fs::write(
@@ -231,24 +231,41 @@ fn desktop_app(desk: &Sandbox, url: &str) -> AppState {
     .expect("the app opens")
 }
 
-/// A loopback proxy to `upstream` that breaks off the first event stream asked of it once it
-/// has passed its first event on; what each event stream request asked as `Last-Event-ID`.
-async fn breaking_proxy(
-    upstream: String,
-) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+/// A loopback proxy in front of a `weft serve`, as a load balancer would stand: it breaks off
+/// the first event stream asked of it once it has passed its first event on, keeps what each
+/// event stream request asked as `Last-Event-ID`, and can be pointed at a server started again.
+struct Proxy {
+    url: String,
+    asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    upstream: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Proxy {
+    fn point_at(&self, url: &str) {
+        *self.upstream.lock().expect("lock") = url.trim_start_matches("http://").to_string();
+    }
+}
+
+async fn breaking_proxy(upstream: String) -> Proxy {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let address = listener.local_addr().expect("address");
-    let upstream = upstream.trim_start_matches("http://").to_string();
+    let upstream = std::sync::Arc::new(std::sync::Mutex::new(
+        upstream.trim_start_matches("http://").to_string(),
+    ));
     let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let streams = std::sync::Arc::clone(&asked);
+    let (streams, target) = (
+        std::sync::Arc::clone(&asked),
+        std::sync::Arc::clone(&upstream),
+    );
     tokio::spawn(async move {
         loop {
             let Ok((mut client, _)) = listener.accept().await else {
                 return;
             };
-            let (upstream, streams) = (upstream.clone(), std::sync::Arc::clone(&streams));
+            let upstream = target.lock().expect("lock").clone();
+            let streams = std::sync::Arc::clone(&streams);
             tokio::spawn(async move {
                 let mut request = vec![0_u8; 16 * 1024];
                 let read = client.read(&mut request).await.unwrap_or(0);
@@ -303,13 +320,17 @@ async fn breaking_proxy(
             });
         }
     });
-    (format!("http://{address}"), asked)
+    Proxy {
+        url: format!("http://{address}"),
+        asked,
+        upstream,
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_apps_history_opens_compares_and_follows_a_team_servers_runs() {
     let llm = ScriptedLlm::start(Script::always(Reply::Slow {
-        delay_ms: 400,
+        delay_ms: 600,
         content: "said".into(),
     }))
     .await
@@ -336,8 +357,8 @@ async fn the_apps_history_opens_compares_and_follows_a_team_servers_runs() {
 
     // A run of the desk's own store, then one of the server: the same flow, another answer.
     let desk = Sandbox::new();
-    let (proxy, streams) = breaking_proxy(server.url.clone()).await;
-    let app = desktop_app(&desk, &proxy);
+    let proxy = breaking_proxy(server.url.clone()).await;
+    let app = desktop_app(&desk, &proxy.url);
     let flow = weft_flow::Flow::parse(&approval_flow().to_string(), "review.json").expect("flow");
     let local = app
         .weft()
@@ -479,19 +500,275 @@ async fn the_apps_history_opens_compares_and_follows_a_team_servers_runs() {
     let seqs: Vec<u64> = received.iter().map(|event| event.seq).collect();
     let stored: Vec<u64> = ended.events.iter().map(|event| event.seq).collect();
     assert_eq!(seqs, stored, "every event once, in order");
-    let asked = streams.lock().expect("lock").clone();
+    let asked = proxy.asked.lock().expect("lock").clone();
     assert!(asked.len() >= 2, "the stream was opened again: {asked:?}");
     assert_eq!(asked[0], "0");
     assert!(asked[1].parse::<u64>().expect("a number") > 0, "{asked:?}");
 
-    // The server stops: History names it and lists the rest.
+    // Paused from the app while its first agent answers: it stops before the next step; Step
+    // runs one step and stops again; Continue runs it to the end. All on the server.
+    let (_, started) = server
+        .post("/v1/runs", serde_json::json!({ "flow": "three" }))
+        .await;
+    let stepped = started["runId"].as_str().expect("id").to_string();
+    app.act_on_server("team", &stepped, &weft_app::servers::ServerAction::Pause)
+        .await
+        .expect("paused");
+    let mut last = 0;
+    let mut stops = Vec::new();
+    for how in [
+        Some(weft_engine::Continue {
+            step: true,
+            set: None,
+        }),
+        Some(weft_engine::Continue::default()),
+        None,
+    ] {
+        let stopped = app
+            .follow_server_run("team", &stepped, last, |event| last = event.seq)
+            .await
+            .expect("followed")
+            .expect("not stopped");
+        stops.push((
+            stopped.run.summary.status,
+            stopped.waiting.map(|waiting| waiting.node_id),
+        ));
+        if let Some(how) = how {
+            app.act_on_server(
+                "team",
+                &stepped,
+                &weft_app::servers::ServerAction::Continue(how),
+            )
+            .await
+            .expect("went on");
+        }
+    }
+    use weft_event::RunStatus::{Completed, Paused};
+    assert_eq!(
+        stops,
+        [
+            (Paused, Some("a2".to_string())),
+            (Paused, Some("a3".to_string())),
+            (Completed, None)
+        ]
+    );
+
+    // The server stops with a run waiting: History and the inbox name it, a decision sent
+    // meanwhile says it was not sent; started again (behind the same address), it answers
+    // again, its run is decided once, and a second decision is told who decided.
+    let (_, started) = server
+        .post("/v1/runs", serde_json::json!({ "flow": "review" }))
+        .await;
+    let waiting = started["runId"].as_str().expect("id").to_string();
+    server.wait_for(&waiting, "paused").await;
     drop(server);
     let history = app.history(20).await.expect("history");
-    assert_eq!(history.runs.len(), 1);
+    assert!(
+        history.runs.iter().all(|run| run.server.is_none()),
+        "only the local run"
+    );
     assert_eq!(history.problems.len(), 1, "{:?}", history.problems);
     assert!(
         history.problems[0].starts_with("server `team`:"),
         "{:?}",
         history.problems
+    );
+    let inbox = app.inbox().await.expect("inbox");
+    assert_eq!(inbox.problems.len(), 1, "{:?}", inbox.problems);
+    let decision = Decision::parse("approve", "back again").expect("decision");
+    let unsent = app
+        .decide_on_server("team", &waiting, decision.clone())
+        .await
+        .expect_err("nobody there");
+    assert_eq!(
+        unsent.code,
+        weft_app::ErrorCode::Server,
+        "{}",
+        unsent.message
+    );
+    assert!(
+        unsent.message.ends_with("the decision was not sent"),
+        "{}",
+        unsent.message
+    );
+
+    let server = Server::start(&team, &[], Some(&llm));
+    proxy.point_at(&server.url);
+    let inbox = app.inbox().await.expect("inbox");
+    assert!(inbox.problems.is_empty(), "{:?}", inbox.problems);
+    assert_eq!(inbox.approvals.len(), 1, "{:?}", inbox.approvals);
+    assert_eq!(inbox.approvals[0].run_id, waiting);
+    app.decide_on_server("team", &waiting, decision.clone())
+        .await
+        .expect("decided");
+    let run = server.wait_for(&waiting, "completed").await;
+    assert_eq!(
+        run["run"]["result"],
+        "APPROVED Draft: the plan (back again)"
+    );
+    let twice = app
+        .decide_on_server("team", &waiting, decision)
+        .await
+        .expect_err("decided already");
+    assert!(
+        twice.message.contains("ada decided `review` already"),
+        "{}",
+        twice.message
+    );
+    let decisions = run["decisions"].as_array().map_or(0, Vec::len);
+    assert_eq!(decisions, 1, "decided once: {run}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_app_runs_a_servers_flow_there_with_a_pin_and_a_breakpoint_and_goes_on() {
+    let team = Sandbox::new();
+    let server = Server::start(&team, &[], None);
+    team.flow(
+        "flows/polish.json",
+        &serde_json::json!({"version": 1, "name": "Polish", "nodes": [
+            node("start", "start", serde_json::json!({"initialInput": "the notes"})),
+            node("draft", "template", serde_json::json!({"template": "Draft of {{ PREVIOUS_OUTPUT }}"})),
+            node("polish", "template", serde_json::json!({"template": "Polished {{ PREVIOUS_OUTPUT }}"})),
+            node("out", "output", serde_json::json!({}))],
+            "edges": [{"id": "e1", "source": "start", "target": "draft"},
+                      {"id": "e2", "source": "draft", "target": "polish"},
+                      {"id": "e3", "source": "polish", "target": "out"}]}),
+    );
+    std::fs::write(team.dir.path().join("flows/broken.json"), "{ not json").expect("broken");
+    let desk = Sandbox::new();
+    let app = desktop_app(&desk, &server.url);
+
+    // Its flows are listed (one that does not load says why), and one opens on the canvas.
+    let listed = app.server_flows().await;
+    assert!(listed.problems.is_empty(), "{:?}", listed.problems);
+    let names: Vec<(&str, &str, bool)> = listed
+        .flows
+        .iter()
+        .map(|flow| {
+            (
+                flow.server.as_str(),
+                flow.flow.name.as_str(),
+                flow.flow.error.is_some(),
+            )
+        })
+        .collect();
+    assert_eq!(names, [("team", "broken", true), ("team", "polish", false)]);
+    let opened = app
+        .open_server_flow("team", "polish")
+        .await
+        .expect("opened");
+    assert_eq!(opened.flow.name, "Polish");
+    assert_eq!(
+        Some(opened.version.clone()),
+        listed.flows[1].flow.version,
+        "the version listed is the one opened"
+    );
+    let missing = app
+        .open_server_flow("team", "nothing")
+        .await
+        .expect_err("no such flow");
+    assert_eq!(
+        missing.code,
+        weft_app::ErrorCode::NotFound,
+        "{}",
+        missing.message
+    );
+
+    // Run there with `draft` pinned and a breakpoint before `polish`: it stops with the pinned
+    // value, started under the token's name.
+    let run_id = app
+        .run_on_server(
+            "team",
+            &weft_app::servers::ServerRunRequest {
+                flow: "polish".into(),
+                input: Some("  ".into()),
+                breakpoints: vec![
+                    weft_engine::breakpoints::Breakpoint::parse("polish").expect("a breakpoint"),
+                ],
+                pins: [("draft".to_string(), serde_json::json!("pinned draft"))]
+                    .into_iter()
+                    .collect(),
+            },
+        )
+        .await
+        .expect("started on the server");
+    let mut seen = Vec::new();
+    let stopped = app
+        .follow_server_run("team", &run_id, 0, |event| seen.push(event.seq))
+        .await
+        .expect("followed")
+        .expect("not stopped");
+    assert_eq!(stopped.run.summary.status, weft_event::RunStatus::Paused);
+    let waiting = stopped.waiting.as_ref().expect("waits");
+    assert_eq!(waiting.node_id, "polish");
+    assert!(waiting.breakpoint.is_some(), "{waiting:?}");
+    assert_eq!(waiting.input, serde_json::json!("pinned draft"));
+    let trigger = stopped.run.summary.trigger.as_ref().expect("a trigger");
+    assert_eq!(trigger.by.as_deref(), Some("ada"));
+
+    // Going on with another value: the run completes on the server with it.
+    app.act_on_server(
+        "team",
+        &run_id,
+        &weft_app::servers::ServerAction::Continue(weft_engine::Continue {
+            step: false,
+            set: Some(serde_json::json!("replaced")),
+        }),
+    )
+    .await
+    .expect("went on");
+    let after = *seen.last().expect("events");
+    let ended = app
+        .follow_server_run("team", &run_id, after, |event| seen.push(event.seq))
+        .await
+        .expect("followed")
+        .expect("not stopped");
+    assert_eq!(ended.run.summary.status, weft_event::RunStatus::Completed);
+    assert_eq!(
+        ended.run.result,
+        Some(serde_json::json!("Polished replaced"))
+    );
+    let stored: Vec<u64> = ended.events.iter().map(|event| event.seq).collect();
+    assert_eq!(seen, stored, "every event once, across the pause");
+
+    // Going on again is refused by the server, naming it.
+    let refused = app
+        .act_on_server(
+            "team",
+            &run_id,
+            &weft_app::servers::ServerAction::Continue(weft_engine::Continue::default()),
+        )
+        .await
+        .expect_err("not paused");
+    assert!(
+        refused
+            .message
+            .starts_with("server `team` answered 409 for going on"),
+        "{}",
+        refused.message
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_never_answers_delays_history_a_few_seconds_and_is_named() {
+    let silent = canned(None).await;
+    let desk = Sandbox::new();
+    let app = desktop_app(&desk, &silent);
+    let asked = std::time::Instant::now();
+    let (history, flows) = tokio::join!(app.history(20), app.server_flows());
+    let history = history.expect("history");
+    assert!(
+        asked.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        asked.elapsed()
+    );
+    assert!(history.runs.is_empty());
+    assert_eq!(
+        history.problems,
+        [format!("server `team`: {silent} did not answer within 5 s")]
+    );
+    assert_eq!(
+        flows.problems,
+        [format!("server `team`: {silent} did not answer within 5 s")]
     );
 }
