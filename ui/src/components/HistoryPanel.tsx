@@ -10,6 +10,7 @@ import { SHORT_HASH, type Cost, type EdgeName, type FlowDiff, type NodeCompariso
 import { costText, tokensText } from '../cost';
 import { useRun, useSession, useSessionState } from '../hooks';
 import { runKey, type HistoryEntry } from '../session';
+import { ServerProblems } from './ServerProblems';
 import { TestDraftEditor } from './TestsPanel';
 import { VersionsPanel } from './VersionsPanel';
 
@@ -242,11 +243,7 @@ function ServerFlowsList() {
           Refresh
         </button>
       </div>
-      {listed?.problems.map((problem) => (
-        <p key={problem} className="field-error" data-testid="server-flows-problem" role="status">
-          {problem}
-        </p>
-      ))}
+      <ServerProblems problems={listed?.problems ?? []} testId="server-flows-problem" />
       {listed && listed.flows.length === 0 && listed.problems.length === 0 && (
         <p className="muted">No flows: add a team's server in Settings → Servers.</p>
       )}
@@ -357,11 +354,7 @@ function RunsList() {
         {blocked && <span className="muted">{blocked}</span>}
       </div>
       <TestDraftEditor />
-      {problems.map((problem) => (
-        <p key={problem} className="field-error" data-testid="history-problem" role="status">
-          {problem}
-        </p>
-      ))}
+      <ServerProblems problems={problems} testId="history-problem" />
       {history.length === 0 && <p className="muted">No runs yet.</p>}
       <ul className="history-list">
         {history.map((run) => {

@@ -4,6 +4,7 @@
 
 import type { ApprovalProgress, PendingApproval } from '../bindings';
 import { useRun, useSession, useSessionState } from '../hooks';
+import { ServerProblems } from './ServerProblems';
 import { ApprovalForm } from './ApprovalForm';
 
 function sinceText(since: string): string {
@@ -91,11 +92,7 @@ export function InboxPanel() {
           {inbox.length === 0 ? 'Nothing waits for a decision.' : `${inbox.length} waiting for a decision`}
         </span>
       </div>
-      {problems.map((problem) => (
-        <div key={problem} className="field-error" data-testid="inbox-server-problem">
-          {problem}
-        </div>
-      ))}
+      <ServerProblems problems={problems} testId="inbox-server-problem" />
       <ul className="inbox-list">
         {inbox.map((approval) => (
           <InboxItem key={`${approval.runId}:${approval.nodeId}`} approval={approval} />
