@@ -43,7 +43,7 @@ pub use location::{STORE_ENV, StoreLocation};
 pub use people::{People, Person};
 pub use weft_engine::breakpoints::Breakpoint;
 pub use weft_engine::pins::Pins;
-pub use weft_engine::{Continue, ResumeOptions, Waiting};
+pub use weft_engine::{Continue, ResumeOptions, RunHandle, Waiting};
 
 /// One process's Weft: its run store, its engine (providers, the runs going here), the price
 /// table views are costed at, and the hosts it can hand answers to. Cheap to clone; clones

@@ -275,8 +275,12 @@ fn routes() -> Vec<Route> {
                         summary: "Start a run of a flow in the flows folder.",
                         authorized: true,
                         body: Some(Body::Json(schema::<StartBody>)),
-                        query: &[],
+                        query: &[WAIT_PARAMETER],
                         responses: vec![
+                            Answer::json::<Finished>(
+                                200,
+                                "With `wait`: the run ended or paused within it.",
+                            ),
                             Answer::json::<Going>(201, "Started."),
                             Answer::error(
                                 400,
@@ -559,8 +563,12 @@ fn routes() -> Vec<Route> {
                     summary: "Start a flow with the request body as its input (JSON, else text).",
                     authorized: true,
                     body: Some(Body::Anything),
-                    query: &[],
+                    query: &[WAIT_PARAMETER],
                     responses: vec![
+                        Answer::json::<Finished>(
+                            200,
+                            "With `wait`: the run ended or paused within it.",
+                        ),
                         Answer::json::<Started>(202, "Started."),
                         Answer::error(
                             400,
@@ -861,7 +869,7 @@ impl Api {
         debugging: (Vec<weft_api::Breakpoint>, weft_api::Pins),
         trigger: (TriggerKind, String),
         traceparent: Option<String>,
-    ) -> Result<String, ApiError> {
+    ) -> Result<weft_api::RunHandle, ApiError> {
         let (trigger, caller) = trigger;
         let (breakpoints, pins) = debugging;
         let path = self.flow_path(name)?;
@@ -886,8 +894,7 @@ impl Api {
             ..StartRequest::default()
         };
         check_start(checked.flow(), &request)?;
-        let handle = self.weft.start(checked, request).await?;
-        Ok(handle.run_id)
+        Ok(self.weft.start(checked, request).await?)
     }
 }
 
@@ -910,12 +917,83 @@ fn traceparent(headers: &HeaderMap) -> Option<String> {
         .map(str::to_string)
 }
 
+/// `?wait=SECONDS` of the routes that start runs.
+const WAIT_PARAMETER: (&str, &str, &str) = (
+    "wait",
+    "Seconds to wait for the run to end or pause (at most 300): when it does, the answer is 200 with how it went; else the run goes on and the answer is as without `wait`.",
+    "integer",
+);
+
+/// The longest `?wait=` honoured: a caller wanting longer follows the run's events instead.
+const MAX_WAIT: Duration = Duration::from_secs(300);
+
+#[derive(Debug, Deserialize)]
+struct WaitQuery {
+    wait: Option<u64>,
+}
+
+/// A run that ended or paused while the request that started it waited (`?wait=SECONDS`).
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct Finished {
+    run_id: String,
+    status: RunStatus,
+    /// The result of a completed run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<Value>,
+    /// Why a failed run failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    /// What a paused run waits for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    waiting: Option<weft_api::Waiting>,
+}
+
+/// How long a request asked to wait for its run, refused when it is not a number.
+fn wait_of(
+    query: Result<Query<WaitQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Option<Duration>, ApiError> {
+    let Query(query) =
+        query.map_err(|error| ApiError::bad_request(format!("the query: {error}")))?;
+    Ok(query
+        .wait
+        .filter(|seconds| *seconds > 0)
+        .map(|seconds| Duration::from_secs(seconds).min(MAX_WAIT)))
+}
+
+/// The run `handle` drives, once it ended or paused within `wait`; `Err` with its id when it
+/// goes on past it (or nobody waits).
+async fn finished_within(
+    handle: weft_api::RunHandle,
+    wait: Option<Duration>,
+) -> Result<Result<Finished, String>, ApiError> {
+    let run_id = handle.run_id.clone();
+    let Some(wait) = wait else {
+        return Ok(Err(run_id));
+    };
+    match tokio::time::timeout(wait, handle.outcome()).await {
+        Ok(outcome) => {
+            let outcome = outcome.map_err(|error| ApiError::internal(error.to_string()))?;
+            Ok(Ok(Finished {
+                run_id: outcome.run_id,
+                status: outcome.status,
+                result: outcome.result.map(|result| (*result).clone()),
+                error: outcome.error,
+                waiting: outcome.waiting,
+            }))
+        }
+        Err(_) => Ok(Err(run_id)),
+    }
+}
+
 async fn start_run(
     State(api): State<Arc<Api>>,
     Extension(caller): Extension<Caller>,
+    query: Result<Query<WaitQuery>, axum::extract::rejection::QueryRejection>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Result<(StatusCode, Json<Going>), ApiError> {
+) -> Result<Response, ApiError> {
+    let wait = wait_of(query)?;
     let request: StartBody = json_body(body)?;
     let decisions = request
         .decide
@@ -926,7 +1004,7 @@ async fn start_run(
         Value::String(text) => text,
         other => other.to_string(),
     });
-    let run_id = api
+    let handle = api
         .start(
             &request.flow,
             input,
@@ -936,14 +1014,18 @@ async fn start_run(
             traceparent(&headers),
         )
         .await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(Going {
-            run_id,
-            status: RunStatus::Running,
-            approval: None,
-        }),
-    ))
+    Ok(match finished_within(handle, wait).await? {
+        Ok(finished) => Json(finished).into_response(),
+        Err(run_id) => (
+            StatusCode::CREATED,
+            Json(Going {
+                run_id,
+                status: RunStatus::Running,
+                approval: None,
+            }),
+        )
+            .into_response(),
+    })
 }
 
 /// `POST /v1/hooks/{flow}`: the body (JSON, else text) is the run's input.
@@ -951,9 +1033,11 @@ async fn webhook(
     State(api): State<Arc<Api>>,
     Extension(caller): Extension<Caller>,
     Segment(flow): Segment,
+    query: Result<Query<WaitQuery>, axum::extract::rejection::QueryRejection>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Result<(StatusCode, Json<Started>), ApiError> {
+) -> Result<Response, ApiError> {
+    let wait = wait_of(query)?;
     let bytes = body_bytes(body)?;
     let text = String::from_utf8_lossy(&bytes).into_owned();
     let input = match serde_json::from_slice::<Value>(&bytes) {
@@ -962,7 +1046,7 @@ async fn webhook(
         Err(_) if text.trim().is_empty() => None,
         Err(_) => Some(text),
     };
-    let run_id = api
+    let handle = api
         .start(
             &flow,
             input,
@@ -972,7 +1056,10 @@ async fn webhook(
             traceparent(&headers),
         )
         .await?;
-    Ok((StatusCode::ACCEPTED, Json(Started { run_id })))
+    Ok(match finished_within(handle, wait).await? {
+        Ok(finished) => Json(finished).into_response(),
+        Err(run_id) => (StatusCode::ACCEPTED, Json(Started { run_id })).into_response(),
+    })
 }
 
 #[derive(Debug, Deserialize)]

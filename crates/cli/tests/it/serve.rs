@@ -637,3 +637,73 @@ async fn the_event_stream_carries_subagent_calls_and_the_steps_of_a_subflow() {
         "in order, each once"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_caller_that_waits_gets_how_the_run_went_in_the_answer() {
+    let llm = ScriptedLlm::start(Script::always(Reply::Slow {
+        delay_ms: 2_000,
+        content: "late".into(),
+    }))
+    .await
+    .expect("scripted LLM");
+    let sandbox = Sandbox::new();
+    let server = Server::start(&sandbox, &[], Some(&llm));
+    sandbox.flow("flows/echo.json", &echo_flow());
+    sandbox.flow("flows/review.json", &review_flow());
+    sandbox.flow(
+        "flows/slow.json",
+        &json!({"version": 1, "nodes": [
+            node("start", "start", json!({})),
+            node("ask", "agent", json!({"model": "gpt-4o-mini", "userPrompt": "{{ PREVIOUS_OUTPUT }}"}))],
+            "edges": [edge("e1", "start", "ask", None)]}),
+    );
+    let call = |path: &'static str, body: &'static str| {
+        server.call(
+            reqwest::Method::POST,
+            path,
+            Some(TOKEN),
+            Some(body.to_string()),
+        )
+    };
+
+    // A webhook that waits answers with the result; so does POST /v1/runs.
+    let (status, answer) = call("/v1/hooks/echo?wait=10", "the ping").await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["status"], "completed", "{answer}");
+    assert_eq!(answer["result"], "got the ping");
+    let id = answer["runId"].as_str().expect("id");
+    let (_, shown) = server.get(&format!("/v1/runs/{id}")).await;
+    assert_eq!(shown["run"]["summary"]["trigger"]["kind"], "hook");
+    let (status, answer) = call("/v1/runs?wait=10", r#"{"flow": "echo", "input": "x"}"#).await;
+    assert_eq!(
+        (status, &answer["result"]),
+        (200, &json!("got x")),
+        "{answer}"
+    );
+
+    // A run that pauses within the wait says what it waits for.
+    let (status, answer) = call("/v1/runs?wait=10", r#"{"flow": "review"}"#).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["status"], "paused");
+    assert_eq!(answer["waiting"]["nodeId"], "review");
+    assert_eq!(answer["waiting"]["message"], "Send a draft?");
+
+    // One that goes on past the wait is answered as without it, and goes on.
+    let (status, answer) = call("/v1/hooks/slow?wait=1", "hi").await;
+    assert_eq!(status, 202, "{answer}");
+    let id = answer["runId"].as_str().expect("id").to_string();
+    let run = server.wait_for(&id, "completed").await;
+    assert_eq!(run["run"]["result"], "late");
+    let (status, answer) = call("/v1/runs", r#"{"flow": "echo"}"#).await;
+    assert_eq!(status, 201, "{answer}");
+
+    // A wait that is not a number is refused before anything starts.
+    let (_, before) = server.get("/v1/runs?limit=1000").await;
+    let refused = call("/v1/hooks/echo?wait=soon", "x").await;
+    refusal(&refused, 400, "bad_request");
+    let (_, after) = server.get("/v1/runs?limit=1000").await;
+    assert_eq!(
+        before.as_array().map(Vec::len),
+        after.as_array().map(Vec::len)
+    );
+}
