@@ -39,6 +39,9 @@ const NEW_FLOW_MARGIN = { x: 80, y: 140 };
 
 /** The zoom at which a node's text is its natural size: a prompt is shown at least so large. */
 const READABLE_ZOOM = 1;
+/** How often, and how far apart, a flow just shown is fitted again until its nodes are measured. */
+const FIT_TRIES = 20;
+const FIT_RETRY_MS = 50;
 /** Room above a node that needs the person when it is too tall to be centred, in pixels. */
 const PROMPT_MARGIN = 16;
 
@@ -120,7 +123,7 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
 
   const loads = useCanvas((state) => state.loads);
   const showMinimap = useLayout((layout) => layout.minimap);
-  const { setViewport, getViewport, setCenter, getZoom, getNode, flowToScreenPosition, screenToFlowPosition } = useReactFlow();
+  const { setViewport, getViewport, setCenter, getZoom, getNode, getNodes, flowToScreenPosition, screenToFlowPosition } = useReactFlow();
   const fitReadable = useFitReadable();
   const [quickAdd, setQuickAdd] = useState<{ at: { x: number; y: number }; source: string; sourceHandle: string | null } | null>(null);
   const [minimapTop, setMinimapTop] = useState(false);
@@ -165,17 +168,27 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
   // A new flow (just its start node) is not blown up to fill the canvas: its start sits at
   // the left at natural size, with room on the right to build the flow.
   useEffect(() => {
-    const timer = setTimeout(() => {
+    let tries = 0;
+    let timer: ReturnType<typeof setTimeout>;
+    const fit = () => {
       const { nodes } = shownFlow.current;
       if (nodes.length <= 1) {
         const position = nodes[0]?.position;
         void setViewport({ x: NEW_FLOW_MARGIN.x - (position?.x ?? 0), y: NEW_FLOW_MARGIN.y - (position?.y ?? 0), zoom: 1 });
-      } else {
-        fitReadable();
+        return;
       }
-    }, 60);
+      // Fitted by the nodes' measured sizes: on a busy machine they may not be measured yet,
+      // and a fit by unmeasured nodes leaves part of the flow out of view. Asked again until
+      // they are (for a second at most).
+      if (getNodes().some((node) => !node.measured?.width) && ++tries < FIT_TRIES) {
+        timer = setTimeout(fit, FIT_RETRY_MS);
+        return;
+      }
+      fitReadable();
+    };
+    timer = setTimeout(fit, 60);
     return () => clearTimeout(timer);
-  }, [loads, viewing, comparedWith, fitReadable, setViewport]);
+  }, [loads, viewing, comparedWith, fitReadable, setViewport, getNodes]);
 
   // Sizes xyflow measured, by node id; kept here because the drawn nodes are re-derived
   // from the flow on every change and xyflow needs them on its nodes.
