@@ -19,10 +19,15 @@ impl SqliteDb {
     /// Opens the file (creating it) with the store's settings; the `writer` connection also
     /// brings the schema up to date. Errors are the messages [`StoreError::Open`] carries.
     pub(super) fn open(path: &Path, writer: bool) -> Result<SqliteDb, String> {
+        // A store made now holds nothing yet: see `schema::configure`.
+        let new = writer && std::fs::metadata(path).map_or(true, |file| file.len() == 0);
         let mut conn = Connection::open(path).map_err(|err| schema::describe(&err))?;
-        schema::configure(&conn, writer).map_err(|err| schema::describe(&err))?;
+        schema::configure(&conn, writer, new).map_err(|err| schema::describe(&err))?;
         if writer {
             schema::migrate(&mut conn)?;
+        }
+        if new {
+            schema::sync_normally(&conn).map_err(|err| schema::describe(&err))?;
         }
         Ok(SqliteDb { conn })
     }
@@ -103,5 +108,40 @@ impl Db for SqliteDb {
         for sql in statements {
             let _ = self.conn.prepare_cached(sql);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pragma<T: rusqlite::types::FromSql>(db: &SqliteDb, name: &str) -> T {
+        db.conn
+            .pragma_query_value(None, name, |row| row.get(0))
+            .expect("pragma")
+    }
+
+    #[test]
+    fn a_new_store_is_made_without_a_journal_file_and_then_syncs_as_any_store() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("runs.db");
+        // Made now, then opened again as an existing store: the same settings after either.
+        for opening in ["new", "existing"] {
+            let db = SqliteDb::open(&path, true).expect("open");
+            assert_eq!(pragma::<i64>(&db, "synchronous"), 1, "{opening}: NORMAL");
+            assert_eq!(pragma::<String>(&db, "journal_mode"), "wal", "{opening}");
+            assert_eq!(
+                pragma::<i64>(&db, "user_version"),
+                schema::MIGRATIONS.len() as i64,
+                "{opening}: the whole schema"
+            );
+            assert!(
+                !dir.path().join("runs.db-journal").exists(),
+                "{opening}: a rollback journal was left"
+            );
+        }
+        // A reader of a store that is not there yet makes nothing without sync.
+        let reader = SqliteDb::open(&dir.path().join("other.db"), false).expect("open");
+        assert_eq!(pragma::<i64>(&reader, "synchronous"), 1);
     }
 }
