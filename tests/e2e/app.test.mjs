@@ -1322,7 +1322,7 @@ test("History → Versions: a run and a save each keep a version; Compare marks 
   assert.equal(saved.nodes[1].data.template, "first: {{ PREVIOUS_OUTPUT }}");
 });
 
-test("Settings → Servers: a team's weft serve added with its token; the check says connected, then names a wrong token", async () => {
+test("Settings → Servers: a team's weft serve connected; its approval, runs and flows in the app; a stop survived; a wrong token named", async () => {
   // A real `weft serve` on loopback, with a tokens file.
   const dir = path.join(TMP, "team-server");
   mkdirSync(path.join(dir, "flows"), { recursive: true });
@@ -1363,10 +1363,12 @@ test("Settings → Servers: a team's weft serve added with its token; the check 
     }),
   );
   const weft = path.join(path.dirname(APP), "weft");
-  const server = spawn(weft, ["serve", "--flows", "flows", "--tokens", "tokens.txt", "--addr", "127.0.0.1:0", "--db", path.join(dir, "runs.db")], {
-    cwd: dir,
-    stdio: ["ignore", "pipe", "ignore"],
-  });
+  const serve = (addr) =>
+    spawn(weft, ["serve", "--flows", "flows", "--tokens", "tokens.txt", "--addr", addr, "--db", path.join(dir, "runs.db")], {
+      cwd: dir,
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+  let server = serve("127.0.0.1:0");
   try {
     const url = await new Promise((resolve, reject) => {
       let text = "";
@@ -1480,6 +1482,33 @@ test("Settings → Servers: a team's weft serve added with its token; the check 
     assert.equal(polished.run.summary.trigger.by, "ada");
     await byTestId(browser, "back-to-editing").click();
     await byTestId(browser, "file-new").click();
+
+    // The server stops with a run waiting: the inbox says so; started again, the run is back.
+    const waiting = await (await fetch(`${url}/v1/runs`, { method: "POST", headers, body: JSON.stringify({ flow: "pay" }) })).json();
+    await browser.waitUntil(async () => (await (await fetch(`${url}/v1/runs/${waiting.runId}`, { headers })).json()).run.summary.status === "paused", {
+      timeout: 10_000,
+      timeoutMsg: "the second server run never paused",
+    });
+    server.kill();
+    await new Promise((resolve) => server.once("exit", resolve));
+    await byTestId(browser, "tab-inbox").click();
+    await byTestId(browser, "inbox-refresh").click();
+    await browser.waitUntil(async () => /server `team`: cannot reach/.test(await byTestId(browser, "inbox").getText()), {
+      timeout: 15_000,
+      timeoutMsg: "the inbox does not say the server is gone",
+    });
+    assert.equal(await inboxItem(browser, waiting.runId), undefined);
+    server = serve(new URL(url).host);
+    await browser.waitUntil(async () => (await fetch(`${url}/openapi.json`).catch(() => ({ ok: false }))).ok, {
+      timeout: 15_000,
+      timeoutMsg: "the server did not start again",
+    });
+    await byTestId(browser, "inbox-refresh").click();
+    await browser.waitUntil(async () => (await inboxItem(browser, waiting.runId)) !== undefined, {
+      timeout: 15_000,
+      timeoutMsg: "the waiting run is not back in the inbox",
+    });
+    assert.equal((await allByTestId(browser, "inbox-server-problem")).length, 0);
     await byTestId(browser, "tab-settings").click();
 
     // Saved again with another token: the check names the refusal.
