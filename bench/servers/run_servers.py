@@ -31,7 +31,7 @@ import uuid
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOKEN = "bench-token-0123456789abcdef"
 # Requests per measurement, by the number of clients: enough for a p99 at 16 and 64.
-REQUESTS = {1: 40, 16: 320, 64: 640}
+REQUESTS = {1: 40, 4: 40, 16: 320, 64: 640}
 
 
 def log(*parts):
@@ -382,25 +382,37 @@ def fmt(values, unit=""):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--weft", required=True)
-    parser.add_argument("--llm", required=True, help="the scripted-llm binary")
-    parser.add_argument("--peers", required=True)
+    llm_given = parser.add_mutually_exclusive_group(required=True)
+    llm_given.add_argument("--llm", help="the scripted-llm binary, started with the harness's script")
+    llm_given.add_argument("--llm-url", help="an OpenAI-compatible server already answering as that script does")
+    parser.add_argument("--peers", help="where install-peers.sh put n8n and Flowise")
     parser.add_argument("--systems", default="weft-hook,weft-runs,n8n,flowise")
     parser.add_argument("--clients", default="1,16,64")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--delay-ms", type=int, default=50)
+    parser.add_argument("--rest-s", type=float, default=5, help="rest before the idle memory is read")
     parser.add_argument("--json")
     args = parser.parse_args()
     clients = [int(c) for c in args.clients.split(",")]
+    unknown = [c for c in clients if c not in REQUESTS]
+    if unknown:
+        parser.error(f"--clients takes some of {sorted(REQUESTS)}, not {unknown}")
+    if not args.peers and any(name in ("n8n", "flowise") for name in args.systems.split(",")):
+        parser.error("--peers is needed to measure n8n or Flowise")
     work = tempfile.mkdtemp(prefix="weft-servers-bench-")
     sys.path.insert(0, HERE)
 
-    script = os.path.join(work, "llm-script.json")
-    with open(script, "w") as out:
-        json.dump({"rules": [], "fallback": {"kind": "text", "content": "LLM: ", "echo": True,
-                                             "delay_ms": args.delay_ms}}, out)
-    llm = subprocess.Popen([args.llm, script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                           stdin=subprocess.DEVNULL, start_new_session=True)
-    llm_url = json.loads(llm.stdout.readline())["baseUrl"].rstrip("/")
+    llm = None
+    if args.llm:
+        script = os.path.join(work, "llm-script.json")
+        with open(script, "w") as out:
+            json.dump({"rules": [], "fallback": {"kind": "text", "content": "LLM: ", "echo": True,
+                                                 "delay_ms": args.delay_ms}}, out)
+        llm = subprocess.Popen([args.llm, script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               stdin=subprocess.DEVNULL, start_new_session=True)
+        llm_url = json.loads(llm.stdout.readline())["baseUrl"].rstrip("/")
+    else:
+        llm_url = args.llm_url.rstrip("/")
     systems = []
     try:
         for name in args.systems.split(","):
@@ -415,7 +427,7 @@ def main():
             warm = measure(system, 1, 10_000_000, args)
             if warm["failed"]:
                 raise RuntimeError(f"{system.name} does not answer as it should: {warm['reasons']}")
-        time.sleep(5)
+        time.sleep(args.rest_s)
         idle = {system.name: statistics.median(system.rss() for _ in range(5) if time.sleep(0.2) is None)
                 for system in systems}
         results = {(s.name, c): [] for s in systems for c in clients}
@@ -437,8 +449,9 @@ def main():
     finally:
         for system in systems:
             system.stop()
-        llm.send_signal(signal.SIGINT)
-        llm.wait(10)
+        if llm:
+            llm.send_signal(signal.SIGINT)
+            llm.wait(10)
 
 
 def table(systems, clients, results, idle, args):

@@ -707,3 +707,51 @@ async fn a_caller_that_waits_gets_how_the_run_went_in_the_answer() {
         after.as_array().map(Vec::len)
     );
 }
+
+/// `bench/servers` (the comparison with n8n and Flowise) keeps working: run on `weft serve`
+/// alone, briefly, it checks every answer and prints its table. Speed is not asserted here.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_server_harness_runs_on_weft_serve_and_checks_every_answer() {
+    let llm = ScriptedLlm::start(Script::always(Reply::Text {
+        content: "LLM: ".into(),
+        delay_ms: 50,
+        echo: true,
+        chunk_gap_ms: 0,
+    }))
+    .await
+    .expect("scripted LLM");
+    let harness =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/servers/run_servers.py");
+    let ran = tokio::process::Command::new("python3")
+        .arg(harness)
+        .args(["--weft", env!("CARGO_BIN_EXE_weft"), "--llm-url"])
+        .arg(llm.base_url())
+        .args([
+            "--systems",
+            "weft-hook,weft-runs",
+            "--clients",
+            "1,4",
+            "--rounds",
+            "1",
+            "--rest-s",
+            "0.5",
+        ])
+        .output()
+        .await
+        .expect("python3 runs the harness");
+    let table = String::from_utf8_lossy(&ran.stdout);
+    assert!(
+        ran.status.success(),
+        "{table}\n{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    for system in ["weft-hook", "weft-runs"] {
+        for clients in [1, 4] {
+            let row = table
+                .lines()
+                .find(|line| line.starts_with(&format!("| {system} | {clients} |")))
+                .unwrap_or_else(|| panic!("no row of {system} at {clients}: {table}"));
+            assert!(row.contains("| 0/40 |"), "{row}");
+        }
+    }
+}
