@@ -1384,17 +1384,22 @@ async fn run_events(
         let store = api.weft.store().clone();
         blocking(move || store.resolve_run_id(id.trim())).await?
     };
+    /// How many reads in a row may fail before an event stream ends (250 ms apart).
+    const MAX_FAILED_READS: u32 = 20;
     struct Cursor {
         api: Arc<Api>,
         run_id: String,
         last: u64,
         done: bool,
+        /// Reads that failed in a row (a store that is briefly busy).
+        failed_reads: u32,
     }
     let cursor = Cursor {
         api,
         run_id,
         last: after,
         done: false,
+        failed_reads: 0,
     };
     let batches = stream::unfold(cursor, |mut cursor| async move {
         if cursor.done {
@@ -1406,14 +1411,31 @@ async fn run_events(
             let woken = changed.notified();
             let store = cursor.api.weft.store().clone();
             let (run_id, after) = (cursor.run_id.clone(), cursor.last);
+            // The status first: a run that has ended or paused by then has all its events
+            // stored by then too, so the events read next are all there are until it goes on.
             let read = blocking(move || {
-                let events = store.events_after(&run_id, after)?;
                 let status = store.run(&run_id)?.summary.status;
+                let events = store.events_after(&run_id, after)?;
                 Ok((events, status))
             })
             .await;
-            let Ok((events, status)) = read else {
-                return None;
+            let (events, status) = match read {
+                Ok(read) => {
+                    cursor.failed_reads = 0;
+                    read
+                }
+                // A read that fails now and then (a busy store) does not end the stream; one
+                // that keeps failing for seconds does, and the client reconnects.
+                Err(error) if cursor.failed_reads < MAX_FAILED_READS => {
+                    cursor.failed_reads += 1;
+                    tracing::warn!(
+                        "reading the events of run {} failed ({error:?}); trying again",
+                        cursor.run_id
+                    );
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                    continue;
+                }
+                Err(_) => return None,
             };
             if let Some(last) = events.last() {
                 cursor.last = last.seq;
