@@ -638,6 +638,27 @@ async fn every_documented_operation_is_served_and_answers_as_documented() {
             ),
             202,
         ),
+        // A caller that waits is answered with how the run went.
+        (
+            (
+                &post,
+                "/v1/hooks/{flow}",
+                "/v1/hooks/echo?wait=30",
+                true,
+                Some(r#"{"customer": "Al"}"#),
+            ),
+            200,
+        ),
+        (
+            (
+                &post,
+                "/v1/runs",
+                "/v1/runs?wait=30",
+                true,
+                Some(r#"{"flow": "echo", "input": "x"}"#),
+            ),
+            200,
+        ),
         (
             (
                 &post,
