@@ -73,39 +73,34 @@ def wait_until(check, what, timeout=180):
     raise RuntimeError(f"{what} within {timeout} s")
 
 
-def group_cpu_s(pgid):
-    """CPU seconds (user and system) used so far by the processes of the process group `pgid`."""
-    ticks = 0
+def group_members(pgid):
+    """The process ids of the process group `pgid`: a server and the processes it started."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat") as stat:
                 fields = stat.read().rsplit(")", 1)[1].split()
-            if int(fields[2]) == pgid:
-                ticks += int(fields[11]) + int(fields[12])
-        except (OSError, IndexError, ValueError):
+        except OSError:
             continue
+        if int(fields[2]) == pgid:
+            yield entry, fields
+
+
+def group_cpu_s(pgid):
+    """CPU seconds (user and system) used so far by the processes of the process group `pgid`."""
+    ticks = sum(int(fields[11]) + int(fields[12]) for _, fields in group_members(pgid))
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def group_rss_mib(pgid):
-    """Resident memory of every process of the process group `pgid` (a server and the processes
-    it started), MiB."""
+    """Resident memory of the processes of the process group `pgid`, MiB."""
     total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    for pid, _ in group_members(pgid):
         try:
-            with open(f"/proc/{entry}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-            if int(fields[2]) != pgid:
-                continue
-            with open(f"/proc/{entry}/status") as status:
-                for line in status:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
-        except (OSError, IndexError, ValueError):
+            with open(f"/proc/{pid}/status") as status:
+                total += next((int(line.split()[1]) for line in status if line.startswith("VmRSS:")), 0)
+        except OSError:
             continue
     return total / 1024
 

@@ -21,6 +21,7 @@ import type {
   RunVisits,
   ServerAction,
   ServerFlows,
+  OpenedServerFlow,
   PendingApproval,
   CaseReport,
   CaseSpec,
@@ -67,13 +68,7 @@ export function decisionOf(approve: boolean, note: string, fields: Record<string
 export type ViewedRun = RunDetail & { flow: CanvasFlow; server: string | null };
 
 /** Where the edited flow came from when it is a flow of a team's server: runs of it go there. */
-export interface ServerFlowOrigin {
-  server: string;
-  /** Its name in the server's flows folder. */
-  name: string;
-  /** The version of the server's file that was opened. */
-  version: string;
-}
+export type ServerFlowOrigin = Omit<OpenedServerFlow, 'flow'>;
 
 /** A run as History lists it: of this store, or (`server`) of a team's server. */
 export type HistoryEntry = Omit<RunListing, 'cost'>;
