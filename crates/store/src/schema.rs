@@ -2,6 +2,9 @@
 //! migrations recorded in `PRAGMA user_version`. A newer version of Weft adds migrations at the
 //! end of [`MIGRATIONS`] and never edits earlier ones.
 
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rusqlite::config::DbConfig;
@@ -545,6 +548,69 @@ pub(super) fn configure(conn: &Connection, writer: bool, new: bool) -> rusqlite:
     conn.pragma_update(None, "foreign_keys", true)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(())
+}
+
+/// A new store's file: [`SCHEMA`] made by [`configure`] and [`migrate`] in an empty file, in
+/// WAL mode, its log folded in ([`new_store_image_from_sql`]; a test keeps the two the same).
+/// Copied into place, a new store costs a file's write instead of compiling and running the
+/// schema's statements and writing each page to the log, most of what a first run paid more
+/// than the next.
+pub(super) const NEW_STORE_IMAGE: &[u8] = include_bytes!("new-store.sqlite");
+
+/// Where the image is kept, for the test that writes it again.
+#[cfg(test)]
+pub(super) const NEW_STORE_IMAGE_FILE: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/src/new-store.sqlite");
+
+/// Puts a new store at `path` from [`NEW_STORE_IMAGE`]: written beside it under a name of its
+/// own, then linked into place, so a process opening the same path meanwhile finds either no
+/// file or the whole of it. False when the image cannot serve and the caller is to make the
+/// store by SQL as before: a file is there already (possibly empty, or made by another process
+/// just now), a log is left from a store that was deleted (SQLite would replay it onto the
+/// image; an empty file makes it drop the log), or the folder takes no new file or no link.
+pub(super) fn place_new_store(path: &Path) -> bool {
+    static STAGED: AtomicU64 = AtomicU64::new(0);
+    if path.symlink_metadata().is_ok() || with_suffix(path, "-wal").symlink_metadata().is_ok() {
+        return false;
+    }
+    let staged = with_suffix(
+        path,
+        &format!(
+            ".new-{}-{}",
+            std::process::id(),
+            STAGED.fetch_add(1, Ordering::Relaxed)
+        ),
+    );
+    let placed = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&staged)
+        .and_then(|mut file| file.write_all(NEW_STORE_IMAGE))
+        .and_then(|()| std::fs::hard_link(&staged, path));
+    let _ = std::fs::remove_file(&staged);
+    placed.is_ok()
+}
+
+/// `path` with `suffix` added to its file name (`runs.db` → `runs.db-wal`).
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// What [`NEW_STORE_IMAGE`] should hold: a new store made by SQL in `dir`, its log folded into
+/// the file.
+#[cfg(test)]
+pub(super) fn new_store_image_from_sql(dir: &Path) -> Vec<u8> {
+    let path = dir.join("image.db");
+    let mut conn = Connection::open(&path).expect("open the image's file");
+    configure(&conn, true, true).expect("settings");
+    migrate(&mut conn).expect("schema");
+    sync_normally(&conn).expect("settings");
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .expect("fold the log");
+    drop(conn);
+    std::fs::read(&path).expect("read the image")
 }
 
 /// Back to the store's durability once a new store's schema is written (see [`configure`]).

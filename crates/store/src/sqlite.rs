@@ -19,8 +19,12 @@ impl SqliteDb {
     /// Opens the file (creating it) with the store's settings; the `writer` connection also
     /// brings the schema up to date. Errors are the messages [`StoreError::Open`] carries.
     pub(super) fn open(path: &Path, writer: bool) -> Result<SqliteDb, String> {
-        // A store made now holds nothing yet: see `schema::configure`.
-        let new = writer && std::fs::metadata(path).map_or(true, |file| file.len() == 0);
+        // A store made now is put in place from the image when it can be; made by SQL
+        // otherwise, it holds nothing yet: see `schema::configure`. Another process may make
+        // it meanwhile, which opening then finds.
+        let absent_or_empty = || std::fs::metadata(path).map_or(true, |file| file.len() == 0);
+        let new =
+            writer && absent_or_empty() && !schema::place_new_store(path) && absent_or_empty();
         let mut conn = Connection::open(path).map_err(|err| schema::describe(&err))?;
         schema::configure(&conn, writer, new).map_err(|err| schema::describe(&err))?;
         if writer {
@@ -143,5 +147,128 @@ mod tests {
         // A reader of a store that is not there yet makes nothing without sync.
         let reader = SqliteDb::open(&dir.path().join("other.db"), false).expect("open");
         assert_eq!(pragma::<i64>(&reader, "synchronous"), 1);
+    }
+
+    /// The names in `dir`, sorted.
+    fn names_in(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .expect("list")
+            .map(|entry| {
+                entry
+                    .expect("entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn schema_version(db: &SqliteDb) -> i64 {
+        pragma::<i64>(db, "user_version")
+    }
+
+    #[test]
+    fn the_new_store_image_is_the_store_the_schema_makes() {
+        let dir = tempfile::tempdir().expect("dir");
+        let first = dir.path().join("first");
+        let second = dir.path().join("second");
+        std::fs::create_dir_all(&first).expect("dir");
+        std::fs::create_dir_all(&second).expect("dir");
+        let made = schema::new_store_image_from_sql(&first);
+        assert!(
+            made == schema::new_store_image_from_sql(&second),
+            "the schema made twice gave two different files"
+        );
+        if std::env::var_os("WEFT_WRITE_STORE_IMAGE").is_some() {
+            std::fs::write(schema::NEW_STORE_IMAGE_FILE, &made).expect("write the image");
+        }
+        assert!(
+            made == schema::NEW_STORE_IMAGE,
+            "{} is not the store the schema makes now (a migration was added, or SQLite \
+             changed): write it again with WEFT_WRITE_STORE_IMAGE=1 cargo test -p weft-store \
+             the_new_store_image, then build again",
+            schema::NEW_STORE_IMAGE_FILE
+        );
+    }
+
+    #[test]
+    fn a_new_store_is_put_in_place_whole_and_leaves_nothing_beside_it() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("runs.db");
+        let db = SqliteDb::open(&path, true).expect("open");
+        assert_eq!(schema_version(&db), schema::MIGRATIONS.len() as i64);
+        // Placed from the image, not written statement by statement (which would have left the
+        // file to differ until its log was folded in).
+        assert!(std::fs::read(&path).expect("read") == schema::NEW_STORE_IMAGE);
+        assert_eq!(
+            names_in(dir.path()),
+            ["runs.db", "runs.db-shm", "runs.db-wal"],
+            "nothing staged is left"
+        );
+        // An empty file there (made by hand, or by a tool) is a new store too.
+        let empty = dir.path().join("empty.db");
+        std::fs::write(&empty, b"").expect("empty file");
+        let db = SqliteDb::open(&empty, true).expect("open");
+        assert_eq!(schema_version(&db), schema::MIGRATIONS.len() as i64);
+    }
+
+    #[test]
+    fn a_log_left_by_a_deleted_store_is_not_replayed_onto_a_new_one() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("runs.db");
+        let mut old = SqliteDb::open(&path, true).expect("open");
+        old.batch("CREATE TABLE left_over (x INTEGER); INSERT INTO left_over VALUES (1);")
+            .expect("write");
+        drop(old);
+        assert!(dir.path().join("runs.db-wal").exists(), "the log stays");
+        std::fs::remove_file(&path).expect("delete the store, not its log");
+
+        let mut db = SqliteDb::open(&path, true).expect("a new store");
+        assert_eq!(schema_version(&db), schema::MIGRATIONS.len() as i64);
+        let left_over = db
+            .query(
+                "SELECT COUNT(*) AS n FROM sqlite_master WHERE name = 'left_over'",
+                &[],
+            )
+            .expect("query");
+        assert!(
+            matches!(left_over[0].cells[0], Cell::Int(0)),
+            "the old log's table came back"
+        );
+        let integrity: String = db
+            .conn
+            .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+            .expect("check");
+        assert_eq!(integrity, "ok");
+    }
+
+    #[test]
+    fn writers_opening_one_new_store_at_once_all_open_it() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("runs.db");
+        let ready = std::sync::Barrier::new(8);
+        std::thread::scope(|scope| {
+            let opened: Vec<_> = (0..8)
+                .map(|_| {
+                    scope.spawn(|| {
+                        ready.wait();
+                        let db = SqliteDb::open(&path, true).expect("open");
+                        schema_version(&db)
+                    })
+                })
+                .collect();
+            for version in opened {
+                assert_eq!(
+                    version.join().expect("thread"),
+                    schema::MIGRATIONS.len() as i64
+                );
+            }
+        });
+        assert_eq!(
+            names_in(dir.path()),
+            ["runs.db", "runs.db-shm", "runs.db-wal"]
+        );
     }
 }
