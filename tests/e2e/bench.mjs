@@ -7,7 +7,7 @@ import path from "node:path";
 
 import { remote } from "webdriverio";
 
-import { APP, TMP, byTestId, openApp, typeInto } from "./harness.mjs";
+import { APP, TMP, byTestId, typeInto } from "./harness.mjs";
 
 const ROUNDS = Number(process.env.WEFT_BENCH_ROUNDS ?? 3);
 const NODES = 1000;
@@ -78,16 +78,65 @@ function bigFlow(count) {
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
+/** Now, in milliseconds since the epoch (the clock a page's `performance.timeOrigin` uses). */
+const now = () => performance.timeOrigin + performance.now();
+
+/** A new WebDriver session of `application`, returned once `readyTestId` shows (looked for
+ *  every 10 ms, for the app and the bare window alike). */
+async function startApp(application, readyTestId) {
+  const browser = await remote({
+    hostname: "127.0.0.1",
+    port: Number(process.env.TAURI_DRIVER_PORT ?? 4444),
+    logLevel: "warn",
+    connectionRetryTimeout: 60_000,
+    capabilities: { "tauri:options": { application }, "wdio:enforceWebDriverClassic": true },
+  });
+  await byTestId(browser, readyTestId).waitForDisplayed({ timeout: 30_000, interval: 10 });
+  return browser;
+}
+
+/** When the page began loading and the moments it marked (ms since the epoch): the canvas marks
+ *  its start (ui/src/startup.ts); the bare window's page marks nothing. */
+async function pageTimeline(browser) {
+  return JSON.parse(
+    await browser.execute(() => {
+      const marks = Object.fromEntries(
+        performance.getEntriesByType("mark").map((mark) => [mark.name, performance.timeOrigin + mark.startTime]),
+      );
+      const navigation = performance.getEntriesByType("navigation")[0];
+      marks.loaded = performance.timeOrigin + (navigation?.domContentLoadedEventEnd ?? 0);
+      return JSON.stringify({ origin: performance.timeOrigin, marks });
+    }),
+  );
+}
+
+/** "name +median ms" for each moment, from each round's start. */
+function moments(rounds, names) {
+  return names
+    .map(([key, label]) => {
+      const values = rounds.map(({ began, timeline }) =>
+        key === "origin" ? timeline.origin - began : (timeline.marks[key] ?? NaN) - began,
+      );
+      return `${label} +${median(values).toFixed(0)}`;
+    })
+    .join(", ");
+}
+
+const memory = (family) =>
+  family.map((p) => `${p.command} ${(p.kb / 1024).toFixed(0)} MiB`).join(", ");
+
 const starts = [];
+const timelines = [];
 const opens = [];
 let idle = null;
 const bigFile = path.join(TMP, "big.json");
 writeFileSync(bigFile, JSON.stringify(bigFlow(NODES), null, 2));
 
 for (let round = 0; round < ROUNDS; round++) {
-  const began = performance.now();
-  const browser = await openApp(); // returns once the palette (drawn from the engine's kinds) shows
-  starts.push(performance.now() - began);
+  const began = now();
+  const browser = await startApp(APP, "palette-agent"); // the palette is drawn from the engine's kinds
+  starts.push(now() - began);
+  timelines.push({ began, timeline: await pageTimeline(browser) });
 
   if (round === 0) {
     await browser.pause(3000);
@@ -115,12 +164,17 @@ console.log(`app: ${APP}`);
 console.log(
   `cold start to interactive canvas (new WebDriver session until the palette shows): median ${ms(median(starts))} [${starts.map(ms).join(", ")}]`,
 );
-const total = idle.reduce((sum, p) => sum + p.kb, 0);
 console.log(
-  `idle memory (RSS, 3 s after start): ${(total / 1024).toFixed(0)} MiB in ${idle.length} processes (${idle
-    .map((p) => `${p.command} ${(p.kb / 1024).toFixed(0)} MiB`)
-    .join(", ")})`,
+  `  where it goes (median ms from the session's request): ${moments(timelines, [
+    ["origin", "page begins"],
+    ["loaded", "page loaded"],
+    ["weft:script", "bundle run"],
+    ["weft:kinds", "kinds received"],
+    ["weft:palette", "palette drawn"],
+  ])}`,
 );
+const total = idle.reduce((sum, p) => sum + p.kb, 0);
+console.log(`idle memory (RSS, 3 s after start): ${(total / 1024).toFixed(0)} MiB in ${idle.length} processes (${memory(idle)})`);
 console.log(
   `open and render a ${NODES}-node flow (confirm in the Open dialog until every node is in the DOM): median ${ms(median(opens))} [${opens.map(ms).join(", ")}]`,
 );
@@ -129,17 +183,13 @@ console.log(
 const HELLO = process.env.WEFT_HELLO_APP;
 if (HELLO) {
   const helloStarts = [];
+  const helloTimelines = [];
   let helloIdle = null;
   for (let round = 0; round < ROUNDS; round++) {
-    const began = performance.now();
-    const browser = await remote({
-      hostname: "127.0.0.1",
-      port: Number(process.env.TAURI_DRIVER_PORT ?? 4444),
-      logLevel: "warn",
-      capabilities: { "tauri:options": { application: HELLO }, "wdio:enforceWebDriverClassic": true },
-    });
-    await byTestId(browser, "ready").waitForDisplayed({ timeout: 30_000 });
-    helloStarts.push(performance.now() - began);
+    const began = now();
+    const browser = await startApp(HELLO, "ready");
+    helloStarts.push(now() - began);
+    helloTimelines.push({ began, timeline: await pageTimeline(browser) });
     if (round === 0) {
       await browser.pause(3000);
       helloIdle = appProcesses(HELLO).map(([pid, , command]) => ({ command, kb: rssKb(pid) }));
@@ -148,8 +198,16 @@ if (HELLO) {
   }
   const helloTotal = helloIdle.reduce((sum, p) => sum + p.kb, 0);
   console.log(`minimal Tauri 2 window (${HELLO}):`);
-  console.log(`  cold start to its page: median ${ms(median(helloStarts))} [${helloStarts.map(ms).join(", ")}]`);
   console.log(
-    `  idle memory: ${(helloTotal / 1024).toFixed(0)} MiB in ${helloIdle.length} processes; Weft's app uses ${(total / helloTotal).toFixed(2)}× that`,
+    `  cold start to its page: median ${ms(median(helloStarts))} [${helloStarts.map(ms).join(", ")}]; Weft's app takes ${(median(starts) / median(helloStarts)).toFixed(2)}× that`,
+  );
+  console.log(
+    `  where it goes: ${moments(helloTimelines, [
+      ["origin", "page begins"],
+      ["loaded", "page loaded"],
+    ])}`,
+  );
+  console.log(
+    `  idle memory: ${(helloTotal / 1024).toFixed(0)} MiB in ${helloIdle.length} processes (${memory(helloIdle)}); Weft's app uses ${(total / helloTotal).toFixed(2)}× that`,
   );
 }

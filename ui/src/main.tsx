@@ -5,6 +5,9 @@ import './styles.css';
 import { App } from './App';
 import { tauriApi } from './api';
 import { Session } from './session';
+import { markStartup } from './startup';
+
+markStartup('script');
 
 const session = new Session(tauriApi);
 void session.init();

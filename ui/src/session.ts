@@ -38,6 +38,7 @@ import { RunStore, emptyRunView, runViewFromDetail, type RunView } from './runSt
 import { earliestStale, staleNodes } from './stale';
 import { LayoutStore } from './layout';
 import { flowCompareView, type FlowCompareView } from './flowCompare';
+import { markStartup } from './startup';
 
 export interface Banner {
   id: number;
@@ -264,7 +265,9 @@ export class Session {
   /** Loads the catalog and the history, and validates the flow. */
   async init(): Promise<void> {
     try {
+      markStartup('kinds-asked');
       const catalog = await this.api.describeKinds();
+      markStartup('kinds');
       this.set({ catalog });
       const { flow, dirty, path } = this.canvas.getSnapshot();
       if (!dirty && path === null && flow.nodes.length === 1) {

@@ -7,6 +7,7 @@ import { useEffect, useRef, useState, type PointerEvent as ReactPointerEvent } f
 import { useReactFlow } from '@xyflow/react';
 import { defaultData, type KindDescription } from '../catalog';
 import { useSession, useSessionState } from '../hooks';
+import { markStartup } from '../startup';
 
 /** How far the pointer must move before a press on an entry becomes a drag. */
 const DRAG_THRESHOLD_PX = 4;
@@ -130,6 +131,9 @@ export function Palette({ onCollapse }: { onCollapse?: () => void }) {
   };
 
   const kinds = catalog ? matchingKinds(catalog.kinds, query) : [];
+  useEffect(() => {
+    if (catalog) markStartup('palette');
+  }, [catalog]);
   return (
     <aside className="palette" data-testid="palette">
       <div className="palette-head">
