@@ -47,7 +47,7 @@ macro_rules! kinds {
             }
 
             /// Position in [`NodeKind::all`].
-            fn index(self) -> usize {
+            pub(crate) fn index(self) -> usize {
                 // Registry order is declaration order, so the discriminant is the position.
                 self as usize
             }

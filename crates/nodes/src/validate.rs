@@ -684,27 +684,30 @@ fn check_keys(node: &Node, kind: NodeKind, problems: &mut Vec<Problem>) {
     }
 }
 
-/// The described fields of `kind` and the common ones, dotted names included.
+/// The described fields of `kind` and the common ones, dotted names included (listed once per
+/// kind, when first asked: listing them describes the kind, and a flow of two kinds should not
+/// pay for describing all of them).
 fn known_keys(kind: NodeKind) -> &'static [&'static str] {
-    static KNOWN: std::sync::OnceLock<HashMap<NodeKind, Vec<&'static str>>> =
+    static KNOWN: std::sync::OnceLock<Vec<std::sync::OnceLock<Vec<&'static str>>>> =
         std::sync::OnceLock::new();
-    let known = KNOWN.get_or_init(|| {
-        let common = crate::common_fields();
-        NodeKind::all()
-            .iter()
-            .map(|kind| {
-                let fields = kind
-                    .describe()
+    KNOWN
+        .get_or_init(|| {
+            NodeKind::all()
+                .iter()
+                .map(|_| std::sync::OnceLock::new())
+                .collect()
+        })
+        .get(kind.index())
+        .map_or(&[], |known| {
+            known.get_or_init(|| {
+                kind.describe()
                     .fields
                     .iter()
-                    .chain(common.iter())
+                    .chain(crate::common_fields().iter())
                     .map(|field| field.name.as_str())
-                    .collect();
-                (*kind, fields)
+                    .collect()
             })
-            .collect()
-    });
-    known.get(&kind).map_or(&[], Vec::as_slice)
+        })
 }
 
 /// "`systemPromt` is not a field of `agent` nodes (did you mean `systemPrompt`?); it is

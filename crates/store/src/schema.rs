@@ -581,9 +581,12 @@ pub(super) fn place_new_store(path: &Path) -> bool {
             STAGED.fetch_add(1, Ordering::Relaxed)
         ),
     );
-    let placed = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    // The mode SQLite gives the files it makes (before the umask), as a store made by SQL has.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o644);
+    let placed = options
         .open(&staged)
         .and_then(|mut file| file.write_all(NEW_STORE_IMAGE))
         .and_then(|()| std::fs::hard_link(&staged, path));
