@@ -14,6 +14,7 @@
 #
 #   bash scripts/symbol-order.sh              # traces the release build (what is shipped)
 #   WEFT_ORDER_BIN=path/to/weft bash scripts/symbol-order.sh   # trace a build already made
+#                   (the package stage's of `bash .ci/run`, say: one built as it builds it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile="${WEFT_ORDER_PROFILE:-release}"
@@ -22,6 +23,10 @@ if [ -n "${WEFT_ORDER_BIN:-}" ]; then
   weft="$WEFT_ORDER_BIN"   # a build already made (of the same source)
 else
   if [ "$profile" = release ]; then
+    # As the test command builds the package (scripts/test.sh): with another wrapper, or none,
+    # every name in the list would be another build's and the package's check would fail.
+    # shellcheck source=scripts/clippy-wrapper.sh
+    source scripts/clippy-wrapper.sh
     bash scripts/build-release.sh
   else
     cargo build --profile "$profile" --locked -p weft-cli >&2

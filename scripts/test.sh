@@ -57,10 +57,8 @@ trap 'report_times; rm -f "$log"' EXIT
 # compilation of the whole workspace and its dependencies. Every cargo command below keeps the
 # same wrapper (the package's build included), so none compiles the workspace again.
 lint_while_building() {
-  rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
-  RUSTC_WORKSPACE_WRAPPER="$(rustup which clippy-driver)"
-  export RUSTC_WORKSPACE_WRAPPER
-  export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+  # shellcheck source=scripts/clippy-wrapper.sh
+  source scripts/clippy-wrapper.sh
 }
 
 if wants canvas || wants rust || wants e2e || wants package; then
