@@ -5,9 +5,7 @@
 import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
-import { remote } from "webdriverio";
-
-import { APP, TMP, byTestId, typeInto } from "./harness.mjs";
+import { APP, TMP, byTestId, openApp, typeInto } from "./harness.mjs";
 
 const ROUNDS = Number(process.env.WEFT_BENCH_ROUNDS ?? 3);
 const NODES = 1000;
@@ -81,20 +79,6 @@ const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.l
 /** Now, in milliseconds since the epoch (the clock a page's `performance.timeOrigin` uses). */
 const now = () => performance.timeOrigin + performance.now();
 
-/** A new WebDriver session of `application`, returned once `readyTestId` shows (looked for
- *  every 10 ms, for the app and the bare window alike). */
-async function startApp(application, readyTestId) {
-  const browser = await remote({
-    hostname: "127.0.0.1",
-    port: Number(process.env.TAURI_DRIVER_PORT ?? 4444),
-    logLevel: "warn",
-    connectionRetryTimeout: 60_000,
-    capabilities: { "tauri:options": { application }, "wdio:enforceWebDriverClassic": true },
-  });
-  await byTestId(browser, readyTestId).waitForDisplayed({ timeout: 30_000, interval: 10 });
-  return browser;
-}
-
 /** When the page began loading and the moments it marked (ms since the epoch): the canvas marks
  *  its start (ui/src/startup.ts); the bare window's page marks nothing. */
 async function pageTimeline(browser) {
@@ -134,7 +118,8 @@ writeFileSync(bigFile, JSON.stringify(bigFlow(NODES), null, 2));
 
 for (let round = 0; round < ROUNDS; round++) {
   const began = now();
-  const browser = await startApp(APP, "palette-agent"); // the palette is drawn from the engine's kinds
+  // The palette is drawn from the engine's kinds; both windows are looked at every 10 ms.
+  const browser = await openApp("palette-agent", { interval: 10 });
   starts.push(now() - began);
   timelines.push({ began, timeline: await pageTimeline(browser) });
 
@@ -187,7 +172,7 @@ if (HELLO) {
   let helloIdle = null;
   for (let round = 0; round < ROUNDS; round++) {
     const began = now();
-    const browser = await startApp(HELLO, "ready");
+    const browser = await openApp("ready", { application: HELLO, interval: 10 });
     helloStarts.push(now() - began);
     helloTimelines.push({ began, timeline: await pageTimeline(browser) });
     if (round === 0) {

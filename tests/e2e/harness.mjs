@@ -21,20 +21,20 @@ if (!APP || !TMP) {
   throw new Error("run the end-to-end tests with tests/e2e/run.sh");
 }
 
-/** Starts the app in a new WebDriver session and waits until `readyTestId` shows (the palette
- * unless the test has collapsed it). */
-export async function openApp(readyTestId = "palette-agent") {
+/** Starts the app (or `application`) in a new WebDriver session and waits until `readyTestId`
+ * shows (the palette unless the test has collapsed it), looking every `interval` ms. */
+export async function openApp(readyTestId = "palette-agent", { application = APP, interval } = {}) {
   const browser = await remote({
     hostname: "127.0.0.1",
     port: Number(process.env.TAURI_DRIVER_PORT ?? 4444),
     logLevel: "warn",
     connectionRetryTimeout: 60_000,
     capabilities: {
-      "tauri:options": { application: APP },
+      "tauri:options": { application },
       "wdio:enforceWebDriverClassic": true,
     },
   });
-  await byTestId(browser, readyTestId).waitForDisplayed({ timeout: 30_000 });
+  await byTestId(browser, readyTestId).waitForDisplayed({ timeout: 30_000, interval });
   return browser;
 }
 

@@ -265,7 +265,6 @@ export class Session {
   /** Loads the catalog and the history, and validates the flow. */
   async init(): Promise<void> {
     try {
-      markStartup('kinds-asked');
       const catalog = await this.api.describeKinds();
       markStartup('kinds');
       this.set({ catalog });
