@@ -934,21 +934,37 @@ impl Store {
     /// else the task waits for the writer, and no thread does (a short run's end then needs no
     /// thread of the blocking pool, which costs more to start than the run).
     pub async fn flushed(&self) -> Result<(), StoreError> {
-        if self.inner.commits_here() {
-            let committed =
-                self.inner
-                    .shared
-                    .try_commit_here(&self.inner.owner, true, COMMIT_HERE_AT_MOST);
-            if let Some(answer) = committed {
-                return answer?.map_or(Ok(()), Err);
-            }
-        }
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        self.send_sync(Reply::Async(reply), true)?;
-        match answer.await.map_err(|_| StoreError::WriterStopped)? {
+        match self.synced(true).await? {
             Some(err) => Err(err),
             None => Ok(()),
         }
+    }
+
+    /// Waits until every write queued before this call is committed, leaving any write error
+    /// for the next flush: what a run does before it asks for something it pays for (a model's
+    /// answer, a tool's result), so that a process killed meanwhile has kept every answer before
+    /// it and a run continued elsewhere does not ask for them again.
+    ///
+    /// Errors: [`StoreError::WriterStopped`].
+    pub async fn committed(&self) -> Result<(), StoreError> {
+        self.synced(false).await.map(|_| ())
+    }
+
+    /// [`Store::sync`] for async callers.
+    async fn synced(&self, take_error: bool) -> Result<Option<StoreError>, StoreError> {
+        if self.inner.commits_here() {
+            let committed = self.inner.shared.try_commit_here(
+                &self.inner.owner,
+                take_error,
+                COMMIT_HERE_AT_MOST,
+            );
+            if let Some(answer) = committed {
+                return answer;
+            }
+        }
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.send_sync(Reply::Async(reply), take_error)?;
+        answer.await.map_err(|_| StoreError::WriterStopped)
     }
 
     /// Atomically moves a paused run to `running`, leased to this process, and returns its

@@ -199,3 +199,74 @@ async fn a_postgres_outage_mid_run_loses_nothing_and_asks_nothing_twice() {
     let stored = shown["events"].as_array().map_or(0, Vec::len);
     assert_eq!(stored, printed, "{shown}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_model_is_not_asked_while_the_answer_before_it_is_not_stored() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use weft_scripted_llm::{Reply, Script, ScriptedLlm};
+    let db =
+        tokio::task::spawn_blocking(|| weft_test_postgres::PostgresServer::shared().new_database())
+            .await
+            .expect("join");
+    let llm = ScriptedLlm::start(Script::always(Reply::Slow {
+        delay_ms: 800,
+        content: "said".into(),
+    }))
+    .await
+    .expect("scripted LLM");
+    let llm = std::sync::Arc::new(llm);
+    let sandbox = Sandbox::new();
+    let agent = |id: &str, x: u32| {
+        serde_json::json!({"id": id, "type": "agent", "position": {"x": x, "y": 0},
+            "data": {"model": "gpt-4o-mini", "userPrompt": "{{ PREVIOUS_OUTPUT }}"}})
+    };
+    let flow = sandbox.flow(
+        "two.json",
+        &serde_json::json!({"version": 1, "name": "two", "nodes": [
+            {"id": "start", "type": "start", "position": {"x": 0, "y": 0}, "data": {"initialInput": "go"}},
+            agent("a1", 1), agent("a2", 2)],
+            "edges": [{"id": "e1", "source": "start", "target": "a1"},
+                      {"id": "e2", "source": "a1", "target": "a2"}]}),
+    );
+    // While the first agent waits for its answer, another client locks the table answers are
+    // kept in, for 2 s: the answer arrives but cannot be stored meanwhile (as on a database
+    // server that is slow to commit, or a worker killed before it did).
+    let asked_while_unstored = std::sync::Arc::new(AtomicBool::new(false));
+    let locker = {
+        let llm = std::sync::Arc::clone(&llm);
+        let asked_while_unstored = std::sync::Arc::clone(&asked_while_unstored);
+        let db = db.clone();
+        tokio::task::spawn_blocking(move || {
+            let started = std::time::Instant::now();
+            while llm.request_count() == 0 {
+                assert!(
+                    started.elapsed().as_secs() < 30,
+                    "the first agent never asked"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            let mut client = postgres::Client::connect(&db, postgres::NoTls).expect("connect");
+            let mut lock = client.transaction().expect("begin");
+            lock.batch_execute("LOCK TABLE llm_calls IN EXCLUSIVE MODE")
+                .expect("lock");
+            let held = std::time::Instant::now();
+            while held.elapsed() < std::time::Duration::from_secs(2) {
+                if llm.request_count() > 1 {
+                    asked_while_unstored.store(true, Ordering::SeqCst);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            lock.rollback().expect("unlock");
+        })
+    };
+    let ran = sandbox
+        .run_with(&["run", &flow, "--db", &db, "--events"], &llm)
+        .await;
+    locker.await.expect("the lock");
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert!(
+        !asked_while_unstored.load(Ordering::SeqCst),
+        "the second agent asked before the first one's answer was stored"
+    );
+    assert_eq!(llm.request_count(), 2, "{ran:?}");
+}

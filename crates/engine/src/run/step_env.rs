@@ -137,6 +137,7 @@ impl RunContext {
                 return Ok(answer);
             }
             log.went_live(&node_key);
+            self.stored_before_asking().await;
             match self
                 .services
                 .llm
@@ -188,6 +189,20 @@ impl RunContext {
 }
 
 impl RunContext {
+    /// Waits until what the run wrote so far, the answers it was given among it, is committed,
+    /// before it asks a model or a tool for another: a process killed while that one is
+    /// answered has kept every answer before it, so the run continued elsewhere asks again only
+    /// for the one cut off. (A store that cannot commit fails the run at its end, with the
+    /// error: the call goes on.)
+    async fn stored_before_asking(&self) {
+        if let Err(error) = self.store().committed().await {
+            tracing::warn!(
+                "the run store could not keep what run {} did: {error}",
+                self.run_id
+            );
+        }
+    }
+
     /// What an MCP server gave `node_id` in its visit `visit` (its tool list when `tool` is
     /// `None`, else the tool's result): what this run, the replayed run or the test's recording
     /// kept for the same request, else `live`'s answer, kept in turn. Numbered with the node's
@@ -265,6 +280,7 @@ impl RunContext {
             return Ok(answer);
         }
         log.went_live(&node_key);
+        self.stored_before_asking().await;
         let answer = live().await?;
         record(&answer);
         Ok(answer)
