@@ -28,6 +28,11 @@ impl Style {
         }
     }
 
+    /// Whether this stream takes colors.
+    pub fn colors(self) -> bool {
+        self.color
+    }
+
     fn paint(self, style: anstyle::Style, text: &str) -> String {
         if self.color {
             format!("{}{text}{}", style.render(), style.render_reset())
@@ -100,6 +105,14 @@ pub(crate) fn out(text: &str) -> std::io::Result<()> {
 
 /// Writes `text` to stderr, ignoring failures (there is nowhere left to report them).
 pub(crate) fn err(text: &str) {
+    // Text with no escape code has nothing to strip: written as it is (anstream reads what it
+    // may strip a byte at a time).
+    if !text.contains('\x1b') {
+        let mut stderr = std::io::stderr().lock();
+        let _ = stderr.write_all(text.as_bytes());
+        let _ = stderr.flush();
+        return;
+    }
     let mut stderr = anstream::stderr().lock();
     let _ = stderr.write_all(text.as_bytes());
     let _ = stderr.flush();

@@ -243,7 +243,11 @@ impl Flow {
     /// the end.
     pub fn to_file_string(&self) -> String {
         // Serializing a struct with plain maps cannot fail (all keys are strings).
-        let mut text = serde_json::to_string_pretty(&self.with_sorted_keys()).unwrap_or_default();
+        let mut text = match self.keys_sorted() {
+            true => serde_json::to_string_pretty(self),
+            false => serde_json::to_string_pretty(&self.with_sorted_keys()),
+        }
+        .unwrap_or_default();
         text.push('\n');
         text
     }
@@ -252,12 +256,23 @@ impl Flow {
     /// ran), and that text's SHA-256. Two flows that save to the same file have the same
     /// version, whatever their whitespace or key order.
     pub fn version(&self) -> FlowVersion {
-        let json = serde_json::to_string(&self.with_sorted_keys()).unwrap_or_default();
+        let json = match self.keys_sorted() {
+            true => serde_json::to_string(self),
+            false => serde_json::to_string(&self.with_sorted_keys()),
+        }
+        .unwrap_or_default();
         let hash = Sha256::digest(json.as_bytes())
             .iter()
             .map(|byte| format!("{byte:02x}"))
             .collect();
         FlowVersion { hash, json }
+    }
+
+    /// Whether every key of the nodes' data and the settings is in order already, as it always
+    /// is where serde_json keeps objects sorted (unless a crate in the build asks it to keep
+    /// them in their order): then the flow is its own canonical form, with no copy to make.
+    fn keys_sorted(&self) -> bool {
+        self.nodes.iter().all(|node| map_keys_sorted(&node.data)) && map_keys_sorted(&self.settings)
     }
 
     fn with_sorted_keys(&self) -> Flow {
@@ -600,6 +615,23 @@ fn sort_keys_in_map(map: &mut Map<String, Value>) {
     for (key, mut value) in entries {
         sort_keys(&mut value);
         map.insert(key, value);
+    }
+}
+
+fn map_keys_sorted(map: &Map<String, Value>) -> bool {
+    let mut previous: Option<&String> = None;
+    map.iter().all(|(key, value)| {
+        let in_order = previous.is_none_or(|before| before < key);
+        previous = Some(key);
+        in_order && value_keys_sorted(value)
+    })
+}
+
+fn value_keys_sorted(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => map_keys_sorted(map),
+        Value::Array(items) => items.iter().all(value_keys_sorted),
+        _ => true,
     }
 }
 

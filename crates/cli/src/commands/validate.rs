@@ -58,18 +58,19 @@ pub(crate) fn summary(problems: &[Problem]) -> String {
 
 /// Prints problems on stderr, one line each, then the summary (`weft run` of an invalid flow).
 pub(crate) fn print_problems_to_stderr(problems: &[Problem]) {
+    use std::fmt::Write as _;
     let style = Style::stderr();
-    let mut text: String = problems
-        .iter()
-        .map(|problem| {
-            let line = problem.to_string();
-            if problem.is_error() {
-                format!("{}\n", style.red(&line))
-            } else {
-                format!("{}\n", style.yellow(&line))
-            }
-        })
-        .collect();
+    let mut text = String::new();
+    for problem in problems {
+        // Uncolored (stderr not a terminal, or NO_COLOR), written as it is: a long chain of
+        // `if` nodes warns once a node, and a line made, colored and copied again cost more
+        // than its node's step.
+        let _ = match (style.colors(), problem.is_error()) {
+            (false, _) => writeln!(text, "{problem}"),
+            (true, true) => writeln!(text, "{}", style.red(&problem.to_string())),
+            (true, false) => writeln!(text, "{}", style.yellow(&problem.to_string())),
+        };
+    }
     if problems.iter().any(Problem::is_error) {
         text.push_str(&format!("the flow is not valid: {}\n", summary(problems)));
     }

@@ -58,6 +58,46 @@ fn validate_accepts_a_valid_flow() {
 }
 
 #[test]
+fn a_run_warns_on_stderr_plainly_off_a_terminal_and_in_yellow_when_asked() {
+    let sandbox = Sandbox::new();
+    let flow = sandbox.flow(
+        "branch.json",
+        &json!({
+            "version": 1,
+            "name": "Branch",
+            "nodes": [
+                node("start", "start", json!({ "initialInput": "go" })),
+                node("check", "if", json!({ "conditions": [{ "operator": "contains", "value": "go" }] })),
+                node("yes", "template", json!({ "template": "yes" })),
+            ],
+            "edges": [
+                edge("e1", "start", "check", None),
+                edge("e2", "check", "yes", Some("condition-0")),
+            ]
+        }),
+    );
+    let warning = "node check: warning: branch false is not connected; the run simply ends there";
+    let ran = sandbox.run(&["run", &flow]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert!(ran.stderr.lines().any(|line| line == warning), "{ran:?}");
+    assert_plain(&ran.stderr);
+
+    let ran: Ran = sandbox
+        .command(&["run", &flow], None)
+        .env("CLICOLOR_FORCE", "1")
+        .output()
+        .expect("weft runs")
+        .into();
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert!(
+        ran.stderr
+            .lines()
+            .any(|line| line.starts_with("\x1b[33m") && line.contains(warning)),
+        "{ran:?}"
+    );
+}
+
+#[test]
 fn validate_lists_each_problem_by_node_or_edge_and_exits_2() {
     let sandbox = Sandbox::new();
     let mut flow = approval_flow();
