@@ -12,6 +12,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use sha2::{Digest, Sha256};
@@ -42,6 +43,10 @@ pub(crate) struct LlmLog {
     /// Set when the answers come from a recording given to the run (a flow test offline):
     /// every request must have one.
     given: Option<Given>,
+    /// How many answers this run has handed the store to keep, and how many of those are known
+    /// to be committed: a live call waits while some are not (see [`LlmLog::unstored`]).
+    answers_kept: AtomicU64,
+    answers_committed: AtomicU64,
 }
 
 /// Where a recorded answer (a model's, or a tool's result) comes from.
@@ -147,6 +152,24 @@ impl LlmLog {
     }
 
     /// A call of `node_key` went to the provider: in a replay, it and what follows it go live.
+    /// Counts an answer just handed to the store to keep.
+    pub(crate) fn kept(&self) {
+        self.answers_kept.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// How many answers were handed to the store when some of them may not be committed yet
+    /// (`None`: all are). Counted after each is queued, so a commit of what is queued after
+    /// this call covers them all: then [`LlmLog::committed_up_to`] with the count.
+    pub(crate) fn unstored(&self) -> Option<u64> {
+        let kept = self.answers_kept.load(Ordering::SeqCst);
+        (kept > self.answers_committed.load(Ordering::SeqCst)).then_some(kept)
+    }
+
+    /// The first `kept` answers handed to the store are committed.
+    pub(crate) fn committed_up_to(&self, kept: u64) {
+        self.answers_committed.fetch_max(kept, Ordering::SeqCst);
+    }
+
     pub(crate) fn went_live(&self, node_key: &str) {
         if let Some(replay) = &self.replay {
             lock(&replay.live).insert(node_key.to_string());

@@ -70,6 +70,7 @@ impl RunContext {
                 };
                 self.store()
                     .record_llm_call(&self.run_id, &recorded, &now());
+                log.kept();
             };
             let record =
                 |answer: &ChatResponse| keep(serde_json::to_value(answer).unwrap_or_default());
@@ -189,17 +190,23 @@ impl RunContext {
 }
 
 impl RunContext {
-    /// Waits until what the run wrote so far, the answers it was given among it, is committed,
-    /// before it asks a model or a tool for another: a process killed while that one is
-    /// answered has kept every answer before it, so the run continued elsewhere asks again only
-    /// for the one cut off. (A store that cannot commit fails the run at its end, with the
-    /// error: the call goes on.)
+    /// Waits until the answers this run was given so far are committed, before it asks a model
+    /// or a tool for another: a process killed while that one is answered has kept every answer
+    /// before it, so the run continued elsewhere asks again only for the one cut off. Only
+    /// then: a run's first call does not wait for its events (on a busy server that wait cost a
+    /// tenth of the runs per second). (A store that cannot commit fails the run at its end, with
+    /// the error: the call goes on.)
     async fn stored_before_asking(&self) {
-        if let Err(error) = self.store().committed().await {
-            tracing::warn!(
+        let log = &self.shared.llm_log;
+        let Some(kept) = log.unstored() else {
+            return;
+        };
+        match self.store().committed().await {
+            Ok(()) => log.committed_up_to(kept),
+            Err(error) => tracing::warn!(
                 "the run store could not keep what run {} did: {error}",
                 self.run_id
-            );
+            ),
         }
     }
 
@@ -246,6 +253,7 @@ impl RunContext {
             };
             self.store()
                 .record_llm_call(&self.run_id, &recorded, &now());
+            log.kept();
         };
         if let Some(recorded) = log.recorded::<T>(&node_key, visit, call, &hash) {
             let answer = match recorded {
