@@ -243,9 +243,10 @@ impl Flow {
     /// the end.
     pub fn to_file_string(&self) -> String {
         // Serializing a struct with plain maps cannot fail (all keys are strings).
-        let mut text = match self.keys_sorted() {
-            true => serde_json::to_string_pretty(self),
-            false => serde_json::to_string_pretty(&self.with_sorted_keys()),
+        let mut text = if self.keys_sorted() {
+            serde_json::to_string_pretty(self)
+        } else {
+            serde_json::to_string_pretty(&self.with_sorted_keys())
         }
         .unwrap_or_default();
         text.push('\n');
@@ -256,9 +257,10 @@ impl Flow {
     /// ran), and that text's SHA-256. Two flows that save to the same file have the same
     /// version, whatever their whitespace or key order.
     pub fn version(&self) -> FlowVersion {
-        let json = match self.keys_sorted() {
-            true => serde_json::to_string(self),
-            false => serde_json::to_string(&self.with_sorted_keys()),
+        let json = if self.keys_sorted() {
+            serde_json::to_string(self)
+        } else {
+            serde_json::to_string(&self.with_sorted_keys())
         }
         .unwrap_or_default();
         let hash = Sha256::digest(json.as_bytes())

@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use common::{Sandbox, approval_flow};
+use common::{Sandbox, approval_flow, edge, node};
 use serde_json::Value;
 
 /// The run id in `weft run --events` output's first event.
@@ -14,6 +14,31 @@ fn run_id_of(stdout: &str) -> String {
     let first: Value =
         serde_json::from_str(stdout.lines().next().expect("an event")).expect("json");
     first["runId"].as_str().expect("run id").to_string()
+}
+
+/// start → a1 → … → aN, each agent asked the output before it.
+fn agent_chain(agents: usize) -> Value {
+    let mut nodes = vec![node(
+        "start",
+        "start",
+        serde_json::json!({ "initialInput": "go" }),
+    )];
+    let mut edges = Vec::new();
+    for index in 1..=agents {
+        let id = format!("a{index}");
+        nodes.push(node(
+            &id,
+            "agent",
+            serde_json::json!({ "model": "gpt-4o-mini", "userPrompt": "{{ PREVIOUS_OUTPUT }}" }),
+        ));
+        let source = if index == 1 {
+            "start".to_string()
+        } else {
+            format!("a{}", index - 1)
+        };
+        edges.push(edge(&format!("e{index}"), &source, &id, None));
+    }
+    serde_json::json!({ "version": 1, "name": format!("{agents} agents"), "nodes": nodes, "edges": edges })
 }
 
 #[test]
@@ -151,20 +176,7 @@ async fn a_postgres_outage_mid_run_loses_nothing_and_asks_nothing_twice() {
     .await
     .expect("scripted LLM");
     let sandbox = Sandbox::new();
-    let agent = |id: &str, x: u32| {
-        serde_json::json!({"id": id, "type": "agent", "position": {"x": x, "y": 0},
-            "data": {"model": "gpt-4o-mini", "userPrompt": "{{ PREVIOUS_OUTPUT }}"}})
-    };
-    let flow = sandbox.flow(
-        "four.json",
-        &serde_json::json!({"version": 1, "name": "four", "nodes": [
-            {"id": "start", "type": "start", "position": {"x": 0, "y": 0}, "data": {"initialInput": "go"}},
-            agent("a1", 1), agent("a2", 2), agent("a3", 3), agent("a4", 4)],
-            "edges": [{"id": "e1", "source": "start", "target": "a1"},
-                      {"id": "e2", "source": "a1", "target": "a2"},
-                      {"id": "e3", "source": "a2", "target": "a3"},
-                      {"id": "e4", "source": "a3", "target": "a4"}]}),
-    );
+    let flow = sandbox.flow("four.json", &agent_chain(4));
     // The server goes away for 3 s while the first agent is answering, as a restart or a
     // failover would take it.
     let outage = {
@@ -216,18 +228,7 @@ async fn a_model_is_not_asked_while_the_answer_before_it_is_not_stored() {
     .expect("scripted LLM");
     let llm = std::sync::Arc::new(llm);
     let sandbox = Sandbox::new();
-    let agent = |id: &str, x: u32| {
-        serde_json::json!({"id": id, "type": "agent", "position": {"x": x, "y": 0},
-            "data": {"model": "gpt-4o-mini", "userPrompt": "{{ PREVIOUS_OUTPUT }}"}})
-    };
-    let flow = sandbox.flow(
-        "two.json",
-        &serde_json::json!({"version": 1, "name": "two", "nodes": [
-            {"id": "start", "type": "start", "position": {"x": 0, "y": 0}, "data": {"initialInput": "go"}},
-            agent("a1", 1), agent("a2", 2)],
-            "edges": [{"id": "e1", "source": "start", "target": "a1"},
-                      {"id": "e2", "source": "a1", "target": "a2"}]}),
-    );
+    let flow = sandbox.flow("two.json", &agent_chain(2));
     // While the first agent waits for its answer, another client locks the table answers are
     // kept in, for 2 s: the answer arrives but cannot be stored meanwhile (as on a database
     // server that is slow to commit, or a worker killed before it did).
