@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# How much of crates/cli/symbol-order.txt a built `weft` still has: prints
-# "symbol order: FOUND of LISTED listed functions in BINARY" and exits 1 when fewer than
-# MIN_PERCENT (default 95) are there.
+# How much of crates/cli/symbol-order.txt a built `weft` still has (or of LIST, for the app's
+# src-tauri/symbol-order.txt and `weft-app`): prints "symbol order: FOUND of LISTED listed
+# functions in BINARY" and exits 1 when fewer than MIN_PERCENT (default 95) are there.
 #
 # Why a check: the list names functions as they are mangled, and the names change with more
 # than the code (a dependency's version or features change every hash below it). Names the
@@ -13,14 +13,16 @@
 # list was traced on has ~98 % (some names differ between two checkouts' builds) and 8.1 MiB.
 #
 #   bash scripts/symbol-order-check.sh target/release/weft [MIN_PERCENT]
+#   bash scripts/symbol-order-check.sh target/release/weft-app 95 src-tauri/symbol-order.txt
 set -euo pipefail
 cd "$(dirname "$0")/.."
 binary="${1:?usage: symbol-order-check.sh BINARY [MIN_PERCENT]}"
 minimum="${2:-95}"
-python3 - "$binary" "$minimum" <<'PYTHON'
+list="${3:-crates/cli/symbol-order.txt}"
+python3 - "$binary" "$minimum" "$list" <<'PYTHON'
 import subprocess, sys
-binary, minimum = sys.argv[1], float(sys.argv[2])
-listed = open("crates/cli/symbol-order.txt").read().split()
+binary, minimum, list_file = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+listed = open(list_file).read().split()
 nm = subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True)
 if nm.returncode != 0:
     sys.exit(f"symbol order: nm could not read {binary}: {nm.stderr.strip()}")
@@ -29,8 +31,9 @@ found = sum(1 for name in listed if name in present)
 print(f"symbol order: {found} of {len(listed)} listed functions in {binary}")
 if found < len(listed) * minimum / 100:
     sys.exit(
-        f"symbol order: under {minimum:g} % of crates/cli/symbol-order.txt is in {binary}, so "
-        "short runs of weft take several MiB more memory than they should; list the functions "
-        f"again (WEFT_ORDER_BIN={binary} bash scripts/symbol-order.sh), rebuild and commit the list"
+        f"symbol order: under {minimum:g} % of {list_file} is in {binary}, so it takes several "
+        "MiB more memory at each start than it should; list the functions again "
+        f"(WEFT_ORDER_BIN={binary} bash scripts/symbol-order.sh"
+        f"{' --app' if list_file.startswith('src-tauri') else ''}), rebuild and commit the list"
     )
 PYTHON
