@@ -91,6 +91,28 @@ after(async () => {
   await browser?.deleteSession();
 });
 
+test("a new window: the empty MCP servers box holds its whole example and does not scroll", async () => {
+  // A box that scrolls, even for its placeholder, shows a scrollbar that WebKit goes on
+  // redrawing for seconds: without a GPU that took most of the CPU of the app's first seconds.
+  await byTestId(browser, "flow-mcp-servers").waitForDisplayed();
+  const box = JSON.parse(
+    await browser.execute(() => {
+      const element = document.querySelector('[data-testid="flow-mcp-servers"]');
+      return JSON.stringify({
+        value: element.value,
+        placeholder: element.placeholder,
+        scrollHeight: element.scrollHeight,
+        clientHeight: element.clientHeight,
+        overflow: getComputedStyle(element).overflowY,
+      });
+    }),
+  );
+  assert.equal(box.value, "", "a new flow has no MCP servers");
+  assert.match(box.placeholder, /server-filesystem/, "the box shows an example");
+  assert.ok(box.scrollHeight <= box.clientHeight, `the example needs ${box.scrollHeight} px, the box has ${box.clientHeight}`);
+  assert.equal(box.overflow, "hidden", "the empty box cannot scroll");
+});
+
 test("builds a flow by drag-and-drop and wiring, shows a problem and its fix", async () => {
   await byTestId(browser, "file-new").click();
   await waitForProblem(browser, "start-unconnected", true);

@@ -87,11 +87,14 @@ export function FlowMcpServers({ readOnly }: { readOnly: boolean }) {
       <label className="field-label" htmlFor="flow-mcp-servers">
         MCP servers
       </label>
+      {/* Empty, the box holds the whole example and does not scroll: a box that scrolls, even
+          for its placeholder, shows a scrollbar that WebKit goes on redrawing for seconds, which
+          without a GPU took most of the CPU of the app's first seconds. */}
       <textarea
         id="flow-mcp-servers"
-        className="input mono"
+        className={draft === '' ? 'input mono placeholder-only' : 'input mono'}
         data-testid="flow-mcp-servers"
-        rows={draft === '' ? 2 : Math.min(12, Math.max(4, draft.split('\n').length))}
+        rows={draft === '' ? 4 : Math.min(12, Math.max(4, draft.split('\n').length))}
         value={draft}
         placeholder={SERVERS_EXAMPLE}
         spellCheck={false}
