@@ -20,6 +20,18 @@ function rssKb(pid) {
   }
 }
 
+/** CPU time (s) a process has used, from /proc (its user and system clock ticks, 100 a second
+ *  on Linux). */
+function cpuSeconds(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
 /** Every process as [pid, ppid, command]. */
 function processes() {
   const out = [];
@@ -109,6 +121,10 @@ function moments(rounds, names) {
 const memory = (family) =>
   family.map((p) => `${p.command} ${(p.kb / 1024).toFixed(0)} MiB`).join(", ");
 
+/** The CPU time the processes used from their start until 3 s after the window showed. */
+const cpu = (family) =>
+  `${family.reduce((sum, p) => sum + p.cpu, 0).toFixed(2)} s (${family.map((p) => `${p.command} ${p.cpu.toFixed(2)} s`).join(", ")})`;
+
 const bigFile = path.join(TMP, "big.json");
 writeFileSync(bigFile, JSON.stringify(bigFlow(NODES), null, 2));
 
@@ -135,7 +151,7 @@ async function start(application, readyTestId, measureIdle) {
   let idle = null;
   if (measureIdle) {
     await browser.pause(3000);
-    idle = appProcesses(application).map(([pid, , command]) => ({ command, kb: rssKb(pid) }));
+    idle = appProcesses(application).map(([pid, , command]) => ({ command, kb: rssKb(pid), cpu: cpuSeconds(pid) }));
   }
   return { browser, took, timeline, idle };
 }
@@ -200,6 +216,7 @@ console.log(
 );
 const total = idle.reduce((sum, p) => sum + p.kb, 0);
 console.log(`idle memory (RSS, 3 s after start): ${(total / 1024).toFixed(0)} MiB in ${idle.length} processes (${memory(idle)})`);
+console.log(`CPU time from the start until then: ${cpu(idle)}`);
 console.log(
   `open and render a ${NODES}-node flow (confirm in the Open dialog until every node is in the DOM): median ${ms(median(opens))} [${opens.map(ms).join(", ")}]`,
 );
@@ -219,4 +236,5 @@ if (HELLO) {
   console.log(
     `  idle memory: ${(helloTotal / 1024).toFixed(0)} MiB in ${helloIdle.length} processes (${memory(helloIdle)}); Weft's app uses ${(total / helloTotal).toFixed(2)}× that`,
   );
+  console.log(`  CPU time from the start until then: ${cpu(helloIdle)}`);
 }
