@@ -66,6 +66,21 @@ describe('Flow ⇄ canvas', () => {
     expect((back as Record<string, unknown>).author).toBe('someone');
   });
 
+  it('keeps the data of a node measured or selected anew while the node is the same', () => {
+    const flow = flowWithExtras();
+    const first = toCanvasNodes(flow, nodeView);
+    const measured = toCanvasNodes(flow, { ...nodeView, measured: new Map([['a', { width: 200, height: 90 }]]) });
+    const selected = toCanvasNodes(flow, { ...nodeView, selected: new Set(['a']) });
+    expect(measured[1]).not.toBe(first[1]);
+    expect(measured[1].measured).toEqual({ width: 200, height: 90 });
+    expect(measured[1].data).toBe(first[1].data);
+    expect(selected[1].selected).toBe(true);
+    expect(selected[1].data).toBe(first[1].data);
+    // An edited node is another node: its data is new.
+    const edited = { ...flow, nodes: flow.nodes.map((node) => (node.id === 'a' ? { ...node, data: { ...node.data, model: 'other' } } : node)) };
+    expect(toCanvasNodes(edited, nodeView)[1].data).not.toBe(first[1].data);
+  });
+
   it('draws kinds the catalog does not know with the fallback type', () => {
     const nodes = toCanvasNodes(flowWithExtras(), nodeView);
     expect(nodes.map((node) => node.type)).toEqual(['start', 'agent', 'unknown']);

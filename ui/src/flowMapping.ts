@@ -151,7 +151,9 @@ export function toCanvasNodes(flow: CanvasFlow, view: NodeView): CanvasNode[] {
       id: node.id,
       type,
       position: { x: node.position?.x ?? 0, y: node.position?.y ?? 0 },
-      data: { node },
+      // The same data while the node is the same: a node measured or selected anew is drawn
+      // again for that alone, not because its data looks new (GenericNode compares it).
+      data: cached?.data ?? { node },
       selected,
       className: `kind-${node.type}`,
       ...(measured ? { measured } : {}),

@@ -173,4 +173,14 @@ function GenericNodeView({ id, data, selected }: NodeProps<CanvasNode>) {
   );
 }
 
-export const GenericNode = memo(GenericNodeView);
+/**
+ * Whether a node's drawing stands for `next` as it did for `previous`: the props it reads are
+ * its id, data and selection. xyflow hands every node its measured size and position too, and
+ * a drawing redone for those drew each node of a flow just opened several times over: it is
+ * measured, then measured again once the fit's zoom enlarges its text.
+ */
+export function sameNodeDrawing(previous: NodeProps<CanvasNode>, next: NodeProps<CanvasNode>): boolean {
+  return previous.id === next.id && previous.data === next.data && previous.selected === next.selected;
+}
+
+export const GenericNode = memo(GenericNodeView, sameNodeDrawing);
