@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates crates/cli/symbol-order.txt: the functions `weft` runs in short commands (a
 # trivial run, a chain with --events, the offline example flow, validate, runs, show), which
-# the linker places side by side at the start of the binary's code (crates/cli/build.rs).
+# the linker places side by side at the start of the binary's code (build-support/link.rs).
 #
 # Why: a short `weft run` executes ~2 MB of a ~30 MB code section. Scattered, each first call
 # faults in the 64 KiB around it, and a trivial run ended up with ~12 MiB of the binary
