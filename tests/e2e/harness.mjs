@@ -182,9 +182,18 @@ export async function connect(browser, source, sourceHandle, target) {
   await drag(browser, handle(browser, source, sourceHandle), handle(browser, target, "input"));
 }
 
-/** Replaces the text of an input or textarea the way typing does. */
+/** Replaces the text of an input or textarea the way typing does. The click that focuses it
+ *  is repeated until it has the focus: the view glides to a prompt (and again as the prompt
+ *  grows), a click meanwhile lands on the canvas, and Ctrl+A, Backspace there would select and
+ *  delete every node. */
 export async function typeInto(browser, element, text) {
-  await element.click();
+  await browser.waitUntil(
+    async () => {
+      await element.click();
+      return element.isFocused();
+    },
+    { timeout: 5_000, interval: 250, timeoutMsg: `a click does not focus ${element.selector}` },
+  );
   await browser.keys(["Control", "a"]);
   await browser.keys(["Backspace"]);
   if (text.length > 0) {
