@@ -616,6 +616,34 @@ pub(super) fn new_store_image_from_sql(dir: &Path) -> Vec<u8> {
     std::fs::read(&path).expect("read the image")
 }
 
+/// Starts the log of a store just placed from the image, without a sync. The first commit
+/// into an empty log writes the log's header and, at `synchronous=NORMAL`, syncs it and its
+/// folder: two `fsync`s in a new store's first run, which its commits otherwise never pay. That
+/// sync guards a log that starts again over frames of an earlier round; a new log has none.
+/// So the first commit is a write of the schema version it has, made without syncs while the
+/// log is still empty (looked at under the write lock: a process that opened the store
+/// meanwhile may have begun it, and then this commits nothing). Only a saving: when it cannot
+/// be made, the store's first commit syncs as any would.
+pub(super) fn start_a_new_log(conn: &Connection) -> rusqlite::Result<()> {
+    if let Some(path) = conn.path().filter(|path| !path.is_empty()) {
+        let log = format!("{path}-wal");
+        conn.pragma_update(None, "synchronous", "OFF")?;
+        let started = conn.execute_batch("BEGIN IMMEDIATE").and_then(|()| {
+            let empty = std::fs::metadata(&log).map_or(true, |file| file.len() == 0);
+            if empty {
+                let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+                conn.pragma_update(None, "user_version", version)?;
+            }
+            conn.execute_batch("COMMIT")
+        });
+        if let Err(error) = started {
+            let _ = conn.execute_batch("ROLLBACK");
+            tracing::debug!("a new run store's log was left to its first commit: {error}");
+        }
+    }
+    sync_normally(conn)
+}
+
 /// Back to the store's durability once a new store's schema is written (see [`configure`]).
 pub(super) fn sync_normally(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "synchronous", "NORMAL")

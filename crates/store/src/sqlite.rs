@@ -23,8 +23,8 @@ impl SqliteDb {
         // otherwise, it holds nothing yet: see `schema::configure`. Another process may make
         // it meanwhile, which opening then finds.
         let absent_or_empty = || std::fs::metadata(path).map_or(true, |file| file.len() == 0);
-        let new =
-            writer && absent_or_empty() && !schema::place_new_store(path) && absent_or_empty();
+        let placed = writer && absent_or_empty() && schema::place_new_store(path);
+        let new = writer && !placed && absent_or_empty();
         let mut conn = Connection::open(path).map_err(|err| schema::describe(&err))?;
         schema::configure(&conn, writer, new).map_err(|err| schema::describe(&err))?;
         if writer {
@@ -32,6 +32,9 @@ impl SqliteDb {
         }
         if new {
             schema::sync_normally(&conn).map_err(|err| schema::describe(&err))?;
+        }
+        if placed {
+            schema::start_a_new_log(&conn).map_err(|err| schema::describe(&err))?;
         }
         Ok(SqliteDb { conn })
     }
@@ -207,6 +210,15 @@ mod tests {
             ["runs.db", "runs.db-shm", "runs.db-wal"],
             "nothing staged is left"
         );
+        // Its log is begun already (the header and one page), written without a sync, so that
+        // the first run's commit does not sync the new log and its folder.
+        let log = std::fs::metadata(dir.path().join("runs.db-wal")).expect("the log");
+        assert!(
+            log.len() >= 32 + 24 + 4096,
+            "the log holds {} bytes, not a header and a page",
+            log.len()
+        );
+        assert_eq!(pragma::<i64>(&db, "synchronous"), 1, "then NORMAL");
         // An empty file there (made by hand, or by a tool) is a new store too.
         let empty = dir.path().join("empty.db");
         std::fs::write(&empty, b"").expect("empty file");
