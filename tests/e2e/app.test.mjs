@@ -25,6 +25,7 @@ import {
   openApp,
   openFile,
   problems,
+  promptReady,
   shot,
   standsStill,
   typeInto,
@@ -377,8 +378,7 @@ test("pauses at an approval node; approving continues on the approve branch", as
   await byTestId(browser, "run").click();
   await waitForStatus(browser, "review", "paused");
   await waitForRunStatus(browser, "paused");
-  const prompt = byTestId(browser, "approval-prompt");
-  await prompt.waitForDisplayed();
+  await promptReady(browser, "approval-prompt");
   assert.equal(
     (await byTestId(browser, "approval-message").getText()).trim(),
     "Send this note? Note: Refund 40 EUR to Ada",
@@ -402,7 +402,7 @@ test("rejecting on another run continues on the reject branch", async () => {
   await waitForStatus(browser, "review", "paused");
   // The prompt is drawn once the run has paused (the node's status can arrive first).
   await waitForRunStatus(browser, "paused");
-  await byTestId(browser, "approval-prompt").waitForDisplayed();
+  await promptReady(browser, "approval-prompt");
   await typeInto(browser, byTestId(browser, "approval-note"), "wrong amount");
   await byTestId(browser, "reject").click();
   await waitForRunStatus(browser, "completed");
@@ -463,7 +463,7 @@ test("a run paused before the app restarted is shown paused and can be approved"
   await shot(browser, "14-paused-after-restart");
   await byTestId(browser, "paused-banner-open").click();
   await waitForStatus(browser, "review", "paused");
-  await byTestId(browser, "approval-prompt").waitForDisplayed();
+  await promptReady(browser, "approval-prompt");
   await byTestId(browser, "approve").click();
   await waitForRunStatus(browser, "completed");
   await waitForStatus(browser, "sent", "done");
@@ -587,8 +587,7 @@ test("a breakpoint after a node stops the run there; a replaced value goes on do
   await byTestId(browser, "breakpoint-agent-1").waitForExist({ timeout: 2_000 });
   await byTestId(browser, "run").click();
   await waitForStatus(browser, "agent-1", "paused");
-  const prompt = byTestId(browser, "breakpoint-prompt");
-  await prompt.waitForDisplayed();
+  await promptReady(browser, "breakpoint-prompt");
   assert.match(await byTestId(browser, "breakpoint-message").getText(), /breakpoint after `agent-1` \(visit 1\): its output is Cold water/);
   await shot(browser, "21-breakpoint");
   // Not JSON: refused on the spot, the run stays stopped.

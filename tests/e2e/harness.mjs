@@ -74,6 +74,13 @@ export async function standsStill(browser, id, timeout = 3_000) {
   );
 }
 
+/** Waits until the prompt with data-testid `id` (an approval's, a breakpoint's) shows and the
+ *  view has finished gliding to it, so that what is clicked or typed next lands in it. */
+export async function promptReady(browser, id, timeout = 5_000) {
+  await byTestId(browser, id).waitForDisplayed({ timeout });
+  await standsStill(browser, id);
+}
+
 /** Reads an attribute (or, with attribute null, the text) of the element with data-testid
  *  `id` inside the page, or null when there is none: a poll that cannot hit a stale element. */
 export function readTestId(browser, id, attribute = null) {

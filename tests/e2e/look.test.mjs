@@ -25,6 +25,7 @@ import {
   node,
   openApp,
   openFile,
+  promptReady,
   readTestId,
   setTheme,
   shot,
@@ -180,7 +181,7 @@ test("Approve, Reject and their twins in the side panel stay readable under the 
   await node(browser, "review").waitForExist();
   await byTestId(browser, "run").click();
   await waitForStatus(browser, "review", "paused");
-  await byTestId(browser, "approval-prompt").waitForDisplayed();
+  await promptReady(browser, "approval-prompt");
   await byTestId(browser, "paused-card").waitForDisplayed({ timeout: 5_000 });
   for (const theme of ["light", "dark"]) {
     await setTheme(browser, theme);
@@ -324,7 +325,7 @@ test("node text and prompts read at the zoom they are shown at; placeholders sho
   await selectNode("start");
   await byTestId(browser, "breakpoint-when").selectByAttribute("value", "after");
   await byTestId(browser, "run").click();
-  await byTestId(browser, "breakpoint-prompt").waitForDisplayed({ timeout: 10_000 });
+  await promptReady(browser, "breakpoint-prompt", 10_000);
   const value = await placeholderFits("breakpoint-value");
   assert.ok(value.fits, `the breakpoint's value box cuts its placeholder: ${JSON.stringify(value)}`);
   await hover("breakpoint-continue");
@@ -335,7 +336,7 @@ test("node text and prompts read at the zoom they are shown at; placeholders sho
 
   // The approval's prompt on the node, at the zoom it is shown at.
   await waitForStatus(browser, "review", "paused");
-  await byTestId(browser, "approval-prompt").waitForDisplayed();
+  await promptReady(browser, "approval-prompt");
   await browser.pause(400); // the view glides to the prompt
   const zoom = await canvasZoom(browser);
   // The message a person decides on reads larger than the form around it.
@@ -507,7 +508,7 @@ test("axe-core finds no serious or critical problem on the main screens, in both
     // A run waiting at an approval: the prompt on the node and in the side panel, the inbox.
     await byTestId(browser, "run").click();
     await waitForStatus(browser, "review", "paused");
-    await byTestId(browser, "approval-prompt").waitForDisplayed();
+    await promptReady(browser, "approval-prompt");
     await byTestId(browser, "tab-inbox").click();
     await byTestId(browser, "inbox-item").waitForDisplayed({ timeout: 10_000 });
     await check("approval and Inbox");

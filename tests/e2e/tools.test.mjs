@@ -20,6 +20,7 @@ import {
   node,
   openApp,
   openFile,
+  promptReady,
   shot,
   standsStill,
   typeInto,
@@ -204,8 +205,7 @@ test("stop before tool calls: the run stops with the arguments, and replaced arg
   await byTestId(browser, "breakpoint-when").selectByAttribute("value", "tool");
   await byTestId(browser, "run").click();
   await waitForRunStatus(browser, "paused", 30_000);
-  const prompt = byTestId(browser, "breakpoint-prompt");
-  await prompt.waitForDisplayed({ timeout: 10_000 });
+  await promptReady(browser, "breakpoint-prompt", 10_000);
   const message = await byTestId(browser, "breakpoint-message").getText();
   assert.match(message, /read_text_file/);
   assert.match(message, /note\.txt/);
