@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { FIT_MARGIN, MAX_FIT_ZOOM, READABLE_FIT_ZOOM, overlaps, readableViewport, zoomStep } from './viewport';
+import {
+  FIT_MARGIN,
+  MAX_FIT_ZOOM,
+  READABLE_FIT_ZOOM,
+  overlaps,
+  readableViewport,
+  viewportBeforeMeasuring,
+  zoomStep,
+} from './viewport';
 
 describe('readableViewport', () => {
   const pane = { width: 770, height: 530 };
@@ -34,5 +42,30 @@ describe('readableViewport', () => {
     expect(zoomStep(0.01)).toBe(0.05);
     // Text sized as 11 px / step shows at 11 px or more at the zoom itself.
     for (const zoom of [0.75, 0.7523, 0.79, 0.81, 0.849]) expect((11 / zoomStep(zoom)) * zoom).toBeGreaterThanOrEqual(11);
+  });
+});
+
+describe('viewportBeforeMeasuring', () => {
+  const pane = { width: 770, height: 530 };
+  /** A grid of `count` nodes, 40 to a row, 220 px apart across and 140 down. */
+  const grid = (count: number) => Array.from({ length: count }, (_, i) => ({ x: (i % 40) * 220, y: Math.floor(i / 40) * 140 }));
+
+  it('knows the fit of a flow too big to show readably before its nodes are measured', () => {
+    const positions = grid(1000);
+    const early = viewportBeforeMeasuring(positions, pane);
+    expect(early).not.toBeNull();
+    // What the fit gives once the nodes have sizes (here 180 by 80): the same zoom and corner,
+    // so the nodes' text is laid out for that zoom once.
+    const measured = readableViewport({ x: 0, y: 0, width: 39 * 220 + 180, height: 24 * 140 + 80 }, pane);
+    expect(early).toEqual(measured);
+    expect(zoomStep(early!.zoom)).toBe(zoomStep(measured.zoom));
+  });
+
+  it('leaves a flow whose fit depends on its nodes\' sizes to the fit after measuring', () => {
+    // Three nodes in a row fit whole at more than the readable zoom.
+    expect(viewportBeforeMeasuring(grid(3), pane)).toBeNull();
+    // One node, or none, is placed at natural size elsewhere.
+    expect(viewportBeforeMeasuring(grid(1), pane)).toBeNull();
+    expect(viewportBeforeMeasuring([], pane)).toBeNull();
   });
 });

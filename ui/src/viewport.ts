@@ -38,6 +38,27 @@ export function readableViewport(bounds: Rect, size: { width: number; height: nu
   };
 }
 
+/**
+ * The view a flow will be fitted at, known before its nodes are measured: when even the
+ * corners of its nodes (their positions, sizes left out) do not fit in `size` at a readable
+ * zoom, the measured nodes will not either, and the fit is at that zoom from the same corner.
+ * Null when the fit depends on the nodes' sizes. Set before the nodes are first laid out, it
+ * lets them be laid out once, with their text at the size the fitted zoom gives it.
+ */
+export function viewportBeforeMeasuring(
+  positions: readonly { x: number; y: number }[],
+  size: { width: number; height: number },
+): Viewport | null {
+  if (positions.length < 2) return null;
+  const xs = positions.map((position) => position.x);
+  const ys = positions.map((position) => position.y);
+  const left = Math.min(...xs);
+  const top = Math.min(...ys);
+  const corners = { x: left, y: top, width: Math.max(...xs) - left, height: Math.max(...ys) - top };
+  const view = readableViewport(corners, size);
+  return view.zoom === READABLE_FIT_ZOOM ? view : null;
+}
+
 /** Whether two screen rectangles overlap. */
 export function overlaps(a: Rect, b: Rect): boolean {
   return a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;

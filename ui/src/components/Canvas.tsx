@@ -2,7 +2,7 @@
 // and turns xyflow's changes into store actions; it keeps no copy of the flow itself, only
 // the node sizes xyflow measures.
 
-import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import {
   Background,
   ControlButton,
@@ -19,7 +19,15 @@ import {
   type Viewport,
 } from '@xyflow/react';
 import { defaultData, handlesOf, kindOf, type KindDescription } from '../catalog';
-import { FIT_MARGIN, READABLE_FIT_ZOOM, overlaps, readableViewport, zoomStep, type Rect } from '../viewport';
+import {
+  FIT_MARGIN,
+  READABLE_FIT_ZOOM,
+  overlaps,
+  readableViewport,
+  viewportBeforeMeasuring,
+  zoomStep,
+  type Rect,
+} from '../viewport';
 import { tidyFlow, type TidyArrangement } from '../tidy';
 import { QuickAdd } from './QuickAdd';
 import { toCanvasEdges, toCanvasNodes, type CanvasEdge, type CanvasNode, type FlowNode } from '../flowMapping';
@@ -146,11 +154,14 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
     return flowStore.subscribe((state) => show(state.transform[2]));
   }, [flowStore]);
   const [roomy, setRoomy] = useState(true);
+  // The pane's size as last laid out, read without laying the page out again.
+  const paneSize = useRef<{ width: number; height: number } | null>(null);
   useEffect(() => {
     const element = paneRef.current;
     if (!element || typeof ResizeObserver === 'undefined') return;
     const observer = new ResizeObserver(() => {
       const { width, height } = element.getBoundingClientRect();
+      paneSize.current = { width, height };
       setRoomy(width >= MINIMAP_ROOM.width && height >= MINIMAP_ROOM.height);
     });
     observer.observe(element);
@@ -167,6 +178,17 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
   const comparedWith = useSessionState((state) => state.flowCompare?.against ?? null);
   // A new flow (just its start node) is not blown up to fill the canvas: its start sits at
   // the left at natural size, with room on the right to build the flow.
+  // A flow too big to show whole at a readable zoom is fitted at that zoom whatever its nodes'
+  // sizes: the view goes there before the nodes are first laid out, so that their text is laid
+  // out once, at the size that zoom gives it, rather than at the last flow's zoom and then
+  // again for all of them when the fit below lands (for 1,000 nodes, most of a second).
+  useLayoutEffect(() => {
+    const size = paneSize.current;
+    // Drawn where toCanvasNodes puts them (no position: the origin).
+    const corners = shownFlow.current.nodes.map((node) => ({ x: node.position?.x ?? 0, y: node.position?.y ?? 0 }));
+    const early = size ? viewportBeforeMeasuring(corners, size) : null;
+    if (early) void setViewport(early);
+  }, [loads, viewing, comparedWith, setViewport]);
   useEffect(() => {
     let tries = 0;
     let timer: ReturnType<typeof setTimeout>;
