@@ -428,6 +428,38 @@ test("every example flow shows whole at a readable zoom in a 1280×800 window wi
   assert.deepEqual(failures, [], "flows that do not fit");
 });
 
+test("a flow too big to show whole is drawn at the zoom it is fitted at, not laid out twice", async () => {
+  // 400 nodes in rows of 40, 220 px apart: far wider than the canvas at the readable zoom.
+  const nodes = [{ id: "start", type: "start", position: { x: 0, y: 0 }, data: {} }];
+  for (let i = 1; i < 400; i++) {
+    nodes.push({ id: `t${i}`, type: "template", position: { x: (i % 40) * 220, y: Math.floor(i / 40) * 140 }, data: { template: "{{ PREVIOUS_OUTPUT }}" } });
+  }
+  const file = path.join(TMP, "big-grid.json");
+  writeFileSync(file, JSON.stringify({ version: 1, name: "Big grid", nodes, edges: [] }));
+  // From a new flow (at natural size), so that the text is sized for another zoom before.
+  await byTestId(browser, "file-new").click();
+  if (await byTestId(browser, "discard-confirm").isExisting()) await byTestId(browser, "discard-confirm").click();
+  // The text size (the zoom step, styles.css) at the moment the flow's nodes enter the page.
+  await browser.execute(() => {
+    window.weftFirstStep = null;
+    const observer = new MutationObserver(() => {
+      if (document.querySelector('[data-testid="node-t399"]')) {
+        window.weftFirstStep = document.querySelector('[data-testid="canvas"]')?.style.getPropertyValue("--canvas-zoom") ?? "";
+        observer.disconnect();
+      }
+    });
+    observer.observe(document.body, { childList: true, subtree: true });
+  });
+  await openFile(browser, file);
+  await node(browser, "t399").waitForExist({ timeout: 10_000 });
+  await browser.waitUntil(async () => (await canvasZoom(browser)) === READABLE_ZOOM, {
+    timeout: 5_000,
+    timeoutMsg: "the big flow is not fitted at the readable zoom",
+  });
+  const firstStep = await browser.execute(() => window.weftFirstStep);
+  assert.equal(firstStep, String(READABLE_ZOOM), "the nodes were first laid out for another zoom than the fitted one");
+});
+
 test("the minimap gives way when the log is raised, and comes back with the room", async () => {
   await openFile(browser, formFile);
   await node(browser, "review").waitForExist();
