@@ -3,6 +3,7 @@ import {
   FIT_MARGIN,
   MAX_FIT_ZOOM,
   READABLE_FIT_ZOOM,
+  boundsOf,
   overlaps,
   readableViewport,
   viewportBeforeMeasuring,
@@ -67,5 +68,22 @@ describe('viewportBeforeMeasuring', () => {
     // One node, or none, is placed at natural size elsewhere.
     expect(viewportBeforeMeasuring(grid(1), pane)).toBeNull();
     expect(viewportBeforeMeasuring([], pane)).toBeNull();
+  });
+});
+
+describe('boundsOf', () => {
+  it('holds every box, and is nothing for no boxes', () => {
+    const boxes = [
+      { x: 10, y: -5, width: 100, height: 40 },
+      { x: -20, y: 30, width: 50, height: 50 },
+    ];
+    expect(boundsOf(boxes)).toEqual({ x: -20, y: -5, width: 130, height: 85 });
+    expect(boundsOf([])).toBeNull();
+  });
+
+  it('takes more boxes than a call takes arguments (a spread into Math.min throws there)', () => {
+    const many = Array.from({ length: 300_000 }, (_, i) => ({ x: i, y: -i, width: 0, height: 0 }));
+    expect(boundsOf(many)).toEqual({ x: 0, y: -299_999, width: 299_999, height: 299_999 });
+    expect(viewportBeforeMeasuring(many, { width: 770, height: 530 })?.zoom).toBe(READABLE_FIT_ZOOM);
   });
 });

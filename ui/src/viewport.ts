@@ -38,6 +38,22 @@ export function readableViewport(bounds: Rect, size: { width: number; height: nu
   };
 }
 
+/** The smallest rectangle holding every box, or null for none. A loop, not `Math.min(...)`: a
+ *  flow's nodes can outnumber the arguments a call may be given. */
+export function boundsOf(boxes: Iterable<Rect>): Rect | null {
+  let left = Infinity;
+  let top = Infinity;
+  let right = -Infinity;
+  let bottom = -Infinity;
+  for (const box of boxes) {
+    left = Math.min(left, box.x);
+    top = Math.min(top, box.y);
+    right = Math.max(right, box.x + box.width);
+    bottom = Math.max(bottom, box.y + box.height);
+  }
+  return left === Infinity ? null : { x: left, y: top, width: right - left, height: bottom - top };
+}
+
 /**
  * The view a flow will be fitted at, known before its nodes are measured: when even the
  * corners of its nodes (their positions, sizes left out) do not fit in `size` at a readable
@@ -50,13 +66,9 @@ export function viewportBeforeMeasuring(
   size: { width: number; height: number },
 ): Viewport | null {
   if (positions.length < 2) return null;
-  const xs = positions.map((position) => position.x);
-  const ys = positions.map((position) => position.y);
-  const left = Math.min(...xs);
-  const top = Math.min(...ys);
-  const corners = { x: left, y: top, width: Math.max(...xs) - left, height: Math.max(...ys) - top };
-  const view = readableViewport(corners, size);
-  return view.zoom === READABLE_FIT_ZOOM ? view : null;
+  const corners = boundsOf(positions.map((position) => ({ ...position, width: 0, height: 0 })));
+  const view = corners && readableViewport(corners, size);
+  return view?.zoom === READABLE_FIT_ZOOM ? view : null;
 }
 
 /** Whether two screen rectangles overlap. */

@@ -22,6 +22,7 @@ import { defaultData, handlesOf, kindOf, type KindDescription } from '../catalog
 import {
   FIT_MARGIN,
   READABLE_FIT_ZOOM,
+  boundsOf,
   overlaps,
   readableViewport,
   viewportBeforeMeasuring,
@@ -88,11 +89,8 @@ export function useTidyUp(): (arrangement: TidyArrangement) => void {
       session.canvas.placeNodes(positions);
       // Fitted to where the nodes go: xyflow draws them there only after the next render.
       const boxes = [...positions].map(([id, at]) => ({ ...at, width: sizes.get(id)?.width ?? 0, height: sizes.get(id)?.height ?? 0 }));
-      const left = Math.min(...boxes.map((box) => box.x));
-      const top = Math.min(...boxes.map((box) => box.y));
-      const right = Math.max(...boxes.map((box) => box.x + box.width));
-      const bottom = Math.max(...boxes.map((box) => box.y + box.height));
-      if (boxes.length > 0) fitReadable({ x: left, y: top, width: right - left, height: bottom - top });
+      const bounds = boundsOf(boxes);
+      if (bounds) fitReadable(bounds);
     },
     [session, getNodes, fitReadable],
   );
@@ -176,8 +174,6 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
   // A flow just opened (or a past run shown, or compared with a version, whose removed nodes
   // are drawn too) is fitted into view once its nodes are measured.
   const comparedWith = useSessionState((state) => state.flowCompare?.against ?? null);
-  // A new flow (just its start node) is not blown up to fill the canvas: its start sits at
-  // the left at natural size, with room on the right to build the flow.
   // A flow too big to show whole at a readable zoom is fitted at that zoom whatever its nodes'
   // sizes: the view goes there before the nodes are first laid out, so that their text is laid
   // out once, at the size that zoom gives it, rather than at the last flow's zoom and then
@@ -189,6 +185,8 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
     const early = size ? viewportBeforeMeasuring(corners, size) : null;
     if (early) void setViewport(early);
   }, [loads, viewing, comparedWith, setViewport]);
+  // A new flow (just its start node) is not blown up to fill the canvas: its start sits at
+  // the left at natural size, with room on the right to build the flow.
   useEffect(() => {
     let tries = 0;
     let timer: ReturnType<typeof setTimeout>;
