@@ -14,8 +14,10 @@ with_tests=false
 packages=(libwebkit2gtk-4.1-dev libgtk-3-dev librsvg2-dev libayatana-appindicator3-dev
   libsoup-3.0-dev libxdo-dev libssl-dev pkg-config build-essential file)
 if $with_tests; then
-  # openssl: the approval-email test makes its SMTP server a certificate.
-  packages+=(xvfb xauth webkit2gtk-driver dbus-x11 at-spi2-core fonts-dejavu-core openssl)
+  # openssl: the approval-email test makes its SMTP server a certificate. xdotool and GTK for
+  # the system Python: the file-drop test drags files onto the app from a window of its own.
+  packages+=(xvfb xauth webkit2gtk-driver dbus-x11 at-spi2-core fonts-dejavu-core openssl
+    xdotool python3-gi gir1.2-gtk-3.0)
 fi
 missing=()
 for package in "${packages[@]}"; do

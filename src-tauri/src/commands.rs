@@ -201,6 +201,14 @@ pub fn startup_file(state: State<'_, AppState>) -> Option<String> {
     state.startup_file.clone()
 }
 
+/// Sends the paths of files dropped on the window over `drops` from now on, for the canvas to
+/// open a dropped flow.
+#[tauri::command]
+#[specta::specta]
+pub fn watch_file_drops(state: State<'_, AppState>, drops: Channel<Vec<String>>) {
+    state.watch_file_drops(drops);
+}
+
 /// Recently opened or saved flow files, newest first.
 #[tauri::command]
 #[specta::specta]

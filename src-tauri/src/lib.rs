@@ -38,6 +38,8 @@ pub struct AppState {
     startup_file: Option<String>,
     /// The server run followed live (its server and id), and how to end its following.
     following: Mutex<Option<(String, String, tokio_util::sync::CancellationToken)>>,
+    /// Where the paths of files dropped on the window go, once the canvas watches for them.
+    file_drops: Mutex<Option<tauri::ipc::Channel<Vec<String>>>>,
 }
 
 impl AppState {
@@ -70,7 +72,27 @@ impl AppState {
             keeper: Mutex::new(None),
             startup_file,
             following: Mutex::new(None),
+            file_drops: Mutex::new(None),
         })
+    }
+
+    /// From now on the paths of files dropped on the window go to `drops` (and no longer to the
+    /// channel given before: a canvas drawn again asks anew).
+    pub fn watch_file_drops(&self, drops: tauri::ipc::Channel<Vec<String>>) {
+        *lock(&self.file_drops) = Some(drops);
+    }
+
+    /// Sends the paths of files dropped on the window to the canvas, when it watches for them.
+    pub fn files_dropped(&self, paths: &[std::path::PathBuf]) {
+        if let Some(drops) = lock(&self.file_drops).as_ref() {
+            let paths = paths
+                .iter()
+                .map(|path| path.display().to_string())
+                .collect();
+            if let Err(error) = drops.send(paths) {
+                tracing::warn!("the dropped files could not be passed to the canvas: {error}");
+            }
+        }
     }
 
     /// The app's Weft as the settings are now.
@@ -433,6 +455,7 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::open_flow,
             commands::save_flow,
             commands::startup_file,
+            commands::watch_file_drops,
             commands::recent_files,
             commands::validate_flow,
             commands::upcoming_schedules,
@@ -506,6 +529,16 @@ pub fn run() -> Result<(), String> {
         .plugin(tauri_plugin_dialog::init())
         .manage(state)
         .invoke_handler(builder.invoke_handler())
+        // Files dropped on the window reach the canvas through `watch_file_drops`, not through
+        // listeners the page registers for Tauri's drag-and-drop events: registering those has
+        // the shell evaluate script in the page, and WebKit answers each evaluation with a
+        // JavaScript value in this process, so JavaScriptCore was set up here too, at start,
+        // for nothing to be dropped yet.
+        .on_window_event(|window, event| {
+            if let tauri::WindowEvent::DragDrop(tauri::DragDropEvent::Drop { paths, .. }) = event {
+                window.state::<AppState>().files_dropped(paths);
+            }
+        })
         .setup(|app| {
             app.state::<AppState>().start_keeper(app.handle().clone());
             exit_on_terminate(app.handle().clone());
@@ -565,3 +598,57 @@ fn exit_on_terminate(handle: tauri::AppHandle) {
 
 /// How long closing the app waits for cancelled runs to be stored as such.
 const EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tauri::ipc::{Channel, InvokeResponseBody};
+
+    use super::*;
+
+    /// A channel that keeps what is sent over it, as the canvas would receive it.
+    fn kept_channel() -> (Channel<Vec<String>>, Arc<Mutex<Vec<String>>>) {
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&received);
+        let channel = Channel::new(move |body| {
+            if let InvokeResponseBody::Json(json) = body {
+                lock(&sink).push(json);
+            }
+            Ok(())
+        });
+        (channel, received)
+    }
+
+    #[test]
+    fn dropped_files_reach_the_canvas_watching_for_them_and_only_it() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = dir.path().join("runs.db");
+        let paths = AppPaths {
+            config_dir: dir.path().join("config"),
+            store: weft_api::StoreLocation::find(store.to_str()).expect("store location"),
+        };
+        let state = AppState::open(paths, None).expect("app state");
+        let dropped = [std::path::PathBuf::from("/flows/triage.json")];
+        // Before the canvas watches, a drop goes nowhere (and does not fail).
+        state.files_dropped(&dropped);
+
+        let (first, first_received) = kept_channel();
+        state.watch_file_drops(first);
+        state.files_dropped(&dropped);
+        assert_eq!(*lock(&first_received), ["[\"/flows/triage.json\"]"]);
+
+        // A canvas drawn again watches anew; the drop goes to it alone.
+        let (second, second_received) = kept_channel();
+        state.watch_file_drops(second);
+        state.files_dropped(&[
+            std::path::PathBuf::from("/flows/a.json"),
+            std::path::PathBuf::from("/notes/b.txt"),
+        ]);
+        assert_eq!(lock(&first_received).len(), 1);
+        assert_eq!(
+            *lock(&second_received),
+            ["[\"/flows/a.json\",\"/notes/b.txt\"]"]
+        );
+    }
+}

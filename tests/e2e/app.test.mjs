@@ -18,6 +18,7 @@ import {
   canvasZoom,
   connect,
   drag,
+  dropFiles,
   dropKind,
   handle,
   inboxItem,
@@ -332,6 +333,27 @@ test("opens an AgentFlow file with legacy forms and saves it normalized", async 
   assert.equal(flow.nodes.find((n) => n.id === "ask").type, "approval");
   assert.deepEqual(flow.nodes.find((n) => n.id === "yes").position, { x: 600, y: -60 });
   assert.ok(flow.edges.some((e) => e.source === "check" && e.sourceHandle === "condition-0"));
+});
+
+test("a flow file dropped on the window opens; another kind of file is refused, saying why", async () => {
+  const dropped = path.join(TMP, "dropped.json");
+  copyFileSync(path.join(ROOT, "tests/fixtures/valid/agentflow_legacy.json"), dropped);
+  const notes = path.join(TMP, "notes.txt");
+  writeFileSync(notes, "not a flow");
+  const shownFile = () => browser.execute(() => document.querySelector('[data-testid="title"]')?.textContent ?? "");
+  // The flow shown was just saved, so nothing is asked before another one opens.
+  await dropFiles([notes]);
+  await byTestId(browser, "error-banner").waitForDisplayed({ timeout: 5_000 });
+  assert.match(await byTestId(browser, "error-banner").getText(), /Drop a flow file \(\.json\) to open it/);
+  assert.match(await shownFile(), /legacy-saved\.json/, "the flow shown stays");
+  await byTestId(browser, "error-dismiss").click();
+  await dropFiles([dropped]);
+  await browser.waitUntil(async () => (await shownFile()).includes("dropped.json"), {
+    timeout: 5_000,
+    timeoutMsg: "the dropped flow file was not opened",
+  });
+  await node(browser, "ask").waitForExist();
+  await waitForEdges(browser, 4, "the dropped flow's edges are drawn");
 });
 
 test("settings: a key saved in the app stays private, and test connection reaches the provider", async () => {

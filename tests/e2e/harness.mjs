@@ -2,6 +2,7 @@
 // run.sh starts the display, the scripted LLM server and tauri-driver, and exports where
 // the app keeps its files; these helpers open sessions and act like a person would.
 
+import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -55,6 +56,39 @@ export async function shot(browser, name) {
 /** The canvas node element of `nodeId` (the generic node's root, which carries data-status). */
 export function node(browser, nodeId) {
   return byTestId(browser, `node-${nodeId}`);
+}
+
+/** Drops `paths` onto the app's window the way a file manager would: drags them with xdotool
+ *  from a window of their own (drag-files.py, Debian's GTK bindings for the system Python)
+ *  across the window's canvas, and waits until the drag has ended. */
+export async function dropFiles(paths) {
+  const source = spawn("/usr/bin/python3", [path.join(here, "drag-files.py"), "1100", "620", ...paths], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let said = "";
+  source.stdout.on("data", (chunk) => (said += chunk));
+  const saying = async (word) => {
+    for (let waited = 0; !said.includes(word); waited += 20) {
+      if (waited > 10_000) throw new Error(`the window to drag files from never said "${word}" (it said "${said}")`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+  try {
+    await saying("ready");
+    const pointer = (...args) => execFileSync("xdotool", args.map(String));
+    pointer("mousemove", 1180, 700);
+    pointer("mousedown", 1);
+    // GTK starts a drag once the pointer has moved a few pixels with the button down; the
+    // window under the pointer then hears of it step by step, as under a hand.
+    for (const [x, y] of [[1170, 690], [1100, 620], [900, 500], [700, 400], [500, 300]]) {
+      pointer("mousemove", x, y);
+      await new Promise((resolve) => setTimeout(resolve, 120));
+    }
+    pointer("mouseup", 1);
+    await saying("ended");
+  } finally {
+    source.kill();
+  }
 }
 
 /** Waits until the element with data-testid `id` stands still on screen: the view glides to a

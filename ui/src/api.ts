@@ -3,7 +3,6 @@
 // Runs take a plain callback for their events; the Channel plumbing stays in here.
 
 import { Channel } from '@tauri-apps/api/core';
-import { getCurrentWebview } from '@tauri-apps/api/webview';
 import { open as openDialog, save as saveDialog } from '@tauri-apps/plugin-dialog';
 import { commands } from './bindings';
 import type {
@@ -154,10 +153,19 @@ export const tauriApi: Api = {
         : await saveDialog({ title: 'Save the flow as', filters, defaultPath: current || undefined });
     return typeof chosen === 'string' ? chosen : null;
   },
-  onFileDrop: async (listener) =>
-    getCurrentWebview().onDragDropEvent((event) => {
-      if (event.payload.type === 'drop') listener(event.payload.paths);
-    }),
+  onFileDrop: async (listener) => {
+    // The shell sends the drops (src-tauri `watch_file_drops`): listening to Tauri's drag-and-drop
+    // events here instead would cost the app's own process memory from the start.
+    let watching = true;
+    const drops = new Channel<string[]>();
+    drops.onmessage = (paths) => {
+      if (watching) listener(paths);
+    };
+    await commands.watchFileDrops(drops);
+    return () => {
+      watching = false;
+    };
+  },
   startupFile: () => commands.startupFile(),
   validateFlow: (flow, path) => commands.validateFlow(flow, path),
   upcomingSchedules: (flow, count) => commands.upcomingSchedules(flow, count),

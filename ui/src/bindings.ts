@@ -20,6 +20,11 @@ export const commands = {
 	saveFlow: (path: string, flow: Flow) => __TAURI_INVOKE<string>("save_flow", { path, flow }),
 	/**  The flow file named on the command line (`weft-app FLOW`), for the canvas to open first. */
 	startupFile: () => __TAURI_INVOKE<string | null>("startup_file"),
+	/**
+	 *  Sends the paths of files dropped on the window over `drops` from now on, for the canvas to
+	 *  open a dropped flow.
+	 */
+	watchFileDrops: (drops: Channel<string[]>) => __TAURI_INVOKE<void>("watch_file_drops", { drops }),
 	/**  Recently opened or saved flow files, newest first. */
 	recentFiles: () => __TAURI_INVOKE<string[]>("recent_files"),
 	/**
