@@ -118,6 +118,18 @@ function moments(rounds, names) {
     .join(", ");
 }
 
+const totalKb = (family) => family.reduce((sum, p) => sum + p.kb, 0);
+
+/** The start whose idle memory is the median of all starts': one start's figure moves by a few
+ *  percent with what WebKit's processes happen to hold 3 s in. */
+const medianIdle = (samples) => [...samples].sort((a, b) => totalKb(a) - totalKb(b))[Math.floor(samples.length / 2)];
+
+/** The lowest and highest idle memory of the starts, in MiB. */
+const range = (samples) => {
+  const totals = samples.map((family) => totalKb(family) / 1024);
+  return `${Math.min(...totals).toFixed(0)}–${Math.max(...totals).toFixed(0)} MiB`;
+};
+
 const memory = (family) =>
   family.map((p) => `${p.command} ${(p.kb / 1024).toFixed(0)} MiB`).join(", ");
 
@@ -165,16 +177,16 @@ for (const [application, readyTestId] of [[APP, "palette-agent"], ...(HELLO ? [[
 const starts = [];
 const timelines = [];
 const opens = [];
-let idle = null;
+const idles = [];
 const helloStarts = [];
 const helloTimelines = [];
-let helloIdle = null;
+const helloIdles = [];
 for (let round = 0; round < ROUNDS; round++) {
-  const app = await start(APP, "palette-agent", round === 0);
+  const app = await start(APP, "palette-agent", true);
   const browser = app.browser;
   starts.push(app.took);
   timelines.push(app.timeline);
-  idle ??= app.idle;
+  idles.push(app.idle);
 
   await byTestId(browser, "file-open").click();
   const input = byTestId(browser, "path-input");
@@ -191,10 +203,10 @@ for (let round = 0; round < ROUNDS; round++) {
   await close(browser, APP);
 
   if (HELLO) {
-    const hello = await start(HELLO, "ready", round === 0);
+    const hello = await start(HELLO, "ready", true);
     helloStarts.push(hello.took);
     helloTimelines.push(hello.timeline);
-    helloIdle ??= hello.idle;
+    helloIdles.push(hello.idle);
     await close(hello.browser, HELLO);
   }
 }
@@ -214,15 +226,19 @@ console.log(
     ["weft:palette", "palette drawn"],
   ])}`,
 );
-const total = idle.reduce((sum, p) => sum + p.kb, 0);
-console.log(`idle memory (RSS, 3 s after start): ${(total / 1024).toFixed(0)} MiB in ${idle.length} processes (${memory(idle)})`);
+const idle = medianIdle(idles);
+const total = totalKb(idle);
+console.log(
+  `idle memory (RSS, 3 s after each start; the median start's): ${(total / 1024).toFixed(0)} MiB in ${idle.length} processes (${memory(idle)}); all starts ${range(idles)}`,
+);
 console.log(`CPU time from the start until then: ${cpu(idle)}`);
 console.log(
   `open and render a ${NODES}-node flow (confirm in the Open dialog until every node is in the DOM): median ${ms(median(opens))} [${opens.map(ms).join(", ")}]`,
 );
 
 if (HELLO) {
-  const helloTotal = helloIdle.reduce((sum, p) => sum + p.kb, 0);
+  const helloIdle = medianIdle(helloIdles);
+  const helloTotal = totalKb(helloIdle);
   console.log(`minimal Tauri 2 window (${HELLO}):`);
   console.log(
     `  cold start to its page: median ${ms(median(helloStarts))} [${helloStarts.map(ms).join(", ")}]; Weft's app takes ${(median(starts) / median(helloStarts)).toFixed(2)}× that`,
@@ -234,7 +250,7 @@ if (HELLO) {
     ])}`,
   );
   console.log(
-    `  idle memory: ${(helloTotal / 1024).toFixed(0)} MiB in ${helloIdle.length} processes (${memory(helloIdle)}); Weft's app uses ${(total / helloTotal).toFixed(2)}× that`,
+    `  idle memory: ${(helloTotal / 1024).toFixed(0)} MiB in ${helloIdle.length} processes (${memory(helloIdle)}); all starts ${range(helloIdles)}; Weft's app uses ${(total / helloTotal).toFixed(2)}× that`,
   );
   console.log(`  CPU time from the start until then: ${cpu(helloIdle)}`);
 }
