@@ -86,6 +86,7 @@ export async function dropFiles(paths) {
     }
     pointer("mouseup", 1);
     await saying("ended");
+    if (said.includes("failed")) throw new Error(`nothing on the window took the files dragged onto it (${paths.join(", ")})`);
   } finally {
     source.kill();
   }
