@@ -7,6 +7,7 @@
 
 mod commands;
 mod error;
+mod painting;
 pub mod servers;
 mod settings;
 
@@ -514,6 +515,8 @@ pub fn bindings_typescript() -> Result<String, String> {
 /// Opens the window and serves the commands until the window closes. The first argument, if
 /// any, is a flow file to open (`weft-app flows/offline.json`).
 pub fn run() -> Result<(), String> {
+    // First: it sets the environment the web process starts with, before any thread runs.
+    painting::choose();
     // Before the store is opened: its engines export traces when the OTEL_* variables ask.
     weft_otel::init("weft-app");
     let paths = AppPaths::from_env().map_err(|e| e.message)?;

@@ -152,12 +152,28 @@ async function close(browser, application) {
   }
 }
 
-/** One cold start of `application` until `readyTestId` shows: its time, the page's timeline,
- *  and (when `measureIdle`) the memory of its processes 3 s later. Leaves the session open. */
-async function start(application, readyTestId, measureIdle) {
+/** The WebKit variables (WEBKIT_*, as NAME=VALUE) that `application`'s processes run with. */
+function webKitVariables(application) {
+  const variables = new Set();
+  for (const [pid] of appProcesses(application)) {
+    let environ = "";
+    try {
+      environ = readFileSync(`/proc/${pid}/environ`, "utf8");
+    } catch {
+      continue; // The process ended while we looked.
+    }
+    for (const pair of environ.split("\0")) if (pair.startsWith("WEBKIT_")) variables.add(pair);
+  }
+  return [...variables].sort();
+}
+
+/** One cold start of `application` (given `args`) until `readyTestId` shows: its time, the
+ *  page's timeline, (when `measureIdle`) the memory of its processes 3 s later, and the WebKit
+ *  variables they run with. Leaves the session open. */
+async function start(application, readyTestId, measureIdle, args = []) {
   const began = now();
   // The palette is drawn from the engine's kinds; the window is looked at every 10 ms.
-  const browser = await openApp(readyTestId, { application, interval: 10 });
+  const browser = await openApp(readyTestId, { application, args, interval: 10 });
   const took = now() - began;
   const timeline = { began, timeline: await pageTimeline(browser) };
   let idle = null;
@@ -165,15 +181,27 @@ async function start(application, readyTestId, measureIdle) {
     await browser.pause(3000);
     idle = appProcesses(application).map(([pid, , command]) => ({ command, kb: rssKb(pid), cpu: cpuSeconds(pid) }));
   }
-  return { browser, took, timeline, idle };
+  return { browser, took, timeline, idle, webKit: webKitVariables(application) };
 }
 
 // One start of each first, not counted: the first start after a build reads WebKit's and the
-// program's files from disk, and whichever went first would pay for both. Then the two take
-// turns, so that a busy moment of the machine falls on both alike.
+// program's files from disk, and whichever went first would pay for both. Then they take
+// turns, so that a busy moment of the machine falls on all alike.
+const webKitOf = {};
 for (const [application, readyTestId] of [[APP, "palette-agent"], ...(HELLO ? [[HELLO, "ready"]] : [])]) {
-  await close((await start(application, readyTestId, false)).browser, application);
+  const first = await start(application, readyTestId, false);
+  webKitOf[application] = first.webKit;
+  await close(first.browser, application);
 }
+// What the app set up in WebKit for this machine (src-tauri/src/painting.rs): its WebKit
+// variables that the bare window, started by the same driver, does not have.
+const helloNames = new Set((webKitOf[HELLO] ?? []).map((pair) => pair.split("=")[0]));
+const appChose = webKitOf[APP].filter((pair) => !helloNames.has(pair.split("=")[0]));
+// Where it set something (painting with the CPU where there is no GPU), the bare window is
+// measured set up the same way too (it sets the NAME=VALUE arguments it is given): the first
+// comparison is with what a Tauri window costs by default, the second shows Weft's own cost
+// apart from the set-up's.
+const HELLO_LIKE_APP = HELLO && appChose.length > 0;
 const starts = [];
 const timelines = [];
 const opens = [];
@@ -181,6 +209,8 @@ const idles = [];
 const helloStarts = [];
 const helloTimelines = [];
 const helloIdles = [];
+const likeStarts = [];
+const likeIdles = [];
 for (let round = 0; round < ROUNDS; round++) {
   const app = await start(APP, "palette-agent", true);
   const browser = app.browser;
@@ -209,10 +239,21 @@ for (let round = 0; round < ROUNDS; round++) {
     helloIdles.push(hello.idle);
     await close(hello.browser, HELLO);
   }
+  if (HELLO_LIKE_APP) {
+    const like = await start(HELLO, "ready", true, appChose);
+    likeStarts.push(like.took);
+    likeIdles.push(like.idle);
+    await close(like.browser, HELLO);
+  }
 }
 
 const ms = (value) => `${value.toFixed(0)} ms`;
-console.log(`app: ${APP} (${ROUNDS} starts${HELLO ? ", each followed by one of the bare window" : ""}, after one of each not counted)`);
+console.log(
+  `app: ${APP} (${ROUNDS} starts${HELLO ? `, each followed by one of the bare window${HELLO_LIKE_APP ? " and one of it set up as the app set WebKit up" : ""}` : ""}, after one of each not counted)`,
+);
+if (HELLO) {
+  console.log(`WebKit set up by the app for this machine: ${appChose.length > 0 ? appChose.join(" ") : "as WebKit chooses"}`);
+}
 console.log(
   `cold start to interactive canvas (new WebDriver session until the palette shows): median ${ms(median(starts))} [${starts.map(ms).join(", ")}]`,
 );
@@ -236,21 +277,30 @@ console.log(
   `open and render a ${NODES}-node flow (confirm in the Open dialog until every node is in the DOM): median ${ms(median(opens))} [${opens.map(ms).join(", ")}]`,
 );
 
-if (HELLO) {
-  const helloIdle = medianIdle(helloIdles);
-  const helloTotal = totalKb(helloIdle);
-  console.log(`minimal Tauri 2 window (${HELLO}):`);
+/** Prints a bare window's figures beside the app's: `title`, then its starts' times (with
+ *  their `timelines`, when given) and idle memory, each as a ratio of the app's. */
+function printWindow(title, windowStarts, windowIdles, windowTimelines) {
+  const windowIdle = medianIdle(windowIdles);
+  const windowTotal = totalKb(windowIdle);
+  console.log(title);
   console.log(
-    `  cold start to its page: median ${ms(median(helloStarts))} [${helloStarts.map(ms).join(", ")}]; Weft's app takes ${(median(starts) / median(helloStarts)).toFixed(2)}× that`,
+    `  cold start to its page: median ${ms(median(windowStarts))} [${windowStarts.map(ms).join(", ")}]; Weft's app takes ${(median(starts) / median(windowStarts)).toFixed(2)}× that`,
   );
+  if (windowTimelines) {
+    console.log(
+      `  where it goes: ${moments(windowTimelines, [
+        ["origin", "page begins"],
+        ["loaded", "page loaded"],
+      ])}`,
+    );
+  }
   console.log(
-    `  where it goes: ${moments(helloTimelines, [
-      ["origin", "page begins"],
-      ["loaded", "page loaded"],
-    ])}`,
+    `  idle memory: ${(windowTotal / 1024).toFixed(0)} MiB in ${windowIdle.length} processes (${memory(windowIdle)}); all starts ${range(windowIdles)}; Weft's app uses ${(total / windowTotal).toFixed(2)}× that`,
   );
-  console.log(
-    `  idle memory: ${(helloTotal / 1024).toFixed(0)} MiB in ${helloIdle.length} processes (${memory(helloIdle)}); all starts ${range(helloIdles)}; Weft's app uses ${(total / helloTotal).toFixed(2)}× that`,
-  );
-  console.log(`  CPU time from the start until then: ${cpu(helloIdle)}`);
+  console.log(`  CPU time from the start until then: ${cpu(windowIdle)}`);
+}
+
+if (HELLO) printWindow(`minimal Tauri 2 window (${HELLO}):`, helloStarts, helloIdles, helloTimelines);
+if (HELLO_LIKE_APP) {
+  printWindow(`the same window with the app's WebKit set-up (${appChose.join(" ")}):`, likeStarts, likeIdles);
 }

@@ -22,16 +22,16 @@ if (!APP || !TMP) {
   throw new Error("run the end-to-end tests with tests/e2e/run.sh");
 }
 
-/** Starts the app (or `application`) in a new WebDriver session and waits until `readyTestId`
- * shows (the palette unless the test has collapsed it), looking every `interval` ms. */
-export async function openApp(readyTestId = "palette-agent", { application = APP, interval } = {}) {
+/** Starts the app (or `application`, with `args`) in a new WebDriver session and waits until
+ * `readyTestId` shows (the palette unless the test has collapsed it), looking every `interval` ms. */
+export async function openApp(readyTestId = "palette-agent", { application = APP, args = [], interval } = {}) {
   const browser = await remote({
     hostname: "127.0.0.1",
     port: Number(process.env.TAURI_DRIVER_PORT ?? 4444),
     logLevel: "warn",
     connectionRetryTimeout: 60_000,
     capabilities: {
-      "tauri:options": { application },
+      "tauri:options": { application, args },
       "wdio:enforceWebDriverClassic": true,
     },
   });
