@@ -2,7 +2,7 @@
 // Settings) and log; the dialogs; and the keyboard shortcuts, dispatched from the one table
 // in shortcuts.ts.
 
-import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type RefObject } from 'react';
 import { ReactFlowProvider } from '@xyflow/react';
 import { Canvas, useFitReadable, useTidyUp } from './components/Canvas';
 import { ConfirmDialog } from './components/ConfirmDialog';
@@ -168,16 +168,46 @@ function useSystemTheme(theme: Theme): 'light' | 'dark' {
   return theme;
 }
 
-function Shell() {
-  const session = useSession();
+// The tabs' counts read the session themselves: the flow's first problems arrive just after
+// the window's first frame, and a count read by the shell drew the whole window again then.
+function ProblemCount() {
+  const count = useSessionState((state) => state.problems.length);
+  return count > 0 ? <span className="tab-count">{count}</span> : null;
+}
+
+function InboxCount() {
+  const count = useSessionState((state) => state.inbox.length);
+  return count > 0 ? (
+    <span className="tab-count" data-testid="inbox-count">
+      {count}
+    </span>
+  ) : null;
+}
+
+interface ViewActions {
+  fitReadable: ReturnType<typeof useFitReadable>;
+  tidyUp: ReturnType<typeof useTidyUp>;
+}
+
+/** Puts the canvas's view actions in `into`, for the shell's toolbar and shortcuts. Apart
+ *  from the shell because React Flow draws whoever holds its instance again when its view is
+ *  ready, a moment after the first frame: the shell would draw the whole window again then. */
+function ViewActionsHost({ into }: { into: RefObject<ViewActions | null> }) {
   const fitReadable = useFitReadable();
   const tidyUp = useTidyUp();
+  useLayoutEffect(() => {
+    into.current = { fitReadable, tidyUp };
+  }, [into, fitReadable, tidyUp]);
+  return null;
+}
+
+function Shell() {
+  const session = useSession();
+  const view = useRef<ViewActions | null>(null);
   const dirty = useCanvas((state) => state.dirty);
   const path = useCanvas((state) => state.path);
   const selection = useCanvas((state) => state.selection);
   const viewSelection = useSessionState((state) => state.viewSelection);
-  const problemCount = useSessionState((state) => state.problems.length);
-  const inboxCount = useSessionState((state) => state.inbox.length);
   const layout = useLayout((current) => current);
   const theme = useSystemTheme(layout.theme);
   const columns = [
@@ -248,8 +278,8 @@ function Shell() {
     paste: () => !session.getSnapshot().viewing && session.canvas.paste(),
     delete: () => !session.getSnapshot().viewing && session.canvas.deleteSelection(),
     selectAll: () => !session.getSnapshot().viewing && session.canvas.selectAll(),
-    fitView: () => fitReadable(),
-    tidy: () => !session.getSnapshot().viewing && tidyUp(session.layout.getSnapshot().tidyDirection),
+    fitView: () => view.current?.fitReadable(),
+    tidy: () => !session.getSnapshot().viewing && view.current?.tidyUp(session.layout.getSnapshot().tidyDirection),
     run: () => void session.startRun(input),
     breakpoint: () => {
       const selected = session.canvas.getSnapshot().selection.nodes;
@@ -324,6 +354,7 @@ function Shell() {
 
   return (
     <div className="app" data-theme={theme}>
+      <ViewActionsHost into={view} />
       <Toolbar
         onNew={actions.new}
         onOpen={actions.open}
@@ -395,12 +426,8 @@ function Shell() {
                   onClick={() => setTab(id)}
                 >
                   {label}
-                  {id === 'problems' && problemCount > 0 && <span className="tab-count">{problemCount}</span>}
-                  {id === 'inbox' && inboxCount > 0 && (
-                    <span className="tab-count" data-testid="inbox-count">
-                      {inboxCount}
-                    </span>
-                  )}
+                  {id === 'problems' && <ProblemCount />}
+                  {id === 'inbox' && <InboxCount />}
                 </button>
               ))}
             </nav>
