@@ -22,7 +22,11 @@ fn paint_with_cpu(var: impl Fn(&str) -> Option<OsString>, has_gpu: bool) -> bool
     if var(CPU_PAINTING).is_some() {
         return false;
     }
-    let software_gl = var(SOFTWARE_GL).is_some_and(|value| !value.is_empty() && value != "0");
+    // Read as Mesa reads its booleans: these words are true, any other value false.
+    let software_gl = var(SOFTWARE_GL).is_some_and(|value| {
+        let value = value.to_string_lossy().to_ascii_lowercase();
+        matches!(value.as_str(), "1" | "true" | "y" | "yes")
+    });
     software_gl || !has_gpu
 }
 
@@ -88,12 +92,18 @@ mod tests {
     fn paints_with_the_cpu_only_where_there_is_no_gpu_to_paint_with() {
         assert!(paint_with_cpu(env(&[]), false), "no GPU");
         assert!(!paint_with_cpu(env(&[]), true), "a GPU");
-        assert!(
-            paint_with_cpu(env(&[(SOFTWARE_GL, "1")]), true),
-            "a GPU Mesa is told not to use"
-        );
-        assert!(!paint_with_cpu(env(&[(SOFTWARE_GL, "0")]), true));
-        assert!(!paint_with_cpu(env(&[(SOFTWARE_GL, "")]), true));
+        for told in ["1", "true", "YES"] {
+            assert!(
+                paint_with_cpu(env(&[(SOFTWARE_GL, told)]), true),
+                "a GPU Mesa is told not to use ({told})"
+            );
+        }
+        for not_told in ["0", "false", ""] {
+            assert!(
+                !paint_with_cpu(env(&[(SOFTWARE_GL, not_told)]), true),
+                "{not_told:?}"
+            );
+        }
     }
 
     #[test]
