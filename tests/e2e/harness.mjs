@@ -221,7 +221,23 @@ export function handle(browser, nodeId, handleId) {
 
 /** Wires `source`'s handle to `target`'s input. */
 export async function connect(browser, source, sourceHandle, target) {
+  await viewSettled(browser);
   await drag(browser, handle(browser, source, sourceHandle), handle(browser, target, "input"));
+}
+
+/** Waits until the canvas's view has stopped moving (it glides to a node just added): a drag
+ *  begun meanwhile lets go where the handle was, not where it is, and makes no edge. */
+async function viewSettled(browser) {
+  let last = null;
+  await browser.waitUntil(
+    async () => {
+      const now = await browser.execute(() => document.querySelector(".react-flow__viewport")?.style.transform ?? "");
+      const steady = now === last;
+      last = now;
+      return steady;
+    },
+    { timeout: 5_000, interval: 100, timeoutMsg: "the canvas's view does not stop moving" },
+  );
 }
 
 /** Replaces the text of an input or textarea the way typing does. The click that focuses it
