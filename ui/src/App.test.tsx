@@ -153,6 +153,22 @@ function stored(parts: {
 }
 
 describe('App', () => {
+  it('is drawn once the kinds are in, and also when they cannot be had, with the reason', async () => {
+    // main.tsx draws the window from this call: the first frame has the palette.
+    const session = new Session(fakeApi(), { run: new RunStore((flush) => flush()) });
+    const seenAtDraw: (string | undefined)[][] = [];
+    await act(() => session.init(() => seenAtDraw.push(session.getSnapshot().catalog?.kinds.map((kind) => kind.id) ?? [undefined])));
+    expect(seenAtDraw).toHaveLength(1);
+    expect(seenAtDraw[0]).toContain('agent');
+
+    const failing = new Session(fakeApi({ describeKinds: () => Promise.reject(new Error('the engine did not start')) }), {
+      run: new RunStore((flush) => flush()),
+    });
+    const errorsAtDraw: string[][] = [];
+    await act(() => failing.init(() => errorsAtDraw.push(failing.getSnapshot().errors.map((banner) => banner.message))));
+    expect(errorsAtDraw).toEqual([[expect.stringContaining('the engine did not start')]]);
+  });
+
   it('adds a node of a kind from the palette, marking the flow dirty', async () => {
     const session = await mount(fakeApi());
     expect(screen.getByTestId('title').dataset.dirty).toBe('false');

@@ -262,23 +262,38 @@ export class Session {
 
   getSnapshot = (): SessionState => this.state;
 
-  /** Loads the catalog and the history, and validates the flow. */
-  async init(): Promise<void> {
+  /** Loads the catalog and the history, and validates the flow. `onCatalog` is called once the
+   *  catalog is in, or has failed (its error then reported), before anything else is asked. */
+  async init(onCatalog?: () => void): Promise<void> {
+    const catalogIn = await this.loadCatalog();
+    onCatalog?.();
+    if (catalogIn) {
+      try {
+        const startup = await this.api.startupFile();
+        if (startup !== null) await this.open(startup);
+      } catch (error) {
+        this.reportError(error);
+      }
+    }
+    await Promise.all([this.validateNow(), this.refreshHistory(), this.refreshInbox()]);
+  }
+
+  /** Asks the engine for its kinds; false when it could not answer (the error reported). */
+  private async loadCatalog(): Promise<boolean> {
     try {
       const catalog = await this.api.describeKinds();
       markStartup('kinds');
       this.set({ catalog });
-      const { flow, dirty, path } = this.canvas.getSnapshot();
-      if (!dirty && path === null && flow.nodes.length === 1) {
-        // The empty flow made before the catalog was known gets the start kind's defaults.
-        this.canvas.load(this.newFlow(), null);
-      }
-      const startup = await this.api.startupFile();
-      if (startup !== null) await this.open(startup);
     } catch (error) {
       this.reportError(error);
+      return false;
     }
-    await Promise.all([this.validateNow(), this.refreshHistory(), this.refreshInbox()]);
+    const { flow, dirty, path } = this.canvas.getSnapshot();
+    if (!dirty && path === null && flow.nodes.length === 1) {
+      // The empty flow made before the catalog was known gets the start kind's defaults.
+      this.canvas.load(this.newFlow(), null);
+    }
+    return true;
   }
 
   // --- errors ---------------------------------------------------------------------------
