@@ -153,6 +153,16 @@ function stored(parts: {
 }
 
 describe('App', () => {
+  it('shows a new flow’s start node where it stays from the first frame, not moved there after', async () => {
+    const session = new Session(fakeApi(), { run: new RunStore((flush) => flush()) });
+    await act(() => session.init());
+    const { container } = render(<App session={session} />);
+    const start = session.canvas.getSnapshot().flow.nodes[0].position;
+    const viewport = container.querySelector<HTMLElement>('.react-flow__viewport');
+    // Read before any timer has run: the view a person sees in the window's first frame.
+    expect(viewport?.style.transform.replace(/\s/g, '')).toBe(`translate(${80 - (start?.x ?? 0)}px,${140 - (start?.y ?? 0)}px)scale(1)`);
+  });
+
   it('is drawn once the kinds are in, and also when they cannot be had, with the reason', async () => {
     // main.tsx draws the window from this call: the first frame has the palette.
     const session = new Session(fakeApi(), { run: new RunStore((flush) => flush()) });

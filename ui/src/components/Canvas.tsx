@@ -46,6 +46,12 @@ const MINIMAP_ROOM = { width: 4 * MINIMAP.width, height: 4 * MINIMAP.height };
 /** Where a new flow's start node sits on the canvas, in pixels from its top left corner. */
 const NEW_FLOW_MARGIN = { x: 80, y: 140 };
 
+/** Where the view of a new flow (just its start node, at `position`) sits: the start at the
+ *  left at natural size, with room on the right to build the flow. */
+function newFlowViewport(position: { x?: number | null; y?: number | null } | undefined): Viewport {
+  return { x: NEW_FLOW_MARGIN.x - (position?.x ?? 0), y: NEW_FLOW_MARGIN.y - (position?.y ?? 0), zoom: 1 };
+}
+
 /** The zoom at which a node's text is its natural size: a prompt is shown at least so large. */
 const READABLE_ZOOM = 1;
 /** How often, and how far apart, a flow just shown is fitted again until its nodes are measured. */
@@ -167,6 +173,9 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
   }, []);
 
   const flow = viewing?.flow ?? editedFlow;
+  // The view the canvas starts at: for a new flow, where the fit below would put it 60 ms
+  // later, so that the first frame does not show the start node elsewhere and then move it.
+  const [initialViewport] = useState(() => (flow.nodes.length <= 1 ? newFlowViewport(flow.nodes[0]?.position) : undefined));
   const readOnly = viewing !== null;
   const shownFlow = useRef(flow);
   shownFlow.current = flow;
@@ -193,8 +202,10 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
     const fit = () => {
       const { nodes } = shownFlow.current;
       if (nodes.length <= 1) {
-        const position = nodes[0]?.position;
-        void setViewport({ x: NEW_FLOW_MARGIN.x - (position?.x ?? 0), y: NEW_FLOW_MARGIN.y - (position?.y ?? 0), zoom: 1 });
+        const target = newFlowViewport(nodes[0]?.position);
+        const { x, y, zoom } = getViewport();
+        // The window's first flow is drawn there from the start (defaultViewport below).
+        if (x !== target.x || y !== target.y || zoom !== target.zoom) void setViewport(target);
         return;
       }
       // Fitted by the nodes' measured sizes: on a busy machine they may not be measured yet,
@@ -208,7 +219,7 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
     };
     timer = setTimeout(fit, 60);
     return () => clearTimeout(timer);
-  }, [loads, viewing, comparedWith, fitReadable, setViewport, getNodes]);
+  }, [loads, viewing, comparedWith, fitReadable, setViewport, getViewport, getNodes]);
 
   // Sizes xyflow measured, by node id; kept here because the drawn nodes are re-derived
   // from the flow on every change and xyflow needs them on its nodes.
@@ -403,6 +414,7 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
         onEdgesChange={onEdgesChange}
         onConnect={onConnect}
         onConnectEnd={onConnectEnd}
+        defaultViewport={initialViewport}
         colorMode={theme}
         nodesDraggable={!readOnly}
         nodesConnectable={!readOnly}
