@@ -528,6 +528,11 @@ pub fn run() -> Result<(), String> {
     let state = AppState::open(paths, startup_file).map_err(|e| e.message)?;
     let builder = bindings_builder();
     let app = tauri::Builder::default()
+        .plugin(
+            tauri::plugin::Builder::<tauri::Wry>::new("weft-kinds")
+                .js_init_script(kinds_script())
+                .build(),
+        )
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_dialog::init())
         .manage(state)
@@ -558,6 +563,33 @@ pub fn run() -> Result<(), String> {
         }
     });
     Ok(())
+}
+
+/// The engine's node kinds as a script the page runs before its own (`window.__WEFT_KINDS__`):
+/// the canvas draws its first frame from them at once. Asked for over IPC instead, they came
+/// 5–30 ms after the page's script started, a wait on the path to the first frame.
+///
+/// The script is kept to ASCII: one character beyond Latin-1 has WebKit hold and parse a
+/// script as two bytes a character (`ui/vite.config.ts` keeps the page's own script so too).
+fn kinds_script() -> String {
+    let catalog = serde_json::to_string(&commands::describe_kinds())
+        .expect("the kinds' description is plain data, always serializable");
+    let mut script = String::with_capacity(catalog.len() + 32);
+    script.push_str("window.__WEFT_KINDS__ = ");
+    // serde_json writes characters beyond ASCII only inside strings, where an escape means
+    // the same character.
+    for character in catalog.chars() {
+        if character.is_ascii() {
+            script.push(character);
+        } else {
+            let mut units = [0u16; 2];
+            for unit in character.encode_utf16(&mut units) {
+                script.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    script.push(';');
+    script
 }
 
 /// What the desktop is told of a reminder or an escalation: where the approval waits, who is
@@ -621,6 +653,29 @@ mod tests {
             Ok(())
         });
         (channel, received)
+    }
+
+    #[test]
+    fn the_page_gets_the_engines_kinds_before_its_script_runs() {
+        let script = kinds_script();
+        let catalog = script
+            .strip_prefix("window.__WEFT_KINDS__ = ")
+            .and_then(|rest| rest.strip_suffix(';'))
+            .expect("one assignment");
+        let sent: serde_json::Value = serde_json::from_str(catalog).expect("JSON");
+        let asked = serde_json::to_value(commands::describe_kinds()).expect("JSON");
+        assert_eq!(sent, asked);
+        assert!(script.is_ascii(), "escaped to ASCII");
+        assert!(
+            serde_json::to_string(&asked).is_ok_and(|text| !text.is_ascii()),
+            "the kinds' help has characters beyond ASCII, so the escaping is tested"
+        );
+        assert!(
+            sent["kinds"]
+                .as_array()
+                .is_some_and(|kinds| kinds.iter().any(|kind| kind["id"] == "agent")),
+            "the agent kind is among them: {catalog:.200}"
+        );
     }
 
     #[test]

@@ -139,9 +139,18 @@ function channelTo(onEvent: EventListener): Channel<RunEvent> {
   return channel;
 }
 
+declare global {
+  interface Window {
+    /** The engine's kinds, set by the shell before the page's script runs (`kinds_script`). */
+    __WEFT_KINDS__?: KindCatalog;
+  }
+}
+
 /** The commands of the Tauri shell. */
 export const tauriApi: Api = {
-  describeKinds: () => commands.describeKinds(),
+  // The shell puts the kinds in the page, so the first frame need not wait for an IPC answer;
+  // a page it did not prepare (the dev server reloaded by hand) still asks.
+  describeKinds: () => (window.__WEFT_KINDS__ ? Promise.resolve(window.__WEFT_KINDS__) : commands.describeKinds()),
   openFlow: (path) => commands.openFlow(path),
   saveFlow: (path, flow) => commands.saveFlow(path, flow),
   recentFiles: () => commands.recentFiles(),
