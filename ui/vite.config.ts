@@ -10,6 +10,10 @@ export default defineConfig({
   clearScreen: false,
   server: { host: '127.0.0.1', port: 5173, strictPort: true },
   build: { outDir: 'dist', target: 'es2022' },
+  // Non-ASCII characters written as escapes: WebKit then holds the script's text (and
+  // JavaScriptCore parses it) one byte a character instead of two, the whole script being
+  // widened by its first character beyond Latin-1 (an ellipsis, an arrow).
+  esbuild: { charset: 'ascii' },
   test: {
     environment: 'jsdom',
     setupFiles: ['./src/testSetup.ts'],
