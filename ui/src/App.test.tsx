@@ -163,6 +163,18 @@ describe('App', () => {
     expect(viewport?.style.transform.replace(/\s/g, '')).toBe(`translate(${80 - (start?.x ?? 0)}px,${140 - (start?.y ?? 0)}px)scale(1)`);
   });
 
+  it('draws the fit buttons’ icon, not a character the usual sans-serif fonts lack', async () => {
+    // ⤢ is missing from DejaVu Sans and others: WebKit searched every font for it in the first frame.
+    const session = new Session(fakeApi(), { run: new RunStore((flush) => flush()) });
+    await act(() => session.init());
+    render(<App session={session} />);
+    for (const id of ['fit-view', 'fit-readable']) {
+      const button = screen.getByTestId(id);
+      expect(button.textContent).toBe('');
+      expect(button.querySelector('svg[aria-hidden="true"] path')).not.toBeNull();
+    }
+  });
+
   it('is drawn once the kinds are in, and also when they cannot be had, with the reason', async () => {
     // main.tsx draws the window from this call: the first frame has the palette.
     const session = new Session(fakeApi(), { run: new RunStore((flush) => flush()) });

@@ -36,6 +36,7 @@ import { useCanvas, useLayout, useRun, useSession, useSessionState } from '../ho
 import { nodeTypesFor } from '../nodes/nodeTypes';
 import { promptNodeOf } from '../runStore';
 import { GHOST_NODE_TYPE, GHOST_PREFIX } from '../flowCompare';
+import { FitIcon } from './FitIcon';
 
 const NO_IDS: ReadonlySet<string> = new Set();
 /** The minimap's size, in pixels: a glance at where the view is, not a second canvas. */
@@ -439,7 +440,7 @@ export function Canvas({ theme = 'light' }: { theme?: 'light' | 'dark' }) {
         )}
         <Controls showInteractive={false} showFitView={false}>
           <ControlButton data-testid="fit-readable" title="Fit the flow (text stays readable: a wide flow is panned, not shrunk)" onClick={() => fitReadable()}>
-            ⤢
+            <FitIcon />
           </ControlButton>
           <ControlButton
             data-testid="minimap-toggle"

@@ -8,6 +8,7 @@ import { useCanvas, useLayout, useRun, useSession, useSessionState } from '../ho
 import type { TidyArrangement } from '../tidy';
 import { earliestStale, staleNodes } from '../stale';
 import { budgetOf, spentText } from '../cost';
+import { FitIcon } from './FitIcon';
 
 export interface ToolbarProps {
   onNew: () => void;
@@ -97,7 +98,7 @@ export function Toolbar(props: ToolbarProps) {
           ↷
         </button>
         <button type="button" className="icon-button" data-testid="fit-view" onClick={props.onFitView} title="Fit view (F)">
-          ⤢
+          <FitIcon />
         </button>
         <span className="toolbar-separator" />
         <button
