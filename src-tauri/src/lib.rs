@@ -566,8 +566,8 @@ pub fn run() -> Result<(), String> {
 }
 
 /// The engine's node kinds as a script the page runs before its own (`window.__WEFT_KINDS__`):
-/// the canvas draws its first frame from them at once. Asked for over IPC instead, they came
-/// 5–30 ms after the page's script started, a wait on the path to the first frame.
+/// the canvas draws its first frame from them at once. Asked for over IPC, they put a wait on
+/// the path to the first frame, longer whenever this process was busy (docs/benchmarks.md).
 ///
 /// The script is kept to ASCII: one character beyond Latin-1 has WebKit hold and parse a
 /// script as two bytes a character (`ui/vite.config.ts` keeps the page's own script so too).

@@ -1,6 +1,7 @@
 // The "fit the flow" buttons' icon, drawn. It was the character ⤢ (U+2922), which the usual
 // sans-serif fonts (DejaVu Sans among them) lack: WebKit then searched every font on the
-// system for it at each size it was shown, 4-5 ms a size inside the window's first frame.
+// system for it at each size it was shown, inside the window's first frame, and drew it from
+// another typeface.
 
 /** A diagonal arrow with a head at each end, in the text's colour. */
 export function FitIcon() {
