@@ -17,6 +17,8 @@ if [ "$profile" = release ]; then
   cargo build --quiet --release --manifest-path tests/hello-tauri/Cargo.toml
   export WEFT_APP_PROFILE=release WEFT_HELLO_APP="$target/release/hello-tauri"
   echo "package: $(basename "$deb") $(du -h "$deb" | cut -f1) ($(dpkg-deb -f "$deb" Installed-Size) KiB installed); app binary $(du -h "$target/release/weft-app" | cut -f1), hello binary $(du -h "$target/release/hello-tauri" | cut -f1)"
+  # A start-order list the build has lost names of shows here, not as a few MiB more in the figures.
+  bash scripts/symbol-order-check.sh "$target/release/weft-app" 0 src-tauri/symbol-order.txt
 else
   cargo build --quiet -p weft-app -p weft-scripted-llm
 fi

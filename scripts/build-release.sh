@@ -7,6 +7,13 @@
 # and scripts/symbol-order.sh all build through here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Built as the test command builds it, with clippy's driver as the workspace's compiler wrapper:
+# the wrapper is part of every workspace crate's hash, and so of its functions' names. Without
+# it a package or a bench would have other names than the ones the start-order lists
+# (crates/cli/symbol-order.txt, src-tauri/symbol-order.txt) were traced from, and half of each
+# start's functions would be out of order.
+# shellcheck source=scripts/clippy-wrapper.sh
+source scripts/clippy-wrapper.sh
 # The app embeds the built canvas.
 [ -f ui/dist/index.html ] || bash scripts/setup-app.sh >&2
 cargo build --release --locked -p weft-cli -p weft-app -p weft-scripted-llm "$@" >&2

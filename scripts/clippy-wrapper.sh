@@ -1,4 +1,4 @@
-# Sourced by scripts/test.sh and scripts/symbol-order.sh: clippy's driver becomes the
+# Sourced by scripts/test.sh and scripts/build-release.sh: clippy's driver becomes the
 # workspace's compiler wrapper (as `cargo clippy` makes it), so that clippy lints each
 # workspace crate as it is compiled. The wrapper is part of every workspace crate's hash, and so
 # of its functions' names: a build made without it has other names than the test command's.

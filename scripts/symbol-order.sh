@@ -32,10 +32,7 @@ if [ -n "${WEFT_ORDER_BIN:-}" ]; then
   weft="$WEFT_ORDER_BIN"   # a build already made (of the same source)
 else
   if [ "$profile" = release ]; then
-    # As the test command builds the package (scripts/test.sh): with another wrapper, or none,
-    # every name in the list would be another build's and the package's check would fail.
-    # shellcheck source=scripts/clippy-wrapper.sh
-    source scripts/clippy-wrapper.sh
+    # The package's build, compiler wrapper and all: the list must name its functions.
     bash scripts/build-release.sh
   else
     cargo build --profile "$profile" --locked -p weft-cli >&2
