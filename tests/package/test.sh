@@ -7,7 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root="$PWD"
-deb="$(bash scripts/package.sh deb | grep '\.deb$' | tail -1)"
+# Built as a person runs it, without the test command's compiler wrapper in the environment:
+# scripts/build-release.sh sets it up itself, or the function names below are another build's.
+deb="$(env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS bash scripts/package.sh deb | grep '\.deb$' | tail -1)"
 [ -f "$deb" ] || { echo "package: no .deb was built" >&2; exit 1; }
 name="$(dpkg-deb -f "$deb" Package)"
 # The `weft` it carries has its short runs' functions side by side (crates/cli/symbol-order.txt).
