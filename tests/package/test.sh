@@ -33,6 +33,10 @@ tmp="$(mktemp -d)"
 trap 'cleanup; rm -rf "$tmp"' EXIT
 result="$(/usr/bin/weft run "$root/flows/offline.json" --decide review=approve --db "$tmp/runs.db" 2>/dev/null)"
 [ "$result" = "Refunded 120 EUR to Ada." ] || { echo "package: the installed weft printed: $result" >&2; exit 1; }
+# Without libgcc_s: its unwinder is linked in (build-support/static-unwinder.rs).
+if readelf -d /usr/bin/weft | grep -q 'NEEDED.*libgcc_s'; then
+  echo "package: the installed weft loads libgcc_s at every start:" >&2; readelf -d /usr/bin/weft | grep NEEDED >&2; exit 1
+fi
 
 # The installed app, driven like a person would (the scripted LLM server from the same build:
 # scripts/build-release.sh builds it with the app).
