@@ -350,10 +350,10 @@ CREATE INDEX approval_mail_next ON approval_mail(next_at) WHERE next_at IS NOT N
 
 /// Migration 20: node outputs and model answers back in tables with row ids. In a table
 /// WITHOUT ROWID the rows themselves are the tree's keys, large values and all, and SQLite
-/// reads the whole of each key it compares with: once a store held outputs of megabytes,
-/// every later run's write of an output or an answer read them through again (a 1,000-agent
-/// fan-out into a store with two runs of a 6 MB value: 0.2 s became 2–5 s). With row ids the
-/// tree is keyed by numbers and the primary key is an index of small keys.
+/// reads the whole of each key it compares with: once a store held large outputs, every
+/// later run's write of an output or an answer read them through again (docs/benchmarks.md
+/// has what it cost). With row ids the tree is keyed by numbers and the primary key is an
+/// index of small keys.
 const MIGRATION_20: &str = "
 CREATE TABLE node_outputs_by_rowid (
     run_id TEXT NOT NULL,

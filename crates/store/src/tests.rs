@@ -1927,8 +1927,8 @@ fn bytes_read_by_this_process() -> u64 {
 
 /// A store holding outputs of megabytes takes later outputs and model answers without reading
 /// the large ones again. In tables WITHOUT ROWID the rows were the tree's keys, and SQLite read
-/// each large row it compared a new key with whole (migration 20): 1,000 agents' answers
-/// written after two runs of a 6 MB value took seconds. Counted in bytes read, not time.
+/// each large row it compared a new key with whole (migration 20). Counted in bytes read, not
+/// time.
 #[cfg(target_os = "linux")]
 #[test]
 fn small_writes_after_large_outputs_do_not_read_the_large_ones() {
