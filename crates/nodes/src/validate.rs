@@ -684,9 +684,10 @@ fn check_keys(node: &Node, kind: NodeKind, problems: &mut Vec<Problem>) {
     }
 }
 
-/// The described fields of `kind` and the common ones, dotted names included (listed once per
-/// kind, when first asked: listing them describes the kind, and a flow of two kinds should not
-/// pay for describing all of them).
+/// The fields of `kind` and the common ones, dotted names included: as `known-keys.txt` lists
+/// them, or as the kind describes them where the file has no line for it (a kind only tests
+/// have). Describing a kind builds its JSON schema, which cost a short run more than reading
+/// the file; a test keeps the file equal to what the kinds describe.
 fn known_keys(kind: NodeKind) -> &'static [&'static str] {
     static KNOWN: std::sync::OnceLock<Vec<std::sync::OnceLock<Vec<&'static str>>>> =
         std::sync::OnceLock::new();
@@ -699,15 +700,29 @@ fn known_keys(kind: NodeKind) -> &'static [&'static str] {
         })
         .get(kind.index())
         .map_or(&[], |known| {
-            known.get_or_init(|| {
-                kind.describe()
-                    .fields
-                    .iter()
-                    .chain(crate::common_fields().iter())
-                    .map(|field| field.name.as_str())
-                    .collect()
-            })
+            known.get_or_init(|| listed_keys(kind.id()).unwrap_or_else(|| described_keys(kind)))
         })
+}
+
+/// The known keys of each kind, a line each: the kind's id, then its keys, split by spaces.
+const KNOWN_KEYS_FILE: &str = include_str!("known-keys.txt");
+
+/// The keys `known-keys.txt` lists for the kind `id`.
+fn listed_keys(id: &str) -> Option<Vec<&'static str>> {
+    KNOWN_KEYS_FILE.lines().find_map(|line| {
+        let mut words = line.split(' ');
+        (words.next() == Some(id)).then(|| words.collect())
+    })
+}
+
+/// The described fields of `kind` and the common ones.
+fn described_keys(kind: NodeKind) -> Vec<&'static str> {
+    kind.describe()
+        .fields
+        .iter()
+        .chain(crate::common_fields().iter())
+        .map(|field| field.name.as_str())
+        .collect()
 }
 
 /// "`systemPromt` is not a field of `agent` nodes (did you mean `systemPrompt`?); it is
@@ -1160,6 +1175,35 @@ fn check_reachability(
                     missing.join(", ")
                 ),
             ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Where `known-keys.txt` is kept, for writing it again.
+    const KNOWN_KEYS_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/known-keys.txt");
+
+    #[test]
+    fn the_known_keys_file_is_what_the_kinds_describe() {
+        let described: String = NodeKind::all()
+            .iter()
+            .filter(|kind| **kind != NodeKind::Echo)
+            .map(|kind| format!("{} {}\n", kind.id(), described_keys(*kind).join(" ")))
+            .collect();
+        if std::env::var_os("WEFT_WRITE_KNOWN_KEYS").is_some() {
+            std::fs::write(KNOWN_KEYS_PATH, &described).expect("write the file");
+        }
+        assert!(
+            KNOWN_KEYS_FILE == described,
+            "{KNOWN_KEYS_PATH} is not what the node kinds describe now (a field was added, \
+             renamed or removed): write it again with WEFT_WRITE_KNOWN_KEYS=1 cargo test -p \
+             weft-nodes known_keys, then build again"
+        );
+        for kind in NodeKind::all() {
+            assert_eq!(known_keys(*kind), described_keys(*kind), "{}", kind.id());
         }
     }
 }
