@@ -590,9 +590,9 @@ fn main() -> ExitCode {
     weft_otel::init("weft");
     let result = match cli.command {
         Command::Validate(args) => commands::validate::validate(&args),
-        Command::Tools(args) => block_on(Threads::Pool, commands::tools::tools(args)),
+        Command::Tools(args) => block_on(Threads::Pool, || commands::tools::tools(args)),
         Command::Run(args) => commands::run::run(args),
-        Command::Resume(args) => block_on(Threads::Pool, commands::resume::resume(args)),
+        Command::Resume(args) => block_on(Threads::Pool, || commands::resume::resume(args)),
         Command::Cancel(args) => commands::cancel::cancel(&args),
         Command::Runs(args) => commands::runs::runs(&args),
         Command::Show(args) => commands::show::show(&args),
@@ -603,10 +603,10 @@ fn main() -> ExitCode {
         Command::FlowDiff(args) => commands::flow_diff::flow_diff(&args),
         Command::Versions(args) => commands::versions::versions(&args),
         Command::Audit(args) => commands::audit::audit(&args),
-        Command::Test(args) => block_on(Threads::Pool, commands::test::test(args)),
-        Command::Serve(args) => block_on(Threads::Pool, commands::serve::serve(args)),
-        Command::Restate(args) => block_on(Threads::Pool, commands::restate::restate(args)),
-        Command::Mcp(args) => block_on(Threads::Pool, commands::mcp::mcp(args)),
+        Command::Test(args) => block_on(Threads::Pool, || commands::test::test(args)),
+        Command::Serve(args) => block_on(Threads::Pool, || commands::serve::serve(args)),
+        Command::Restate(args) => block_on(Threads::Pool, || commands::restate::restate(args)),
+        Command::Mcp(args) => block_on(Threads::Pool, || commands::mcp::mcp(args)),
     };
     // The MCP servers the runs started end with the process (their groups: what they started
     // too). A second Ctrl-C quits from the signal handler instead: a server then sees its
@@ -637,9 +637,14 @@ pub(crate) enum Threads {
 /// Runs a command on the async runtime. Once the command has its answer, the process does not
 /// wait for work the run abandoned (a step still unwinding on a blocking thread) beyond a
 /// moment: the run's end is already stored.
-fn block_on<T>(
+///
+/// The command's future is made here and kept on the heap: a command's future is large, and
+/// made by the caller it would be part of `main`'s stack frame, every command's at once, all of
+/// whose pages a process touches when it starts (a page fault each).
+#[inline(never)]
+fn block_on<T, F: std::future::Future<Output = anyhow::Result<T>>>(
     threads: Threads,
-    command: impl std::future::Future<Output = anyhow::Result<T>>,
+    command: impl FnOnce() -> F,
 ) -> anyhow::Result<T> {
     use anyhow::Context as _;
     let mut builder = match threads {
@@ -650,7 +655,7 @@ fn block_on<T>(
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let result = runtime.block_on(command);
+    let result = runtime.block_on(Box::pin(command()));
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     result
 }

@@ -8,7 +8,7 @@ use crate::{CancelArgs, Exit, Threads};
 pub(crate) fn cancel(args: &CancelArgs) -> anyhow::Result<Exit> {
     let location = super::location(&args.store)?;
     let weft = super::open(location)?;
-    let cancelled = crate::block_on(Threads::One, async {
+    let cancelled = crate::block_on(Threads::One, || async {
         super::run::settle_deadlines(&weft).await;
         weft.cancel(&args.run_id, None)
             .await

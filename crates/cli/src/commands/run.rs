@@ -40,7 +40,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<Exit> {
     } else {
         Threads::Pool
     };
-    crate::block_on(threads, run_checked(args, checked))
+    crate::block_on(threads, || run_checked(args, checked))
 }
 
 async fn run_checked(args: RunArgs, checked: CheckedFlow) -> anyhow::Result<Exit> {
@@ -151,7 +151,7 @@ pub(crate) async fn settle_deadlines(weft: &Weft) {
 /// is made only when a deadline may have passed.
 pub(crate) fn settle_deadlines_now(weft: &Weft) -> anyhow::Result<()> {
     if weft.has_deadlines() {
-        crate::block_on(Threads::One, async {
+        crate::block_on(Threads::One, || async {
             settle_deadlines(weft).await;
             Ok(())
         })?;

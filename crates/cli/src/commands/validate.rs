@@ -12,7 +12,7 @@ pub(crate) fn validate(args: &ValidateArgs) -> anyhow::Result<Exit> {
     // Provider settings come from this machine's environment: they warn, never block.
     let mut problems = check_flow(&flow, Some(&args.flow), &ProviderSettings::from_env());
     if args.connect {
-        let connected = crate::block_on(crate::Threads::Pool, async {
+        let connected = crate::block_on(crate::Threads::Pool, || async {
             Ok(super::tools::connected_problems(&flow, &args.flow).await)
         })?;
         problems.extend(connected);

@@ -1167,7 +1167,9 @@ impl Engine {
         self.active.pauses().insert(run_id.clone(), pause.clone());
         scheduler.pause_on(pause);
         let engine = self.clone();
-        let task = self.active.tracker.spawn(async move {
+        // Boxed: the run's future is large, and tokio's spawn passes it by value through
+        // several calls, each with a stack frame of that size to touch.
+        let task = self.active.tracker.spawn(Box::pin(async move {
             let outcome = engine.finish(&ctx, scheduler).await;
             if let Some(trace) = ctx.events.trace() {
                 let status = outcome.as_ref().ok().map(|outcome| outcome.status);
@@ -1181,7 +1183,7 @@ impl Engine {
                 ctx.end_with_process();
             }
             outcome
-        });
+        }));
         RunHandle { run_id, task }
     }
 
