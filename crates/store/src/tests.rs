@@ -1925,6 +1925,19 @@ fn bytes_read_by_this_process() -> u64 {
         .expect("rchar in /proc/self/io")
 }
 
+/// A model's first answer to the node `node_key`, for [`Store::record_llm_call`].
+fn answer(node_key: String, response: Value) -> RecordedCall {
+    RecordedCall {
+        node_key,
+        visit: 1,
+        call: 1,
+        request_hash: "h".to_string(),
+        model: String::new(),
+        response,
+        tool: None,
+    }
+}
+
 /// A store holding outputs of megabytes takes later outputs and model answers without reading
 /// the large ones again. In tables WITHOUT ROWID the rows were the tree's keys, and SQLite read
 /// each large row it compared a new key with whole (migration 20). Counted in bytes read, not
@@ -1940,19 +1953,7 @@ fn small_writes_after_large_outputs_do_not_read_the_large_ones() {
         store.create_run(&new_run(&run_id, &ts(run.into())));
         for node in 0..3 {
             store.put_node_output(run_id.as_str(), format!("n{node}"), &large, 1, ts(10));
-            store.record_llm_call(
-                &run_id,
-                &RecordedCall {
-                    node_key: format!("n{node}"),
-                    visit: 1,
-                    call: 1,
-                    request_hash: "h".to_string(),
-                    model: String::new(),
-                    response: large.clone(),
-                    tool: None,
-                },
-                &ts(10),
-            );
+            store.record_llm_call(&run_id, &answer(format!("n{node}"), large.clone()), &ts(10));
         }
     }
     store.flush().expect("flush");
@@ -1963,19 +1964,7 @@ fn small_writes_after_large_outputs_do_not_read_the_large_ones() {
         store.create_run(&new_run(&run_id, &ts(20)));
         for node in 0..10 {
             store.put_node_output(run_id.as_str(), format!("a{node}"), &json!("ok"), 1, ts(21));
-            store.record_llm_call(
-                &run_id,
-                &RecordedCall {
-                    node_key: format!("a{node}"),
-                    visit: 1,
-                    call: 1,
-                    request_hash: "h".to_string(),
-                    model: String::new(),
-                    response: json!("ok"),
-                    tool: None,
-                },
-                &ts(21),
-            );
+            store.record_llm_call(&run_id, &answer(format!("a{node}"), json!("ok")), &ts(21));
         }
     }
     store.flush().expect("flush");
