@@ -72,8 +72,14 @@ impl Default for Prices {
 impl Prices {
     /// The prices Weft ships (list prices; see the README for their date).
     pub fn shipped() -> Prices {
-        // Checked by a test: the shipped file always parses.
-        let by_model = parse(SHIPPED, Path::new("(shipped prices)")).unwrap_or_default();
+        // Parsed once a process: a command asks for them more than once as it starts (the
+        // engine's pricer, then the prices the environment adds to). Checked by a test: the
+        // shipped file always parses.
+        static SHIPPED_PRICES: std::sync::OnceLock<HashMap<String, Price>> =
+            std::sync::OnceLock::new();
+        let by_model = SHIPPED_PRICES
+            .get_or_init(|| parse(SHIPPED, Path::new("(shipped prices)")).unwrap_or_default())
+            .clone();
         Prices { by_model }
     }
 
