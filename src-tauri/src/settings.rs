@@ -8,7 +8,6 @@
 //! is set.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -318,30 +317,13 @@ impl SettingsFile {
     }
 }
 
-/// Writes `bytes` to `path` with mode 0600 through a temporary file and a rename, so a crash
-/// never leaves half a file and the content is never readable by others, even briefly.
+/// Writes `bytes` to `path` with mode 0600, whole or not at all ([`weft_flow::replace_file`]):
+/// a crash never leaves half a file and the content is never readable by others, even briefly.
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let temporary = path.with_extension("json.tmp");
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(&temporary)?;
-    #[cfg(unix)]
-    {
-        // An existing temporary file keeps its old mode; make sure.
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    }
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&temporary, path)
+    weft_flow::replace_file(path, bytes, weft_flow::Access::OwnerOnly)
 }
 
 /// The provider a key or address belongs to, for the settings panel.

@@ -109,7 +109,12 @@ pub fn write_pins(path: &Path, pins: &Pins) -> Result<(), PinsError> {
         .collect();
     let text =
         serde_json::to_string_pretty(&serde_json::json!({ "pins": entries })).unwrap_or_default();
-    std::fs::write(path, format!("{text}\n")).map_err(failed)
+    weft_flow::replace_file(
+        path,
+        format!("{text}\n").as_bytes(),
+        weft_flow::Access::AsBefore,
+    )
+    .map_err(failed)
 }
 
 enum ParseError {

@@ -286,9 +286,13 @@ impl Flow {
         flow
     }
 
-    /// Writes the normalized form to `path`.
+    /// Writes the normalized form to `path`, replacing the file whole ([`crate::replace_file`]).
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        std::fs::write(path, self.to_file_string())
+        crate::replace_file(
+            path,
+            self.to_file_string().as_bytes(),
+            crate::Access::AsBefore,
+        )
     }
 
     pub fn node(&self, id: &str) -> Option<&Node> {

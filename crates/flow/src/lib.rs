@@ -6,6 +6,7 @@
 //! - [`flow_in_dir`] (`folder`): a flow named in a folder of flows, never outside it.
 //! - [`read_text_file`] (`read`): a file handed to Weft (a flow, pins, tests, datasets, prices),
 //!   read whole when it is a regular file within a size limit.
+//! - [`replace_file`] (`write`): a person's file written whole or not at all.
 //!
 //! Nothing here runs a flow; every other Weft crate stands on this one.
 
@@ -14,12 +15,14 @@ mod folder;
 pub mod output_schema;
 pub mod path;
 mod read;
+mod write;
 
 use std::collections::HashMap;
 
 pub use file::*;
 pub use folder::{FlowNameError, flow_files, flow_in_dir};
 pub use read::{MAX_FILE_BYTES, read_file, read_text_file};
+pub use write::{Access, replace_file};
 
 /// A map by node id. Looked up several times per step, so with a faster hash than std's
 /// SipHash (the ids come from the flow being run, not from a stranger).

@@ -88,21 +88,8 @@ fn format_file(path: &Path, check: bool) -> Outcome {
     if check {
         return Outcome::WouldChange;
     }
-    match replace_file(path, &canonical) {
+    match weft_flow::replace_file(path, canonical.as_bytes(), weft_flow::Access::AsBefore) {
         Ok(()) => Outcome::Written,
         Err(error) => Outcome::Unreadable(format!("cannot write {}: {error}", path.display())),
     }
-}
-
-/// Writes `text` beside `path` and renames it over the file: a crash mid-write leaves the old
-/// file whole.
-pub(crate) fn replace_file(path: &Path, text: &str) -> std::io::Result<()> {
-    let temporary = path
-        .file_name()
-        .map(|name| path.with_file_name(format!(".{}.weft-fmt", name.to_string_lossy())))
-        .ok_or_else(|| std::io::Error::other("not a file name"))?;
-    std::fs::write(&temporary, text)?;
-    std::fs::rename(&temporary, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&temporary);
-    })
 }

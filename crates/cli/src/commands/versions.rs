@@ -130,7 +130,7 @@ fn restore(
     let flow = Flow::parse(&version.flow_json, &format!("flow version {hash}"))
         .map_err(|error| usage_error(error.to_string()))?;
     let before = Flow::load(path).ok().map(|flow| flow.version().hash);
-    super::fmt::replace_file(path, &flow.to_file_string())
+    flow.save(path)
         .map_err(|error| usage_error(format!("cannot write {}: {error}", path.display())))?;
     record_written(
         store,
