@@ -115,6 +115,43 @@ fn rewrites_a_handwritten_flow_in_canonical_form_and_check_lists_what_is_not() {
     assert_eq!(std::fs::read_to_string(&path).expect("read"), written);
 }
 
+/// A flow kept elsewhere and linked into a project is formatted where it is, the link kept; a
+/// read-only flow is named and left as it was.
+#[cfg(unix)]
+#[test]
+fn a_linked_flow_is_formatted_through_its_link_and_a_read_only_one_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let sandbox = Sandbox::new();
+    let shared = sandbox.dir.path().join("shared");
+    std::fs::create_dir(&shared).expect("folder");
+    let real = shared.join("shout.json");
+    std::fs::write(&real, HANDWRITTEN).expect("flow");
+    let link = sandbox.dir.path().join("shout.json");
+    std::os::unix::fs::symlink("shared/shout.json", &link).expect("symlink");
+    let ran = sandbox.run(&["fmt", &link.display().to_string()]);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .expect("stat")
+            .file_type()
+            .is_symlink(),
+        "the link is still a link"
+    );
+    let written = std::fs::read_to_string(&real).expect("read");
+    assert!(written.contains("\n  \"nodes\": ["), "{written}");
+
+    let locked = sandbox.dir.path().join("locked.json");
+    std::fs::write(&locked, HANDWRITTEN).expect("flow");
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o444)).expect("mode");
+    let ran = sandbox.run(&["fmt", &locked.display().to_string()]);
+    assert_eq!(ran.code, Some(2), "{ran:?}");
+    assert!(
+        ran.stderr.contains("locked.json") && ran.stderr.contains("read-only"),
+        "{ran:?}"
+    );
+    assert_eq!(std::fs::read_to_string(&locked).expect("read"), HANDWRITTEN);
+}
+
 #[test]
 fn every_example_flow_is_in_canonical_form() {
     let flows = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../flows");
