@@ -56,6 +56,7 @@ pub use postgresql::{is_postgres_url, redacted as shown_location};
 pub use versions::{FlowVersionUse, MIN_HASH_PREFIX, StoredFlowVersion, VersionUseKind};
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread::JoinHandle;
@@ -476,6 +477,9 @@ struct Inner {
     owner: String,
     /// The earliest deadline of a paused run's approval when the store was opened.
     deadline_at_open: Option<String>,
+    /// The process ends with the store: its connections are left open for the system to close
+    /// (see [`Store::end_with_process`]).
+    ends_with_process: AtomicBool,
 }
 
 impl Inner {
@@ -489,8 +493,18 @@ impl Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        let leave_open = self.ends_with_process.load(Ordering::Relaxed);
         if self.commits_here() {
-            self.shared.close(&self.owner);
+            self.shared.close(&self.owner, leave_open);
+        }
+        if leave_open
+            && let Some(reader) = self
+                .reader
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take()
+        {
+            std::mem::forget(reader);
         }
         self.shared.closing();
         if let Some(handle) = self.writer.take().flatten() {
@@ -553,7 +567,12 @@ impl Store {
         // core twice, a measurable share of a short run.
         let owner = lease::current_owner();
         let mut writer = sqlite::SqliteDb::open(path, true).map_err(open_error)?;
-        let deadline = settle_at_open(&mut writer, &owner).map_err(open_error)?;
+        // A store just made has no run left behind and no approval waiting: nothing to read.
+        let deadline = if writer.made_now() {
+            None
+        } else {
+            settle_at_open(&mut writer, &owner).map_err(open_error)?
+        };
         let reader_path = path.to_path_buf();
         let open_reader = move || -> Result<Box<dyn Db>, String> {
             Ok(Box::new(sqlite::SqliteDb::open(&reader_path, false)?))
@@ -684,6 +703,7 @@ impl Store {
                 dialect,
                 owner,
                 deadline_at_open,
+                ends_with_process: AtomicBool::new(false),
             }),
         })
     }
@@ -1165,6 +1185,16 @@ impl Store {
     /// no paused run waited with one then), read by the writer as it opened the store.
     pub fn deadline_at_open(&self) -> Option<&str> {
         self.inner.deadline_at_open.as_deref()
+    }
+
+    /// For a process that ends once the store is let go (`weft run`): when it is, the writes
+    /// are committed as ever, and then the connections are left for the system to close with
+    /// the process instead of being closed here, which frees every statement and the whole
+    /// schema piece by piece, work a short command would do for nothing. Nothing is lost: every
+    /// commit is in the store's log by then, and the next connection reads the log the same
+    /// whether the last one closed or not.
+    pub fn end_with_process(&self) {
+        self.inner.ends_with_process.store(true, Ordering::Relaxed);
     }
 
     /// Paused runs whose next follow-up is due at `now` or earlier, earliest first.

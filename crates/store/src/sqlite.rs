@@ -13,6 +13,8 @@ use super::{StoreError, schema};
 /// One connection to a store file.
 pub(super) struct SqliteDb {
     conn: Connection,
+    /// This open made the store (from the image, or by SQL): it held no run then.
+    made: bool,
 }
 
 impl SqliteDb {
@@ -36,7 +38,16 @@ impl SqliteDb {
         if placed {
             schema::start_a_new_log(&conn).map_err(|err| schema::describe(&err))?;
         }
-        Ok(SqliteDb { conn })
+        Ok(SqliteDb {
+            conn,
+            made: placed || new,
+        })
+    }
+
+    /// Whether this open made the store: no run is in it but those another process started
+    /// since, which are alive (nothing to settle).
+    pub(super) fn made_now(&self) -> bool {
+        self.made
     }
 }
 

@@ -819,6 +819,93 @@ fn a_short_run_on_an_on_demand_store_starts_no_thread_and_keeps_everything() {
     );
 }
 
+/// `weft run`'s store, made by its open and left to the process's end: a run created,
+/// evented and finished in one commit, and a write still queued when the store is let go, are
+/// all there for the next process (here another store on the same file).
+#[test]
+fn a_store_left_to_the_process_end_keeps_every_write() {
+    let at = Location::sqlite();
+    {
+        let store = on_demand(&at);
+        assert_eq!(store.deadline_at_open(), None);
+        store.end_with_process();
+        store.create_run(&new_run("run-e", &ts(0)));
+        for seq in 1..=3 {
+            store.append_event(event("run-e", seq, EventType::StepEnd, Some("a")), None);
+        }
+        // The same number twice in one commit: the second is refused, as in any commit.
+        store.append_event(event("run-e", 3, EventType::StepEnd, Some("b")), None);
+        let refused = store.flush().expect_err("a second event 3");
+        assert!(
+            matches!(
+                refused,
+                StoreError::EventNotAfter {
+                    seq: 3,
+                    last: 3,
+                    ..
+                }
+            ),
+            "{refused}"
+        );
+        store.finish_run("run-e", RunStatus::Completed, None, None, &ts(4));
+        store.append_event(event("run-e", 4, EventType::RunEnd, None), None);
+        // Dropped with writes queued.
+    }
+    let store = on_demand(&at);
+    let events = store.events("run-e").expect("events");
+    let seqs: Vec<u64> = events.iter().map(|event| event.seq).collect();
+    assert_eq!(seqs, [1, 2, 3, 4]);
+    assert_eq!(events[2].node_id.as_deref(), Some("a"));
+    assert_eq!(
+        store.run("run-e").expect("run").summary.status,
+        RunStatus::Completed
+    );
+}
+
+/// A short command's run is created, checkpointed and finished in one commit: the run reads
+/// back as it ended, with no queue, while a run created and checkpointed beside it in the same
+/// commit, and left running, keeps the queue it can be continued from.
+#[test]
+fn a_run_created_and_finished_in_one_commit_reads_back_whole_beside_one_left_running() {
+    let at = Location::sqlite();
+    let store = on_demand(&at);
+    let stored = |key: u64, node: &str| StoredStep {
+        key,
+        step: step(node, key as i64, None),
+        visit: Some(1),
+    };
+    let checkpoint = |added: Vec<StoredStep>, removed: Vec<u64>, next: u64| Checkpoint {
+        added,
+        removed,
+        waiting: None,
+        state: json!({ "nextSeq": next }),
+    };
+    for run_id in ["run-ended", "run-going"] {
+        store.create_run_with(
+            new_run(run_id, &ts(0)),
+            [],
+            &checkpoint(vec![stored(0, "start")], Vec::new(), 1),
+        );
+        store.save_checkpoint(
+            run_id,
+            &checkpoint(vec![stored(1, "shout"), stored(2, "log")], vec![0], 3),
+            &ts(1),
+        );
+        store.save_checkpoint(run_id, &checkpoint(Vec::new(), vec![1], 4), &ts(2));
+    }
+    store.finish_run("run-ended", RunStatus::Completed, None, None, &ts(3));
+    store.flush().expect("one commit");
+
+    let ended = store.run("run-ended").expect("run");
+    assert_eq!(ended.summary.status, RunStatus::Completed);
+    assert!(ended.queue.is_empty(), "{:?}", ended.queue);
+    assert_eq!(ended.state, json!({"nextSeq": 4}));
+    let going = store.run("run-going").expect("run");
+    assert_eq!(going.summary.status, RunStatus::Running);
+    assert_eq!(going.queue, [stored(2, "log")]);
+    assert_eq!(going.state, json!({"nextSeq": 4}));
+}
+
 /// Told that its caller is about to wait, an on-demand store commits and shows what was
 /// written in the background, with nobody flushing.
 #[test]

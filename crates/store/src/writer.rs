@@ -220,26 +220,37 @@ impl Write {
         }
     }
 
-    fn apply(&self, db: &mut dyn Db, owner: &str) -> Result<(), StoreError> {
+    /// Applies the write in the commit whose runs `commit` tells of (and records a run it
+    /// creates there).
+    fn apply<'a>(
+        &'a self,
+        db: &mut dyn Db,
+        owner: &str,
+        commit: &mut CommitRuns<'a>,
+    ) -> Result<(), StoreError> {
         match self {
-            Write::CreateRun(run) => runs::insert(
-                db,
-                runs::NewRunRow {
-                    id: &run.id,
-                    flow_name: &run.flow_name,
-                    flow_path: run.flow_path.as_deref(),
-                    flow_json: &run.flow_json,
-                    flow_version: &run.flow_version,
-                    version_path: run.version_path.as_deref(),
-                    input_json: &run.input_json,
-                    pins_json: run.pins_json.as_deref(),
-                    started_at: &run.started_at,
-                    host: run.host.as_deref(),
-                    trigger_json: run.trigger_json.as_deref(),
-                },
-                owner,
-                &lease::until(chrono::Utc::now()),
-            ),
+            Write::CreateRun(run) => {
+                runs::insert(
+                    db,
+                    runs::NewRunRow {
+                        id: &run.id,
+                        flow_name: &run.flow_name,
+                        flow_path: run.flow_path.as_deref(),
+                        flow_json: &run.flow_json,
+                        flow_version: &run.flow_version,
+                        version_path: run.version_path.as_deref(),
+                        input_json: &run.input_json,
+                        pins_json: run.pins_json.as_deref(),
+                        started_at: &run.started_at,
+                        host: run.host.as_deref(),
+                        trigger_json: run.trigger_json.as_deref(),
+                    },
+                    owner,
+                    &lease::until(chrono::Utc::now()),
+                )?;
+                commit.created.push(&run.id);
+                Ok(())
+            }
             Write::Checkpoint {
                 run_id,
                 added,
@@ -249,6 +260,9 @@ impl Write {
                 at,
             } => {
                 runs::checkpoint(db, run_id, waiting.as_deref(), state_json, at)?;
+                if commit.queue_is_moot(run_id) {
+                    return Ok(());
+                }
                 queue::remove(db, run_id, removed)?;
                 queue::add(db, run_id, added)
             }
@@ -261,9 +275,16 @@ impl Write {
             Write::Together(writes) => {
                 // All or none: a savepoint inside the batch's transaction, so that a failing
                 // part leaves nothing of the others (the rest of the batch still commits).
-                isolated(db, "together", |db| {
-                    writes.iter().try_for_each(|write| write.apply(db, owner))
-                })
+                let created = commit.created.len();
+                let applied = isolated(db, "together", |db| {
+                    writes
+                        .iter()
+                        .try_for_each(|write| write.apply(db, owner, commit))
+                });
+                if applied.is_err() {
+                    commit.created.truncate(created);
+                }
+                applied
             }
             // The writer stores a commit's events of a run together (`store_events`); one
             // applied on its own is a batch of one.
@@ -330,6 +351,9 @@ impl Write {
                     error.as_deref(),
                     at,
                 )?;
+                if commit.queue_is_moot(run_id) {
+                    return Ok(());
+                }
                 queue::clear(db, run_id)
             }
         }
@@ -523,12 +547,16 @@ impl Shared {
     }
 
     /// Commits what is queued and closes the connection (done by the store's last owner, or
-    /// by the writer thread at the store's end).
-    pub(super) fn close(&self, owner: &str) {
+    /// by the writer thread at the store's end). With `leave_open`, the process is ending:
+    /// the connection is left for it to close (see [`crate::Store::end_with_process`]).
+    pub(super) fn close(&self, owner: &str, leave_open: bool) {
         let mut connection = self.connection();
         self.apply_queued(&mut connection, owner);
         if let Some(mut db) = connection.db.take() {
             db.close();
+            if leave_open {
+                std::mem::forget(db);
+            }
         }
     }
 
@@ -654,7 +682,7 @@ pub(super) fn run(shared: &Shared, owner: &str) {
         match task {
             Task::Apply => shared.apply_queued(&mut shared.connection(), owner),
             Task::Renew => {}
-            Task::Close => return shared.close(owner),
+            Task::Close => return shared.close(owner, false),
         }
     }
 }
@@ -699,19 +727,24 @@ fn commit(
         applied.fill(false);
         let attempt = db.begin().map(|()| {
             let mut events = RunEvents::default();
+            let mut commit = CommitRuns::of(pending);
             for (index, write) in pending.iter().enumerate() {
                 if let Write::Event { event, .. } = write {
                     events.add(index, event);
                     continue;
                 }
+                let created = commit.created.len();
                 let outcome = if each_isolated {
-                    isolated(db, "write", |db| write.apply(db, owner))
+                    isolated(db, "write", |db| write.apply(db, owner, &mut commit))
                 } else {
-                    write.apply(db, owner)
+                    write.apply(db, owner, &mut commit)
                 };
                 match outcome {
                     Ok(()) => applied[index] = true,
-                    Err(err) => failures.push((index, err.with_action(write.describe()))),
+                    Err(err) => {
+                        commit.created.truncate(created);
+                        failures.push((index, err.with_action(write.describe())));
+                    }
                 }
             }
             // After the other writes: a run created in this commit exists by now.
@@ -720,6 +753,7 @@ fn commit(
                     db,
                     run_id,
                     run_events,
+                    commit.created.contains(run_id),
                     each_isolated,
                     &mut applied,
                     &mut failures,
@@ -814,6 +848,44 @@ fn commit(
     }
 }
 
+/// What the writes of one commit tell of each other's runs.
+struct CommitRuns<'a> {
+    /// The runs created in this commit so far (their creation applied).
+    created: Vec<&'a str>,
+    /// The runs this commit finishes, and does not pause on the way.
+    ending: Vec<&'a str>,
+}
+
+impl<'a> CommitRuns<'a> {
+    fn of(pending: &'a [Write]) -> CommitRuns<'a> {
+        let mut ending: Vec<&str> = pending
+            .iter()
+            .filter_map(|write| match write {
+                Write::Finish { run_id, .. } => Some(run_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        if !ending.is_empty() {
+            ending.retain(|ended| {
+                !pending
+                    .iter()
+                    .any(|write| matches!(write, Write::Pause { run_id, .. } if run_id == ended))
+            });
+        }
+        CommitRuns {
+            created: Vec::new(),
+            ending,
+        }
+    }
+
+    /// Whether run `run_id`'s stored queue ends this commit as it began it, empty: the run is
+    /// created and finished in it, and its end clears its queue. Its steps are then not
+    /// written only to be removed (a short command's whole run is one commit).
+    fn queue_is_moot(&self, run_id: &str) -> bool {
+        self.created.contains(&run_id) && self.ending.contains(&run_id)
+    }
+}
+
 /// The events of a commit, by run in the order each run first appears, each with its
 /// position in the commit.
 #[derive(Default)]
@@ -837,11 +909,13 @@ impl<'a> RunEvents<'a> {
 
 /// Stores a commit's events of run `run_id` (each with its position in the commit) as one
 /// batch. An event not numbered after the run's last stored one (a second event with the same
-/// number) is refused on its own; the others are stored and marked `applied`.
+/// number) is refused on its own; the others are stored and marked `applied`. A run
+/// `created_here`, in this commit, has no stored event yet: its last is not read.
 fn store_events(
     db: &mut dyn Db,
     run_id: &str,
     run_events: &[(usize, &RunEvent)],
+    created_here: bool,
     each_isolated: bool,
     applied: &mut [bool],
     failures: &mut Vec<(usize, StoreError)>,
@@ -849,7 +923,12 @@ fn store_events(
     let Some(&(first_index, _)) = run_events.first() else {
         return;
     };
-    let mut last = match events::last_seq(db, run_id) {
+    let last_stored = if created_here {
+        Ok(0)
+    } else {
+        events::last_seq(db, run_id)
+    };
+    let mut last = match last_stored {
         Ok(last) => last,
         Err(err) => {
             let action = format!("reading the last event of run {run_id}");

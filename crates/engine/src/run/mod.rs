@@ -332,9 +332,11 @@ impl Engine {
     /// The same engine, for a process that ends once its runs end (`weft run`): the memory a
     /// finished run held for its flow, graph and outputs is left for the system to reclaim
     /// with the process, instead of being freed piece by piece first (milliseconds for a large
-    /// flow). The rest is let go as ever (the store among it, whose writer must end).
+    /// flow), and so are the store's connections once its writes are committed (see
+    /// [`Store::end_with_process`]).
     pub fn ending_with_process(mut self) -> Engine {
         self.ends_with_process = true;
+        self.store().end_with_process();
         self
     }
 
