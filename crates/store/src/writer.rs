@@ -275,16 +275,13 @@ impl Write {
             Write::Together(writes) => {
                 // All or none: a savepoint inside the batch's transaction, so that a failing
                 // part leaves nothing of the others (the rest of the batch still commits).
-                let created = commit.created.len();
-                let applied = isolated(db, "together", |db| {
+                // A run created in a part that then fails is forgotten by the commit's loop,
+                // which gets the error.
+                isolated(db, "together", |db| {
                     writes
                         .iter()
                         .try_for_each(|write| write.apply(db, owner, commit))
-                });
-                if applied.is_err() {
-                    commit.created.truncate(created);
-                }
-                applied
+                })
             }
             // The writer stores a commit's events of a run together (`store_events`); one
             // applied on its own is a batch of one.
@@ -865,13 +862,11 @@ impl<'a> CommitRuns<'a> {
                 _ => None,
             })
             .collect();
-        if !ending.is_empty() {
-            ending.retain(|ended| {
-                !pending
-                    .iter()
-                    .any(|write| matches!(write, Write::Pause { run_id, .. } if run_id == ended))
-            });
-        }
+        ending.retain(|ended| {
+            !pending
+                .iter()
+                .any(|write| matches!(write, Write::Pause { run_id, .. } if run_id == ended))
+        });
         CommitRuns {
             created: Vec::new(),
             ending,
