@@ -71,7 +71,7 @@ fn open_regular(path: &Path) -> io::Result<(File, Metadata)> {
     Ok((file, metadata))
 }
 
-fn not_regular(metadata: &Metadata) -> io::Error {
+pub(crate) fn not_regular(metadata: &Metadata) -> io::Error {
     let file_type = metadata.file_type();
     let what = if file_type.is_dir() {
         "a directory"

@@ -23,8 +23,9 @@ const MAX_LINKS: usize = 40;
 /// Replaces the file at `path` with `bytes`, atomically.
 ///
 /// A symlink is followed: its target is replaced and the link stays. A read-only file is
-/// refused, as writing it in place would be. The new content is on disk before it takes the
-/// old one's name.
+/// refused, as writing it in place would be, and so is anything but a regular file (a folder,
+/// or a device or pipe a link points at, which a rename would replace). The new content is on
+/// disk before it takes the old one's name.
 pub fn replace_file(path: &Path, bytes: &[u8], access: Access) -> std::io::Result<()> {
     let target = follow_links(path)?;
     let before = match std::fs::metadata(&target) {
@@ -33,8 +34,8 @@ pub fn replace_file(path: &Path, bytes: &[u8], access: Access) -> std::io::Resul
         Err(error) => return Err(error),
     };
     if let Some(metadata) = &before {
-        if metadata.is_dir() {
-            return Err(std::io::Error::other("it is a folder"));
+        if !metadata.is_file() {
+            return Err(crate::read::not_regular(metadata));
         }
         if metadata.permissions().readonly() {
             return Err(std::io::Error::new(
@@ -228,8 +229,8 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn a_read_only_file_or_a_folder_is_refused_and_left_as_it_was() {
-        use std::os::unix::fs::PermissionsExt;
+    fn a_read_only_file_a_folder_or_a_device_is_refused_and_left_as_it_was() {
+        use std::os::unix::fs::{FileTypeExt, PermissionsExt};
         let dir = tempfile::tempdir().expect("tempdir");
         let locked = dir.path().join("locked.json");
         std::fs::write(&locked, "kept").expect("write");
@@ -241,8 +242,24 @@ mod tests {
         let folder = dir.path().join("folder.json");
         std::fs::create_dir(&folder).expect("folder");
         let error = replace_file(&folder, b"x", Access::AsBefore).expect_err("refused");
-        assert!(error.to_string().contains("folder"), "{error}");
+        assert_eq!(error.to_string(), "not a regular file but a directory");
         assert_eq!(entries(dir.path()), ["folder.json", "locked.json"]);
+
+        // A pins file linked to a device: the device is not replaced by a file.
+        let linked = dir.path().join("linked.pins.json");
+        std::os::unix::fs::symlink("/dev/null", &linked).expect("symlink");
+        let error = replace_file(&linked, b"{}", Access::AsBefore).expect_err("refused");
+        assert_eq!(
+            error.to_string(),
+            "not a regular file but a character device"
+        );
+        assert!(
+            std::fs::metadata("/dev/null")
+                .expect("stat")
+                .file_type()
+                .is_char_device(),
+            "/dev/null is still a device"
+        );
     }
 
     #[test]
