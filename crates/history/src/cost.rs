@@ -60,7 +60,12 @@ pub enum PriceError {
 /// Prices by model, as `provider/model` (`openai/gpt-4o`, `anthropic/claude-sonnet-4-5`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Prices {
-    by_model: HashMap<String, Price>,
+    /// Whether the shipped table lies under `added`. It is read when a price is first asked
+    /// for, not when the prices are made: every command makes them as it starts, and a run
+    /// with no LLM call (a short `weft run`, a test) never asks.
+    shipped: bool,
+    /// Prices added to the shipped ones, or replacing them (a model in both takes this one).
+    added: HashMap<String, Price>,
 }
 
 impl Default for Prices {
@@ -69,24 +74,26 @@ impl Default for Prices {
     }
 }
 
+/// The shipped table, parsed once a process (a test checks that it always parses).
+fn shipped_table() -> &'static HashMap<String, Price> {
+    static SHIPPED_PRICES: std::sync::OnceLock<HashMap<String, Price>> = std::sync::OnceLock::new();
+    SHIPPED_PRICES.get_or_init(|| parse(SHIPPED, Path::new("(shipped prices)")).unwrap_or_default())
+}
+
 impl Prices {
     /// The prices Weft ships (list prices; see the README for their date).
     pub fn shipped() -> Prices {
-        // Parsed once a process: a command asks for them more than once as it starts (the
-        // engine's pricer, then the prices the environment adds to). Checked by a test: the
-        // shipped file always parses.
-        static SHIPPED_PRICES: std::sync::OnceLock<HashMap<String, Price>> =
-            std::sync::OnceLock::new();
-        let by_model = SHIPPED_PRICES
-            .get_or_init(|| parse(SHIPPED, Path::new("(shipped prices)")).unwrap_or_default())
-            .clone();
-        Prices { by_model }
+        Prices {
+            shipped: true,
+            added: HashMap::new(),
+        }
     }
 
     /// No prices at all: every call is unpriced.
     pub fn none() -> Prices {
         Prices {
-            by_model: HashMap::new(),
+            shipped: false,
+            added: HashMap::new(),
         }
     }
 
@@ -108,27 +115,30 @@ impl Prices {
                 source,
             }
         })?;
-        self.by_model.extend(parse(&text, path)?);
+        self.added.extend(parse(&text, path)?);
         Ok(self)
     }
 
     /// These prices with the table `text` (the form of a `WEFT_PRICES` file) added; `origin`
     /// names where it comes from in errors.
     pub fn with_text(mut self, text: &str, origin: &Path) -> Result<Prices, PriceError> {
-        self.by_model.extend(parse(text, origin)?);
+        self.added.extend(parse(text, origin)?);
         Ok(self)
     }
 
     /// These prices with the table `table` (an object as in a `WEFT_PRICES` file) added.
     pub fn with_table(mut self, table: &Value, origin: &Path) -> Result<Prices, PriceError> {
-        self.by_model.extend(parse_value(table.clone(), origin)?);
+        self.added.extend(parse_value(table.clone(), origin)?);
         Ok(self)
     }
 
     /// The price of `model` (`provider/model`), exactly as named: a dated snapshot and its alias
     /// are separate entries, since their prices can differ.
     pub fn price(&self, model: &str) -> Option<Price> {
-        self.by_model.get(model).copied()
+        self.added
+            .get(model)
+            .or_else(|| self.shipped.then(|| shipped_table().get(model)).flatten())
+            .copied()
     }
 }
 
@@ -431,7 +441,7 @@ mod tests {
     #[test]
     fn the_shipped_table_parses_and_prices_common_models() {
         let table = parse(SHIPPED, Path::new("shipped")).expect("parses");
-        assert_eq!(Prices::shipped().by_model, table);
+        assert_eq!(shipped_table(), &table);
         for model in [
             "openai/gpt-4o-mini",
             "openai/gpt-4.1",
@@ -668,7 +678,7 @@ mod fuzz {
                 let value: Value =
                     serde_json::from_slice(bytes).expect("a table that loads is JSON");
                 let models = value.as_object().expect("a table that loads is an object");
-                prop_assert_eq!(prices.by_model.len(), models.len());
+                prop_assert_eq!(prices.added.len(), models.len());
                 for (model, written) in models {
                     let price = prices.price(model);
                     prop_assert!(price.is_some(), "`{}` was not loaded", model);
