@@ -2,7 +2,7 @@
 # bench/servers/run.sh [run_servers.py options]: `weft serve` against n8n and Flowise, the
 # servers teams deploy instead, in one run (README.md beside this says what is measured and how).
 # Installs the peers (install-peers.sh), builds Weft's release, then prints one table. Options
-# pass through: --clients 1,16,64, --rounds 3, --systems weft-hook,weft-runs,n8n,flowise,
+# pass through: --clients 1,16,64,256, --rounds 3, --systems weft-hook,weft-runs,n8n,flowise,
 # --delay-ms 50, --json OUT.json. Run it on a quiet machine: nothing else using the cores.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
