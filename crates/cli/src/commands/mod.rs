@@ -58,8 +58,6 @@ pub(crate) fn open_as(location: StoreLocation, lifetime: Lifetime) -> anyhow::Re
         .with_people(people))
 }
 
-/// The price table: the shipped prices and the file `WEFT_PRICES` names; a file that cannot be
-/// used is a usage error (exit 2) naming it and what is wrong.
 /// `TRACEPARENT` (the W3C trace context a calling process hands down): the run's span is its
 /// child when traces are exported (docs/traces.md).
 pub(crate) fn traceparent() -> Option<String> {
@@ -68,6 +66,8 @@ pub(crate) fn traceparent() -> Option<String> {
         .filter(|value| !value.trim().is_empty())
 }
 
+/// The price table: the shipped prices and the file `WEFT_PRICES` names; a file that cannot be
+/// used is a usage error (exit 2) naming it and what is wrong.
 pub(crate) fn prices() -> anyhow::Result<Prices> {
     Prices::from_env().map_err(|error| usage_error(format!("{error} (set by {PRICES_ENV})")))
 }
