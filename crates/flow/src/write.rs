@@ -22,10 +22,11 @@ const MAX_LINKS: usize = 40;
 
 /// Replaces the file at `path` with `bytes`, atomically.
 ///
-/// A symlink is followed: its target is replaced and the link stays. A read-only file is
-/// refused, as writing it in place would be, and so is anything but a regular file (a folder,
-/// or a device or pipe a link points at, which a rename would replace). The new content is on
-/// disk before it takes the old one's name.
+/// A symlink is followed: its target is replaced and the link stays. The file keeps its owner
+/// and group where this process may give them. A read-only file is refused, as writing it in
+/// place would be, and so is anything but a regular file (a folder, or a device or pipe a link
+/// points at, which a rename would replace). The new content is on disk before it takes the old
+/// one's name.
 pub fn replace_file(path: &Path, bytes: &[u8], access: Access) -> std::io::Result<()> {
     let target = follow_links(path)?;
     let before = match std::fs::metadata(&target) {
@@ -49,6 +50,10 @@ pub fn replace_file(path: &Path, bytes: &[u8], access: Access) -> std::io::Resul
     let owner_only_at_first = access == Access::OwnerOnly || before.is_some();
     let (staged, mut file) = create_beside(&target, owner_only_at_first)?;
     let written = (|| {
+        #[cfg(unix)]
+        if let Some(metadata) = &before {
+            keep_owner(&file, metadata);
+        }
         if let (Access::AsBefore, Some(metadata)) = (access, &before) {
             file.set_permissions(metadata.permissions())?;
         }
@@ -63,6 +68,25 @@ pub fn replace_file(path: &Path, bytes: &[u8], access: Access) -> std::io::Resul
     }
     sync_folder(&target);
     Ok(())
+}
+
+/// Gives the new file the old one's owner and group where this process may: as root, so that
+/// a flow saved by `sudo weft fmt` stays its owner's and editable by them; a group the saver
+/// belongs to, so that a file of a shared folder keeps its group. Where it may not, the file
+/// becomes the saver's, as an editor's safe save makes it. Before the permissions are set: a
+/// change of owner may clear some of them.
+#[cfg(unix)]
+fn keep_owner(file: &std::fs::File, before: &std::fs::Metadata) {
+    use std::os::unix::fs::{MetadataExt, fchown};
+    let Ok(now) = file.metadata() else {
+        return;
+    };
+    if (now.uid(), now.gid()) == (before.uid(), before.gid()) {
+        return;
+    }
+    if fchown(file, Some(before.uid()), Some(before.gid())).is_err() {
+        let _ = fchown(file, None, Some(before.gid()));
+    }
 }
 
 /// The file a chain of symlinks ends at (which may not exist yet).
@@ -204,6 +228,27 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_keeps_its_owner_and_group_when_the_saver_may_give_them() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("flow.json");
+        std::fs::write(&path, "{}").expect("write");
+        // Only root may give a file to another user: elsewhere there is nothing to show.
+        if std::os::unix::fs::chown(&path, Some(12345), Some(12345)).is_err() {
+            eprintln!("skipped: this process may not give a file to another user");
+            return;
+        }
+        replace_file(&path, b"{\"nodes\": []}", Access::AsBefore).expect("replace");
+        let metadata = std::fs::metadata(&path).expect("stat");
+        assert_eq!((metadata.uid(), metadata.gid()), (12345, 12345));
+        assert_eq!(
+            std::fs::read_to_string(&path).expect("read"),
+            "{\"nodes\": []}"
+        );
     }
 
     #[cfg(unix)]
