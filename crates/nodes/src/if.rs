@@ -72,7 +72,7 @@ impl Condition {
             let value = serde_json::to_string(&self.value).unwrap_or_default();
             let mut description = String::with_capacity(48 + value.len() + handle.len());
             description.push_str("condition ");
-            description.push_str(&index.to_string());
+            description.push_str(itoa::Buffer::new().format(index));
             description.push_str(" (");
             if let Some(field) = &self.field {
                 description.push_str(field);

@@ -91,13 +91,25 @@ impl Handle {
 
     /// The id of row `index`'s copy of a repeated handle.
     pub fn row(&self, index: usize) -> String {
-        // Spliced rather than `str::replace`d or `format!`ted (each cost more than the rest of
-        // the step): an `if` node makes its handle's id at its first visit, which on a long
-        // chain of them is every step.
-        match self.id.split_once("{i}") {
-            Some((before, after)) => [before, &index.to_string(), after].concat(),
-            None => self.id.to_string(),
-        }
+        // Spliced into one allocation rather than `str::replace`d, `format!`ted or searched
+        // for with a substring searcher (each cost more than the rest of the step): an `if`
+        // node makes its handle's id at its first visit, which on a long chain of them is
+        // every step.
+        let marker = self
+            .id
+            .match_indices('{')
+            .map(|(at, _)| at)
+            .find(|&at| self.id[at..].starts_with("{i}"));
+        let Some(at) = marker else {
+            return self.id.to_string();
+        };
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(index);
+        let mut id = String::with_capacity(self.id.len() + digits.len());
+        id.push_str(&self.id[..at]);
+        id.push_str(digits);
+        id.push_str(&self.id[at + "{i}".len()..]);
+        id
     }
 }
 
@@ -190,4 +202,26 @@ pub trait Kind:
         step: &Step<'_>,
         env: &dyn StepEnv,
     ) -> impl Future<Output = Result<StepOutput, StepError>> + Send;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Handle;
+
+    #[test]
+    fn a_row_handle_has_its_row_number_where_the_id_says() {
+        let per_row = Handle::per_row("condition-{i}", "Condition {i}", "conditions");
+        assert_eq!(per_row.row(0), "condition-0");
+        assert_eq!(per_row.row(12), "condition-12");
+        assert_eq!(
+            Handle::per_row("case-{i}-of", "Case {i}", "cases").row(7),
+            "case-7-of"
+        );
+        // A brace that is not the marker is kept as it is.
+        assert_eq!(
+            Handle::per_row("{x}-{i}", "Row {i}", "rows").row(3),
+            "{x}-3"
+        );
+        assert_eq!(Handle::OUTPUT.row(3), "output");
+    }
 }
