@@ -186,6 +186,7 @@ on_both_backends!(
     every_flush_finds_what_was_queued_before_it_stored_while_others_write,
     store_flush_reports_a_failed_write,
     store_appends_twenty_thousand_events,
+    events_queued_while_the_writer_cannot_commit_are_stored_and_shown_in_order,
     refused_events_amid_many_leave_the_others_stored_and_shown_in_order,
     store_publishes_an_event_only_once_it_is_committed,
     store_hands_events_over_in_committed_batches_each_followed_by_a_flush,
@@ -1144,6 +1145,46 @@ fn store_appends_twenty_thousand_events(at: &Location) {
     }
     store.flush().expect("flush");
     assert_eq!(store.events("run-big").expect("events").len(), 20_000);
+}
+
+/// Events queued faster than the writer commits wait in several parts of the queue; they are
+/// stored, and shown, in the order they were queued.
+fn events_queued_while_the_writer_cannot_commit_are_stored_and_shown_in_order(at: &Location) {
+    let store = at.open();
+    store.create_run(&new_run("run-q", &ts(0)));
+    store.flush().expect("the run is stored");
+    let seen: Arc<Mutex<Vec<u64>>> = Arc::default();
+    let sink = seen.clone();
+    let listener: EventListener = Arc::new(move |event: &RunEvent| {
+        sink.lock().expect("seen").push(event.seq);
+    });
+    let held = store.inner.shared.hold_connection();
+    for seq in 1..=1_300 {
+        store.append_event(
+            event("run-q", seq, EventType::LlmDelta, Some("a")),
+            Some(listener.clone()),
+        );
+    }
+    assert_eq!(
+        store.inner.shared.queued(),
+        1_300,
+        "nothing was committed yet"
+    );
+    drop(held);
+    store.flush().expect("flush");
+    let in_order: Vec<u64> = (1..=1_300).collect();
+    let stored = store.events("run-q").expect("events");
+    assert_eq!(
+        stored.iter().map(|event| event.seq).collect::<Vec<_>>(),
+        in_order
+    );
+    assert_eq!(*seen.lock().expect("seen"), in_order, "shown in order");
+    // The parts emptied are used again: a second run of events is stored the same way.
+    for seq in 1_301..=2_600 {
+        store.append_event(event("run-q", seq, EventType::LlmDelta, Some("a")), None);
+    }
+    store.flush().expect("flush");
+    assert_eq!(store.events("run-q").expect("events").len(), 2_600);
 }
 
 /// Of many events written in one batch, one the store refuses (a second event with the same

@@ -17,6 +17,13 @@ use weft_providers::Usage;
 /// The most writes applied in one transaction.
 const MAX_BATCH: usize = 1_000;
 
+/// How many messages one part of the queue holds (see [`Queue::filled`]).
+const QUEUE_PART: usize = 512;
+
+/// How many emptied parts of the queue are kept for reuse: what a long run queues in a
+/// moment, without holding much memory in a server once a burst has passed.
+const KEPT_PARTS: usize = 16;
+
 /// The statements a run's writes use, compiled by a writer thread as it starts (unless a
 /// caller is committing already), while the process goes on: the first commit otherwise
 /// compiles them while whoever waits for it waits.
@@ -404,7 +411,14 @@ pub(super) struct Shared {
 
 #[derive(Default)]
 struct Queue {
+    /// The part of the queue being filled: the newest messages, after those of `filled`.
     messages: Vec<Message>,
+    /// Parts of [`QUEUE_PART`] messages that were filled before `messages`, oldest first. A
+    /// long run queues faster than the writer commits; one growing list would be copied to a
+    /// new allocation at every doubling, on the thread that runs the steps.
+    filled: Vec<Vec<Message>>,
+    /// Emptied parts, kept for the next that fills ([`KEPT_PARTS`] at most).
+    free: Vec<Vec<Message>>,
     /// When the oldest queued message was queued: the writer commits it [`GATHER`] later.
     since: Option<Instant>,
     /// Someone waits on the writer (a sync it must answer, or the store's end): it commits
@@ -418,6 +432,23 @@ struct Queue {
     writer_gone: bool,
 }
 
+impl Queue {
+    /// How many messages are queued.
+    fn len(&self) -> usize {
+        self.filled.len() * QUEUE_PART + self.messages.len()
+    }
+
+    /// Keeps the emptied `parts` for the next parts that fill, as many as it keeps.
+    fn keep_free(&mut self, parts: &mut Vec<Vec<Message>>) {
+        for mut part in parts.drain(..) {
+            if self.free.len() < KEPT_PARTS {
+                part.clear();
+                self.free.push(part);
+            }
+        }
+    }
+}
+
 /// The writer connection and what goes with it.
 pub(super) struct Connection {
     /// `None` until a connection opened by the writer thread is there (PostgreSQL), and once
@@ -427,6 +458,8 @@ pub(super) struct Connection {
     first_error: Option<StoreError>,
     /// An emptied queue, kept to be swapped in next time (its allocation reused).
     spare: Vec<Message>,
+    /// The filled parts taken with it, emptied and given back to the queue's `free`.
+    taken: Vec<Vec<Message>>,
 }
 
 /// A message the writer thread no longer takes (it has ended).
@@ -450,6 +483,7 @@ impl Shared {
                 db,
                 first_error: None,
                 spare: Vec::new(),
+                taken: Vec::new(),
             }),
             outage: AtomicBool::new(false),
         }
@@ -470,6 +504,18 @@ impl Shared {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Holds the connection: nothing is committed until the guard is dropped.
+    #[cfg(test)]
+    pub(super) fn hold_connection(&self) -> MutexGuard<'_, Connection> {
+        self.connection()
+    }
+
+    /// How many messages are queued.
+    #[cfg(test)]
+    pub(super) fn queued(&self) -> usize {
+        self.queue().len()
+    }
+
     /// Hands over the connection the writer thread opened.
     pub(super) fn connected(&self, db: Box<dyn Db>) {
         self.connection().db = Some(db);
@@ -481,11 +527,19 @@ impl Shared {
         if queue.writer_gone {
             return Err(WriterGone);
         }
+        if queue.messages.len() >= QUEUE_PART {
+            let next = queue
+                .free
+                .pop()
+                .unwrap_or_else(|| Vec::with_capacity(QUEUE_PART));
+            let full = std::mem::replace(&mut queue.messages, next);
+            queue.filled.push(full);
+        }
         queue.messages.push(message);
         queue.since.get_or_insert_with(Instant::now);
         queue.urgent |= urgent;
         Ok(Queued {
-            count: queue.messages.len(),
+            count: queue.len(),
             // The first sender finds it asleep and wakes it; it is awake from then on.
             wake: std::mem::take(&mut queue.writer_asleep),
         })
@@ -520,7 +574,7 @@ impl Shared {
             Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
             Err(TryLockError::WouldBlock) => return None,
         };
-        if self.queue().messages.len() > most {
+        if self.queue().len() > most {
             return None;
         }
         Some(self.answer_here(&mut connection, owner, take_error))
@@ -571,26 +625,36 @@ impl Shared {
             db,
             first_error,
             spare,
+            taken,
         } = connection;
         let mut pending: Vec<Write> = Vec::new();
         loop {
             {
                 let mut queue = self.queue();
+                queue.keep_free(taken);
                 if queue.messages.is_empty() {
                     break;
                 }
+                std::mem::swap(&mut queue.filled, taken);
                 std::mem::swap(&mut queue.messages, spare);
                 queue.since = None;
                 queue.urgent = false;
             }
+            // Oldest first: the filled parts, then the part that was being filled.
+            let messages = taken
+                .iter_mut()
+                .flat_map(|part| part.drain(..))
+                .chain(spare.drain(..));
             let Some(db) = db.as_deref_mut() else {
                 // Closed, or never opened: nothing can be applied, and whoever waits is told
                 // so (a dropped reply reads as the writer having stopped).
+                drop(messages);
+                taken.iter_mut().for_each(Vec::clear);
                 spare.clear();
                 tracing::error!("the run store is closed; queued writes were lost");
                 continue;
             };
-            for message in spare.drain(..) {
+            for message in messages {
                 match message {
                     Message::Write(write) => {
                         pending.push(write);
@@ -657,6 +721,7 @@ impl Drop for WriterThread<'_> {
         let mut queue = self.0.queue();
         queue.writer_gone = true;
         queue.messages.clear();
+        queue.filled.clear();
     }
 }
 
