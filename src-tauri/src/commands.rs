@@ -849,7 +849,7 @@ pub(crate) fn pause_notice(event: &RunEvent, focused: bool) -> Option<(String, S
     }
     let node = match (&event.scope, &event.node_id) {
         (Some(scope), Some(node)) => format!("{scope}/{node}"),
-        (None, Some(node)) => node.clone(),
+        (None, Some(node)) => node.to_string(),
         _ => "a node".to_string(),
     };
     let title = if event.content.starts_with("breakpoint ") {

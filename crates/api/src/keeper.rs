@@ -246,7 +246,7 @@ fn follow_up_event(
         run_id: Arc::from(run_id),
         ts: Arc::from(at),
         kind,
-        node_id: Some(node.to_string()),
+        node_id: Some(node.into()),
         content,
         scope,
         item: None,

@@ -475,7 +475,7 @@ mod tests {
             run_id: "run-1".into(),
             ts: "2024-05-01T10:00:00.000Z".into(),
             kind,
-            node_id: node.map(str::to_string),
+            node_id: node.map(Into::into),
             content: content.into(),
             scope: None,
             item: None,

@@ -96,7 +96,7 @@ pub struct RunEvent {
     #[serde(rename = "type")]
     pub kind: EventType,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node_id: Option<String>,
+    pub node_id: Option<Arc<str>>,
     pub content: String,
     /// For events of a nested run (a `subflow`, or one item of a `forEach`): the path of the
     /// node that runs it, e.g. `research` or `outer/inner`. `node_id` is then a node of the child
@@ -109,7 +109,7 @@ pub struct RunEvent {
     /// On `step_start`: the node whose output started this step (absent for `start`, for the
     /// node a partial run begins at, and for a `join`, whose input comes from several).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub from: Option<String>,
+    pub from: Option<Arc<str>>,
     /// Tokens used, on `llm_response` events (and the run's total on `run_end`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,

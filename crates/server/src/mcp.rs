@@ -380,7 +380,9 @@ fn progress_of(
             return;
         }
         let _ = match event.kind {
-            EventType::StepEnd => send.send(Some(event.node_id.clone().unwrap_or_default())),
+            EventType::StepEnd => send.send(Some(
+                event.node_id.as_deref().unwrap_or_default().to_string(),
+            )),
             EventType::RunEnd | EventType::WaitInput => send.send(None),
             _ => Ok(()),
         };

@@ -8,6 +8,7 @@
 //! more than a megabyte of log). A batch is one insert, written to the log once.
 
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 use super::sql::{Db, Dialect, params};
 use super::{StoreError, corrupt, to_i64};
@@ -73,14 +74,14 @@ struct StoredEvent {
     #[serde(rename = "type")]
     kind: EventType,
     #[serde(default)]
-    node_id: Option<String>,
+    node_id: Option<Arc<str>>,
     content: String,
     #[serde(default)]
     scope: Option<String>,
     #[serde(default)]
     item: Option<u64>,
     #[serde(default)]
-    from: Option<String>,
+    from: Option<Arc<str>>,
     #[serde(default)]
     usage: Option<Usage>,
     #[serde(default)]

@@ -297,11 +297,12 @@ impl Trigger {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct QueuedStep {
-    pub node_id: String,
+    // The ids are shared with the run's graph, not copied: a step is queued at every edge.
+    pub node_id: Arc<str>,
     // Shared, not copied, with the output it came from: a large value passed along a chain of
     // steps is held once.
     pub input: Arc<Value>,
-    pub source_node_id: Option<String>,
+    pub source_node_id: Option<Arc<str>>,
 }
 
 /// A step of a run's stored queue: its key (unique in the run's queue), the step, and the visit
@@ -421,9 +422,9 @@ pub struct NodeOutputRecord {
 
 /// A step, already serialized for its table row.
 struct StepRow {
-    pub node_id: String,
+    pub node_id: Arc<str>,
     pub input_json: String,
-    pub source_node_id: Option<String>,
+    pub source_node_id: Option<Arc<str>>,
     pub visit: Option<u64>,
 }
 

@@ -47,9 +47,9 @@ fn insert(db: &mut dyn Db, run_id: &str, key: u64, step: &StepRow) -> Result<(),
         &params![
             run_id,
             to_i64("queue position", key)?,
-            &step.node_id,
+            &*step.node_id,
             &step.input_json,
-            &step.source_node_id,
+            step.source_node_id.as_deref(),
             visit
         ],
     )?;
@@ -91,8 +91,8 @@ pub(super) fn list(db: &mut dyn Db, run_id: &str) -> Result<Vec<StoredStep>, Sto
                     &format!("queued input of node {node_id}"),
                     &input,
                 )?),
-                node_id,
-                source_node_id: row.opt_text("source_node_id")?,
+                node_id: node_id.into(),
+                source_node_id: row.opt_text("source_node_id")?.map(Arc::from),
             },
             visit: row
                 .opt_int("visit")?

@@ -241,9 +241,9 @@ pub(super) fn pause(
          follow_up_at = ?8 WHERE id = ?1",
         &params![
             run_id,
-            &waiting.node_id,
+            &*waiting.node_id,
             &waiting.input_json,
-            &waiting.source_node_id,
+            waiting.source_node_id.as_deref(),
             state_json,
             at,
             due.deadline.as_deref(),
@@ -385,9 +385,9 @@ pub(super) fn checkpoint(
         CHECKPOINT_RUN,
         &params![
             run_id,
-            waiting.map(|step| &step.node_id),
+            waiting.map(|step| &*step.node_id),
             waiting.map(|step| &step.input_json),
-            waiting.and_then(|step| step.source_node_id.as_ref()),
+            waiting.and_then(|step| step.source_node_id.as_deref()),
             state_json,
             at
         ],
@@ -524,9 +524,9 @@ pub(super) fn load(db: &mut dyn Db, run_id: &str) -> Result<RunRecord, StoreErro
     let waiting = match (&summary.waiting_node_id, waiting_input) {
         (None, _) => None,
         (Some(node_id), Some(input)) => Some(QueuedStep {
-            node_id: node_id.clone(),
+            node_id: node_id.as_str().into(),
             input: Arc::new(parse_json(run_id, "waiting input", &input)?),
-            source_node_id: row.opt_text("waiting_source_node_id")?,
+            source_node_id: row.opt_text("waiting_source_node_id")?.map(Arc::from),
         }),
         (Some(node_id), None) => {
             return Err(corrupt(

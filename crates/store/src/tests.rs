@@ -33,7 +33,7 @@ fn event(run_id: &str, seq: u64, kind: EventType, node_id: Option<&str>) -> RunE
         run_id: run_id.into(),
         ts: ts(seq).into(),
         kind,
-        node_id: node_id.map(str::to_string),
+        node_id: node_id.map(Arc::from),
         content: format!("event {seq}"),
         scope: None,
         item: None,
@@ -45,9 +45,9 @@ fn event(run_id: &str, seq: u64, kind: EventType, node_id: Option<&str>) -> RunE
 
 fn step(node_id: &str, n: i64, source: Option<&str>) -> QueuedStep {
     QueuedStep {
-        node_id: node_id.to_string(),
+        node_id: node_id.into(),
         input: json!({"n": n}).into(),
-        source_node_id: source.map(str::to_string),
+        source_node_id: source.map(Arc::from),
     }
 }
 
@@ -1920,12 +1920,12 @@ fn events_stored_a_row_each_by_an_older_weft_read_back_the_same(at: &Location) {
                             &(event.seq as i64),
                             &&*event.ts,
                             &event.kind.as_str(),
-                            &event.node_id,
+                            &event.node_id.as_deref(),
                             &event.content,
                             &event.scope,
                             &event.item.map(|item| item as i64),
                             &usage_json(event),
-                            &event.from,
+                            &event.from.as_deref(),
                         ],
                     )
                     .expect("old event");

@@ -46,6 +46,24 @@ pub(crate) fn now_shared() -> Arc<str> {
     })
 }
 
+/// `node_id` as an event holds it: shared with the events of the same node made just before on
+/// this thread (a step's start, what it logs, its end) rather than a copy for each.
+fn shared_id(node_id: &str) -> Arc<str> {
+    LAST_NODE.with_borrow_mut(|last| match last {
+        Some(id) if **id == *node_id => Arc::clone(id),
+        _ => {
+            let id: Arc<str> = Arc::from(node_id);
+            *last = Some(Arc::clone(&id));
+            id
+        }
+    })
+}
+
+thread_local! {
+    /// The node id [`shared_id`] gave last (or a step's start was given).
+    static LAST_NODE: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
+}
+
 /// Shared by a run and all its nested runs.
 struct EventLog {
     run_id: Arc<str>,
@@ -60,6 +78,8 @@ struct EventLog {
     budget: std::sync::OnceLock<super::budget::BudgetTracker>,
     /// The run's trace, when the engine has a tracer ([`crate::trace`]).
     trace: Option<Arc<dyn RunTrace>>,
+    /// The date of an event made but not yet sent (empty; shared, not allocated per event).
+    undated: Arc<str>,
 }
 
 /// Emits the events of one (possibly nested) run into its run's log.
@@ -102,6 +122,7 @@ impl Emitter {
                 held: Mutex::new(Vec::new()),
                 budget: std::sync::OnceLock::new(),
                 trace,
+                undated: Arc::from(""),
             }),
             scope: None,
             call_scope: None,
@@ -160,8 +181,13 @@ impl Emitter {
         usage: Option<Usage>,
         model: Option<String>,
     ) {
-        let mut event =
-            self.unnumbered(EventType::LlmResponse, Some(node_id), content, None, usage);
+        let mut event = self.unnumbered(
+            EventType::LlmResponse,
+            Some(shared_id(node_id)),
+            content,
+            None,
+            usage,
+        );
         event.model = model;
         self.send_numbered(event);
     }
@@ -175,7 +201,32 @@ impl Emitter {
         from: Option<&str>,
         usage: Option<Usage>,
     ) {
-        let event = self.unnumbered(kind, node_id, content, from, usage);
+        let event = self.unnumbered(
+            kind,
+            node_id.map(shared_id),
+            content,
+            from.map(Arc::from),
+            usage,
+        );
+        self.send_numbered(event);
+    }
+
+    /// Emits a step's `step_start`: `node_id` and `from` as the step holds them, and shared
+    /// with the events the step emits next.
+    pub(crate) fn emit_step_start(
+        &self,
+        node_id: &Arc<str>,
+        content: String,
+        from: Option<&Arc<str>>,
+    ) {
+        LAST_NODE.with_borrow_mut(|last| *last = Some(Arc::clone(node_id)));
+        let event = self.unnumbered(
+            EventType::StepStart,
+            Some(Arc::clone(node_id)),
+            content,
+            from.cloned(),
+            None,
+        );
         self.send_numbered(event);
     }
 
@@ -184,7 +235,7 @@ impl Emitter {
     /// finds the run paused, even if the process is killed right after.
     pub(crate) fn emit_held(&self, kind: EventType, node_id: Option<&str>, content: String) {
         // Numbered when sent: the store takes a run's events in order.
-        let event = self.unnumbered(kind, node_id, content, None, None);
+        let event = self.unnumbered(kind, node_id.map(shared_id), content, None, None);
         lock(&self.log.held).push(event);
     }
 
@@ -214,25 +265,26 @@ impl Emitter {
             .append_event(event, self.log.listener.clone());
     }
 
-    /// An event of this emitter's run, numbered 0.
+    /// An event of this emitter's run, numbered 0 and not yet dated: [`Emitter::send_numbered`]
+    /// dates it (reading the clock costs as much as the rest of making the event).
     fn unnumbered(
         &self,
         kind: EventType,
-        node_id: Option<&str>,
+        node_id: Option<Arc<str>>,
         content: String,
-        from: Option<&str>,
+        from: Option<Arc<str>>,
         usage: Option<Usage>,
     ) -> RunEvent {
         RunEvent {
             seq: 0,
             run_id: self.log.run_id.clone(),
-            ts: now_shared(),
+            ts: self.log.undated.clone(),
             kind,
-            node_id: node_id.map(str::to_string),
+            node_id,
             content,
             scope: self.scope.clone(),
             item: self.item,
-            from: from.map(str::to_string),
+            from,
             usage,
             model: None,
         }

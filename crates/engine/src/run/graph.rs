@@ -1,6 +1,7 @@
 //! The parts of a flow a run looks up on every step, built once per run.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use weft_flow::Flow;
 use weft_nodes::{CommonSettings, NodeConfig, NodeKind, ParsedNode};
@@ -30,8 +31,9 @@ pub(crate) type ByNode<V> = HashMap<String, V, foldhash::fast::RandomState>;
 
 pub(crate) struct Graph {
     pub nodes: ByNode<GraphNode>,
-    /// Execution edges by source node: (source handle, target node).
-    pub outgoing: ByNode<Vec<(String, String)>>,
+    /// Execution edges by source node: (source handle, target node). The target's id is
+    /// shared with the steps queued along the edge.
+    pub outgoing: ByNode<Vec<(String, Arc<str>)>>,
     /// Subagent children by parent agent, in edge order.
     pub subagents: ByNode<Vec<String>>,
     /// Sources of the execution edges arriving at each node (each once).
@@ -68,7 +70,7 @@ impl Graph {
                 label,
             });
         }
-        let mut outgoing: ByNode<Vec<(String, String)>> = ByNode::default();
+        let mut outgoing: ByNode<Vec<(String, Arc<str>)>> = ByNode::default();
         let mut subagents: ByNode<Vec<String>> = ByNode::default();
         let mut incoming: ByNode<Vec<String>> = ByNode::default();
         for edge in &flow.edges {
@@ -82,10 +84,10 @@ impl Graph {
                 if !sources.contains(&edge.source) {
                     sources.push(edge.source.clone());
                 }
-                outgoing
-                    .entry(edge.source.clone())
-                    .or_default()
-                    .push((edge.source_handle().to_string(), edge.target.clone()));
+                outgoing.entry(edge.source.clone()).or_default().push((
+                    edge.source_handle().to_string(),
+                    Arc::from(edge.target.as_str()),
+                ));
             }
         }
         Graph {
@@ -111,7 +113,7 @@ impl Graph {
             .get(node_id)
             .into_iter()
             .flatten()
-            .map(|(_, target)| target.as_str())
+            .map(|(_, target)| &**target)
     }
 
     /// Targets of the execution edges leaving `node_id` by `handle`.
@@ -119,7 +121,7 @@ impl Graph {
         &'a self,
         node_id: &str,
         handle: &'a str,
-    ) -> impl Iterator<Item = &'a String> + 'a {
+    ) -> impl Iterator<Item = &'a Arc<str>> + 'a {
         self.outgoing
             .get(node_id)
             .into_iter()

@@ -504,7 +504,7 @@ impl Engine {
                     .find(|node| NodeKind::of(node) == Some(NodeKind::Start))
                     .map(|node| node.id.clone());
                 let queue = start.map(|node_id| QueuedStep {
-                    node_id,
+                    node_id: node_id.into(),
                     input: Arc::clone(&initial),
                     source_node_id: None,
                 });
@@ -523,7 +523,7 @@ impl Engine {
                     state.only_node = Some(node_id.clone());
                 }
                 let step = QueuedStep {
-                    node_id,
+                    node_id: node_id.into(),
                     input: Arc::new(input),
                     source_node_id: None,
                 };
@@ -920,7 +920,7 @@ impl Engine {
                     && event.seq < state.next_seq
             }) {
                 if let Some(node) = &event.node_id {
-                    *state.visits.entry(node.clone()).or_insert(0) += 1;
+                    *state.visits.entry(node.to_string()).or_insert(0) += 1;
                 }
             }
         }
@@ -981,7 +981,7 @@ impl Engine {
             .queue
             .iter()
             .filter(|stored| stored.visit.is_some())
-            .map(|stored| stored.step.node_id.as_str())
+            .map(|stored| &*stored.step.node_id)
             .collect();
         let mut message = "continuing after an interruption".to_string();
         if let (Some(decision), Some(waiting)) = (&taken_before, &record.waiting) {
@@ -1414,7 +1414,7 @@ impl PauseAnswer {
         let node = record
             .waiting
             .as_ref()
-            .map_or("?", |waiting| waiting.node_id.as_str());
+            .map_or("?", |waiting| &*waiting.node_id);
         match (self, breakpoint_of(record)) {
             (PauseAnswer::Decision(_), Some(_)) => Err(at_breakpoint(run_id, record)),
             (PauseAnswer::Decision(decision), None) => {
@@ -1481,7 +1481,7 @@ fn at_breakpoint(run_id: &str, record: &RunRecord) -> String {
     let node = record
         .waiting
         .as_ref()
-        .map_or("?", |waiting| waiting.node_id.as_str());
+        .map_or("?", |waiting| &*waiting.node_id);
     format!(
         "run {run_id} is paused at a breakpoint at `{node}`, not at an approval: continue it instead of deciding"
     )
@@ -1510,7 +1510,7 @@ pub fn waiting_of(record: &RunRecord) -> Option<Waiting> {
     let state: SavedState = serde_json::from_value(record.state.clone()).unwrap_or_default();
     let node_id = match &state.nested {
         Some(pause) => format!("{}/{}", waiting.node_id, pause.path),
-        None => waiting.node_id.clone(),
+        None => waiting.node_id.to_string(),
     };
     Some(Waiting {
         node_id,

@@ -108,7 +108,7 @@ pub(crate) async fn run_child(
                 .map(|node| node.id.clone())
                 .ok_or_else(|| subflow_error(format!("{} has no start node", path.display())))?;
             let queue = vec![QueuedStep {
-                node_id: start,
+                node_id: start.into(),
                 input: child.input.clone(),
                 source_node_id: None,
             }];

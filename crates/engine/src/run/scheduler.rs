@@ -348,7 +348,7 @@ impl Scheduler {
         match nested {
             None => self.apply_decision(waiting, &decision),
             Some(pause) => {
-                let visits = self.visits.get(&waiting.node_id).copied().unwrap_or(1);
+                let visits = self.visits.get(&*waiting.node_id).copied().unwrap_or(1);
                 let resume = ChildResume {
                     pause,
                     answer: serde_json::to_value(&decision).unwrap_or_default(),
@@ -369,7 +369,7 @@ impl Scheduler {
     ) {
         match (nested, answer) {
             (Some(pause), Some(decision)) => {
-                let visits = self.visits.get(&waiting.node_id).copied().unwrap_or(1);
+                let visits = self.visits.get(&*waiting.node_id).copied().unwrap_or(1);
                 let resume = ChildResume {
                     pause,
                     answer: serde_json::to_value(&decision).unwrap_or_default(),
@@ -380,7 +380,7 @@ impl Scheduler {
             (Some(pause), None) => self.wait_child(waiting, pause),
             (None, Some(decision)) => self.apply_decision(waiting, &decision),
             (None, None) => {
-                let visits = self.visits.get(&waiting.node_id).copied().unwrap_or(1);
+                let visits = self.visits.get(&*waiting.node_id).copied().unwrap_or(1);
                 let keyed = self.keyed(waiting);
                 self.rerun.push((keyed, visits));
             }
@@ -488,7 +488,7 @@ impl Scheduler {
         // The run's graph, held apart from `self` so that the node looked up here once serves
         // the whole step.
         let ctx = Arc::clone(&self.ctx);
-        let Some(node) = ctx.graph.nodes.get(&item.node_id) else {
+        let Some(node) = ctx.graph.nodes.get(&*item.node_id) else {
             self.fail(
                 &item.node_id,
                 format!("node `{}` cannot run (its type is unknown)", item.node_id),
@@ -500,9 +500,13 @@ impl Scheduler {
             Scheduling::Join => {
                 // A join records what arrives and runs once nothing more can arrive.
                 let (_, item) = keyed;
-                let source = item.source_node_id.clone().unwrap_or_default();
+                let source = item
+                    .source_node_id
+                    .as_deref()
+                    .unwrap_or_default()
+                    .to_string();
                 self.joins
-                    .entry(item.node_id)
+                    .entry(item.node_id.to_string())
                     .or_default()
                     .insert(source, item.input);
                 return;
@@ -531,7 +535,7 @@ impl Scheduler {
             self.stop_at(keyed.1, stop, &why);
             return;
         }
-        if let Some(pin) = self.ctx.pins.get(&item.node_id).cloned() {
+        if let Some(pin) = self.ctx.pins.get(&*item.node_id).cloned() {
             self.use_pin(keyed.1, visits, pin);
             return;
         }
@@ -638,7 +642,7 @@ impl Scheduler {
             self.step_from = Some(self.next_key);
         }
         match stop.when {
-            BreakWhen::Before => match self.ctx.pins.get(&node_id).cloned() {
+            BreakWhen::Before => match self.ctx.pins.get(&*node_id).cloned() {
                 // A pinned node stopped before stays pinned.
                 Some(pin) => self.use_pin(item, stop.visit, pin),
                 None => {
@@ -681,12 +685,12 @@ impl Scheduler {
     ) {
         let Some(pause) = nested else {
             // Nothing to go on from: the step runs again, and stops again.
-            let visits = self.visits.get(&waiting.node_id).copied().unwrap_or(1);
+            let visits = self.visits.get(&*waiting.node_id).copied().unwrap_or(1);
             let keyed = self.keyed(waiting);
             self.rerun.push((keyed, visits));
             return;
         };
-        let visits = self.visits.get(&waiting.node_id).copied().unwrap_or(1);
+        let visits = self.visits.get(&*waiting.node_id).copied().unwrap_or(1);
         let resume = ChildResume {
             pause,
             answer: serde_json::json!({ "continue": true, "set": set }),
@@ -716,7 +720,7 @@ impl Scheduler {
     /// (and it has no retries), else as a task.
     fn launch(&mut self, keyed: Keyed, visits: u64) {
         let ctx = Arc::clone(&self.ctx);
-        if let Some(node) = ctx.graph.nodes.get(&keyed.1.node_id) {
+        if let Some(node) = ctx.graph.nodes.get(&*keyed.1.node_id) {
             self.launch_node(node, keyed, visits);
         }
     }
@@ -800,7 +804,7 @@ impl Scheduler {
         let ctx = self.ctx.clone();
         let task_item = keyed.1.clone();
         let stop_before_tools = self.breakpoints.iter().any(|breakpoint| {
-            breakpoint.when == BreakWhen::Tool && breakpoint.node_id == keyed.1.node_id
+            breakpoint.when == BreakWhen::Tool && *breakpoint.node_id == *keyed.1.node_id
         });
         let handle = self.tasks.spawn(async move {
             execute(&ctx, &task_item, visits, resume, stop_before_tools).await
@@ -889,7 +893,7 @@ impl Scheduler {
                 return true;
             };
             let item = QueuedStep {
-                node_id: join.clone(),
+                node_id: join.as_str().into(),
                 input: Arc::new(input),
                 source_node_id: None,
             };
@@ -926,7 +930,7 @@ impl Scheduler {
             .chain(self.queue.iter().map(|(_, item)| item))
             .chain(self.waiting.as_ref().map(Waiting::item))
             .chain(self.parked.iter().map(|(item, _)| item))
-            .map(|item| item.node_id.as_str());
+            .map(|item| &*item.node_id);
         // Walk forward from every active step, not through the join itself.
         let mut seen: HashSet<&str> = HashSet::new();
         let mut frontier: Vec<&str> = active.collect();
@@ -952,7 +956,7 @@ impl Scheduler {
         quorum: Quorum,
     ) {
         let node_id = item.node_id.clone();
-        if let Some(decision) = self.ctx.decisions.get(&node_id).cloned() {
+        if let Some(decision) = self.ctx.decisions.get(&*node_id).cloned() {
             self.ctx
                 .emit(EventType::WaitInput, Some(&node_id), message.clone());
             self.apply_decision_given(item, &decision);
@@ -1063,7 +1067,7 @@ impl Scheduler {
             &value,
             &at,
         );
-        let visits = self.visits.get(&node_id).copied().unwrap_or(1);
+        let visits = self.visits.get(&*node_id).copied().unwrap_or(1);
         let handle = decision.decision.handle();
         if timed_out && self.ctx.graph.targets(&node_id, handle).next().is_none() {
             self.fail(
@@ -1081,16 +1085,16 @@ impl Scheduler {
         }
     }
 
-    fn route(&mut self, node_id: &str, handle: &str, value: &Arc<Value>) {
-        if self.only_node.as_deref() == Some(node_id) {
+    fn route(&mut self, node_id: &Arc<str>, handle: &str, value: &Arc<Value>) {
+        if self.only_node.as_deref() == Some(&**node_id) {
             return;
         }
         let ctx = Arc::clone(&self.ctx);
         for target in ctx.graph.targets(node_id, handle) {
             let keyed = self.keyed(QueuedStep {
-                node_id: target.clone(),
+                node_id: Arc::clone(target),
                 input: Arc::clone(value),
-                source_node_id: Some(node_id.to_string()),
+                source_node_id: Some(Arc::clone(node_id)),
             });
             self.queue.push_back(keyed);
         }
@@ -1326,7 +1330,7 @@ impl Scheduler {
                 // An agent stopped before a tool call: continued by running its step again.
                 Some(Waiting::Child { item, pause }) if pause.breakpoint => Some(BreakStop {
                     when: BreakWhen::Tool,
-                    visit: self.visits.get(&item.node_id).copied().unwrap_or(1),
+                    visit: self.visits.get(&*item.node_id).copied().unwrap_or(1),
                     handle: String::new(),
                     is_result: false,
                 }),
@@ -1365,7 +1369,7 @@ impl Scheduler {
                     quorum,
                     deadline,
                 } => {
-                    let path = item.node_id.clone();
+                    let path = item.node_id.to_string();
                     state.waiting_fields = fields;
                     state.waiting_quorum = quorum;
                     state.waiting_since = Some(now_shared().to_string());
@@ -1385,7 +1389,7 @@ impl Scheduler {
                     (item, path, message)
                 }
                 Waiting::Breakpoint { item, message, .. } => {
-                    let path = item.node_id.clone();
+                    let path = item.node_id.to_string();
                     (item, path, message)
                 }
             };
@@ -1453,8 +1457,8 @@ fn step_started(ctx: &RunContext, item: &QueuedStep) {
     let label = ctx
         .graph
         .nodes
-        .get(&item.node_id)
-        .map_or(item.node_id.as_str(), |node| node.label(&item.node_id));
+        .get(&*item.node_id)
+        .map_or(&*item.node_id, |node| node.label(&item.node_id));
     step_started_as(ctx, item, label);
 }
 
@@ -1469,12 +1473,10 @@ fn step_started_as(ctx: &RunContext, item: &QueuedStep, label: &str) {
                 .as_deref(),
         );
     }
-    ctx.events.emit_event(
-        EventType::StepStart,
-        Some(&item.node_id),
+    ctx.events.emit_step_start(
+        &item.node_id,
         label.to_string(),
-        item.source_node_id.as_deref(),
-        None,
+        item.source_node_id.as_ref(),
     );
 }
 
@@ -1486,7 +1488,7 @@ async fn execute(
     mut resume: Option<ChildResume>,
     stop_before_tools: bool,
 ) -> Result<StepOutput, StepError> {
-    let node_id = item.node_id.as_str();
+    let node_id = &*item.node_id;
     let Some(node) = ctx.graph.nodes.get(node_id) else {
         return Err(StepError::new(
             StepErrorKind::Internal,

@@ -606,7 +606,7 @@ fn started_nodes(engine: &Engine, run_id: &str) -> Vec<String> {
         .expect("events")
         .into_iter()
         .filter(|event| event.kind == EventType::StepStart)
-        .filter_map(|event| event.node_id)
+        .filter_map(|event| event.node_id.as_deref().map(str::to_string))
         .collect()
 }
 

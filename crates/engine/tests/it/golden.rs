@@ -139,7 +139,7 @@ fn normalized_trace(flow: &Flow, events: &[RunEvent]) -> String {
     let mut nested: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut deltas: HashMap<String, (usize, String)> = HashMap::new();
     let key_of = |event: &RunEvent| {
-        let node = event.node_id.clone().unwrap_or_else(|| "(run)".into());
+        let node = event.node_id.as_deref().unwrap_or("(run)").to_string();
         match &event.scope {
             Some(scope) => format!("{scope}/{node}"),
             None => node,
@@ -282,7 +282,7 @@ fn check_order_between_nodes(
         }
         let node = event.node_id.as_deref().unwrap_or("?");
         let sources: Vec<String> = match &event.from {
-            Some(from) => vec![from.clone()],
+            Some(from) => vec![from.to_string()],
             None => {
                 // A join's sources are the keys of the output it ends with.
                 let end = events[position..].iter().find(|later| {
@@ -601,11 +601,11 @@ fn order_checks_catch_a_join_that_fires_early_and_a_step_started_during_a_pause(
             run_id: "r".into(),
             ts: "2026-01-01T00:00:00.000Z".into(),
             kind,
-            node_id: (!node.is_empty()).then(|| node.to_string()),
+            node_id: (!node.is_empty()).then(|| node.into()),
             content: content.into(),
             scope: None,
             item: None,
-            from: from.map(str::to_string),
+            from: from.map(Into::into),
             usage: None,
             model: None,
         }
