@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+mod json;
+
 use weft_providers::Usage;
 
 /// Receives every event of a run, in `seq` order, once the event is committed to the store (so

@@ -7,7 +7,7 @@
 //! 10,000-step `if` chain spent a quarter of its wall time there, and a 1,000-step one wrote
 //! more than a megabyte of log). A batch is one insert, written to the log once.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::sync::Arc;
 
 use super::sql::{Db, Dialect, params};
@@ -22,47 +22,6 @@ pub(super) const INSERT_BATCH: &str = "INSERT INTO event_batches (run_id, first_
 /// The number of a run's last stored event.
 pub(super) const SELECT_LAST_SEQ: &str = "SELECT last_seq FROM event_batches WHERE run_id = ?1 \
      ORDER BY first_seq DESC LIMIT 1";
-
-/// An event as a batch holds it: [`RunEvent`]'s fields in its JSON form, without the run id
-/// (the row's).
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct StoredEventRef<'a> {
-    seq: u64,
-    ts: &'a str,
-    #[serde(rename = "type")]
-    kind: EventType,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    node_id: Option<&'a str>,
-    content: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    scope: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    item: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    from: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    usage: Option<Usage>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    model: Option<&'a str>,
-}
-
-impl<'a> From<&'a RunEvent> for StoredEventRef<'a> {
-    fn from(event: &'a RunEvent) -> Self {
-        StoredEventRef {
-            seq: event.seq,
-            ts: &event.ts,
-            kind: event.kind,
-            node_id: event.node_id.as_deref(),
-            content: &event.content,
-            scope: event.scope.as_deref(),
-            item: event.item,
-            from: event.from.as_deref(),
-            usage: event.usage,
-            model: event.model.as_deref(),
-        }
-    }
-}
 
 /// An event read back from a batch (absent and `null` fields alike are `None`: the events
 /// migrated from the table of one row per event have their empty columns as `null`).
@@ -124,8 +83,8 @@ pub(super) fn insert_batch(
         if index > 0 {
             json.push(b',');
         }
-        serde_json::to_writer(&mut json, &StoredEventRef::from(*event))
-            .map_err(|error| corrupt(run_id, format!("event {}: {error}", event.seq)))?;
+        // The run id is the row's.
+        event.write_json(&mut json, false);
     }
     json.push(b']');
     let json = String::from_utf8(json)

@@ -225,9 +225,8 @@ impl EventSink for NdjsonPrinter {
             .lines
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if serde_json::to_writer(&mut *lines, event).is_ok() {
-            lines.push(b'\n');
-        }
+        event.write_json(&mut lines, true);
+        lines.push(b'\n');
     }
 
     fn flush(&self) {
