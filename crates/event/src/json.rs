@@ -4,97 +4,116 @@
 //! store's writer thread more than committing the run's steps.
 
 use crate::RunEvent;
+use weft_providers::Usage;
 
 impl RunEvent {
     /// Appends this event's JSON to `out`, as `serde_json::to_writer` writes it; without its
     /// `runId` field when `with_run_id` is false (a store's batch of one run's events).
-    pub fn write_json(&self, out: &mut Vec<u8>, with_run_id: bool) {
-        out.reserve(96 + self.content.len());
-        out.extend_from_slice(b"{\"seq\":");
-        push_number(out, self.seq);
+    pub fn write_json(&self, out: &mut String, with_run_id: bool) {
+        // Every field named: a field added to the event does not compile until it is written.
+        let RunEvent {
+            seq,
+            run_id,
+            ts,
+            kind,
+            node_id,
+            content,
+            scope,
+            item,
+            from,
+            usage,
+            model,
+        } = self;
+        out.reserve(96 + content.len());
+        out.push_str("{\"seq\":");
+        push_number(out, *seq);
         if with_run_id {
-            out.extend_from_slice(b",\"runId\":");
-            push_text(out, &self.run_id);
+            out.push_str(",\"runId\":");
+            push_text(out, run_id);
         }
-        out.extend_from_slice(b",\"ts\":");
-        push_text(out, &self.ts);
-        out.extend_from_slice(b",\"type\":\"");
+        out.push_str(",\"ts\":");
+        push_text(out, ts);
+        out.push_str(",\"type\":\"");
         // Event type names are lowercase letters and underscores: nothing to escape.
-        out.extend_from_slice(self.kind.as_str().as_bytes());
-        out.push(b'"');
-        if let Some(node_id) = &self.node_id {
-            out.extend_from_slice(b",\"nodeId\":");
+        out.push_str(kind.as_str());
+        out.push('"');
+        if let Some(node_id) = node_id {
+            out.push_str(",\"nodeId\":");
             push_text(out, node_id);
         }
-        out.extend_from_slice(b",\"content\":");
-        push_text(out, &self.content);
-        if let Some(scope) = &self.scope {
-            out.extend_from_slice(b",\"scope\":");
+        out.push_str(",\"content\":");
+        push_text(out, content);
+        if let Some(scope) = scope {
+            out.push_str(",\"scope\":");
             push_text(out, scope);
         }
-        if let Some(item) = self.item {
-            out.extend_from_slice(b",\"item\":");
-            push_number(out, item);
+        if let Some(item) = item {
+            out.push_str(",\"item\":");
+            push_number(out, *item);
         }
-        if let Some(from) = &self.from {
-            out.extend_from_slice(b",\"from\":");
+        if let Some(from) = from {
+            out.push_str(",\"from\":");
             push_text(out, from);
         }
-        if let Some(usage) = &self.usage {
-            out.extend_from_slice(b",\"usage\":{\"inputTokens\":");
-            push_number(out, usage.input_tokens);
-            out.extend_from_slice(b",\"outputTokens\":");
-            push_number(out, usage.output_tokens);
-            out.push(b'}');
+        if let Some(Usage {
+            input_tokens,
+            output_tokens,
+        }) = usage
+        {
+            out.push_str(",\"usage\":{\"inputTokens\":");
+            push_number(out, *input_tokens);
+            out.push_str(",\"outputTokens\":");
+            push_number(out, *output_tokens);
+            out.push('}');
         }
-        if let Some(model) = &self.model {
-            out.extend_from_slice(b",\"model\":");
+        if let Some(model) = model {
+            out.push_str(",\"model\":");
             push_text(out, model);
         }
-        out.push(b'}');
+        out.push('}');
     }
 }
 
-fn push_number(out: &mut Vec<u8>, number: u64) {
-    out.extend_from_slice(itoa::Buffer::new().format(number).as_bytes());
+fn push_number(out: &mut String, number: u64) {
+    out.push_str(itoa::Buffer::new().format(number));
 }
 
 /// `text` as a JSON string, escaped as `serde_json` escapes it: `"` and `\`, the control
 /// characters with a short form as that form (`\n`), the others as `\u00XX`; nothing else.
-fn push_text(out: &mut Vec<u8>, text: &str) {
-    let bytes = text.as_bytes();
-    out.push(b'"');
+fn push_text(out: &mut String, text: &str) {
+    out.push('"');
     // Most text needs no escape: checked first, then copied in one piece.
-    if is_plain(bytes) {
-        out.extend_from_slice(bytes);
-        out.push(b'"');
+    if is_plain(text.as_bytes()) {
+        out.push_str(text);
+        out.push('"');
         return;
     }
+    // The bytes escaped are ASCII, so the text is cut between characters.
     let mut plain_from = 0;
-    for (at, &byte) in bytes.iter().enumerate() {
+    for (at, &byte) in text.as_bytes().iter().enumerate() {
         if !needs_escape(byte) {
             continue;
         }
-        out.extend_from_slice(&bytes[plain_from..at]);
+        out.push_str(&text[plain_from..at]);
         plain_from = at + 1;
         match byte {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            0x0c => out.extend_from_slice(b"\\f"),
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
             control => {
                 const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[usize::from(control >> 4)]);
-                out.push(HEX[usize::from(control & 0xf)]);
+                out.push_str("\\u00");
+                out.push(char::from(HEX[usize::from(control >> 4)]));
+                out.push(char::from(HEX[usize::from(control & 0xf)]));
             }
         }
     }
-    out.extend_from_slice(&bytes[plain_from..]);
-    out.push(b'"');
+    out.push_str(&text[plain_from..]);
+    out.push('"');
 }
 
 fn needs_escape(byte: u8) -> bool {
@@ -128,6 +147,7 @@ mod tests {
     use std::sync::Arc;
 
     use crate::{EventType, RunEvent};
+    use strum::IntoEnumIterator;
     use weft_providers::Usage;
 
     fn event(content: &str) -> RunEvent {
@@ -148,14 +168,11 @@ mod tests {
 
     /// What `write_json` writes, with and without the run id.
     fn written(event: &RunEvent) -> (String, String) {
-        let mut with = Vec::new();
+        let mut with = String::new();
         event.write_json(&mut with, true);
-        let mut without = Vec::new();
+        let mut without = String::new();
         event.write_json(&mut without, false);
-        (
-            String::from_utf8(with).expect("UTF-8"),
-            String::from_utf8(without).expect("UTF-8"),
-        )
+        (with, without)
     }
 
     fn assert_as_serde_writes(event: &RunEvent) {
@@ -192,29 +209,7 @@ mod tests {
 
     #[test]
     fn every_event_type_is_written_by_its_name() {
-        let kinds = [
-            EventType::RunStart,
-            EventType::StepStart,
-            EventType::StartPrompt,
-            EventType::LogicCheck,
-            EventType::WaitInput,
-            EventType::InputReceived,
-            EventType::LlmDelta,
-            EventType::LlmResponse,
-            EventType::LlmError,
-            EventType::SubagentCallStart,
-            EventType::SubagentCallEnd,
-            EventType::SubagentCallError,
-            EventType::ToolCall,
-            EventType::ToolResult,
-            EventType::ToolError,
-            EventType::StepEnd,
-            EventType::Error,
-            EventType::RunEnd,
-            EventType::ApprovalReminder,
-            EventType::ApprovalEscalated,
-        ];
-        for kind in kinds {
+        for kind in EventType::iter() {
             assert_as_serde_writes(&RunEvent { kind, ..event("x") });
         }
     }

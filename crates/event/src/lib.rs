@@ -43,6 +43,7 @@ pub type EventListener = Arc<dyn EventSink>;
     strum::IntoStaticStr,
     strum::EnumString,
     strum::Display,
+    strum::EnumIter,
     schemars::JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]

@@ -77,18 +77,16 @@ pub(super) fn insert_batch(
     // ~150 bytes an event beside its content; one allocation for most batches, and no more
     // than the batch needs for one with a large output in it.
     let content: usize = events.iter().map(|event| event.content.len()).sum();
-    let mut json = Vec::with_capacity(content + content / 16 + events.len() * 192 + 2);
-    json.push(b'[');
+    let mut json = String::with_capacity(content + content / 16 + events.len() * 192 + 2);
+    json.push('[');
     for (index, event) in events.iter().enumerate() {
         if index > 0 {
-            json.push(b',');
+            json.push(',');
         }
         // The run id is the row's.
         event.write_json(&mut json, false);
     }
-    json.push(b']');
-    let json = String::from_utf8(json)
-        .map_err(|_| corrupt(run_id, "an event's JSON is not UTF-8".to_string()))?;
+    json.push(']');
     db.execute(
         INSERT_BATCH,
         &params![

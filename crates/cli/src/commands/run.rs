@@ -216,7 +216,7 @@ impl Live {
 /// JSON escapes every control character, so nothing needs stripping.
 #[derive(Default)]
 struct NdjsonPrinter {
-    lines: std::sync::Mutex<Vec<u8>>,
+    lines: std::sync::Mutex<String>,
 }
 
 impl EventSink for NdjsonPrinter {
@@ -226,7 +226,7 @@ impl EventSink for NdjsonPrinter {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         event.write_json(&mut lines, true);
-        lines.push(b'\n');
+        lines.push('\n');
     }
 
     fn flush(&self) {
@@ -237,7 +237,9 @@ impl EventSink for NdjsonPrinter {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         // A closed stdout must not stop the run; the store keeps every event anyway.
         let mut stdout = std::io::stdout().lock();
-        let _ = stdout.write_all(&lines).and_then(|()| stdout.flush());
+        let _ = stdout
+            .write_all(lines.as_bytes())
+            .and_then(|()| stdout.flush());
         lines.clear();
     }
 }
