@@ -15,6 +15,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use weft_event::RunStatus;
 
+use super::schema::Feature;
 use super::sql::{Db, Dialect, Row, params};
 use super::{MAX_STORED_DEPTH, StoreError, corrupt, json_text, nesting, read_json, runs, to_i64};
 
@@ -174,6 +175,7 @@ fn record_checked(
 ) -> Result<Recorded, StoreError> {
     let pause = to_i64("a pause's number", new.pause)?;
     let by = if new.by.is_empty() { "unknown" } else { new.by };
+    db.make_tables(Feature::Decisions)?;
     // Every inserter waits here for the one before it (SQLite's transaction holds the write
     // lock from its start already).
     let head = match db.dialect() {
@@ -286,6 +288,9 @@ pub(super) fn at_pause(
     pause: u64,
 ) -> Result<Vec<StoredDecision>, StoreError> {
     let pause = to_i64("a pause's number", pause)?;
+    if !db.has_tables(Feature::Decisions)? {
+        return Ok(Vec::new());
+    }
     db.query(
         "SELECT seq, run_id, node_id, pause, decision, decided_by, channel, note, fields_json, \
          draft_edit_json, at, prev_hash, hash FROM decisions \
@@ -302,6 +307,9 @@ pub(super) fn list(
     db: &mut dyn Db,
     run_id: Option<&str>,
 ) -> Result<Vec<StoredDecision>, StoreError> {
+    if !db.has_tables(Feature::Decisions)? {
+        return Ok(Vec::new());
+    }
     let rows = match run_id {
         Some(run_id) => db.query(
             "SELECT seq, run_id, node_id, pause, decision, decided_by, channel, note, \
@@ -336,6 +344,9 @@ pub(super) fn verify(db: &mut dyn Db) -> Result<ChainCheck, StoreError> {
 }
 
 fn walk(db: &mut dyn Db) -> Result<ChainCheck, StoreError> {
+    if !db.has_tables(Feature::Decisions)? {
+        return Ok(ChainCheck::Intact { count: 0 });
+    }
     let head = db
         .query_opt(
             "SELECT count, last_hash FROM decision_chain WHERE id = 1",

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::schema::Feature;
 use super::sql::{Db, Row, params};
 use super::{StoreError, corrupt, json_text, read_json, to_i64};
 
@@ -45,6 +46,7 @@ pub(super) fn claim(db: &mut dyn Db, done: &FollowUp<'_>) -> Result<bool, StoreE
     let to_json = json_text(&Value::Array(
         done.to.iter().cloned().map(Value::String).collect(),
     ));
+    db.make_tables(Feature::FollowUps)?;
     let kept = db.execute(
         "INSERT INTO approval_follow_ups (run_id, pause, kind, at, to_json) \
          VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
@@ -60,6 +62,9 @@ pub(super) fn at_pause(
     pause: u64,
 ) -> Result<Vec<StoredFollowUp>, StoreError> {
     let pause = to_i64("a pause's number", pause)?;
+    if !db.has_tables(Feature::FollowUps)? {
+        return Ok(Vec::new());
+    }
     db.query(
         "SELECT run_id, pause, kind, at, to_json FROM approval_follow_ups \
          WHERE run_id = ?1 AND pause = ?2 ORDER BY at, kind",

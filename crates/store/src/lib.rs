@@ -64,6 +64,7 @@ use std::thread::JoinHandle;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use schema::Feature;
 use sql::{Db, Dialect, params};
 use weft_event::{EventListener, RunEvent, RunStatus};
 use weft_providers::Usage;
@@ -1154,6 +1155,7 @@ impl Store {
         let owner = &self.inner.owner;
         let schedule = to_i64("a schedule's number", schedule)?;
         self.read(|db| {
+            db.make_tables(Feature::ScheduleClaims)?;
             Ok(db.execute(
                 "INSERT INTO schedule_claims (flow, schedule, occurrence, claimed_by, claimed_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
@@ -1166,6 +1168,9 @@ impl Store {
     pub fn latest_claim(&self, flow: &str, schedule: u64) -> Result<Option<String>, StoreError> {
         let schedule = to_i64("a schedule's number", schedule)?;
         self.read(|db| {
+            if !db.has_tables(Feature::ScheduleClaims)? {
+                return Ok(None);
+            }
             db.query_opt(
                 "SELECT MAX(occurrence) AS latest FROM schedule_claims \
                  WHERE flow = ?1 AND schedule = ?2",

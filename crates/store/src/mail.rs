@@ -9,6 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::schema::Feature;
 use super::sql::{Db, Row, params};
 use super::{StoreError, corrupt, to_i64};
 
@@ -74,6 +75,7 @@ pub(super) fn queue(
     at: &str,
 ) -> Result<bool, StoreError> {
     let pause = to_i64("a pause's number", pause)?;
+    db.make_tables(Feature::Mail)?;
     let queued = db.execute(
         "INSERT INTO approval_mail (run_id, pause, kind, person, queued_at, next_at, attempts) \
          VALUES (?1, ?2, ?3, '', ?4, ?4, 0) ON CONFLICT DO NOTHING",
@@ -84,6 +86,9 @@ pub(super) fn queue(
 
 /// Emails to address or (re)try at `now`, earliest first, at most `limit`.
 pub(super) fn due(db: &mut dyn Db, now: &str, limit: u32) -> Result<Vec<StoredMail>, StoreError> {
+    if !db.has_tables(Feature::Mail)? {
+        return Ok(Vec::new());
+    }
     let sql = concat!(
         "SELECT ",
         columns!(),
@@ -103,6 +108,9 @@ pub(super) fn claim(
     until: &str,
 ) -> Result<bool, StoreError> {
     let pause = to_i64("a pause's number", key.pause)?;
+    if !db.has_tables(Feature::Mail)? {
+        return Ok(false);
+    }
     let claimed = db.execute(
         "UPDATE approval_mail SET next_at = ?6, attempts = attempts + 1 \
          WHERE run_id = ?1 AND pause = ?2 AND kind = ?3 AND person = ?4 AND next_at = ?5",
@@ -120,6 +128,7 @@ pub(super) fn address(
     at: &str,
 ) -> Result<(), StoreError> {
     let pause = to_i64("a pause's number", key.pause)?;
+    db.make_tables(Feature::Mail)?;
     for (person, email) in to {
         // Nobody to send to: kept done, saying why, so that what was not sent shows.
         let (next_at, last_error) = match email {
@@ -155,6 +164,9 @@ pub(super) fn finish(
     error: Option<&str>,
 ) -> Result<(), StoreError> {
     let pause = to_i64("a pause's number", key.pause)?;
+    if !db.has_tables(Feature::Mail)? {
+        return Ok(());
+    }
     db.execute(
         "UPDATE approval_mail SET next_at = ?5, sent_at = ?6, last_error = ?7 \
          WHERE run_id = ?1 AND pause = ?2 AND kind = ?3 AND person = ?4",
@@ -167,6 +179,9 @@ pub(super) fn finish(
 
 /// Every email of run `run_id`, by pause, time owed, kind and person.
 pub(super) fn of_run(db: &mut dyn Db, run_id: &str) -> Result<Vec<StoredMail>, StoreError> {
+    if !db.has_tables(Feature::Mail)? {
+        return Ok(Vec::new());
+    }
     let sql = concat!(
         "SELECT ",
         columns!(),

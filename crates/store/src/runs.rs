@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use super::schema::Feature;
 use super::sql::{Db, Row, params};
 use super::versions::{self, FlowVersionUse, VersionUseKind};
 use super::{
@@ -52,6 +53,7 @@ pub(super) struct NewRunRow<'a> {
 
 /// Keeps `pins_json` as the pins of `run_id`, unless it has pins already.
 pub(super) fn keep_pins(db: &mut dyn Db, run_id: &str, pins_json: &str) -> Result<(), StoreError> {
+    db.make_tables(Feature::Pins)?;
     db.execute(INSERT_PINS, &params![run_id, pins_json])?;
     Ok(())
 }
@@ -498,25 +500,41 @@ pub(super) fn exists(db: &mut dyn Db, run_id: &str) -> Result<bool, StoreError> 
         .is_some())
 }
 
+/// The query of one run's row and totals, with `$pins` for its pinned outputs (a macro:
+/// statements are `&'static str`).
+macro_rules! load_run {
+    ($pins:literal) => {
+        concat!(
+            "SELECT id, flow_name, flow_path, status, started_at, ended_at, updated_at, \
+             waiting_node_id, trigger_json, \
+             COALESCE((SELECT flow_json FROM flow_versions WHERE hash = runs.flow_version), \
+               (SELECT flow_json FROM run_flows WHERE run_id = runs.id)) AS flow_json, \
+             flow_version, input_json, result_json, error, waiting_input_json, \
+             waiting_source_node_id, state_json, host, ",
+            $pins,
+            " AS pins_json, \
+             (SELECT CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT) FROM node_outputs \
+               WHERE run_id = runs.id) AS input_tokens, \
+             (SELECT CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT) FROM node_outputs \
+               WHERE run_id = runs.id) AS output_tokens \
+             FROM runs WHERE id = ?1"
+        )
+    };
+}
+const LOAD_RUN: &str =
+    load_run!("COALESCE((SELECT pins_json FROM run_pins WHERE run_id = runs.id), pins_json)");
+const LOAD_RUN_WITHOUT_PINS_TABLE: &str = load_run!("pins_json");
+
 /// The run with exactly this id, with its queue and token totals.
 pub(super) fn load(db: &mut dyn Db, run_id: &str) -> Result<RunRecord, StoreError> {
-    let Some(row) = db.query_opt(
-        "SELECT id, flow_name, flow_path, status, started_at, ended_at, updated_at, \
-         waiting_node_id, trigger_json, \
-         COALESCE((SELECT flow_json FROM flow_versions WHERE hash = runs.flow_version), \
-           (SELECT flow_json FROM run_flows WHERE run_id = runs.id)) AS flow_json, flow_version, \
-         input_json, result_json, error, waiting_input_json, \
-         waiting_source_node_id, state_json, host, \
-         COALESCE((SELECT pins_json FROM run_pins WHERE run_id = runs.id), pins_json) \
-           AS pins_json, \
-         (SELECT CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT) FROM node_outputs \
-           WHERE run_id = runs.id) AS input_tokens, \
-         (SELECT CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT) FROM node_outputs \
-           WHERE run_id = runs.id) AS output_tokens \
-         FROM runs WHERE id = ?1",
-        &params![run_id],
-    )?
-    else {
+    // A store that never kept pins has no `run_pins` (migration 21): a run's own column, where
+    // a Weft from before migration 16 kept them, is all there is to read.
+    let sql = if db.has_tables(Feature::Pins)? {
+        LOAD_RUN
+    } else {
+        LOAD_RUN_WITHOUT_PINS_TABLE
+    };
+    let Some(row) = db.query_opt(sql, &params![run_id])? else {
         return Err(StoreError::NoSuchRun(run_id.to_string()));
     };
     let summary = summary(&row)?;

@@ -45,6 +45,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     MIGRATION_18,
     MIGRATION_19,
     MIGRATION_20,
+    MIGRATION_21,
 ];
 
 /// Migration 1: runs, their events, node outputs and the queue of a paused run.
@@ -395,9 +396,19 @@ DROP TABLE llm_calls;
 ALTER TABLE llm_calls_by_rowid RENAME TO llm_calls;
 ";
 
-/// The schema as the migrations leave it, made at once in a new store: replaying every
-/// migration (tables made, altered, copied and dropped, the whole schema parsed again after
-/// each change) took half of a first run's time. A test keeps the two the same.
+/// Migration 21: a new store holds only the tables that every run uses. The tables of features
+/// a run may never touch ([`Feature`]: schedules' claims, pins, approvals' decisions, follow-ups
+/// and mail) are made at their first use: SQLite parses every table and index of a store at its
+/// first statement, in each process that opens it, and a short run's process paid for parsing
+/// those tables too. A store migrated to here keeps the ones it has. The version itself is
+/// the change: a Weft before this one, which would take a missing table for a broken store,
+/// refuses a store at this version as made by a newer Weft.
+const MIGRATION_21: &str = "";
+
+/// The schema as the migrations leave it, made at once in a new store, but for the tables of
+/// [`Feature`]s (migration 21): replaying every migration (tables made, altered, copied and
+/// dropped, the whole schema parsed again after each change) took half of a first run's time.
+/// A test keeps the two the same, with every feature's tables made.
 pub(super) const SCHEMA: &str = "
 CREATE TABLE runs (
     id TEXT PRIMARY KEY,
@@ -473,14 +484,6 @@ CREATE TABLE node_outputs (
     metadata_json TEXT,
     PRIMARY KEY (run_id, node_id)
 );
-CREATE TABLE schedule_claims (
-    flow TEXT NOT NULL,
-    schedule INTEGER NOT NULL,
-    occurrence TEXT NOT NULL,
-    claimed_by TEXT NOT NULL,
-    claimed_at TEXT NOT NULL,
-    PRIMARY KEY (flow, schedule, occurrence)
-) WITHOUT ROWID;
 CREATE TABLE flow_versions (
     hash TEXT PRIMARY KEY,
     flow_json TEXT NOT NULL,
@@ -496,57 +499,122 @@ CREATE TABLE flow_version_uses (
     saved_by TEXT
 );
 CREATE INDEX flow_version_uses_path ON flow_version_uses(path, at);
-CREATE TABLE run_pins (
-    run_id TEXT PRIMARY KEY REFERENCES runs(id),
-    pins_json TEXT NOT NULL
-);
-CREATE TABLE decisions (
-    seq INTEGER PRIMARY KEY,
-    run_id TEXT NOT NULL,
-    node_id TEXT NOT NULL,
-    pause INTEGER NOT NULL,
-    decision TEXT NOT NULL,
-    decided_by TEXT NOT NULL,
-    channel TEXT NOT NULL,
-    note TEXT NOT NULL,
-    fields_json TEXT NOT NULL,
-    draft_edit_json TEXT,
-    at TEXT NOT NULL,
-    prev_hash TEXT NOT NULL,
-    hash TEXT NOT NULL
-);
-CREATE UNIQUE INDEX decisions_answer ON decisions(run_id, pause, decided_by);
-CREATE INDEX decisions_run ON decisions(run_id, seq);
-CREATE TABLE decision_chain (
-    id INTEGER PRIMARY KEY CHECK (id = 1),
-    count INTEGER NOT NULL,
-    last_hash TEXT NOT NULL
-);
-INSERT INTO decision_chain (id, count, last_hash)
-VALUES (1, 0, '0000000000000000000000000000000000000000000000000000000000000000');
-CREATE TABLE approval_follow_ups (
-    run_id TEXT NOT NULL,
-    pause INTEGER NOT NULL,
-    kind TEXT NOT NULL,
-    at TEXT NOT NULL,
-    to_json TEXT NOT NULL,
-    PRIMARY KEY (run_id, pause, kind)
-);
-CREATE TABLE approval_mail (
-    run_id TEXT NOT NULL,
-    pause INTEGER NOT NULL,
-    kind TEXT NOT NULL,
-    person TEXT NOT NULL,
-    email TEXT,
-    queued_at TEXT NOT NULL,
-    next_at TEXT,
-    attempts INTEGER NOT NULL,
-    sent_at TEXT,
-    last_error TEXT,
-    PRIMARY KEY (run_id, pause, kind, person)
-);
-CREATE INDEX approval_mail_next ON approval_mail(next_at) WHERE next_at IS NOT NULL;
 ";
+
+/// A feature whose tables a SQLite store gets at its first use (migration 21): written by
+/// [`Feature::sqlite_tables`] before any write of it, read as empty while they are missing. A
+/// store migrated from before has them all; PostgreSQL's schema has them all from the start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Feature {
+    /// The occurrences of schedules claimed by servers (`schedule_claims`).
+    ScheduleClaims,
+    /// Runs' pinned outputs (`run_pins`).
+    Pins,
+    /// The hash chain of approval decisions (`decisions`, `decision_chain`).
+    Decisions,
+    /// Approvals' reminders and escalations done (`approval_follow_ups`).
+    FollowUps,
+    /// The outbox of approval emails (`approval_mail`).
+    Mail,
+}
+
+impl Feature {
+    #[cfg(test)]
+    pub(super) const ALL: [Feature; 5] = [
+        Feature::ScheduleClaims,
+        Feature::Pins,
+        Feature::Decisions,
+        Feature::FollowUps,
+        Feature::Mail,
+    ];
+
+    /// One of the feature's tables: they are made in one transaction, so where one is, all are.
+    pub(super) fn table(self) -> &'static str {
+        match self {
+            Feature::ScheduleClaims => "schedule_claims",
+            Feature::Pins => "run_pins",
+            Feature::Decisions => "decision_chain",
+            Feature::FollowUps => "approval_follow_ups",
+            Feature::Mail => "approval_mail",
+        }
+    }
+
+    /// The feature's tables as the migrations that added them left them; harmless where they
+    /// are there already.
+    pub(super) fn sqlite_tables(self) -> &'static str {
+        match self {
+            Feature::ScheduleClaims => {
+                "CREATE TABLE IF NOT EXISTS schedule_claims (
+                    flow TEXT NOT NULL,
+                    schedule INTEGER NOT NULL,
+                    occurrence TEXT NOT NULL,
+                    claimed_by TEXT NOT NULL,
+                    claimed_at TEXT NOT NULL,
+                    PRIMARY KEY (flow, schedule, occurrence)
+                ) WITHOUT ROWID;"
+            }
+            Feature::Pins => {
+                "CREATE TABLE IF NOT EXISTS run_pins (
+                    run_id TEXT PRIMARY KEY REFERENCES runs(id),
+                    pins_json TEXT NOT NULL
+                );"
+            }
+            Feature::Decisions => {
+                "CREATE TABLE IF NOT EXISTS decisions (
+                    seq INTEGER PRIMARY KEY,
+                    run_id TEXT NOT NULL,
+                    node_id TEXT NOT NULL,
+                    pause INTEGER NOT NULL,
+                    decision TEXT NOT NULL,
+                    decided_by TEXT NOT NULL,
+                    channel TEXT NOT NULL,
+                    note TEXT NOT NULL,
+                    fields_json TEXT NOT NULL,
+                    draft_edit_json TEXT,
+                    at TEXT NOT NULL,
+                    prev_hash TEXT NOT NULL,
+                    hash TEXT NOT NULL
+                );
+                CREATE UNIQUE INDEX IF NOT EXISTS decisions_answer ON decisions(run_id, pause, decided_by);
+                CREATE INDEX IF NOT EXISTS decisions_run ON decisions(run_id, seq);
+                CREATE TABLE IF NOT EXISTS decision_chain (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    count INTEGER NOT NULL,
+                    last_hash TEXT NOT NULL
+                );
+                INSERT OR IGNORE INTO decision_chain (id, count, last_hash) VALUES (1, 0,
+                    '0000000000000000000000000000000000000000000000000000000000000000');"
+            }
+            Feature::FollowUps => {
+                "CREATE TABLE IF NOT EXISTS approval_follow_ups (
+                    run_id TEXT NOT NULL,
+                    pause INTEGER NOT NULL,
+                    kind TEXT NOT NULL,
+                    at TEXT NOT NULL,
+                    to_json TEXT NOT NULL,
+                    PRIMARY KEY (run_id, pause, kind)
+                );"
+            }
+            Feature::Mail => {
+                "CREATE TABLE IF NOT EXISTS approval_mail (
+                    run_id TEXT NOT NULL,
+                    pause INTEGER NOT NULL,
+                    kind TEXT NOT NULL,
+                    person TEXT NOT NULL,
+                    email TEXT,
+                    queued_at TEXT NOT NULL,
+                    next_at TEXT,
+                    attempts INTEGER NOT NULL,
+                    sent_at TEXT,
+                    last_error TEXT,
+                    PRIMARY KEY (run_id, pause, kind, person)
+                );
+                CREATE INDEX IF NOT EXISTS approval_mail_next ON approval_mail(next_at)
+                    WHERE next_at IS NOT NULL;"
+            }
+        }
+    }
+}
 
 /// A clear message for an error met while opening.
 pub(super) fn describe(err: &rusqlite::Error) -> String {

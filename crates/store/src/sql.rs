@@ -9,6 +9,7 @@
 //! cannot infer from a column cast with `CAST(? AS TEXT)`.
 
 use super::StoreError;
+use super::schema::Feature;
 
 /// One statement parameter: text or a 64-bit integer, either of which may be `NULL`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -169,6 +170,17 @@ pub(super) trait Db: Send {
 
     /// Called once when the store closes, after the last commit.
     fn close(&mut self) {}
+
+    /// Makes `feature`'s tables if they are not there yet, before a write to them (SQLite
+    /// makes them at their first use; PostgreSQL's schema has them from the start).
+    fn make_tables(&mut self, _feature: Feature) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// Whether `feature`'s tables are there: a read of them finds nothing while they are not.
+    fn has_tables(&mut self, _feature: Feature) -> Result<bool, StoreError> {
+        Ok(true)
+    }
 
     /// Compiles `statements` now, so that their first use need not (SQLite keeps them in the
     /// connection's statement cache); one that fails to compile is left to fail where it is used.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use rusqlite::Connection;
 use rusqlite::types::{ToSql, ToSqlOutput, ValueRef};
 
+use super::schema::Feature;
 use super::sql::{Cell, Db, Dialect, Param, Row};
 use super::{StoreError, schema};
 
@@ -120,6 +121,31 @@ impl Db for SqliteDb {
 
     fn close(&mut self) {
         schema::fold_a_long_log(&self.conn);
+    }
+
+    fn make_tables(&mut self, feature: Feature) -> Result<(), StoreError> {
+        if self.has_tables(feature)? {
+            return Ok(());
+        }
+        // Under a savepoint, inside the caller's transaction or as one of its own: the
+        // feature's tables are all made, or none is.
+        self.conn.execute_batch("SAVEPOINT make_tables")?;
+        match self.conn.execute_batch(feature.sqlite_tables()) {
+            Ok(()) => Ok(self.conn.execute_batch("RELEASE make_tables")?),
+            Err(error) => {
+                let _ = self
+                    .conn
+                    .execute_batch("ROLLBACK TO make_tables; RELEASE make_tables");
+                Err(error.into())
+            }
+        }
+    }
+
+    fn has_tables(&mut self, feature: Feature) -> Result<bool, StoreError> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1")?
+            .exists([feature.table()])?)
     }
 
     fn prepare_ahead(&mut self, statements: &[&'static str]) {

@@ -1781,13 +1781,194 @@ fn a_new_stores_schema_is_the_one_the_migrations_leave() {
         .pragma_query_value(None, "user_version", |row| row.get(0))
         .expect("version");
     assert_eq!(version, MIGRATIONS.len() as i64);
+    // The features' tables are made at their first use, as the migrations made them.
+    let tables = |conn: &Connection| -> Vec<String> {
+        conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .expect("tables")
+            .query_map([], |row| row.get(0))
+            .expect("tables")
+            .collect::<Result<_, _>>()
+            .expect("tables")
+    };
+    let in_a_new_store = tables(&conn);
+    for feature in schema::Feature::ALL {
+        assert!(
+            !in_a_new_store.iter().any(|table| table == feature.table()),
+            "a new store has {} already",
+            feature.table()
+        );
+        conn.execute_batch(feature.sqlite_tables())
+            .expect("the feature's tables");
+    }
     assert_eq!(schema_facts(&conn), by_migrations);
+    // Made again where they are, nothing changes (another process may have made them).
+    for feature in schema::Feature::ALL {
+        conn.execute_batch(feature.sqlite_tables())
+            .expect("the feature's tables again");
+    }
+    assert_eq!(schema_facts(&conn), by_migrations);
+    let head: (i64, String) = conn
+        .query_row("SELECT count, last_hash FROM decision_chain", [], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
+        .expect("one head of the decisions' chain");
+    assert_eq!(head, (0, "0".repeat(64)));
     assert!(by_migrations.len() > 60, "{by_migrations:#?}");
     // And a store made so goes on migrating from there: reopened, nothing changes.
     drop(conn);
     drop(Store::open(&made).expect("reopened"));
     let conn = Connection::open(&made).expect("sqlite");
     assert_eq!(schema_facts(&conn), by_migrations);
+}
+
+/// The tables of the features a store at `path` has, by name.
+fn feature_tables_in(path: &std::path::Path) -> Vec<&'static str> {
+    let conn = Connection::open(path).expect("sqlite");
+    schema::Feature::ALL
+        .iter()
+        .map(|feature| feature.table())
+        .filter(|table| {
+            conn.query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                [table],
+                |row| row.get::<_, i64>(0),
+            )
+            .expect("tables")
+                == 1
+        })
+        .collect()
+}
+
+/// A new store holds only the tables every run uses (migration 21). A run that uses no
+/// feature leaves them unmade; reading a feature before its first use finds nothing; its first
+/// use makes its tables, and another store already open on the file reads what it kept.
+#[test]
+fn a_features_tables_are_made_at_its_first_use_and_read_empty_before() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("runs.db");
+    let store = Store::open(&path).expect("open");
+    store.create_run(&new_run("plain", &ts(0)));
+    store.append_event(event("plain", 1, EventType::RunStart, None), None);
+    store.put_node_output("plain", "a", &json!("A"), 1, ts(1));
+    store.finish_run(
+        "plain",
+        RunStatus::Completed,
+        Some(&json!("A")),
+        None,
+        &ts(2),
+    );
+    store.flush().expect("flush");
+    assert_eq!(feature_tables_in(&path), Vec::<&str>::new());
+
+    // Read before any use, on this store and on one opened after it.
+    let other = Store::open(&path).expect("a second store on the file");
+    for reader in [&store, &other] {
+        assert_eq!(reader.run("plain").expect("run").pins, None);
+        assert!(reader.decisions(None).expect("decisions").is_empty());
+        assert!(
+            reader
+                .decisions_at("plain", 1)
+                .expect("decisions")
+                .is_empty()
+        );
+        assert_eq!(
+            reader.verify_decisions().expect("verify"),
+            ChainCheck::Intact { count: 0 }
+        );
+        assert!(
+            reader
+                .follow_ups("plain", 1)
+                .expect("follow-ups")
+                .is_empty()
+        );
+        assert!(reader.due_mail(&ts(59), 10).expect("mail").is_empty());
+        assert!(reader.mails("plain").expect("mail").is_empty());
+        assert_eq!(reader.latest_claim("demo", 0).expect("claims"), None);
+    }
+    assert_eq!(feature_tables_in(&path), Vec::<&str>::new());
+
+    // First uses, each through `store`: `other` has read the schema without them.
+    let mut pinned = new_run("pinned", &ts(3));
+    pinned.pins_json = Some(r#"{"a":"pinned A"}"#.to_string());
+    store.create_run(&pinned);
+    store.create_run(&new_run("asks", &ts(4)));
+    store.save_pause(
+        "asks",
+        &PauseRecord {
+            ask_by_mail: Some(1),
+            ..pause_record()
+        },
+        &ts(5),
+    );
+    store.flush().expect("flush");
+    let fields = json!({});
+    let decision = NewDecision {
+        run_id: "asks",
+        node_id: "approve",
+        pause: 1,
+        decision: "approve",
+        by: "ana",
+        channel: "cli",
+        note: "",
+        fields: &fields,
+        draft_edit: None,
+        at: &ts(6),
+    };
+    assert!(matches!(
+        store.record_decision(&decision),
+        Ok(Recorded::New(_))
+    ));
+    let remind = FollowUp {
+        run_id: "asks",
+        pause: 1,
+        kind: "remind",
+        at: &ts(7),
+        to: &["ana".to_string()],
+    };
+    assert!(store.claim_follow_up(&remind).expect("follow-up"));
+    assert!(
+        store
+            .claim_occurrence("demo", 0, &ts(8), &ts(8))
+            .expect("claim")
+    );
+    let mut made = feature_tables_in(&path);
+    made.sort_unstable();
+    let mut all: Vec<&str> = schema::Feature::ALL.iter().map(|f| f.table()).collect();
+    all.sort_unstable();
+    assert_eq!(made, all);
+
+    for reader in [&store, &other] {
+        assert_eq!(
+            reader.run("pinned").expect("run").pins,
+            Some(json!({"a": "pinned A"}))
+        );
+        assert_eq!(
+            reader
+                .decisions(Some("asks"))
+                .expect("decisions")
+                .iter()
+                .map(|kept| kept.by.as_str())
+                .collect::<Vec<_>>(),
+            ["ana"]
+        );
+        assert_eq!(
+            reader.verify_decisions().expect("verify"),
+            ChainCheck::Intact { count: 1 }
+        );
+        assert_eq!(reader.follow_ups("asks", 1).expect("follow-ups").len(), 1);
+        assert_eq!(reader.mails("asks").expect("mail").len(), 1);
+        assert_eq!(reader.latest_claim("demo", 0).expect("claims"), Some(ts(8)));
+    }
+    // Used again, nothing is made twice and nothing kept is lost.
+    assert!(
+        !other
+            .claim_occurrence("demo", 0, &ts(8), &ts(9))
+            .expect("claim")
+    );
+    assert!(matches!(
+        other.record_decision(&decision),
+        Ok(Recorded::Repeated(_))
+    ));
 }
 
 #[test]
