@@ -22,7 +22,9 @@ pub struct RestateServer {
 }
 
 impl RestateServer {
-    /// Starts a server and waits until its admin API and ingress answer.
+    /// Starts a server and waits until its admin API and ingress answer. A server that exits
+    /// while starting (another process may take a port between its pick and the server's bind)
+    /// is started again on other ports, twice at most; its log is shown either way.
     pub fn start() -> RestateServer {
         let binary = std::env::var_os("WEFT_RESTATE_SERVER")
             .map(PathBuf::from)
@@ -36,6 +38,23 @@ impl RestateServer {
             "no Restate server at {}: run scripts/setup-restate.sh (the test command does)",
             binary.display()
         );
+        const ATTEMPTS: usize = 3;
+        for attempt in 1..=ATTEMPTS {
+            match RestateServer::try_start(&binary) {
+                Ok(server) => return server,
+                Err(log) if attempt < ATTEMPTS => {
+                    eprintln!(
+                        "the Restate server exited while starting; again on other ports:\n{log}"
+                    )
+                }
+                Err(log) => panic!("the Restate server exited while starting:\n{log}"),
+            }
+        }
+        unreachable!("the last attempt returns or panics")
+    }
+
+    /// One start: the server, or its log when it exited before answering.
+    fn try_start(binary: &std::path::Path) -> Result<RestateServer, String> {
         let dir = std::env::temp_dir().join(format!(
             "weft-restate-{}-{}",
             std::process::id(),
@@ -45,20 +64,26 @@ impl RestateServer {
                 .unwrap_or_default()
         ));
         std::fs::create_dir_all(&dir).expect("restate dir");
+        // Beside the base directory, so that it outlives a server that exits.
+        let log = dir.with_extension("log");
         let [ingress, admin, node] = [free_port(), free_port(), free_port()];
-        // Ends the server and removes its files once the test process is gone.
+        // Ends the server and removes its files once the test process is gone. A server that
+        // exits on its own gets a last line in its log, which the wait below looks for.
         let script = format!(
             "\"$0\" --base-dir {dir} --node-name weft-test --listen-mode tcp --no-logo \
-             >{dir}/server.log 2>&1 & server=$!; \
+             >{log} 2>&1 & server=$!; \
              while kill -0 {me} 2>/dev/null && kill -0 $server 2>/dev/null; do sleep 0.2; done; \
-             kill -TERM $server 2>/dev/null; sleep 2; kill -KILL $server 2>/dev/null; rm -rf {dir}",
+             if kill -0 {me} 2>/dev/null; then wait $server; echo \"{EXITED} $?\" >>{log}; fi; \
+             kill -TERM $server 2>/dev/null; sleep 2; kill -KILL $server 2>/dev/null; rm -rf {dir}; \
+             while kill -0 {me} 2>/dev/null; do sleep 1; done; rm -f {log}",
             dir = dir.display(),
+            log = log.display(),
             me = std::process::id(),
         );
         let watchdog = Command::new("sh")
             .arg("-c")
             .arg(&script)
-            .arg(&binary)
+            .arg(binary)
             .env(
                 "RESTATE_INGRESS__BIND_ADDRESS",
                 format!("127.0.0.1:{ingress}"),
@@ -83,18 +108,25 @@ impl RestateServer {
             dir,
             _watchdog: watchdog,
         };
+        let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
         let started = Instant::now();
         while !(answers_ok(admin, "/health") && answers_ok(ingress, "/restate/health")) {
+            let so_far = read_log();
+            if so_far.contains(EXITED) {
+                return Err(so_far);
+            }
             assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "the Restate server did not start: {}",
-                std::fs::read_to_string(server.dir.join("server.log")).unwrap_or_default()
+                started.elapsed() < Duration::from_secs(90),
+                "the Restate server did not answer within 90 s:\n{so_far}"
             );
             std::thread::sleep(Duration::from_millis(100));
         }
-        server
+        Ok(server)
     }
 }
+
+/// The line the watchdog adds to a server's log when the server exits on its own.
+const EXITED: &str = "weft-test: restate-server exited with status";
 
 /// A running `weft restate`, killed when dropped.
 pub struct Worker {
