@@ -60,6 +60,13 @@ fn smtp_python() -> PathBuf {
     python
 }
 
+/// Where a test's SMTP server writes its errors, in its own directory.
+const SERVER_LOG: &str = "server.log";
+
+fn server_log(dir: &tempfile::TempDir) -> std::fs::File {
+    std::fs::File::create(dir.path().join(SERVER_LOG)).expect("the SMTP server's log")
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
@@ -85,22 +92,35 @@ impl SmtpServer {
             .args(["-c", "aiosmtpd.handlers.Mailbox"])
             .arg(&maildir)
             .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .stderr(server_log(&dir));
         let child = command.spawn().expect("aiosmtpd starts");
         SmtpServer::listening(child, maildir, port, dir)
     }
 
-    /// `child`, once it listens on `port`.
+    /// `child`, once it listens on `port`. A server that exits first fails the test at once,
+    /// with what it wrote: a port taken since it was picked, a broken install.
     fn listening(child: Child, maildir: PathBuf, port: u16, dir: tempfile::TempDir) -> SmtpServer {
-        let server = SmtpServer {
+        let mut server = SmtpServer {
             child,
             maildir,
             port,
             _dir: dir,
         };
+        let log_path = server._dir.path().join(SERVER_LOG);
+        let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
         let deadline = Instant::now() + Duration::from_secs(20);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "aiosmtpd never listened");
+            if let Ok(Some(status)) = server.child.try_wait() {
+                panic!(
+                    "the SMTP server exited ({status}) before it listened:\n{}",
+                    log()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "aiosmtpd never listened:\n{}",
+                log()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         server
@@ -121,7 +141,7 @@ impl SmtpServer {
             .arg(&maildir)
             .args([user, password])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(server_log(&dir))
             .spawn()
             .expect("the SMTP server starts");
         SmtpServer::listening(child, maildir, port, dir)

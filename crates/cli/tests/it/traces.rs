@@ -69,11 +69,13 @@ impl Phoenix {
             .stderr(log)
             .spawn()
             .expect("start phoenix");
-        let phoenix = Phoenix {
+        let mut phoenix = Phoenix {
             child,
             url: format!("http://127.0.0.1:{port}"),
             _dir: dir,
         };
+        let log_path = phoenix._dir.path().join("phoenix.log");
+        let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
         let started = Instant::now();
         let client = reqwest::blocking::Client::new();
         while client
@@ -81,11 +83,14 @@ impl Phoenix {
             .send()
             .map_or(true, |answer| !answer.status().is_success())
         {
+            // One that exits (a port taken since it was picked) fails the test now, not in 2 min.
+            if let Ok(Some(status)) = phoenix.child.try_wait() {
+                panic!("Phoenix exited ({status}) before it answered:\n{}", log());
+            }
             assert!(
                 started.elapsed() < Duration::from_secs(120),
                 "Phoenix did not start: {}",
-                std::fs::read_to_string(phoenix._dir.path().join("phoenix.log"))
-                    .unwrap_or_default()
+                log()
             );
             std::thread::sleep(Duration::from_millis(200));
         }
