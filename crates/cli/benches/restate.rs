@@ -8,6 +8,9 @@
 //!
 //! `cargo test --benches` runs it small.
 
+// The Restate server's helper finds its ports through this one, as its `super::ports`.
+#[path = "../tests/it/common/ports.rs"]
+mod ports;
 #[path = "../tests/it/common/restate.rs"]
 #[allow(dead_code)]
 mod restate_server;

@@ -5,13 +5,13 @@
 //! person with channel `email`, and the links that must not answer (edited, used twice, for a
 //! run that went on, expired). An SMTP server that is down delays the email and loses nothing.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::common::ports::{free_port, listened_by, start_on_free_ports};
 use crate::common::serve::Server;
 use crate::common::{Sandbox, edge, node};
 
@@ -67,16 +67,44 @@ fn server_log(dir: &tempfile::TempDir) -> std::fs::File {
     std::fs::File::create(dir.path().join(SERVER_LOG)).expect("the SMTP server's log")
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port()
-}
-
 impl SmtpServer {
-    /// On `port`, with STARTTLS required when `tls` (certificate, key) is given.
-    fn start(port: u16, tls: Option<(&Path, &Path)>) -> SmtpServer {
+    /// On a port of its own, with STARTTLS required when `tls` (certificate, key) is given.
+    fn start(tls: Option<(&Path, &Path)>) -> SmtpServer {
+        start_on_free_ports("the SMTP server", || SmtpServer::spawn(free_port(), tls))
+    }
+
+    /// On `port`, which the test gave out before the server was up.
+    fn start_on(port: u16) -> SmtpServer {
+        SmtpServer::spawn(port, None)
+            .unwrap_or_else(|log| panic!("the SMTP server exited before it listened:\n{log}"))
+    }
+
+    /// On a port of its own, taking mail only after AUTH as `user` with `password`
+    /// (tests/smtp/auth_server.py).
+    fn start_with_login(user: &str, password: &str) -> SmtpServer {
+        start_on_free_ports("the SMTP server", || {
+            let port = free_port();
+            let dir = tempfile::tempdir().expect("dir");
+            let maildir = dir.path().join("mail");
+            let script = concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../tests/smtp/auth_server.py"
+            );
+            let child = Command::new(smtp_python())
+                .arg(script)
+                .arg(port.to_string())
+                .arg(&maildir)
+                .args([user, password])
+                .stdout(Stdio::null())
+                .stderr(server_log(&dir))
+                .spawn()
+                .expect("the SMTP server starts");
+            SmtpServer::listening(child, maildir, port, dir)
+        })
+    }
+
+    /// aiosmtpd's own command line on `port`, STARTTLS required when `tls` is given.
+    fn spawn(port: u16, tls: Option<(&Path, &Path)>) -> Result<SmtpServer, String> {
         let dir = tempfile::tempdir().expect("dir");
         let maildir = dir.path().join("mail");
         let mut command = Command::new(smtp_python());
@@ -97,9 +125,14 @@ impl SmtpServer {
         SmtpServer::listening(child, maildir, port, dir)
     }
 
-    /// `child`, once it listens on `port`. A server that exits first fails the test at once,
-    /// with what it wrote: a port taken since it was picked, a broken install.
-    fn listening(child: Child, maildir: PathBuf, port: u16, dir: tempfile::TempDir) -> SmtpServer {
+    /// `child`, once it listens on `port` itself; its log if it exits first. Connecting is not
+    /// enough to tell: whatever took the port would answer.
+    fn listening(
+        child: Child,
+        maildir: PathBuf,
+        port: u16,
+        dir: tempfile::TempDir,
+    ) -> Result<SmtpServer, String> {
         let mut server = SmtpServer {
             child,
             maildir,
@@ -109,42 +142,18 @@ impl SmtpServer {
         let log_path = server._dir.path().join(SERVER_LOG);
         let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
         let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        while !listened_by(server.child.id(), port) {
             if let Ok(Some(status)) = server.child.try_wait() {
-                panic!(
-                    "the SMTP server exited ({status}) before it listened:\n{}",
-                    log()
-                );
+                return Err(format!("exited ({status}) on port {port}:\n{}", log()));
             }
             assert!(
                 Instant::now() < deadline,
-                "aiosmtpd never listened:\n{}",
+                "aiosmtpd never listened on port {port}:\n{}",
                 log()
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        server
-    }
-
-    /// On `port`, taking mail only after AUTH as `user` with `password`
-    /// (tests/smtp/auth_server.py).
-    fn start_with_login(port: u16, user: &str, password: &str) -> SmtpServer {
-        let dir = tempfile::tempdir().expect("dir");
-        let maildir = dir.path().join("mail");
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../tests/smtp/auth_server.py"
-        );
-        let child = Command::new(smtp_python())
-            .arg(script)
-            .arg(port.to_string())
-            .arg(&maildir)
-            .args([user, password])
-            .stdout(Stdio::null())
-            .stderr(server_log(&dir))
-            .spawn()
-            .expect("the SMTP server starts");
-        SmtpServer::listening(child, maildir, port, dir)
+        Ok(server)
     }
 
     fn url(&self) -> String {
@@ -352,7 +361,7 @@ async fn on_postgres_two_of_finance_approve_through_the_links_emailed_to_them() 
 }
 
 async fn approve_through_links(sandbox: Sandbox) {
-    let smtp = SmtpServer::start(free_port(), None);
+    let smtp = SmtpServer::start(None);
     let server = serve(&sandbox, &smtp.url());
     sandbox.flow("flows/pay.json", &payment_flow(None));
 
@@ -487,7 +496,7 @@ async fn approve_through_links(sandbox: Sandbox) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_reminder_and_an_escalation_are_emailed_and_the_escalated_person_answers() {
-    let smtp = SmtpServer::start(free_port(), None);
+    let smtp = SmtpServer::start(None);
     let sandbox = Sandbox::new();
     let server = serve(&sandbox, &smtp.url());
     let mut flow = payment_flow(None);
@@ -547,7 +556,7 @@ async fn a_reminder_and_an_escalation_are_emailed_and_the_escalated_person_answe
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_link_expires_with_its_approval() {
-    let smtp = SmtpServer::start(free_port(), None);
+    let smtp = SmtpServer::start(None);
     let sandbox = Sandbox::new();
     let server = serve(&sandbox, &smtp.url());
     sandbox.flow("flows/pay.json", &payment_flow(Some(3)));
@@ -611,7 +620,7 @@ async fn an_smtp_server_that_is_down_delays_the_email_and_loses_nothing() {
     assert!(inbox.to_string().contains(&id), "{inbox}");
 
     // Once the SMTP server is up, the emails go out.
-    let smtp = SmtpServer::start(port, None);
+    let smtp = SmtpServer::start_on(port);
     let emails = smtp.wait_for(2, &sandbox).await;
     to(&emails, "grace@example.test");
     to(&emails, "bob@example.test");
@@ -710,7 +719,7 @@ async fn emails_go_over_starttls_to_a_server_with_a_private_certificate() {
         assert!(made.success(), "openssl {args:?}");
     }
     let (certificate, key) = (PathBuf::from(certificate), PathBuf::from(key));
-    let smtp = SmtpServer::start(free_port(), Some((&certificate, &key)));
+    let smtp = SmtpServer::start(Some((&certificate, &key)));
     let sandbox = Sandbox::new();
     std::fs::create_dir_all(sandbox.dir.path().join("flows")).expect("flows");
     sandbox.flow("flows/pay.json", &payment_flow(None));
@@ -784,7 +793,7 @@ fn serve_refuses_email_without_what_it_needs() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_server_logs_in_to_smtp_with_the_credentials_of_the_environment() {
-    let smtp = SmtpServer::start_with_login(free_port(), "weft-mailer", "mail-password-1");
+    let smtp = SmtpServer::start_with_login("weft-mailer", "mail-password-1");
     // A wrong password: refused by the SMTP server, kept and retried; the right one: sent.
     for (password, sent) in [("wrong-password", false), ("mail-password-1", true)] {
         let sandbox = Sandbox::new();

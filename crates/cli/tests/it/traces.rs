@@ -6,7 +6,6 @@
 //! run continues its trace with a link; `weft serve` takes a `traceparent` header on an API
 //! request and a webhook; a collector that is down costs one warning, not time.
 
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -14,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use weft_scripted_llm::{Match, Reply, Rule, Script, ScriptedLlm, ToolCall};
 
+use crate::common::ports::{free_port, listened_by, start_on_free_ports};
 use crate::common::serve::{Server, TOKEN};
 use crate::common::{Ran, Sandbox, approval_flow, edge, node, paused_run_id};
 
@@ -39,13 +39,6 @@ fn phoenix_program() -> PathBuf {
     program
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port()
-}
-
 /// A Phoenix server on loopback with a store of its own, stopped when dropped.
 struct Phoenix {
     child: Child,
@@ -54,7 +47,13 @@ struct Phoenix {
 }
 
 impl Phoenix {
+    /// A server on ports of its own, once it answers.
     fn start() -> Phoenix {
+        start_on_free_ports("Phoenix", Phoenix::try_start)
+    }
+
+    /// One start: the server once it answers on its port, or its log when it exited first.
+    fn try_start() -> Result<Phoenix, String> {
         let dir = tempfile::tempdir().expect("temp dir");
         let port = free_port();
         let log = std::fs::File::create(dir.path().join("phoenix.log")).expect("log");
@@ -78,14 +77,15 @@ impl Phoenix {
         let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
         let started = Instant::now();
         let client = reqwest::blocking::Client::new();
-        while client
-            .get(format!("{}/healthz", phoenix.url))
-            .send()
-            .map_or(true, |answer| !answer.status().is_success())
+        // Its own answer: whatever took the port since it was picked would answer too.
+        while !listened_by(phoenix.child.id(), port)
+            || client
+                .get(format!("{}/healthz", phoenix.url))
+                .send()
+                .map_or(true, |answer| !answer.status().is_success())
         {
-            // One that exits (a port taken since it was picked) fails the test now, not in 2 min.
             if let Ok(Some(status)) = phoenix.child.try_wait() {
-                panic!("Phoenix exited ({status}) before it answered:\n{}", log());
+                return Err(format!("exited ({status}):\n{}", log()));
             }
             assert!(
                 started.elapsed() < Duration::from_secs(120),
@@ -94,7 +94,7 @@ impl Phoenix {
             );
             std::thread::sleep(Duration::from_millis(200));
         }
-        phoenix
+        Ok(phoenix)
     }
 
     /// The spans `wanted` picks, once `at_least` of them arrived (Phoenix stores what it is

@@ -4,6 +4,7 @@
 // Each test file uses its own share of these.
 #![allow(dead_code)]
 
+pub mod ports;
 pub mod restate;
 pub mod serve;
 

@@ -12,6 +12,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use super::ports::{free_port, listened_by, start_on_free_ports};
+
 /// A running Restate server.
 pub struct RestateServer {
     pub ingress: String,
@@ -38,19 +40,7 @@ impl RestateServer {
             "no Restate server at {}: run scripts/setup-restate.sh (the test command does)",
             binary.display()
         );
-        const ATTEMPTS: usize = 3;
-        for attempt in 1..=ATTEMPTS {
-            match RestateServer::try_start(&binary) {
-                Ok(server) => return server,
-                Err(log) if attempt < ATTEMPTS => {
-                    eprintln!(
-                        "the Restate server exited while starting; again on other ports:\n{log}"
-                    )
-                }
-                Err(log) => panic!("the Restate server exited while starting:\n{log}"),
-            }
-        }
-        unreachable!("the last attempt returns or panics")
+        start_on_free_ports("the Restate server", || RestateServer::try_start(&binary))
     }
 
     /// One start: the server, or its log when it exited before answering.
@@ -110,7 +100,13 @@ impl RestateServer {
         };
         let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
         let started = Instant::now();
-        while !(answers_ok(admin, "/health") && answers_ok(ingress, "/restate/health")) {
+        // Its own answers: whatever took a port since it was picked would answer too.
+        let watchdog = server._watchdog.id();
+        while !(listened_by(watchdog, admin)
+            && listened_by(watchdog, ingress)
+            && answers_ok(admin, "/health")
+            && answers_ok(ingress, "/restate/health"))
+        {
             let so_far = read_log();
             if so_far.contains(EXITED) {
                 return Err(so_far);
@@ -230,11 +226,4 @@ fn answers_ok(port: u16, path: &str) -> bool {
     }
     let mut head = [0u8; 12];
     stream.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.1 200")
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port()
 }
