@@ -16,6 +16,8 @@ pub(super) struct SqliteDb {
     conn: Connection,
     /// This open made the store (from the image, or by SQL): it held no run then.
     made: bool,
+    /// The writer's log, flushed to disk ahead of its fold.
+    log: Option<schema::LogWriteback>,
 }
 
 impl SqliteDb {
@@ -39,9 +41,11 @@ impl SqliteDb {
         if placed {
             schema::start_a_new_log(&conn).map_err(|err| schema::describe(&err))?;
         }
+        let log = writer.then(|| schema::LogWriteback::of(&conn)).flatten();
         Ok(SqliteDb {
             conn,
             made: placed || new,
+            log,
         })
     }
 
@@ -119,6 +123,14 @@ impl Db for SqliteDb {
         self.batch("BEGIN IMMEDIATE")
     }
 
+    fn commit(&mut self) -> Result<(), StoreError> {
+        self.batch("COMMIT")?;
+        if let Some(log) = &mut self.log {
+            log.committed();
+        }
+        Ok(())
+    }
+
     fn close(&mut self) {
         schema::fold_a_long_log(&self.conn);
     }
@@ -187,6 +199,44 @@ mod tests {
         // A reader of a store that is not there yet makes nothing without sync.
         let reader = SqliteDb::open(&dir.path().join("other.db"), false).expect("open");
         assert_eq!(pragma::<i64>(&reader, "synchronous"), 1);
+    }
+
+    #[test]
+    fn a_log_long_enough_to_be_folded_is_flushed_as_it_grows_and_a_short_one_is_not() {
+        let dir = tempfile::tempdir().expect("dir");
+        let commit_rows = |db: &mut SqliteDb, rows: usize| {
+            for _ in 0..rows {
+                db.begin().expect("begin");
+                db.batch("INSERT INTO filler VALUES (randomblob(65536))")
+                    .expect("insert");
+                db.commit().expect("commit");
+            }
+        };
+        let log_of = |name: &str| std::fs::metadata(dir.path().join(format!("{name}-wal")));
+
+        let mut short = SqliteDb::open(&dir.path().join("short.db"), true).expect("open");
+        short
+            .batch("CREATE TABLE filler (bytes BLOB)")
+            .expect("table");
+        commit_rows(&mut short, 8);
+        let length = log_of("short.db").expect("log").len();
+        assert!(length < schema::FOLD_LOG_ABOVE_BYTES, "{length} bytes");
+        assert_eq!(short.log.as_ref().expect("writer").started, 0);
+
+        let mut long = SqliteDb::open(&dir.path().join("long.db"), true).expect("open");
+        long.batch("CREATE TABLE filler (bytes BLOB)")
+            .expect("table");
+        commit_rows(&mut long, 64);
+        let length = log_of("long.db").expect("log").len();
+        assert!(length > 3 * schema::FOLD_LOG_ABOVE_BYTES, "{length} bytes");
+        assert!(long.log.as_ref().expect("writer").started >= 1);
+        // Flushed or not, what was committed is there, and the fold empties the log.
+        long.close();
+        assert_eq!(log_of("long.db").expect("log").len(), 0);
+        let rows = long
+            .query("SELECT count(*) AS n FROM filler", &[])
+            .expect("count");
+        assert_eq!(rows[0].int("n").expect("n"), 64);
     }
 
     /// The names in `dir`, sorted.
