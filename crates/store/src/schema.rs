@@ -825,8 +825,9 @@ pub(super) const FOLD_LOG_ABOVE_BYTES: u64 = 1 << 20;
 /// by a thread of their own: the fold's sync of the log (see [`fold_a_long_log`]), on the way
 /// out of the process, then finds them written instead of writing the whole log itself. Only
 /// a saving of time: a flush adds durability and takes none away. The file's length is what
-/// is watched; a log that starts again from its beginning after a checkpoint keeps its length,
-/// and needs no flush ahead, the checkpoint having synced it.
+/// is watched: a log that starts again from its beginning after a checkpoint keeps its length,
+/// and needs no flush ahead, the checkpoint having synced it; a log cut by another process's
+/// fold is watched again from its new length.
 pub(super) struct LogWriteback {
     path: PathBuf,
     /// The log's length when the last flush began.
@@ -843,7 +844,7 @@ impl LogWriteback {
     pub(super) fn of(conn: &Connection) -> Option<LogWriteback> {
         let path = conn.path().filter(|path| !path.is_empty())?;
         Some(LogWriteback {
-            path: PathBuf::from(format!("{path}-wal")),
+            path: with_suffix(Path::new(path), "-wal"),
             flushed: 0,
             flushing: Arc::default(),
             started: 0,
@@ -856,6 +857,9 @@ impl LogWriteback {
         let Ok(length) = std::fs::metadata(&self.path).map(|log| log.len()) else {
             return;
         };
+        if length < self.flushed {
+            self.flushed = 0;
+        }
         if length <= FOLD_LOG_ABOVE_BYTES || length < self.flushed + WRITEBACK_STEP {
             return;
         }
@@ -877,6 +881,12 @@ impl LogWriteback {
         if started.is_err() {
             self.flushing.store(false, Ordering::Release);
         }
+    }
+
+    /// Whether a flush began and has not ended.
+    #[cfg(test)]
+    pub(super) fn flushing(&self) -> bool {
+        self.flushing.load(Ordering::Acquire)
     }
 }
 

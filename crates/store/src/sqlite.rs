@@ -201,24 +201,26 @@ mod tests {
         assert_eq!(pragma::<i64>(&reader, "synchronous"), 1);
     }
 
+    /// `rows` commits of a 64 KiB row each into the table `filler`, growing the log.
+    fn commit_filler(db: &mut SqliteDb, rows: usize) {
+        for _ in 0..rows {
+            db.begin().expect("begin");
+            db.batch("INSERT INTO filler VALUES (randomblob(65536))")
+                .expect("insert");
+            db.commit().expect("commit");
+        }
+    }
+
     #[test]
     fn a_log_long_enough_to_be_folded_is_flushed_as_it_grows_and_a_short_one_is_not() {
         let dir = tempfile::tempdir().expect("dir");
-        let commit_rows = |db: &mut SqliteDb, rows: usize| {
-            for _ in 0..rows {
-                db.begin().expect("begin");
-                db.batch("INSERT INTO filler VALUES (randomblob(65536))")
-                    .expect("insert");
-                db.commit().expect("commit");
-            }
-        };
         let log_of = |name: &str| std::fs::metadata(dir.path().join(format!("{name}-wal")));
 
         let mut short = SqliteDb::open(&dir.path().join("short.db"), true).expect("open");
         short
             .batch("CREATE TABLE filler (bytes BLOB)")
             .expect("table");
-        commit_rows(&mut short, 8);
+        commit_filler(&mut short, 8);
         let length = log_of("short.db").expect("log").len();
         assert!(length < schema::FOLD_LOG_ABOVE_BYTES, "{length} bytes");
         assert_eq!(short.log.as_ref().expect("writer").started, 0);
@@ -226,7 +228,7 @@ mod tests {
         let mut long = SqliteDb::open(&dir.path().join("long.db"), true).expect("open");
         long.batch("CREATE TABLE filler (bytes BLOB)")
             .expect("table");
-        commit_rows(&mut long, 64);
+        commit_filler(&mut long, 64);
         let length = log_of("long.db").expect("log").len();
         assert!(length > 3 * schema::FOLD_LOG_ABOVE_BYTES, "{length} bytes");
         assert!(long.log.as_ref().expect("writer").started >= 1);
@@ -237,6 +239,41 @@ mod tests {
             .query("SELECT count(*) AS n FROM filler", &[])
             .expect("count");
         assert_eq!(rows[0].int("n").expect("n"), 64);
+    }
+
+    #[test]
+    fn a_log_cut_by_another_writers_fold_is_flushed_again_as_it_grows_back() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("runs.db");
+        let log_length =
+            || std::fs::metadata(dir.path().join("runs.db-wal")).map_or(0, |log| log.len());
+        let mut writer = SqliteDb::open(&path, true).expect("open");
+        writer
+            .batch("CREATE TABLE filler (bytes BLOB)")
+            .expect("table");
+        commit_filler(&mut writer, 48);
+        let long = log_length();
+        let flushes = writer.log.as_ref().expect("writer").started;
+        assert!(flushes >= 1, "a {long}-byte log was not flushed");
+        while writer.log.as_ref().expect("writer").flushing() {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+
+        // Another process's writer closes the store and folds the log in.
+        SqliteDb::open(&path, true).expect("open").close();
+        assert_eq!(log_length(), 0, "the other writer's fold cut the log");
+
+        // Past the fold's size again, though shorter than before: flushed again.
+        commit_filler(&mut writer, 24);
+        let grown = log_length();
+        assert!(
+            grown > schema::FOLD_LOG_ABOVE_BYTES && grown < long,
+            "{grown} bytes against {long}"
+        );
+        assert!(
+            writer.log.as_ref().expect("writer").started > flushes,
+            "a log grown back to {grown} bytes was not flushed"
+        );
     }
 
     /// The names in `dir`, sorted.
